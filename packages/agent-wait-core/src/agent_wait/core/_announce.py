@@ -1,0 +1,163 @@
+"""Announcers deliver envelopes; a PublishReport records every outcome."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Self
+
+from agent_wait.core._models import WaitEnvelope
+
+DeliveryOutcome = BaseException | None
+"""Per-envelope result of ``deliver_many``: None when delivered, else the exception."""
+
+
+class BaseAnnounce:
+    """Base class of every announcer.
+
+    Subclass it and write :meth:`deliver`. Override :meth:`adeliver` for a native async client,
+    and :meth:`deliver_many` / :meth:`adeliver_many` when the transport can batch. Raising from
+    any of them is safe: :func:`agent_wait.core.publish` contains it and records it in the report.
+
+    Attributes:
+        name: How the announcer appears in reports and logs. Announcers built from config get
+            their entry-point name; otherwise it defaults to the class name.
+    """
+
+    name: str = ""
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        if not cls.__dict__.get("name"):
+            cls.name = cls.__name__
+
+    def deliver(self, envelope: WaitEnvelope) -> None:
+        """Deliver one envelope, raising on failure."""
+        raise NotImplementedError(f"{type(self).__name__} must implement deliver()")
+
+    async def adeliver(self, envelope: WaitEnvelope) -> None:
+        """Deliver one envelope without blocking the event loop (default: ``deliver`` in a thread)."""
+        await asyncio.to_thread(self.deliver, envelope)
+
+    def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Deliver several envelopes; return one outcome per envelope, in order.
+
+        The default delivers them one by one. A batching transport overrides this and must not
+        let one bad entry fail the others.
+        """
+        outcomes: list[DeliveryOutcome] = []
+        for envelope in envelopes:
+            try:
+                self.deliver(envelope)
+            except Exception as error:  # noqa: BLE001 - each envelope's failure is its own outcome
+                outcomes.append(error)
+            else:
+                outcomes.append(None)
+        return outcomes
+
+    async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Async :meth:`deliver_many`.
+
+        The default uses a batching ``deliver_many`` in a thread when only that is overridden,
+        else awaits :meth:`adeliver` for each envelope in turn.
+        """
+        cls = type(self)
+        if cls.adeliver is BaseAnnounce.adeliver and cls.deliver_many is not BaseAnnounce.deliver_many:
+            return await asyncio.to_thread(self.deliver_many, envelopes)
+        outcomes: list[DeliveryOutcome] = []
+        for envelope in envelopes:
+            try:
+                await self.adeliver(envelope)
+            except Exception as error:  # noqa: BLE001 - each envelope's failure is its own outcome
+                outcomes.append(error)
+            else:
+                outcomes.append(None)
+        return outcomes
+
+    def close(self) -> None:
+        """Release clients and connections. Safe to call more than once."""
+
+    async def aclose(self) -> None:
+        """Async :meth:`close`."""
+        self.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """The outcome of one envelope at one announcer.
+
+    Attributes:
+        announcer: The announcer's name.
+        question_id: Which question.
+        event_id: Which publish of it.
+        ok: True when delivered.
+        error: ``"<ExceptionType>: <message>"`` when not.
+        exception: The exception itself, for hosts that want to inspect it.
+    """
+
+    announcer: str
+    question_id: str
+    event_id: str
+    ok: bool
+    error: str | None = None
+    exception: BaseException | None = field(default=None, repr=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PublishReport:
+    """What one publish did: the envelopes built and every delivery outcome.
+
+    Attributes:
+        envelopes: One per question, in question order.
+        deliveries: One per announcer and envelope.
+    """
+
+    envelopes: tuple[WaitEnvelope, ...] = ()
+    deliveries: tuple[Delivery, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when every envelope reached every announcer."""
+        return all(d.ok for d in self.deliveries)
+
+    @property
+    def failures(self) -> list[Delivery]:
+        """The deliveries that failed."""
+        return [d for d in self.deliveries if not d.ok]
+
+    @property
+    def question_ids(self) -> list[str]:
+        """The ids of the questions published, in order."""
+        return [e.question_id for e in self.envelopes]
+
+    def for_announcer(self, name: str) -> list[Delivery]:
+        """The deliveries of one announcer."""
+        return [d for d in self.deliveries if d.announcer == name]
+
+    def raise_for_failures(self) -> None:
+        """Raise :class:`AnnounceFailed` if any delivery failed."""
+        if not self.ok:
+            from agent_wait.core._errors import AnnounceFailed
+
+            raise AnnounceFailed(self)

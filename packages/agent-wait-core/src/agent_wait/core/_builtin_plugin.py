@@ -1,0 +1,14 @@
+"""Registers the announcers that ship with agent-wait-core (stdlib only)."""
+
+from __future__ import annotations
+
+from agent_wait.core.hookspecs import RegisterTarget, hookimpl
+
+
+@hookimpl
+def register_announcers(register: RegisterTarget) -> None:
+    """Register ``memory``, ``log``, ``jsonl`` and ``sqlite``."""
+    register("memory", "agent_wait.core._memory:MemoryAnnounce")
+    register("log", "agent_wait.core._memory:LogAnnounce")
+    register("jsonl", "agent_wait.core._jsonl:JsonlAnnounce")
+    register("sqlite", "agent_wait.core._sqlite:SqliteAnnounce")

@@ -1,0 +1,61 @@
+"""Exceptions raised by agent-wait."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from agent_wait.core._announce import PublishReport
+
+
+class AgentWaitError(Exception):
+    """Base class of every error agent-wait raises on purpose."""
+
+
+class ConfigError(AgentWaitError, ValueError):
+    """A configuration value (policy, announcer option, config file) is invalid.
+
+    The message always names the field and the offending value.
+    """
+
+
+class PluginNotFoundError(ConfigError, LookupError):
+    """A plugin, announcer or adapter name is not installed."""
+
+
+class QuestionTooLarge(AgentWaitError, ValueError):
+    """The question would make an envelope larger than the smallest transport accepts.
+
+    Publish a reference (an id or URL the approver can resolve) instead of the payload itself.
+    """
+
+    def __init__(self, size: int, limit: int, function: str | None = None) -> None:
+        where = f" asked by {function!r}" if function else ""
+        super().__init__(
+            f"the question{where} makes an envelope of {size} bytes, over the {limit}-byte limit "
+            "of the smallest transport (SNS); publish a reference to the data (an id or URL the "
+            "approver can resolve) instead of the data itself"
+        )
+        self.size = size
+        self.limit = limit
+
+
+class InvalidAnswer(AgentWaitError, ValueError):
+    """An answer cannot be applied to the function that asked (for example unknown argument names)."""
+
+
+class AnnounceFailed(AgentWaitError):
+    """Raised by ``publish(..., strict=True)`` after every announcer was tried and one failed.
+
+    ``report`` holds every outcome, so the host can log it and leave its inbound message
+    unacknowledged to have it redelivered.
+    """
+
+    def __init__(self, report: PublishReport) -> None:
+        failures = report.failures
+        summary = "; ".join(
+            f"{d.announcer} -> {d.question_id}: {d.error}" for d in failures[:5]
+        )
+        more = f" (+{len(failures) - 5} more)" if len(failures) > 5 else ""
+        super().__init__(f"{len(failures)} deliveries failed: {summary}{more}")
+        self.report = report

@@ -1,0 +1,211 @@
+"""The message contract: the envelope agent-wait sends, and the messages a host receives.
+
+Field names, order, types and null semantics follow docs/message-formats.md exactly.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+from agent_wait.core._durations import format_duration, parse_duration
+from agent_wait.core._policy import Correlation, WaitPolicy
+
+ENVELOPE_TYPE = "wait.created"
+_ULID = r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$"
+
+
+def format_utc(moment: datetime) -> str:
+    """Render an aware datetime as RFC 3339 UTC with a ``Z`` and whole seconds.
+
+    Whole seconds in one fixed format keep the text sortable (DynamoDB and SQL range queries
+    compare these strings).
+    """
+    if moment.tzinfo is None:
+        raise ValueError(f"datetime {moment.isoformat()!r} has no timezone; pass an aware datetime")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+_RFC3339 = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:[Zz]|[+-]\d{2}:\d{2})$"
+)
+
+
+def _utc_text(value: object) -> object:
+    if isinstance(value, datetime):
+        return format_utc(value)
+    if isinstance(value, str):
+        if not _RFC3339.match(value):
+            raise ValueError(f"{value!r} is not an RFC 3339 timestamp such as '2026-09-14T09:00:00Z'")
+        return format_utc(datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00")))
+    return value
+
+
+UtcTimestamp = Annotated[
+    str,
+    BeforeValidator(_utc_text),
+    Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$", json_schema_extra={"format": "date-time"}),
+]
+"""RFC 3339 UTC text ending in ``Z``; datetimes and offset timestamps are converted."""
+
+
+def _iso_duration_text(value: object) -> object:
+    if value is None or isinstance(value, str | int | float):
+        return None if value is None else format_duration(parse_duration(value, "answer_ttl"))
+    return value
+
+
+IsoDuration = Annotated[str, BeforeValidator(_iso_duration_text), Field(json_schema_extra={"format": "duration"})]
+
+
+class Source(BaseModel):
+    """Which ``@wait`` function asked: ``{"function": name}``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    function: str = Field(min_length=1)
+
+
+class ReplyWith(BaseModel):
+    """A filled-in reply: copy it, set ``answer``, send it to the agent's entry point."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    thread_id: str = Field(min_length=1)
+    question_id: str = Field(min_length=1)
+    answer: None = None
+
+
+class WaitEnvelope(BaseModel):
+    """One question, as every announcer publishes it (the ``wait.created`` event).
+
+    Build envelopes with :func:`agent_wait.core.publish`; construct one directly only to
+    validate a message (``WaitEnvelope.model_validate_json(data)``).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["wait.created"] = ENVELOPE_TYPE
+    event_id: str = Field(pattern=_ULID, description="ULID, fresh on every publish; not the dedupe key.")
+    thread_id: str = Field(min_length=1, description="The agent's conversation identity.")
+    question_id: str = Field(min_length=1, description="The question's identity, stable across republishes.")
+    question: Any = Field(description="What is being asked; opaque to every adapter.")
+    allowed_actions: list[str] = Field(description="Which answers are meaningful. Advisory.")
+    expires_at: UtcTimestamp | None = Field(description="When the asker considers the question stale. Advisory.")
+    default: Any = Field(description="What to assume if nobody answers. Advisory.")
+    answer_ttl: IsoDuration | None = Field(description="How long an answer stays usable. Advisory.")
+    source: Source | None = Field(description="{'function': name} for a @wait question; null for a bare interrupt.")
+    reply_to: dict[str, Any] | None = Field(description="Where to send the answer, if the host published a hint.")
+    reply_with: ReplyWith = Field(description="A filled-in reply: copy it, set answer, send it.")
+    correlation: Correlation | None = Field(description="{'provider', 'id'} of an external job.")
+    tags: dict[str, str] = Field(description="Routing hints from the policy; never null.")
+
+    @model_validator(mode="after")
+    def _reply_matches(self) -> WaitEnvelope:
+        if (self.reply_with.thread_id, self.reply_with.question_id) != (self.thread_id, self.question_id):
+            raise ValueError(
+                "reply_with must carry the envelope's own thread_id and question_id, got "
+                f"{self.reply_with.thread_id!r}/{self.reply_with.question_id!r}"
+            )
+        return self
+
+    @property
+    def dedupe_key(self) -> str:
+        """``"wait.created:<question_id>"``: what consumers and transports deduplicate on."""
+        return f"{self.type}:{self.question_id}"
+
+    def to_json(self) -> bytes:
+        """The envelope as compact UTF-8 JSON, fields in contract order."""
+        return self.__pydantic_serializer__.to_json(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The envelope as plain JSON-compatible Python data."""
+        return self.model_dump(mode="json")
+
+
+class Answer(BaseModel):
+    """The recommended inbound answer (seed section 2). Extra fields are kept."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    thread_id: str = Field(min_length=1, description="Which conversation; copied from reply_with.")
+    question_id: str = Field(min_length=1, description="Which question; its presence makes this an answer.")
+    answer: Any = Field(description="Received verbatim by the @wait function. Any JSON.")
+    valid_until: UtcTimestamp | None = Field(default=None, description="The answer's own expiry.")
+
+
+class StartMessage(BaseModel):
+    """The recommended inbound start message (seed section 3): no ``question_id``."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    thread_id: str = Field(min_length=1)
+    input: Any = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_an_answer(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and "question_id" in data:
+            raise ValueError("a start message has no question_id; this is an answer")
+        return data
+
+
+class PendingResult(BaseModel):
+    """What an async-mode ``@wait`` call returns instead of running (seed section 5)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: Literal["pending_approval"] = "pending_approval"
+    question_id: str
+    function: str
+
+
+def is_answer(message: object) -> bool:
+    """True if an inbound message is an answer: a mapping with a ``question_id`` key."""
+    return isinstance(message, Mapping) and "question_id" in message
+
+
+def parse_message(message: Mapping[str, Any] | str | bytes) -> Answer | StartMessage:
+    """Validate an inbound message as an :class:`Answer` or a :class:`StartMessage`.
+
+    Raises:
+        pydantic.ValidationError: With field-level errors.
+    """
+    if isinstance(message, str | bytes):
+        from pydantic_core import from_json
+
+        message = from_json(message)
+    if is_answer(message):
+        return Answer.model_validate(message)
+    return StartMessage.model_validate(message)
+
+
+class Question(BaseModel):
+    """A question an agent run is waiting on, before it becomes an envelope.
+
+    Attributes:
+        question_id: Stable identity (the framework's interrupt id, or the derived async id).
+        question: What is asked: ``{"function", "args"}`` for ``@wait``, any JSON otherwise.
+        policy: How it was asked.
+        asked_at: When it was asked, if known; ``expires_at`` is measured from it, else from
+            publish time.
+        source: ``{"function": name}`` for a ``@wait`` question, None for a bare interrupt.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    question_id: str = Field(min_length=1)
+    question: Any
+    policy: WaitPolicy = Field(default_factory=WaitPolicy)
+    asked_at: datetime | None = None
+    source: Source | None = None

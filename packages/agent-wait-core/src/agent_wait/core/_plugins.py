@@ -1,0 +1,274 @@
+"""Plugin discovery (entry points, loaded lazily) and announcers by name."""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import inspect
+import logging
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any, cast
+
+import pluggy
+
+from agent_wait.core import hookspecs
+from agent_wait.core._announce import BaseAnnounce
+from agent_wait.core._errors import ConfigError, PluginNotFoundError
+
+logger = logging.getLogger(__name__)
+
+DISABLE_AUTOLOAD_ENV = "AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD"
+# First-party kinds, so an unknown name can say which distribution provides it.
+KNOWN_DISTRIBUTIONS = {
+    name: f"agent-wait-{name.replace('_', '-')}"
+    for name in (
+        "sns", "sqs", "eventbridge", "dynamodb", "webhook", "redis", "nats", "rabbitmq",
+        "postgres", "langgraph", "pydantic_ai", "strands", "mcp",
+    )
+}
+
+
+@dataclass(frozen=True)
+class Registration:
+    """A registered announcer kind or adapter.
+
+    Attributes:
+        name: The name configuration uses.
+        target: ``"module:attr"`` import path or a callable.
+        plugin: The plugin (entry-point name) that registered it.
+        distribution: The distribution that ships the plugin, when known.
+        version: Its version, when known.
+    """
+
+    name: str
+    target: str | Callable[..., Any]
+    plugin: str
+    distribution: str | None = None
+    version: str | None = None
+
+    def resolve(self) -> Callable[..., Any]:
+        """Import (if needed) and return the factory."""
+        if callable(self.target):
+            return self.target
+        module_name, _, attr = self.target.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as error:
+            dist = self.distribution or KNOWN_DISTRIBUTIONS.get(self.name, "its distribution")
+            raise ImportError(
+                f"{self.name!r} needs a module that is not importable ({error}); "
+                f"reinstall it: pip install {dist}"
+            ) from error
+        return cast(Callable[..., Any], getattr(module, attr))
+
+
+@dataclass(frozen=True)
+class LoadedPlugin:
+    """A plugin module registered with the plugin manager."""
+
+    name: str
+    distribution: str | None
+    version: str | None
+
+
+class PluginRegistry:
+    """The pluggy manager plus what its plugins registered. Use :func:`registry`."""
+
+    def __init__(self) -> None:
+        self.manager = pluggy.PluginManager(hookspecs.PROJECT)
+        self.manager.add_hookspecs(hookspecs)
+        self.plugins: dict[str, LoadedPlugin] = {}
+        self.announcers: dict[str, Registration] = {}
+        self.adapters: dict[str, Registration] = {}
+        self.failed: dict[str, str] = {}
+        self._loaded = False
+        self._lock = threading.RLock()
+
+    def load(self, names: Iterable[str] | None = None) -> None:
+        """Register the built-ins and the entry-point plugins (idempotent).
+
+        Args:
+            names: Load only these entry points (they must exist). Default: all of them, unless
+                ``AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD=1``.
+        """
+        with self._lock:
+            if "core" not in self.plugins:
+                from agent_wait.core import _builtin_plugin
+
+                self.register(_builtin_plugin, "core", "agent-wait-core")
+            wanted = None if names is None else set(names)
+            if wanted is None and (self._loaded or os.environ.get(DISABLE_AUTOLOAD_ENV) == "1"):
+                return
+            available = {ep.name: ep for ep in entry_points(group=hookspecs.PROJECT)}
+            for name in sorted(wanted or available):
+                if name in self.plugins:
+                    continue
+                entry = available.get(name)
+                if entry is None:
+                    raise PluginNotFoundError(_not_installed("plugin", name, available))
+                self._load_entry_point(entry, required=wanted is not None)
+            if wanted is None:
+                self._loaded = True
+            self.manager.check_pending()
+
+    def _load_entry_point(self, entry: EntryPoint, *, required: bool) -> None:
+        dist = entry.dist
+        try:
+            module = entry.load()
+        except ImportError as error:
+            if required:
+                raise ImportError(f'error importing agent-wait plugin "{entry.name}": {error}') from error
+            # An autoloaded plugin that cannot import must not break every other plugin.
+            logger.exception("agent-wait plugin %r failed to import; skipped", entry.name)
+            self.failed[entry.name] = f"{type(error).__name__}: {error}"
+            return
+        self.register(module, entry.name, dist.name if dist else None, dist.version if dist else None)
+
+    def register(
+        self, plugin: object, name: str, distribution: str | None = None, version: str | None = None
+    ) -> None:
+        """Register a plugin object (module or instance) under ``name`` and collect its kinds."""
+        with self._lock:
+            if name in self.plugins:
+                raise ConfigError(f"plugin name {name!r} is already registered")
+            self.manager.register(plugin, name=name)
+            self.plugins[name] = LoadedPlugin(name, distribution, version)
+            hooks = self.manager.subset_hook_caller
+            others = [p for p in self.manager.get_plugins() if p is not plugin]
+            caller = hooks("register_announcers", others)
+            caller(register=self._collector(self.announcers, "announcer", name, distribution, version))
+            caller = hooks("register_adapters", others)
+            caller(register=self._collector(self.adapters, "adapter", name, distribution, version))
+
+    def unregister(self, name: str) -> None:
+        """Remove a plugin and everything it registered (used by tests)."""
+        with self._lock:
+            self.manager.unregister(name=name)
+            self.plugins.pop(name, None)
+            for table in (self.announcers, self.adapters):
+                for key in [k for k, r in table.items() if r.plugin == name]:
+                    del table[key]
+
+    @staticmethod
+    def _collector(
+        table: dict[str, Registration], kind: str, plugin: str, dist: str | None, version: str | None
+    ) -> Callable[[str, str | Callable[..., Any]], None]:
+        def register(name: str, target: str | Callable[..., Any]) -> None:
+            if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ConfigError(f"plugin {plugin!r} registered an {kind} with invalid name {name!r}")
+            if not (callable(target) or (isinstance(target, str) and ":" in target)):
+                raise ConfigError(
+                    f"plugin {plugin!r} registered {kind} {name!r} with target {target!r}; "
+                    "expected 'module:attribute' or a callable"
+                )
+            existing = table.get(name)
+            if existing is not None and existing.plugin != plugin:
+                raise ConfigError(
+                    f"{kind} name {name!r} is registered by both {existing.plugin!r} and {plugin!r}; "
+                    "uninstall one of them"
+                )
+            table[name] = Registration(name, target, plugin, dist, version)
+
+        return register
+
+
+_registry = PluginRegistry()
+
+
+def registry() -> PluginRegistry:
+    """The process-wide plugin registry, with plugins loaded on first use."""
+    _registry.load()
+    return _registry
+
+
+def _not_installed(kind: str, name: str, installed: Iterable[str]) -> str:
+    names = sorted(installed)
+    message = f"unknown {kind} {name!r}; installed: {', '.join(names) or 'none'}"
+    close = difflib.get_close_matches(name, names, n=1)
+    if close:
+        message += f"; did you mean {close[0]!r}?"
+    dist = KNOWN_DISTRIBUTIONS.get(name)
+    if dist:
+        message += f" It is provided by {dist}: pip install {dist}"
+    return message
+
+
+def announcer(name: str, /, **options: Any) -> BaseAnnounce:
+    """Build an announcer by its registered name, validating the option names.
+
+    Example:
+        ``announcer("sqs", queue_url="https://sqs.../approvals.fifo")``
+
+    Raises:
+        PluginNotFoundError: No announcer of that name is installed (the message lists the
+            installed ones, a close match, and the distribution to install).
+        ConfigError: An option is unknown or invalid (the message names it).
+    """
+    reg = registry()
+    registration = reg.announcers.get(name)
+    if registration is None:
+        raise PluginNotFoundError(_not_installed("announcer", name, reg.announcers))
+    factory = registration.resolve()
+    _check_option_names(name, factory, options)
+    try:
+        built = factory(**options)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"announcer {name!r}: {error}") from error
+    if not isinstance(built, BaseAnnounce):
+        raise ConfigError(f"announcer {name!r} factory returned {type(built).__name__}, not a BaseAnnounce")
+    if type(built).name == type(built).__name__ and built.name == type(built).__name__:
+        built.name = name
+    return built
+
+
+def _check_option_names(name: str, factory: Callable[..., Any], options: Mapping[str, Any]) -> None:
+    try:
+        params = inspect.signature(factory).parameters
+    except (TypeError, ValueError):  # builtins without signatures: let the call validate
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return
+    accepted = [
+        p.name for p in params.values() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+    ]
+    for option in options:
+        if option not in accepted:
+            close = difflib.get_close_matches(option, accepted, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(
+                f"announcer {name!r}: unknown option {option!r}{hint} "
+                f"(accepted: {', '.join(accepted) or 'none'})"
+            )
+
+
+def announcers_from_config(entries: Sequence[Mapping[str, Any]]) -> list[BaseAnnounce]:
+    """Build announcers from config entries: ``[{"use": "sqs", "queue_url": ...}, ...]``.
+
+    Each entry names its kind under ``use``; the other keys are the announcer's options.
+
+    Raises:
+        ConfigError: An entry is malformed; the message names its position.
+    """
+    if isinstance(entries, Mapping) or not isinstance(entries, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"announce: expected a list of announcer entries, got {type(entries).__name__}")
+    built: list[BaseAnnounce] = []
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"announce[{index}]: expected a table/object, got {entry!r}")
+        options = dict(entry)
+        kind = options.pop("use", None)
+        if not isinstance(kind, str) or not kind:
+            raise ConfigError(
+                f"announce[{index}]: 'use' must name an announcer (e.g. \"sqlite\"), got {kind!r}"
+            )
+        try:
+            built.append(announcer(kind, **options))
+        except ConfigError as error:
+            raise type(error)(f"announce[{index}]: {error}") from error
+    return built

@@ -1,0 +1,290 @@
+"""Turn questions into envelopes and deliver them to every announcer, containing failures."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from ulid import ULID
+
+from agent_wait.core._announce import BaseAnnounce, Delivery, DeliveryOutcome, PublishReport
+from agent_wait.core._errors import AnnounceFailed, QuestionTooLarge
+from agent_wait.core._models import ENVELOPE_TYPE, Question, ReplyWith, WaitEnvelope, format_utc
+from agent_wait.core._policy import Correlation
+
+logger = logging.getLogger("agent_wait.publish")
+
+ENVELOPE_LIMIT = 256 * 1024
+"""Bytes: SNS's message cap, the smallest of the transports agent-wait ships."""
+
+Announce = BaseAnnounce | Sequence[BaseAnnounce] | str | None
+"""What ``announce=`` accepts: an announcer, several, a registered name, or None (configured default)."""
+
+Clock = Callable[[], datetime]
+_ADJUSTABLE = frozenset({"tags", "reply_to", "correlation"})
+
+
+def utc_now() -> datetime:
+    """The current time, aware, in UTC."""
+    return datetime.now(UTC)
+
+
+def build_envelope(
+    question: Question,
+    thread_id: str,
+    *,
+    reply_to: Mapping[str, Any] | None = None,
+    now: datetime | None = None,
+) -> WaitEnvelope:
+    """Build the envelope of one question (fresh ``event_id``; ``expires_at`` from the policy)."""
+    if not thread_id:
+        raise ValueError(f"thread_id: must be a non-empty string, got {thread_id!r}")
+    policy = question.policy
+    expires = policy.expires_at(now or utc_now(), question.asked_at)
+    # model_construct: every part is already validated (policy, question); this path is hot.
+    return WaitEnvelope.model_construct(
+        type=ENVELOPE_TYPE,
+        event_id=str(ULID()),
+        thread_id=thread_id,
+        question_id=question.question_id,
+        question=question.question,
+        allowed_actions=list(policy.allowed_actions),
+        expires_at=None if expires is None else format_utc(expires),
+        default=policy.default,
+        answer_ttl=_ttl_text(policy),
+        source=question.source,
+        reply_to=None if reply_to is None else dict(reply_to),
+        reply_with=ReplyWith.model_construct(
+            thread_id=thread_id, question_id=question.question_id, answer=None
+        ),
+        correlation=policy.correlation,
+        tags=dict(policy.tags),
+    )
+
+
+def _ttl_text(policy: Any) -> str | None:
+    ttl = policy.answer_ttl
+    if ttl is None:
+        return None
+    from agent_wait.core._durations import format_duration
+
+    return format_duration(ttl)
+
+
+def resolve_announcers(announce: Announce) -> list[BaseAnnounce]:
+    """Normalise ``announce=`` to a list of announcers (None: the configured default)."""
+    if announce is None:
+        from agent_wait.core._config import default_announcers
+
+        return default_announcers()
+    if isinstance(announce, BaseAnnounce):
+        return [announce]
+    if isinstance(announce, str):
+        from agent_wait.core._plugins import announcer
+
+        return [announcer(announce)]
+    announcers = list(announce)
+    for index, item in enumerate(announcers):
+        if not isinstance(item, BaseAnnounce):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"announce[{index}]: expected a BaseAnnounce, got {type(item).__name__}")
+    return announcers
+
+
+def _prepare(
+    questions: Iterable[Question],
+    thread_id: str,
+    reply_to: Mapping[str, Any] | None,
+    clock: Clock | None,
+) -> tuple[list[WaitEnvelope], dict[str, QuestionTooLarge]]:
+    now = (clock or utc_now)()
+    envelopes = [_adjusted(build_envelope(q, thread_id, reply_to=reply_to, now=now)) for q in questions]
+    oversize: dict[str, QuestionTooLarge] = {}
+    for envelope in envelopes:
+        size = len(envelope.to_json())
+        if size > ENVELOPE_LIMIT:
+            function = envelope.source.function if envelope.source else None
+            oversize[envelope.event_id] = QuestionTooLarge(size, ENVELOPE_LIMIT, function)
+    return envelopes, oversize
+
+
+def _adjusted(envelope: WaitEnvelope) -> WaitEnvelope:
+    from agent_wait.core._plugins import registry
+
+    caller = registry().manager.hook.adjust_envelope
+    # Call order (pluggy runs the last registered first); each plugin sees earlier updates.
+    for impl in reversed(caller.get_hookimpls()):
+        try:
+            updates = impl.function(envelope=envelope)
+            if updates is None:
+                continue
+            unknown = set(updates) - _ADJUSTABLE
+            if unknown:
+                raise ValueError(f"may only change {sorted(_ADJUSTABLE)}, not {sorted(unknown)}")
+            merged = envelope.model_dump()
+            merged.update(updates)
+            if "correlation" in updates and updates["correlation"] is not None:
+                Correlation.model_validate(updates["correlation"])
+            envelope = WaitEnvelope.model_validate(merged)
+        except Exception:  # noqa: BLE001 - a plugin hook must never block a publish
+            logger.exception("adjust_envelope hook of plugin %r failed; skipped", impl.plugin_name)
+    return envelope
+
+
+def _record(
+    announcer: BaseAnnounce,
+    envelopes: Sequence[WaitEnvelope],
+    outcomes: Sequence[DeliveryOutcome] | BaseException,
+    oversize: Mapping[str, QuestionTooLarge],
+    thread_id: str,
+) -> list[Delivery]:
+    if not isinstance(outcomes, BaseException) and len(outcomes) != len(envelopes):
+        outcomes = RuntimeError(
+            f"{type(announcer).__name__} returned {len(outcomes)} outcomes for {len(envelopes)} envelopes"
+        )
+    deliveries: list[Delivery] = []
+    sendable = [e for e in envelopes if e.event_id not in oversize]
+    results = dict(zip((e.event_id for e in sendable), _expand(outcomes, len(sendable)), strict=True))
+    results.update(oversize)
+    for envelope in envelopes:
+        error = results[envelope.event_id]
+        delivery = Delivery(
+            announcer=announcer.name,
+            question_id=envelope.question_id,
+            event_id=envelope.event_id,
+            ok=error is None,
+            error=None if error is None else f"{type(error).__name__}: {error}",
+            exception=error,
+        )
+        _log(delivery, thread_id)
+        _observe(delivery, envelope)
+        deliveries.append(delivery)
+    return deliveries
+
+
+def _expand(outcomes: Sequence[DeliveryOutcome] | BaseException, count: int) -> list[DeliveryOutcome]:
+    if isinstance(outcomes, BaseException):
+        return [outcomes] * count
+    return list(outcomes)
+
+
+def _log(delivery: Delivery, thread_id: str) -> None:
+    # One structured line per delivery: ids only, never question content or transport secrets.
+    fields = {
+        "announcer": delivery.announcer,
+        "thread_id": thread_id,
+        "question_id": delivery.question_id,
+        "event_id": delivery.event_id,
+        "ok": delivery.ok,
+    }
+    if delivery.ok:
+        logger.info("agent-wait delivered %s", fields["question_id"], extra={"agent_wait": fields})
+    else:
+        fields["error_type"] = type(delivery.exception).__name__
+        logger.warning(
+            "agent-wait delivery failed: announcer=%s question_id=%s error=%s",
+            delivery.announcer,
+            delivery.question_id,
+            delivery.error,
+            extra={"agent_wait": fields},
+        )
+
+
+def _observe(delivery: Delivery, envelope: WaitEnvelope) -> None:
+    from agent_wait.core._plugins import registry
+
+    try:
+        registry().manager.hook.delivery_outcome(delivery=delivery, envelope=envelope)
+    except Exception:  # noqa: BLE001 - an observer must never affect delivery
+        logger.exception("delivery_outcome hook failed")
+
+
+def _deliver_sync(announcer: BaseAnnounce, envelopes: Sequence[WaitEnvelope]) -> Sequence[DeliveryOutcome] | BaseException:
+    if not envelopes:
+        return []
+    try:
+        if len(envelopes) == 1:
+            announcer.deliver(envelopes[0])
+            return [None]
+        return announcer.deliver_many(envelopes)
+    except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run
+        return error
+
+
+async def _deliver_async(
+    announcer: BaseAnnounce, envelopes: Sequence[WaitEnvelope]
+) -> Sequence[DeliveryOutcome] | BaseException:
+    if not envelopes:
+        return []
+    try:
+        if len(envelopes) == 1:
+            await announcer.adeliver(envelopes[0])
+            return [None]
+        return await announcer.adeliver_many(envelopes)
+    except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run
+        return error
+
+
+def publish(
+    questions: Iterable[Question],
+    thread_id: str,
+    announce: Announce = None,
+    *,
+    reply_to: Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
+    strict: bool = False,
+) -> PublishReport:
+    """Publish one envelope per question to every announcer.
+
+    Args:
+        questions: The questions the run is waiting on.
+        thread_id: The agent's conversation identity.
+        announce: An announcer, a list, a registered name, or None for the configured default
+            (``AGENT_WAIT_ANNOUNCE``, ``AGENT_WAIT_CONFIG``, ``agent-wait.toml``,
+            ``[tool.agent-wait]`` in pyproject.toml, else the embedded sqlite inbox).
+        reply_to: A hint for where answers go, copied into every envelope.
+        clock: Returns "now" (aware); ``expires_at`` is measured from it.
+        strict: Raise :class:`AnnounceFailed` after every announcer was tried if any delivery
+            failed, so the host can leave its inbound message unacknowledged.
+
+    Returns:
+        The report: the envelopes and one outcome per announcer and envelope. Announcer errors
+        never raise (unless ``strict``).
+    """
+    envelopes, oversize = _prepare(questions, thread_id, reply_to, clock)
+    deliveries: list[Delivery] = []
+    if envelopes:
+        sendable = [e for e in envelopes if e.event_id not in oversize]
+        for item in resolve_announcers(announce):
+            outcomes = _deliver_sync(item, sendable)
+            deliveries.extend(_record(item, envelopes, outcomes, oversize, thread_id))
+    report = PublishReport(tuple(envelopes), tuple(deliveries))
+    if strict and not report.ok:
+        raise AnnounceFailed(report)
+    return report
+
+
+async def apublish(
+    questions: Iterable[Question],
+    thread_id: str,
+    announce: Announce = None,
+    *,
+    reply_to: Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
+    strict: bool = False,
+) -> PublishReport:
+    """Async :func:`publish`: all announcers are delivered to concurrently."""
+    envelopes, oversize = _prepare(questions, thread_id, reply_to, clock)
+    deliveries: list[Delivery] = []
+    if envelopes:
+        sendable = [e for e in envelopes if e.event_id not in oversize]
+        announcers = resolve_announcers(announce)
+        results = await asyncio.gather(*(_deliver_async(a, sendable) for a in announcers))
+        for item, outcomes in zip(announcers, results, strict=True):
+            deliveries.extend(_record(item, envelopes, outcomes, oversize, thread_id))
+    report = PublishReport(tuple(envelopes), tuple(deliveries))
+    if strict and not report.ok:
+        raise AnnounceFailed(report)
+    return report

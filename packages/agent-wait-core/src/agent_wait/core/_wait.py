@@ -1,0 +1,401 @@
+"""The framework-neutral ``@wait`` decorator and ``publish_interrupts``, built over an adapter.
+
+A framework package implements :class:`FrameworkAdapter` and exposes
+``wait = make_wait(adapter)`` and ``publish_interrupts, apublish_interrupts =
+make_publish_interrupts(adapter)``.
+
+The value a ``@wait`` call parks on (the framework's interrupt value, or the metadata of a
+deferred tool call) is::
+
+    {"question": {"function": name, "args": {...}},
+     "agent_wait": {"policy": {...}, "source": {"function": name}}}
+
+so the policy travels with the question, and a bare interrupt value from code that never heard
+of agent-wait (no ``agent_wait`` key) is still publishable with the default policy.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol, TypeVar, cast, overload
+
+from agent_wait.core._announce import PublishReport
+from agent_wait.core._canonical import derive_question_id, to_jsonable
+from agent_wait.core._errors import InvalidAnswer, QuestionTooLarge
+from agent_wait.core._models import PendingResult, Question, Source
+from agent_wait.core._policy import WaitPolicy
+from agent_wait.core._publish import ENVELOPE_LIMIT, Announce, Clock, apublish, publish
+
+logger = logging.getLogger(__name__)
+
+PAYLOAD_KEY = "agent_wait"
+Mode = Literal["interrupt", "async"]
+F = TypeVar("F", bound=Callable[..., Any])
+# Room an envelope needs besides the question (ids, policy, reply_with, tags); see ENVELOPE_LIMIT.
+_ENVELOPE_OVERHEAD = 2048
+
+
+@dataclass(frozen=True)
+class WaitCall:
+    """One call of a ``@wait`` function that is about to ask.
+
+    Attributes:
+        function: The undecorated function.
+        name: The function name published as ``question.function``.
+        bound: All arguments, defaults applied (including hidden and decision parameters).
+        args: The published arguments, JSON-safe.
+        policy: The policy.
+        payload: The value to park on (see the module docstring).
+    """
+
+    function: Callable[..., Any]
+    name: str
+    bound: inspect.BoundArguments
+    args: dict[str, Any]
+    policy: WaitPolicy
+    payload: dict[str, Any]
+
+
+class FrameworkAdapter(Protocol):
+    """What a framework package implements so the generic ``wait`` works on it."""
+
+    name: str
+
+    def park(self, call: WaitCall) -> Any:
+        """Park the run on ``call.payload`` (the framework's interrupt) and return the answer.
+
+        Either raises the framework's interrupt/deferral, or, when the run is resumed with an
+        answer, returns that answer verbatim.
+        """
+        ...
+
+    async def apark(self, call: WaitCall) -> Any:
+        """Async :meth:`park`."""
+        ...
+
+    def thread_id(self, call: WaitCall) -> str:
+        """The current run's thread id (async mode). Raise a clear error when there is none."""
+        ...
+
+    def hidden_parameters(self, signature: inspect.Signature) -> frozenset[str]:
+        """Parameters the framework injects (run context, config) that must not be published."""
+        ...
+
+    def questions_in(self, result: Any) -> list[Question]:
+        """The questions a finished (parked) run's result is waiting on, in order."""
+        ...
+
+
+def wait_payload(question: Any, policy: WaitPolicy, source: Source | None) -> dict[str, Any]:
+    """The value a ``@wait`` question parks on."""
+    return {
+        "question": question,
+        PAYLOAD_KEY: {
+            "policy": policy.model_dump(mode="json"),
+            "source": None if source is None else source.model_dump(),
+        },
+    }
+
+
+def question_from_value(question_id: str, value: Any) -> Question:
+    """Read a parked value back into a :class:`Question`.
+
+    A value written by :func:`wait_payload` gives its question, policy and source; any other
+    value (a bare interrupt) is the question itself, with the default policy and no source.
+    A payload whose policy no longer validates is published as a bare value rather than lost.
+    """
+    if isinstance(value, Mapping) and PAYLOAD_KEY in value and "question" in value:
+        meta = value[PAYLOAD_KEY]
+        if isinstance(meta, Mapping):
+            try:
+                policy = WaitPolicy.model_validate(meta.get("policy") or {})
+                source_data = meta.get("source")
+                source = None if source_data is None else Source.model_validate(source_data)
+            except ValueError:
+                logger.warning("question %s carries an invalid agent-wait policy; default used", question_id)
+            else:
+                return Question(
+                    question_id=question_id, question=value["question"], policy=policy, source=source
+                )
+    return Question(question_id=question_id, question=value)
+
+
+def apply_answer(call: WaitCall, answer: Any, decision: str | None) -> tuple[bool, inspect.BoundArguments]:
+    """Apply the answer rules (seed section 2) to a call.
+
+    Returns:
+        ``(run, bound)``: whether the body runs, and with which arguments. When ``run`` is
+        False the answer is returned in the body's place.
+
+    Raises:
+        InvalidAnswer: ``answer["args"]`` is not an object or names unknown parameters.
+    """
+    bound = call.bound
+    if decision is not None and decision in bound.signature.parameters:
+        bound.arguments[decision] = answer
+        return True, bound
+    if not (isinstance(answer, Mapping) and answer.get("action") == "approve"):  # pyright: ignore[reportUnknownMemberType]
+        return False, bound
+    edited = cast(Mapping[str, Any], answer).get("args")
+    if edited is None:
+        return True, bound
+    if not isinstance(edited, Mapping):
+        raise InvalidAnswer(f"answer.args: expected an object of arguments, got {edited!r}")
+    unknown = sorted(set(cast(Mapping[str, Any], edited)) - set(call.args))
+    if unknown:
+        raise InvalidAnswer(
+            f"answer.args: {unknown} are not arguments of {call.name!r} (published: {sorted(call.args)})"
+        )
+    for key, value in cast(Mapping[str, Any], edited).items():
+        bound.arguments[key] = value
+    return True, bound
+
+
+class _Wait:
+    """Shared machinery of one decorated function."""
+
+    def __init__(
+        self,
+        adapter: FrameworkAdapter,
+        function: Callable[..., Any],
+        policy: WaitPolicy,
+        mode: Mode,
+        announce: Announce,
+        decision: str,
+        when: Callable[..., Any] | None,
+        clock: Clock | None,
+    ) -> None:
+        if mode not in ("interrupt", "async"):
+            raise ValueError(f"mode: expected 'interrupt' or 'async', got {mode!r}")
+        if mode == "async" and announce is None:
+            raise ValueError(
+                f"announce: @wait(mode='async') on {function.__name__!r} publishes by itself and "
+                "needs announcers; pass announce=..."
+            )
+        self.adapter = adapter
+        self.function = function
+        self.name = function.__name__
+        self.policy = policy
+        self.mode = mode
+        self.announce = announce
+        self.when = when
+        self.clock = clock
+        self.signature = inspect.signature(function)
+        self.decision = decision if decision in self.signature.parameters else None
+        hidden = set(adapter.hidden_parameters(self.signature))
+        if self.decision:
+            hidden.add(self.decision)
+        self.hidden = frozenset(hidden)
+
+    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> WaitCall | inspect.BoundArguments:
+        """Bind the call; return the bound arguments if it runs without asking, else the WaitCall."""
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        published = {k: v for k, v in bound.arguments.items() if k not in self.hidden}
+        if self.when is not None and not self._asks(published):
+            return bound
+        json_args = to_jsonable(published, f"{self.name}()")
+        question = {"function": self.name, "args": json_args}
+        payload = wait_payload(question, self.policy, Source(function=self.name))
+        call = WaitCall(self.function, self.name, bound, json_args, self.policy, payload)
+        self._check_size(question)
+        return call
+
+    def _asks(self, published: dict[str, Any]) -> bool:
+        assert self.when is not None
+        try:
+            return bool(self.when(**published))
+        except Exception:  # noqa: BLE001 - a broken predicate must fail safe: ask
+            logger.exception("@wait(when=...) predicate of %r raised; asking anyway", self.name)
+            return True
+
+    def _check_size(self, question: dict[str, Any]) -> None:
+        from agent_wait.core._canonical import canonical_json
+
+        size = len(canonical_json(question).encode("utf-8")) + _ENVELOPE_OVERHEAD
+        size += len(canonical_json(self.policy.model_dump(mode="json")).encode("utf-8"))
+        if size > ENVELOPE_LIMIT:
+            raise QuestionTooLarge(size, ENVELOPE_LIMIT, self.name)
+
+    def pending(self, call: WaitCall) -> tuple[Question, str]:
+        thread_id = self.adapter.thread_id(call)
+        question_id = derive_question_id(thread_id, self.name, call.args)
+        question = Question(
+            question_id=question_id,
+            question=call.payload["question"],
+            policy=self.policy,
+            source=Source(function=self.name),
+        )
+        return question, thread_id
+
+    def pending_result(self, question: Question, report: PublishReport) -> dict[str, Any]:
+        if not report.ok:
+            # The call returns normally (the run must go on); the failure is in the log and hooks.
+            logger.error(
+                "@wait(mode='async') %r: %d deliveries of question %s failed",
+                self.name, len(report.failures), question.question_id,
+            )
+        return PendingResult(question_id=question.question_id, function=self.name).model_dump()
+
+
+def _strip_decision(wrapper: Callable[..., Any], state: _Wait) -> None:
+    # Frameworks build tool schemas from the signature: the decision parameter is ours, not the model's.
+    if state.decision is None:
+        return
+    params = [p for p in state.signature.parameters.values() if p.name != state.decision]
+    wrapper.__signature__ = state.signature.replace(parameters=params)  # type: ignore[attr-defined]
+    annotations = dict(getattr(state.function, "__annotations__", {}))
+    annotations.pop(state.decision, None)
+    wrapper.__annotations__ = annotations
+
+
+def _decorate(state: _Wait) -> Callable[..., Any]:
+    function = state.function
+    if inspect.iscoroutinefunction(function):
+
+        @functools.wraps(function)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            prepared = state.prepare(args, kwargs)
+            if isinstance(prepared, inspect.BoundArguments):
+                return await function(*prepared.args, **prepared.kwargs)
+            if state.mode == "async":
+                question, thread_id = state.pending(prepared)
+                report = await apublish([question], thread_id, state.announce, clock=state.clock)
+                return state.pending_result(question, report)
+            answer = await state.adapter.apark(prepared)
+            run, bound = apply_answer(prepared, answer, state.decision)
+            return await function(*bound.args, **bound.kwargs) if run else answer
+
+        wrapper: Callable[..., Any] = async_wrapper
+    else:
+
+        @functools.wraps(function)
+        def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+            prepared = state.prepare(args, kwargs)
+            if isinstance(prepared, inspect.BoundArguments):
+                return function(*prepared.args, **prepared.kwargs)
+            if state.mode == "async":
+                question, thread_id = state.pending(prepared)
+                report = publish([question], thread_id, state.announce, clock=state.clock)
+                return state.pending_result(question, report)
+            answer = state.adapter.park(prepared)
+            run, bound = apply_answer(prepared, answer, state.decision)
+            return function(*bound.args, **bound.kwargs) if run else answer
+
+        wrapper = sync_wrapper
+    _strip_decision(wrapper, state)
+    wrapper.__agent_wait__ = state  # type: ignore[attr-defined]
+    return wrapper
+
+
+class WaitDecorator(Protocol):
+    """The ``wait`` a framework package exports."""
+
+    @overload
+    def __call__(self, policy: F, /) -> F: ...
+    @overload
+    def __call__(
+        self,
+        policy: WaitPolicy | Mapping[str, Any] | None = None,
+        /,
+        *,
+        mode: Mode = "interrupt",
+        announce: Announce = None,
+        decision: str = "decision",
+        when: Callable[..., Any] | None = None,
+        clock: Clock | None = None,
+    ) -> Callable[[F], F]: ...
+    def __call__(self, policy: Any = None, /, **options: Any) -> Any: ...
+
+
+def make_wait(adapter: FrameworkAdapter) -> WaitDecorator:
+    """Build the ``wait`` decorator of a framework.
+
+    The returned ``wait(policy=None, *, mode="interrupt", announce=None, decision="decision",
+    when=None)`` works bare (``@wait``) or called (``@wait(WaitPolicy(timeout="P3D"))``), on
+    sync and async functions:
+
+    - ``mode="interrupt"``: the call parks on the framework's interrupt; the host publishes it
+      after the run with ``publish_interrupts``. On resume the answer rules apply:
+      ``{"action": "approve"}`` runs the body, ``{"action": "approve", "args": {...}}`` runs it
+      with those arguments changed, anything else is returned in its place. A function with a
+      ``decision`` parameter always runs and receives the whole answer there.
+    - ``mode="async"``: the call publishes its question itself (``announce`` is required) under
+      the derived id ``sha256(thread_id | function | canonical args)`` and returns
+      ``{"status": "pending_approval", "question_id", "function"}`` without running the body.
+    - ``when``: a predicate called with the published arguments as keywords; False runs the body
+      without asking. It must be deterministic (it runs again on resume); if it raises, the call
+      asks anyway.
+    """
+
+    def wait(policy: Any = None, /, **options: Any) -> Any:
+        if callable(policy) and not isinstance(policy, WaitPolicy | Mapping):
+            return _decorate(_Wait(adapter, policy, WaitPolicy.coerce(None), **_defaults({})))
+        resolved = WaitPolicy.coerce(cast(WaitPolicy | Mapping[str, Any] | None, policy))
+        settings = _defaults(options)
+
+        def decorator(function: F) -> F:
+            return cast(F, _decorate(_Wait(adapter, function, resolved, **settings)))
+
+        return decorator
+
+    return cast(WaitDecorator, wait)
+
+
+def _defaults(options: Mapping[str, Any]) -> dict[str, Any]:
+    allowed = {"mode", "announce", "decision", "when", "clock"}
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise TypeError(f"wait() got unknown options {unknown}; accepted: {sorted(allowed)}")
+    return {
+        "mode": options.get("mode", "interrupt"),
+        "announce": options.get("announce"),
+        "decision": options.get("decision", "decision"),
+        "when": options.get("when"),
+        "clock": options.get("clock"),
+    }
+
+
+PublishInterrupts = Callable[..., PublishReport]
+APublishInterrupts = Callable[..., Awaitable[PublishReport]]
+
+
+def make_publish_interrupts(adapter: FrameworkAdapter) -> tuple[PublishInterrupts, APublishInterrupts]:
+    """Build ``publish_interrupts`` and ``apublish_interrupts`` of a framework.
+
+    Both take ``(result, thread_id, announce=None, *, reply_to=None, strict=False, clock=None)``,
+    read the questions the run parked on out of ``result``, publish one envelope per question
+    and return the :class:`PublishReport`.
+    """
+
+    def publish_interrupts(
+        result: Any,
+        thread_id: str,
+        announce: Announce = None,
+        *,
+        reply_to: Mapping[str, Any] | None = None,
+        strict: bool = False,
+        clock: Clock | None = None,
+    ) -> PublishReport:
+        return publish(
+            adapter.questions_in(result), thread_id, announce, reply_to=reply_to, strict=strict, clock=clock
+        )
+
+    async def apublish_interrupts(
+        result: Any,
+        thread_id: str,
+        announce: Announce = None,
+        *,
+        reply_to: Mapping[str, Any] | None = None,
+        strict: bool = False,
+        clock: Clock | None = None,
+    ) -> PublishReport:
+        return await apublish(
+            adapter.questions_in(result), thread_id, announce, reply_to=reply_to, strict=strict, clock=clock
+        )
+
+    return publish_interrupts, apublish_interrupts

@@ -1,0 +1,89 @@
+"""Hook specifications of the ``agent_wait`` pluggy project.
+
+A plugin is a module named by an entry point in the ``agent_wait`` group::
+
+    [project.entry-points.agent_wait]
+    sqs = "agent_wait.sqs._plugin"
+
+and implements any of these hooks with :data:`agent_wait.core.hookimpl`. Registry hooks take a
+``register`` callback instead of returning values, so the host resolves name collisions. Every
+hook is documented in docs/plugins/hooks.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pluggy
+
+if TYPE_CHECKING:
+    from agent_wait.core._announce import Delivery
+    from agent_wait.core._models import WaitEnvelope
+
+PROJECT = "agent_wait"
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+RegisterTarget = Callable[[str, "str | Callable[..., Any]"], None]
+
+
+@hookspec
+def register_announcers(register: RegisterTarget) -> None:
+    """Register announcer kinds by name.
+
+    Call ``register(name, target)`` once per kind. ``target`` is either an import path
+    ``"package.module:Class"`` (imported only when the name is used, so registering costs no
+    import of the transport SDK) or a callable returning a :class:`BaseAnnounce`. Its keyword
+    arguments are the options users write in configuration.
+
+    Args:
+        register: The callback.
+
+    Added in 0.1.
+    """
+
+
+@hookspec
+def register_adapters(register: RegisterTarget) -> None:
+    """Register framework adapters by name.
+
+    Call ``register(name, target)`` with an import path or a callable returning the
+    adapter object (see :class:`agent_wait.core.FrameworkAdapter`). Used for discovery
+    (``agent-wait plugins``) and by hosts that pick a framework by name.
+
+    Args:
+        register: The callback.
+
+    Added in 0.1.
+    """
+
+
+@hookspec
+def adjust_envelope(envelope: WaitEnvelope) -> dict[str, Any] | None:
+    """Adjust an envelope before any announcer sees it.
+
+    Return a dict of field updates (only ``tags``, ``reply_to`` and ``correlation`` may change)
+    or None. Updates from several plugins apply in hook call order; an update is validated, and a
+    hook that raises or returns an invalid update is logged and skipped: it never blocks a publish.
+
+    Args:
+        envelope: The envelope as built (with earlier plugins' updates applied).
+
+    Added in 0.1.
+    """
+
+
+@hookspec
+def delivery_outcome(delivery: Delivery, envelope: WaitEnvelope) -> None:
+    """Observe each delivery outcome (for metrics and tracing).
+
+    Called once per announcer and envelope after the attempt. Exceptions are logged and
+    ignored.
+
+    Args:
+        delivery: The outcome.
+        envelope: The envelope that was (or was not) delivered.
+
+    Added in 0.1.
+    """
