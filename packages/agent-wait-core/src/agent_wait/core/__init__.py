@@ -32,6 +32,7 @@ from agent_wait.core._errors import (
     PluginNotFoundError,
     QuestionTooLarge,
 )
+from agent_wait.core._host import Handled, Outcome
 from agent_wait.core._memory import LogAnnounce, MemoryAnnounce
 from agent_wait.core._models import (
     Answer,
@@ -72,9 +73,11 @@ __all__ = [
     "Delivery",
     "DeliveryOutcome",
     "FrameworkAdapter",
+    "Handled",
     "InvalidAnswer",
     "LogAnnounce",
     "MemoryAnnounce",
+    "Outcome",
     "PendingResult",
     "PluginNotFoundError",
     "PublishReport",
