@@ -1,0 +1,60 @@
+"""The ``agent_wait`` MCP tool: a bounded, observable pause inside an agent's tool loop.
+
+Run the server (stdio by default, ``--http`` for streamable HTTP on 127.0.0.1:8000)::
+
+    agent-wait-mcp
+    agent-wait-mcp --http --port 8000
+
+Limits come from ``AGENT_WAIT_ENABLED``, ``AGENT_WAIT_MAX_SECONDS_PER_CALL``,
+``AGENT_WAIT_MAX_SECONDS_PER_TURN``, ``AGENT_WAIT_MAX_CALLS_PER_TURN``,
+``AGENT_WAIT_HEARTBEAT_INTERVAL_MS``, ``AGENT_WAIT_RATE_LIMIT_PER_USER_PER_MINUTE`` and
+``CHAT_AGENT_TURN_TIMEOUT_MS``. The policy is usable without MCP, e.g. in a framework-native
+pause tool::
+
+    from agent_wait.mcp import PauseLimits, PausePolicy, PauseRequest
+
+    policy = PausePolicy(PauseLimits.from_env())
+    grant = policy.admit(PauseRequest(30, "Waiting for the queue to drain."), user="u1", turn="t1")
+    ...  # sleep grant.granted_seconds, then:
+    policy.finish(grant, waited_seconds=30)
+
+Importing this package does not import the MCP SDK; ``build_server`` loads it on first use.
+See ``docs/pause-tool.md``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_wait.mcp._policy import (
+    InvalidPauseRequest,
+    PauseConfigError,
+    PauseGrant,
+    PauseLimits,
+    PausePolicy,
+    PauseRefused,
+    PauseRequest,
+)
+
+if TYPE_CHECKING:
+    from agent_wait.mcp._server import build_server
+
+__all__ = [
+    "InvalidPauseRequest",
+    "PauseConfigError",
+    "PauseGrant",
+    "PauseLimits",
+    "PausePolicy",
+    "PauseRefused",
+    "PauseRequest",
+    "build_server",
+]
+
+
+def __getattr__(name: str) -> object:
+    # Lazy, so the policy (and the plugin module) can be imported without the MCP SDK.
+    if name == "build_server":
+        from agent_wait.mcp._server import build_server
+
+        return build_server
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

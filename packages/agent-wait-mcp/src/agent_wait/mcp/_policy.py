@@ -1,0 +1,453 @@
+"""Caps, budgets and rate limits of the ``agent_wait`` pause, independent of any transport.
+
+Nothing here imports the MCP SDK (only ``agent_wait.core``): framework-native pause tools reuse
+this module, and the unit tests drive it with a fake clock instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import re
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from agent_wait.core import ConfigError
+
+RefusalCode = Literal[
+    "disabled", "rate_limited", "calls_per_turn", "turn_timeout", "turn_budget_exhausted"
+]
+"""Why a wait was refused (also the ``agent-wait/refusal`` value the MCP tool returns)."""
+
+ClipCause = Literal["per_call", "per_turn", "turn_timeout"]
+"""Which cap shortened a granted wait."""
+
+MAX_TEXT_LENGTH = 1000
+"""Longest ``user_message`` / ``reason`` accepted (both travel in every heartbeat or log line)."""
+
+_RATE_WINDOW_SECONDS = 60.0
+# Bounds every integer setting so deadlines stay finite floats (1e9 s is ~31 years).
+_MAX_SETTING = 1_000_000_000
+# Below 10 ms a heartbeat floods the client without telling the user anything new.
+_MIN_HEARTBEAT_MS = 10
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+_DIGITS = re.compile(r"[0-9]+")
+
+
+class PauseConfigError(ConfigError):
+    """A pause limit (an environment variable or a ``PauseLimits`` field) has an invalid value.
+
+    The message names the variable or field and the offending value.
+    """
+
+
+class InvalidPauseRequest(ValueError):
+    """A wait request is malformed (missing, wrongly typed or out-of-range field).
+
+    Attributes:
+        field: The name of the offending field, e.g. ``"seconds"``.
+    """
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class PauseRefused(Exception):
+    """The policy refused a wait; the message tells the model what to do instead.
+
+    Attributes:
+        code: Which rule refused the wait.
+        retry_after_seconds: For ``rate_limited``, when the next wait would be admitted.
+    """
+
+    def __init__(
+        self, code: RefusalCode, message: str, retry_after_seconds: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.code: RefusalCode = code
+        self.retry_after_seconds = retry_after_seconds
+
+
+@dataclass(frozen=True, slots=True)
+class PauseLimits:
+    """Deployment caps of the pause, with the defaults of the agent-wait tool specification.
+
+    Build it from the environment with :meth:`from_env`; every field maps to one variable.
+
+    Attributes:
+        enabled: Kill switch (``AGENT_WAIT_ENABLED``).
+        max_seconds_per_call: Longest single wait (``AGENT_WAIT_MAX_SECONDS_PER_CALL``).
+        max_seconds_per_turn: Total wait per turn (``AGENT_WAIT_MAX_SECONDS_PER_TURN``).
+        max_calls_per_turn: Waits per turn (``AGENT_WAIT_MAX_CALLS_PER_TURN``).
+        heartbeat_interval_ms: Progress interval (``AGENT_WAIT_HEARTBEAT_INTERVAL_MS``).
+        rate_limit_per_user_per_minute: Waits a user may start in any rolling 60 s
+            (``AGENT_WAIT_RATE_LIMIT_PER_USER_PER_MINUTE``).
+        turn_timeout_ms: The turn's wall clock, the parent budget no wait may outlive
+            (``CHAT_AGENT_TURN_TIMEOUT_MS``).
+    """
+
+    enabled: bool = True
+    max_seconds_per_call: int = 7200
+    max_seconds_per_turn: int = 14400
+    max_calls_per_turn: int = 5
+    heartbeat_interval_ms: int = 1000
+    rate_limit_per_user_per_minute: int = 30
+    turn_timeout_ms: int = 14_400_000
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.enabled, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise PauseConfigError(f"enabled must be a bool, got {self.enabled!r}")
+        for name, (_, minimum) in _INT_SETTINGS.items():
+            value: object = getattr(self, name)
+            if (
+                not isinstance(value, int)
+                or isinstance(value, bool)
+                or not minimum <= value <= _MAX_SETTING
+            ):
+                raise PauseConfigError(
+                    f"{name} must be a whole number from {minimum} to {_MAX_SETTING}, got {value!r}"
+                )
+
+    @property
+    def heartbeat_interval(self) -> float:
+        """The heartbeat interval in seconds."""
+        return self.heartbeat_interval_ms / 1000
+
+    @property
+    def turn_timeout(self) -> float:
+        """The turn wall clock in seconds."""
+        return self.turn_timeout_ms / 1000
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> PauseLimits:
+        """Read the limits from environment variables; unset variables keep their default.
+
+        Args:
+            environ: The environment to read; ``os.environ`` when omitted.
+
+        Returns:
+            The validated limits.
+
+        Raises:
+            PauseConfigError: A variable is set to an invalid value (empty included); the
+                message names the variable and the value.
+        """
+        env = os.environ if environ is None else environ
+        values: dict[str, bool | int] = {}
+        raw = env.get(_ENABLED_VAR)
+        if raw is not None:
+            flag = raw.strip().lower()
+            if flag not in _TRUE | _FALSE:
+                raise PauseConfigError(
+                    f"{_ENABLED_VAR}={raw!r} is not valid: expected true/false "
+                    "(also accepted: 1/0, yes/no, on/off)"
+                )
+            values["enabled"] = flag in _TRUE
+        for name, (var, minimum) in _INT_SETTINGS.items():
+            raw = env.get(var)
+            if raw is None:
+                continue
+            text = raw.strip()
+            if not _DIGITS.fullmatch(text) or not minimum <= int(text) <= _MAX_SETTING:
+                raise PauseConfigError(
+                    f"{var}={raw!r} is not valid: expected a whole number from {minimum} "
+                    f"to {_MAX_SETTING}"
+                )
+            values[name] = int(text)
+        return cls(**values)  # pyright: ignore[reportArgumentType]
+
+
+_ENABLED_VAR = "AGENT_WAIT_ENABLED"
+# field -> (environment variable, smallest valid value)
+_INT_SETTINGS: dict[str, tuple[str, int]] = {
+    "max_seconds_per_call": ("AGENT_WAIT_MAX_SECONDS_PER_CALL", 1),
+    "max_seconds_per_turn": ("AGENT_WAIT_MAX_SECONDS_PER_TURN", 1),
+    "max_calls_per_turn": ("AGENT_WAIT_MAX_CALLS_PER_TURN", 1),
+    "heartbeat_interval_ms": ("AGENT_WAIT_HEARTBEAT_INTERVAL_MS", _MIN_HEARTBEAT_MS),
+    "rate_limit_per_user_per_minute": ("AGENT_WAIT_RATE_LIMIT_PER_USER_PER_MINUTE", 1),
+    "turn_timeout_ms": ("CHAT_AGENT_TURN_TIMEOUT_MS", 1000),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PauseRequest:
+    """A validated request to pause.
+
+    Attributes:
+        seconds: Requested wait, a whole number of seconds, 1 or more (the policy may clip it).
+        user_message: Plain-language status shown to the user while waiting.
+        reason: Optional internal note, written to the audit log only.
+    """
+
+    seconds: int
+    user_message: str
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        seconds = self.seconds
+        # Dataclasses do not check annotations, and bool is an int subclass.
+        if not isinstance(seconds, int) or isinstance(seconds, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise InvalidPauseRequest(
+                "seconds",
+                f"seconds must be a whole number of seconds, 1 or more; got {seconds!r}",
+            )
+        if seconds < 1:
+            raise InvalidPauseRequest("seconds", f"seconds must be 1 or more, got {seconds!r}")
+        _check_text("user_message", self.user_message, required=True)
+        _check_text("reason", self.reason, required=False)
+
+    @classmethod
+    def from_arguments(cls, arguments: Mapping[str, object] | None) -> PauseRequest:
+        """Validate tool-call arguments (``seconds``, ``user_message``, optional ``reason``).
+
+        A JSON number with a zero fraction (``5.0``) counts as the integer it equals, as JSON
+        Schema's ``integer`` does; strings and booleans are refused. Other keys are ignored.
+
+        Args:
+            arguments: The decoded arguments of the call.
+
+        Returns:
+            The request.
+
+        Raises:
+            InvalidPauseRequest: A field is missing or invalid; the message names it and the value.
+        """
+        args = arguments or {}
+        if "seconds" not in args:
+            raise InvalidPauseRequest(
+                "seconds", "seconds is required: a whole number of seconds to wait, 1 or more"
+            )
+        seconds = args["seconds"]
+        if isinstance(seconds, float) and seconds.is_integer():
+            seconds = int(seconds)
+        if "user_message" not in args:
+            raise InvalidPauseRequest(
+                "user_message",
+                "user_message is required: a short present-tense status shown to the user "
+                "while waiting",
+            )
+        return cls(
+            seconds=seconds,  # pyright: ignore[reportArgumentType]  # checked in __post_init__
+            user_message=args["user_message"],  # pyright: ignore[reportArgumentType]
+            reason=args.get("reason"),  # pyright: ignore[reportArgumentType]
+        )
+
+
+def _check_text(field: str, value: object, *, required: bool) -> None:
+    if value is None and not required:
+        return
+    if not isinstance(value, str):
+        raise InvalidPauseRequest(
+            field, f"{field} must be a string, got {type(value).__name__} {value!r}"
+        )
+    if required and not value.strip():
+        raise InvalidPauseRequest(
+            field, f"{field} must not be empty: say what the user is waiting for"
+        )
+    if len(value) > MAX_TEXT_LENGTH:
+        raise InvalidPauseRequest(
+            field,
+            f"{field} is {len(value)} characters long; keep it to {MAX_TEXT_LENGTH} or fewer",
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class PauseGrant:
+    """An admitted wait: how long to sleep, and what the turn has left afterwards.
+
+    Attributes:
+        grant_id: Identifies the grant for :meth:`PausePolicy.finish`.
+        user: The user key the wait is charged to.
+        turn: The explicit turn id, or ``None`` for the user's implicit turn.
+        requested_seconds: What the caller asked for.
+        granted_seconds: What the caller may wait (at most ``requested_seconds``).
+        clipped_by: The cap that shortened the wait, or ``None``.
+        turn_seconds_remaining: Wait budget the turn has left once this wait is charged.
+        turn_calls_remaining: Waits the turn may still start.
+    """
+
+    grant_id: int
+    user: str
+    turn: str | None
+    requested_seconds: int
+    granted_seconds: int
+    clipped_by: ClipCause | None
+    turn_seconds_remaining: int
+    turn_calls_remaining: int
+
+    @property
+    def cap_seconds(self) -> int | None:
+        """The effective cap when the request was clipped, else ``None``."""
+        return self.granted_seconds if self.clipped_by is not None else None
+
+
+@dataclass(slots=True)
+class _Turn:
+    started: float
+    calls: int = 0
+    # Seconds granted in this turn minus what cancelled waits handed back.
+    charged: float = 0.0
+
+
+class PausePolicy:
+    """Admits, clips or refuses waits and keeps per-turn budgets and per-user rate counters.
+
+    State lives in this object (one per server process): the rate limit is not a cluster-wide
+    quota. Thread-safe, so synchronous framework tools may share one instance.
+
+    A *turn* is keyed by ``(user, turn)``. An explicit turn id starts its wall clock when the
+    policy first sees it and is forgotten ``2 * turn_timeout`` later. Without a turn id each
+    user has one implicit turn, which starts at its first wait and is replaced by a fresh one
+    once its wall clock (``turn_timeout``) has run out.
+
+    Args:
+        limits: The caps; the specification defaults when omitted.
+        clock: Monotonic seconds; inject a fake in tests.
+    """
+
+    def __init__(
+        self, limits: PauseLimits | None = None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.limits = limits if limits is not None else PauseLimits()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._turns: dict[tuple[str, str | None], _Turn] = {}
+        self._starts: dict[str, deque[float]] = {}
+        self._open: dict[int, _Turn] = {}
+        self._last_sweep = clock()
+
+    def admit(self, request: PauseRequest, *, user: str, turn: str | None = None) -> PauseGrant:
+        """Admit a wait, clipped to the caps, and charge it to the turn and the user.
+
+        Checks run in this order: kill switch, user rate, calls per turn, turn wall clock,
+        turn wait budget; then the grant is clipped to the per-call cap, the turn budget and
+        the turn wall clock (whole seconds, rounded down).
+
+        Args:
+            request: The validated request.
+            user: Who the wait is charged to (rate limit key).
+            turn: The turn id, or ``None`` for the user's implicit turn.
+
+        Returns:
+            The grant; pass it to :meth:`finish` when the wait ends, however it ends.
+
+        Raises:
+            PauseRefused: A rule refused the wait; nothing was charged.
+        """
+        limits = self.limits
+        if not limits.enabled:
+            raise PauseRefused(
+                "disabled",
+                "agent_wait is disabled on this server (AGENT_WAIT_ENABLED=false). Do not retry; "
+                "continue without pausing, or tell the user you cannot wait here.",
+            )
+        with self._lock:
+            now = self._clock()
+            self._sweep(now)
+            starts = self._starts.setdefault(user, deque())
+            while starts and starts[0] <= now - _RATE_WINDOW_SECONDS:
+                starts.popleft()
+            if len(starts) >= limits.rate_limit_per_user_per_minute:
+                retry = starts[0] + _RATE_WINDOW_SECONDS - now
+                raise PauseRefused(
+                    "rate_limited",
+                    f"agent_wait refused: this user already started {len(starts)} waits in the "
+                    f"last 60 s (AGENT_WAIT_RATE_LIMIT_PER_USER_PER_MINUTE="
+                    f"{limits.rate_limit_per_user_per_minute}). Retry in {math.ceil(retry)} s at "
+                    "the earliest, or continue without waiting.",
+                    retry_after_seconds=retry,
+                )
+            state = self._turn(user, turn, now)
+            if state.calls >= limits.max_calls_per_turn:
+                raise PauseRefused(
+                    "calls_per_turn",
+                    f"agent_wait refused: this turn already made {state.calls} agent_wait calls, "
+                    f"the most allowed (AGENT_WAIT_MAX_CALLS_PER_TURN="
+                    f"{limits.max_calls_per_turn}). Continue with other tools or answer the "
+                    "user now.",
+                )
+            wall_left = math.floor(state.started + limits.turn_timeout - now)
+            if wall_left < 1:
+                raise PauseRefused(
+                    "turn_timeout",
+                    f"agent_wait refused: less than 1 s is left of this turn's "
+                    f"{limits.turn_timeout:g} s wall clock (CHAT_AGENT_TURN_TIMEOUT_MS="
+                    f"{limits.turn_timeout_ms}). Answer the user now.",
+                )
+            budget_left = math.floor(limits.max_seconds_per_turn - state.charged)
+            if budget_left < 1:
+                raise PauseRefused(
+                    "turn_budget_exhausted",
+                    f"agent_wait refused: this turn already used its {limits.max_seconds_per_turn}"
+                    f" s wait budget (AGENT_WAIT_MAX_SECONDS_PER_TURN). Continue with other "
+                    "tools or answer the user now.",
+                )
+            granted, clipped_by = request.seconds, None
+            caps: tuple[tuple[ClipCause, int], ...] = (
+                ("per_call", limits.max_seconds_per_call),
+                ("per_turn", budget_left),
+                ("turn_timeout", wall_left),
+            )
+            for cause, cap in caps:
+                if cap < granted:
+                    granted, clipped_by = cap, cause
+            state.calls += 1
+            state.charged += granted
+            starts.append(now)
+            grant_id = next(self._ids)
+            self._open[grant_id] = state
+            return PauseGrant(
+                grant_id=grant_id,
+                user=user,
+                turn=turn,
+                requested_seconds=request.seconds,
+                granted_seconds=granted,
+                clipped_by=clipped_by,
+                turn_seconds_remaining=budget_left - granted,
+                turn_calls_remaining=limits.max_calls_per_turn - state.calls,
+            )
+
+    def finish(self, grant: PauseGrant, waited_seconds: float) -> None:
+        """Settle a grant: the part of it not waited (a cancelled wait) goes back to the turn.
+
+        The call still counts toward the turn's calls and the user's rate. Finishing a grant
+        twice is a no-op.
+
+        Args:
+            grant: What :meth:`admit` returned.
+            waited_seconds: How long the caller actually waited.
+        """
+        with self._lock:
+            state = self._open.pop(grant.grant_id, None)
+            if state is not None:
+                used = min(max(waited_seconds, 0.0), float(grant.granted_seconds))
+                state.charged -= grant.granted_seconds - used
+
+    def _turn(self, user: str, turn: str | None, now: float) -> _Turn:
+        key = (user, turn)
+        state = self._turns.get(key)
+        if state is None or (turn is None and now >= state.started + self.limits.turn_timeout):
+            state = self._turns[key] = _Turn(started=now)
+        return state
+
+    def _sweep(self, now: float) -> None:
+        # Bounds memory without a timer: at most once a minute, forget idle rate windows and
+        # turns whose wall clock ran out long ago (open grants keep their own reference).
+        if now - self._last_sweep < _RATE_WINDOW_SECONDS:
+            return
+        self._last_sweep = now
+        for user in [
+            u for u, s in self._starts.items() if not s or s[-1] <= now - _RATE_WINDOW_SECONDS
+        ]:
+            del self._starts[user]
+        horizon = 2 * self.limits.turn_timeout
+        for key in [k for k, t in self._turns.items() if now >= t.started + horizon]:
+            del self._turns[key]

@@ -1,0 +1,418 @@
+"""The ``agent_wait`` MCP server: tool definition, heartbeats, audit log and the console script."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, cast
+
+import anyio
+
+import mcp.types as types
+from agent_wait.core import format_utc
+from agent_wait.mcp._policy import (
+    MAX_TEXT_LENGTH,
+    InvalidPauseRequest,
+    PauseConfigError,
+    PauseGrant,
+    PauseLimits,
+    PausePolicy,
+    PauseRefused,
+    PauseRequest,
+)
+from mcp.server import Server, ServerRequestContext
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+logger = logging.getLogger(__name__)
+
+TOOL_NAME = "agent_wait"
+# `_meta` keys. The host (chat runtime), not the model, names the user and the turn: a model
+# could otherwise dodge the per-turn caps by inventing a fresh turn id on every call.
+META_USER = "agent-wait/user_id"
+META_TURN = "agent-wait/turn_id"
+META_REMAINING = "agent-wait/remaining_seconds"
+META_WAIT_UNTIL = "agent-wait/wait_until"
+META_REFUSAL = "agent-wait/refusal"
+META_RETRY_AFTER = "agent-wait/retry_after_seconds"
+ANONYMOUS_USER = "anonymous"
+_MAX_ID_LENGTH = 200
+
+_INSTRUCTIONS = (
+    "agent_wait pauses inside the current tool loop for a bounded number of seconds, showing "
+    "the user a status message, then returns so you can call the next tool. Use it for short "
+    "gaps (a rate limit, a queue draining, an external system catching up), not to end the turn "
+    "and not instead of a tool that itself waits for a job to finish."
+)
+
+
+def caller_identity(
+    meta: Mapping[str, Any] | None, session_id: str | None
+) -> tuple[str, str | None]:
+    """Resolve who a call is charged to, and which turn it belongs to.
+
+    Args:
+        meta: The request's ``_meta``; ``agent-wait/user_id`` and ``agent-wait/turn_id`` are read.
+        session_id: The transport session id (streamable HTTP with sessions), if any.
+
+    Returns:
+        ``(user, turn)``: the user is the ``_meta`` user id, else ``session:<id>``, else
+        ``"anonymous"``; the turn is the ``_meta`` turn id or ``None`` (the user's implicit turn).
+
+    Raises:
+        InvalidPauseRequest: A ``_meta`` id is present but not a non-empty string of at most
+            200 characters.
+    """
+    found = meta or {}
+    user = _meta_id(found, META_USER)
+    turn = _meta_id(found, META_TURN)
+    if user is None:
+        user = f"session:{session_id}" if session_id else ANONYMOUS_USER
+    return user, turn
+
+
+def _meta_id(meta: Mapping[str, Any], key: str) -> str | None:
+    value = meta.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > _MAX_ID_LENGTH:
+        raise InvalidPauseRequest(
+            f"_meta.{key}",
+            f"_meta {key!r} must be a non-empty string of at most {_MAX_ID_LENGTH} characters, "
+            f"got {value!r}",
+        )
+    return value
+
+
+def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
+    # Streamable HTTP in the handshake era carries the session in a header; stdio and the
+    # 2026-07-28 per-request era have none.
+    headers: object = getattr(ctx.request, "headers", None)
+    if isinstance(headers, Mapping):
+        value = cast("Mapping[str, object]", headers).get("mcp-session-id")
+        if isinstance(value, str) and value:
+            return value
+    return None
+
+
+def _tool(limits: PauseLimits) -> types.Tool:
+    return types.Tool(
+        name=TOOL_NAME,
+        title="Pause",
+        description=(
+            "Pause for a bounded number of seconds without ending the turn, showing "
+            "`user_message` to the user while waiting, then continue with the next tool. Use it "
+            "for short gaps between tool steps (rate limits, queue drain, letting an external "
+            f"system catch up). This server grants at most {limits.max_seconds_per_call} s per "
+            f"call, {limits.max_seconds_per_turn} s and {limits.max_calls_per_turn} calls per "
+            "turn; longer requests are shortened (see `clipped_by`), and calls over a count or "
+            "rate limit are refused with an explanation. Do not use it to wait for the user."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "seconds": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Whole seconds to wait; may be shortened by server caps.",
+                },
+                "user_message": {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": MAX_TEXT_LENGTH,
+                    "description": "Plain-language, present-tense status shown to the user "
+                    "while waiting.",
+                },
+                "reason": {
+                    "type": "string",
+                    "maxLength": MAX_TEXT_LENGTH,
+                    "description": "Optional internal note for the audit log; not shown.",
+                },
+            },
+            "required": ["seconds", "user_message"],
+        },
+        output_schema={
+            "type": "object",
+            "properties": {
+                "waited_seconds": {"type": "number", "description": "Time actually waited."},
+                "resume_at": {"type": "string", "format": "date-time"},
+                "requested_seconds": {"type": "integer"},
+                "granted_seconds": {"type": "integer"},
+                "cap_seconds": {"type": "integer", "description": "Present when clipped."},
+                "clipped_by": {"enum": ["per_call", "per_turn", "turn_timeout"]},
+                "turn_seconds_remaining": {"type": "integer"},
+                "turn_calls_remaining": {"type": "integer"},
+            },
+            "required": [
+                "waited_seconds",
+                "resume_at",
+                "requested_seconds",
+                "granted_seconds",
+                "turn_seconds_remaining",
+                "turn_calls_remaining",
+            ],
+        },
+        annotations=types.ToolAnnotations(
+            read_only_hint=True, destructive_hint=False, open_world_hint=False
+        ),
+    )
+
+
+def _refusal(message: str, code: str, retry_after: float | None = None) -> types.CallToolResult:
+    meta: dict[str, Any] = {META_REFUSAL: code}
+    if retry_after is not None:
+        meta[META_RETRY_AFTER] = math.ceil(retry_after)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=message)], is_error=True, _meta=meta
+    )
+
+
+class _AgentWaitHandlers:
+    """The ``tools/list`` and ``tools/call`` handlers bound to one policy."""
+
+    def __init__(self, policy: PausePolicy) -> None:
+        self._policy = policy
+        self._tool = _tool(policy.limits)
+
+    async def list_tools(
+        self, ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[self._tool])
+
+    async def call_tool(
+        self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        if params.name != TOOL_NAME:
+            raise MCPError(
+                types.INVALID_PARAMS,
+                f"unknown tool {params.name!r}; this server offers only {TOOL_NAME!r}",
+            )
+        meta: Mapping[str, Any] = ctx.meta or {}
+        user: str | None = None
+        turn: str | None = None
+        try:
+            user, turn = caller_identity(meta, _session_id(ctx))
+            request = PauseRequest.from_arguments(params.arguments)
+        except InvalidPauseRequest as exc:
+            # Only the field name: the rejected value may be the user-facing message.
+            logger.info(
+                "agent_wait audit outcome=invalid field=%s user=%r turn=%r", exc.field, user, turn
+            )
+            return _refusal(str(exc), "invalid_input")
+        try:
+            grant = self._policy.admit(request, user=user, turn=turn)
+        except PauseRefused as exc:
+            logger.info(
+                "agent_wait audit outcome=refused code=%s user=%r turn=%r requested=%d "
+                "granted=0 reason=%r",
+                exc.code,
+                user,
+                turn,
+                request.seconds,
+                request.reason,
+            )
+            return _refusal(str(exc), exc.code, exc.retry_after_seconds)
+        return await self._wait(ctx, meta.get("progress_token"), request, grant)
+
+    async def _wait(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        progress_token: object,
+        request: PauseRequest,
+        grant: PauseGrant,
+    ) -> types.CallToolResult:
+        start = time.monotonic()
+        deadline = start + grant.granted_seconds
+        wait_until = format_utc(datetime.now(UTC) + timedelta(seconds=grant.granted_seconds))
+        interval = self._policy.limits.heartbeat_interval
+        token = progress_token if isinstance(progress_token, str | int) else None
+        outcome = "failed"
+        try:
+            while (now := time.monotonic()) < deadline:
+                if token is not None:
+                    token = await self._heartbeat(
+                        ctx, token, request, grant, now - start, deadline - now, wait_until
+                    )
+                # Beats stay on the start + k * interval grid, so a slow send skips a beat
+                # instead of drifting or bursting.
+                next_beat = start + (math.floor((now - start) / interval) + 1) * interval
+                await anyio.sleep(max(0.0, min(next_beat, deadline) - time.monotonic()))
+            outcome = "completed"
+        except anyio.get_cancelled_exc_class():
+            # The client cancelled the request (or went away): the wait ends now.
+            outcome = "cancelled"
+            raise
+        finally:
+            waited = time.monotonic() - start
+            self._policy.finish(grant, waited)
+            logger.info(
+                "agent_wait audit outcome=%s user=%r turn=%r requested=%d granted=%d "
+                "clipped_by=%s waited=%.3f reason=%r",
+                outcome,
+                grant.user,
+                grant.turn,
+                grant.requested_seconds,
+                grant.granted_seconds,
+                grant.clipped_by,
+                waited,
+                request.reason,
+            )
+        result: dict[str, Any] = {
+            "waited_seconds": round(waited, 3),
+            "resume_at": format_utc(datetime.now(UTC)),
+            "requested_seconds": grant.requested_seconds,
+            "granted_seconds": grant.granted_seconds,
+            "turn_seconds_remaining": grant.turn_seconds_remaining,
+            "turn_calls_remaining": grant.turn_calls_remaining,
+        }
+        if grant.clipped_by is not None:
+            result["cap_seconds"] = grant.cap_seconds
+            result["clipped_by"] = grant.clipped_by
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(result))],
+            structured_content=result,
+        )
+
+    async def _heartbeat(
+        self,
+        ctx: ServerRequestContext[Any, Any],
+        token: str | int,
+        request: PauseRequest,
+        grant: PauseGrant,
+        elapsed: float,
+        remaining: float,
+        wait_until: str,
+    ) -> str | int | None:
+        """Send one progress notification; returns ``None`` to stop heartbeats after a failure."""
+        notification = types.ProgressNotification(
+            params=types.ProgressNotificationParams(
+                progress_token=token,
+                progress=round(elapsed, 3),
+                total=grant.granted_seconds,
+                message=request.user_message,
+                _meta={
+                    META_REMAINING: round(remaining, 3),
+                    META_WAIT_UNTIL: wait_until,
+                },
+            )
+        )
+        try:
+            await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
+        except Exception:  # a lost heartbeat must not end the wait it reports on
+            logger.warning(
+                "agent_wait: a progress notification failed; the wait goes on without heartbeats",
+                exc_info=True,
+            )
+            return None
+        return token
+
+
+def build_server(policy: PausePolicy) -> Server:
+    """Build the MCP server offering the ``agent_wait`` tool under ``policy``.
+
+    Args:
+        policy: The caps and the state of budgets and rate counters (one per process).
+
+    Returns:
+        A low-level MCP server; run it with ``Server.run`` over stdio or mount
+        ``Server.streamable_http_app()`` in an ASGI server.
+    """
+    handlers = _AgentWaitHandlers(policy)
+    return Server(
+        "agent-wait",
+        version=_version(),
+        title="agent-wait pause",
+        instructions=_INSTRUCTIONS,
+        on_list_tools=handlers.list_tools,
+        on_call_tool=handlers.call_tool,
+    )
+
+
+def _version() -> str:
+    try:
+        return version("agent-wait-mcp")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0"
+
+
+async def _serve_stdio(server: Server) -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+async def _serve_http(server: Server, host: str, port: int, log_level: str) -> None:
+    import uvicorn  # only the HTTP transport needs it
+
+    # The SDK turns on DNS-rebinding protection when `host` is a loopback name.
+    app = server.streamable_http_app(host=host)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level=log_level.lower(), access_log=False
+    )
+    await uvicorn.Server(config).serve()
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="agent-wait-mcp",
+        description="Serve the agent_wait pause tool over MCP (stdio by default). Limits come "
+        "from the AGENT_WAIT_* and CHAT_AGENT_TURN_TIMEOUT_MS environment variables.",
+    )
+    parser.add_argument(
+        "--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp"
+    )
+    parser.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="HTTP port (default 8000)")
+    parser.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="stderr log level (default INFO; audit lines are INFO)",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Run the ``agent-wait-mcp`` console script.
+
+    Args:
+        argv: Command-line arguments; ``sys.argv[1:]`` when omitted.
+    """
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not args.http and (args.host is not None or args.port is not None):
+        parser.error("--host and --port apply only with --http")
+    # stdout carries the protocol on stdio, so logs go to stderr.
+    logging.basicConfig(
+        level=args.log_level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        limits = PauseLimits.from_env()
+    except PauseConfigError as exc:
+        print(f"agent-wait-mcp: invalid configuration: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    logger.info("agent-wait-mcp starting with %s", limits)
+    server = build_server(PausePolicy(limits))
+    try:
+        if args.http:
+            host = args.host if args.host is not None else "127.0.0.1"
+            if host not in ("127.0.0.1", "localhost", "::1"):
+                logger.warning(
+                    "agent-wait-mcp listens on %s without authentication; put it behind an "
+                    "authenticating proxy",
+                    host,
+                )
+            port = args.port if args.port is not None else 8000
+            anyio.run(_serve_http, server, host, port, args.log_level)
+        else:
+            anyio.run(_serve_stdio, server)
+    except KeyboardInterrupt:
+        pass
