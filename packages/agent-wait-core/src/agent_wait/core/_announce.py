@@ -64,7 +64,10 @@ class BaseAnnounce:
         else awaits :meth:`adeliver` for each envelope in turn.
         """
         cls = type(self)
-        if cls.adeliver is BaseAnnounce.adeliver and cls.deliver_many is not BaseAnnounce.deliver_many:
+        if (
+            cls.adeliver is BaseAnnounce.adeliver
+            and cls.deliver_many is not BaseAnnounce.deliver_many
+        ):
             return await asyncio.to_thread(self.deliver_many, envelopes)
         outcomes: list[DeliveryOutcome] = []
         for envelope in envelopes:
@@ -87,7 +90,10 @@ class BaseAnnounce:
         return self
 
     def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         self.close()
 
@@ -95,7 +101,10 @@ class BaseAnnounce:
         return self
 
     async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
     ) -> None:
         await self.aclose()
 

@@ -1,9 +1,9 @@
-"""Canonical JSON and derived question ids.
+r"""Canonical JSON and derived question ids.
 
 Async-mode question ids are ``sha256(thread_id | function | canonical JSON of args)``. The
 canonical form must not depend on dict order, process or Python version, so values are first
 normalised to plain JSON types by the rules below, then dumped with sorted keys, no spaces and
-UTF-8 text (not ``\\u`` escapes):
+UTF-8 text (not ``\u`` escapes):
 
 - ``str``, ``bool``, ``None``: as is. ``int``: as is.
 - ``float`` and ``Decimal``: an integral value renders as an integer (``1.0`` and ``Decimal("1.00")``
@@ -29,10 +29,10 @@ import hashlib
 import json
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from pydantic import BaseModel
 
@@ -52,12 +52,11 @@ def to_jsonable(value: object, path: str = "$") -> JsonValue:
     if isinstance(value, float):
         return _number(value, path)
     if isinstance(value, Mapping):
-        return {
-            _key(k, path): to_jsonable(v, f"{path}.{k}")
-            for k, v in value.items()  # pyright: ignore[reportUnknownVariableType]
-        }
+        mapping = cast(Mapping[object, object], value)
+        return {_key(k, path): to_jsonable(v, f"{path}.{k}") for k, v in mapping.items()}
     if isinstance(value, list | tuple):
-        return [to_jsonable(v, f"{path}[{i}]") for i, v in enumerate(value)]  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+        items = cast(Sequence[object], value)
+        return [to_jsonable(v, f"{path}[{i}]") for i, v in enumerate(items)]
     return _other(value, path)
 
 
@@ -79,10 +78,10 @@ def _other(value: object, path: str) -> JsonValue:
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value, path)
     if isinstance(value, bytes | bytearray | memoryview):
-        return base64.b64encode(bytes(value)).decode("ascii")
+        return base64.b64encode(bytes(cast(bytes, value))).decode("ascii")
     if isinstance(value, set | frozenset):
-        items = [to_jsonable(v, f"{path}[]") for v in value]  # pyright: ignore[reportUnknownVariableType]
-        return sorted(items, key=_dumps)
+        members = cast(Iterable[object], value)
+        return sorted((to_jsonable(v, f"{path}[]") for v in members), key=_dumps)
     if isinstance(value, BaseModel):
         return to_jsonable(value.model_dump(mode="json"), path)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -121,7 +120,9 @@ def _key(key: object, path: str) -> str:
 
 
 def _dumps(value: JsonValue) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
 
 
 def canonical_json(value: object) -> str:

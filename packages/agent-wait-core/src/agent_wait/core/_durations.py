@@ -94,7 +94,9 @@ def format_duration(duration: timedelta) -> str:
     if minutes:
         clock += f"{minutes}M"
     if seconds or micros:
-        clock += f"{seconds}.{micros:06d}".rstrip("0").rstrip(".") + "S" if micros else f"{seconds}S"
+        clock += (
+            f"{seconds}.{micros:06d}".rstrip("0").rstrip(".") + "S" if micros else f"{seconds}S"
+        )
     if clock:
         out += "T" + clock
     return out if out != "P" else "PT0S"

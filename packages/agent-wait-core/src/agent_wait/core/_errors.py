@@ -53,9 +53,7 @@ class AnnounceFailed(AgentWaitError):
 
     def __init__(self, report: PublishReport) -> None:
         failures = report.failures
-        summary = "; ".join(
-            f"{d.announcer} -> {d.question_id}: {d.error}" for d in failures[:5]
-        )
+        summary = "; ".join(f"{d.announcer} -> {d.question_id}: {d.error}" for d in failures[:5])
         more = f" (+{len(failures) - 5} more)" if len(failures) > 5 else ""
         super().__init__(f"{len(failures)} deliveries failed: {summary}{more}")
         self.report = report

@@ -17,6 +17,7 @@ from pydantic import (
     Field,
     model_validator,
 )
+from pydantic_core import from_json
 
 from agent_wait.core._durations import format_duration, parse_duration
 from agent_wait.core._policy import Correlation, WaitPolicy
@@ -46,7 +47,9 @@ def _utc_text(value: object) -> object:
         return format_utc(value)
     if isinstance(value, str):
         if not _RFC3339.match(value):
-            raise ValueError(f"{value!r} is not an RFC 3339 timestamp such as '2026-09-14T09:00:00Z'")
+            raise ValueError(
+                f"{value!r} is not an RFC 3339 timestamp such as '2026-09-14T09:00:00Z'"
+            )
         return format_utc(datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00")))
     return value
 
@@ -54,7 +57,9 @@ def _utc_text(value: object) -> object:
 UtcTimestamp = Annotated[
     str,
     BeforeValidator(_utc_text),
-    Field(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$", json_schema_extra={"format": "date-time"}),
+    Field(
+        pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$", json_schema_extra={"format": "date-time"}
+    ),
 ]
 """RFC 3339 UTC text ending in ``Z``; datetimes and offset timestamps are converted."""
 
@@ -65,7 +70,9 @@ def _iso_duration_text(value: object) -> object:
     return value
 
 
-IsoDuration = Annotated[str, BeforeValidator(_iso_duration_text), Field(json_schema_extra={"format": "duration"})]
+IsoDuration = Annotated[
+    str, BeforeValidator(_iso_duration_text), Field(json_schema_extra={"format": "duration"})
+]
 
 
 class Source(BaseModel):
@@ -96,23 +103,36 @@ class WaitEnvelope(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: Literal["wait.created"] = ENVELOPE_TYPE
-    event_id: str = Field(pattern=_ULID, description="ULID, fresh on every publish; not the dedupe key.")
+    event_id: str = Field(
+        pattern=_ULID, description="ULID, fresh on every publish; not the dedupe key."
+    )
     thread_id: str = Field(min_length=1, description="The agent's conversation identity.")
-    question_id: str = Field(min_length=1, description="The question's identity, stable across republishes.")
+    question_id: str = Field(
+        min_length=1, description="The question's identity, stable across republishes."
+    )
     question: Any = Field(description="What is being asked; opaque to every adapter.")
     allowed_actions: list[str] = Field(description="Which answers are meaningful. Advisory.")
-    expires_at: UtcTimestamp | None = Field(description="When the asker considers the question stale. Advisory.")
+    expires_at: UtcTimestamp | None = Field(
+        description="When the asker considers the question stale. Advisory."
+    )
     default: Any = Field(description="What to assume if nobody answers. Advisory.")
     answer_ttl: IsoDuration | None = Field(description="How long an answer stays usable. Advisory.")
-    source: Source | None = Field(description="{'function': name} for a @wait question; null for a bare interrupt.")
-    reply_to: dict[str, Any] | None = Field(description="Where to send the answer, if the host published a hint.")
+    source: Source | None = Field(
+        description="{'function': name} for a @wait question; null for a bare interrupt."
+    )
+    reply_to: dict[str, Any] | None = Field(
+        description="Where to send the answer, if the host published a hint."
+    )
     reply_with: ReplyWith = Field(description="A filled-in reply: copy it, set answer, send it.")
     correlation: Correlation | None = Field(description="{'provider', 'id'} of an external job.")
     tags: dict[str, str] = Field(description="Routing hints from the policy; never null.")
 
     @model_validator(mode="after")
     def _reply_matches(self) -> WaitEnvelope:
-        if (self.reply_with.thread_id, self.reply_with.question_id) != (self.thread_id, self.question_id):
+        if (self.reply_with.thread_id, self.reply_with.question_id) != (
+            self.thread_id,
+            self.question_id,
+        ):
             raise ValueError(
                 "reply_with must carry the envelope's own thread_id and question_id, got "
                 f"{self.reply_with.thread_id!r}/{self.reply_with.question_id!r}"
@@ -139,7 +159,9 @@ class Answer(BaseModel):
     model_config = ConfigDict(frozen=True, extra="allow")
 
     thread_id: str = Field(min_length=1, description="Which conversation; copied from reply_with.")
-    question_id: str = Field(min_length=1, description="Which question; its presence makes this an answer.")
+    question_id: str = Field(
+        min_length=1, description="Which question; its presence makes this an answer."
+    )
     answer: Any = Field(description="Received verbatim by the @wait function. Any JSON.")
     valid_until: UtcTimestamp | None = Field(default=None, description="The answer's own expiry.")
 
@@ -154,8 +176,8 @@ class StartMessage(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _not_an_answer(cls, data: Any) -> Any:
-        if isinstance(data, Mapping) and "question_id" in data:
+    def _not_an_answer(cls, data: object) -> object:
+        if is_answer(data):
             raise ValueError("a start message has no question_id; this is an answer")
         return data
 
@@ -181,13 +203,10 @@ def parse_message(message: Mapping[str, Any] | str | bytes) -> Answer | StartMes
     Raises:
         pydantic.ValidationError: With field-level errors.
     """
-    if isinstance(message, str | bytes):
-        from pydantic_core import from_json
-
-        message = from_json(message)
-    if is_answer(message):
-        return Answer.model_validate(message)
-    return StartMessage.model_validate(message)
+    data: object = from_json(message) if isinstance(message, str | bytes) else message
+    if is_answer(data):
+        return Answer.model_validate(data)
+    return StartMessage.model_validate(data)
 
 
 class Question(BaseModel):

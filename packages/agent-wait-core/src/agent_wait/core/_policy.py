@@ -87,7 +87,9 @@ class WaitPolicy(BaseModel):
                 raise ValueError(f"tags: {key!r} is not a usable tag name")
         return value
 
-    def expires_at(self, published_at: datetime, asked_at: datetime | None = None) -> datetime | None:
+    def expires_at(
+        self, published_at: datetime, asked_at: datetime | None = None
+    ) -> datetime | None:
         """When the question goes stale: ``(asked_at or published_at) + timeout``, or None."""
         if self.timeout is None:
             return None

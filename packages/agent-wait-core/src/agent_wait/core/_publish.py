@@ -6,14 +6,15 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from ulid import ULID
 
 from agent_wait.core._announce import BaseAnnounce, Delivery, DeliveryOutcome, PublishReport
+from agent_wait.core._durations import format_duration
 from agent_wait.core._errors import AnnounceFailed, QuestionTooLarge
 from agent_wait.core._models import ENVELOPE_TYPE, Question, ReplyWith, WaitEnvelope, format_utc
-from agent_wait.core._policy import Correlation
+from agent_wait.core._policy import WaitPolicy
 
 logger = logging.getLogger("agent_wait.publish")
 
@@ -65,13 +66,8 @@ def build_envelope(
     )
 
 
-def _ttl_text(policy: Any) -> str | None:
-    ttl = policy.answer_ttl
-    if ttl is None:
-        return None
-    from agent_wait.core._durations import format_duration
-
-    return format_duration(ttl)
+def _ttl_text(policy: WaitPolicy) -> str | None:
+    return None if policy.answer_ttl is None else format_duration(policy.answer_ttl)
 
 
 def resolve_announcers(announce: Announce) -> list[BaseAnnounce]:
@@ -89,7 +85,9 @@ def resolve_announcers(announce: Announce) -> list[BaseAnnounce]:
     announcers = list(announce)
     for index, item in enumerate(announcers):
         if not isinstance(item, BaseAnnounce):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise TypeError(f"announce[{index}]: expected a BaseAnnounce, got {type(item).__name__}")
+            raise TypeError(
+                f"announce[{index}]: expected a BaseAnnounce, got {type(item).__name__}"
+            )
     return announcers
 
 
@@ -100,7 +98,9 @@ def _prepare(
     clock: Clock | None,
 ) -> tuple[list[WaitEnvelope], dict[str, QuestionTooLarge]]:
     now = (clock or utc_now)()
-    envelopes = [_adjusted(build_envelope(q, thread_id, reply_to=reply_to, now=now)) for q in questions]
+    envelopes = [
+        _adjusted(build_envelope(q, thread_id, reply_to=reply_to, now=now)) for q in questions
+    ]
     oversize: dict[str, QuestionTooLarge] = {}
     for envelope in envelopes:
         size = len(envelope.to_json())
@@ -117,18 +117,17 @@ def _adjusted(envelope: WaitEnvelope) -> WaitEnvelope:
     # Call order (pluggy runs the last registered first); each plugin sees earlier updates.
     for impl in reversed(caller.get_hookimpls()):
         try:
-            updates = impl.function(envelope=envelope)
+            updates: object = impl.function(envelope=envelope)
             if updates is None:
                 continue
-            unknown = set(updates) - _ADJUSTABLE
+            if not isinstance(updates, Mapping):
+                raise TypeError(f"expected a dict of field updates or None, got {updates!r}")
+            changes = cast("Mapping[str, Any]", updates)
+            unknown = sorted(set(changes) - _ADJUSTABLE)
             if unknown:
-                raise ValueError(f"may only change {sorted(_ADJUSTABLE)}, not {sorted(unknown)}")
-            merged = envelope.model_dump()
-            merged.update(updates)
-            if "correlation" in updates and updates["correlation"] is not None:
-                Correlation.model_validate(updates["correlation"])
-            envelope = WaitEnvelope.model_validate(merged)
-        except Exception:  # noqa: BLE001 - a plugin hook must never block a publish
+                raise ValueError(f"may only change {sorted(_ADJUSTABLE)}, not {unknown}")
+            envelope = WaitEnvelope.model_validate({**envelope.model_dump(), **changes})
+        except Exception:
             logger.exception("adjust_envelope hook of plugin %r failed; skipped", impl.plugin_name)
     return envelope
 
@@ -140,13 +139,15 @@ def _record(
     oversize: Mapping[str, QuestionTooLarge],
     thread_id: str,
 ) -> list[Delivery]:
-    if not isinstance(outcomes, BaseException) and len(outcomes) != len(envelopes):
+    sendable = [e for e in envelopes if e.event_id not in oversize]
+    if not isinstance(outcomes, BaseException) and len(outcomes) != len(sendable):
         outcomes = RuntimeError(
-            f"{type(announcer).__name__} returned {len(outcomes)} outcomes for {len(envelopes)} envelopes"
+            f"{type(announcer).__name__} returned {len(outcomes)} outcomes for {len(sendable)} envelopes"
         )
     deliveries: list[Delivery] = []
-    sendable = [e for e in envelopes if e.event_id not in oversize]
-    results = dict(zip((e.event_id for e in sendable), _expand(outcomes, len(sendable)), strict=True))
+    results = dict(
+        zip((e.event_id for e in sendable), _expand(outcomes, len(sendable)), strict=True)
+    )
     results.update(oversize)
     for envelope in envelopes:
         error = results[envelope.event_id]
@@ -164,7 +165,9 @@ def _record(
     return deliveries
 
 
-def _expand(outcomes: Sequence[DeliveryOutcome] | BaseException, count: int) -> list[DeliveryOutcome]:
+def _expand(
+    outcomes: Sequence[DeliveryOutcome] | BaseException, count: int
+) -> list[DeliveryOutcome]:
     if isinstance(outcomes, BaseException):
         return [outcomes] * count
     return list(outcomes)
@@ -197,11 +200,13 @@ def _observe(delivery: Delivery, envelope: WaitEnvelope) -> None:
 
     try:
         registry().manager.hook.delivery_outcome(delivery=delivery, envelope=envelope)
-    except Exception:  # noqa: BLE001 - an observer must never affect delivery
+    except Exception:
         logger.exception("delivery_outcome hook failed")
 
 
-def _deliver_sync(announcer: BaseAnnounce, envelopes: Sequence[WaitEnvelope]) -> Sequence[DeliveryOutcome] | BaseException:
+def _deliver_sync(
+    announcer: BaseAnnounce, envelopes: Sequence[WaitEnvelope]
+) -> Sequence[DeliveryOutcome] | BaseException:
     if not envelopes:
         return []
     try:

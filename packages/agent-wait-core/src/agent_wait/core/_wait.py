@@ -109,22 +109,32 @@ def question_from_value(question_id: str, value: Any) -> Question:
     A payload whose policy no longer validates is published as a bare value rather than lost.
     """
     if isinstance(value, Mapping) and PAYLOAD_KEY in value and "question" in value:
-        meta = value[PAYLOAD_KEY]
+        parked = cast("Mapping[str, Any]", value)
+        meta: object = parked[PAYLOAD_KEY]
         if isinstance(meta, Mapping):
+            fields = cast("Mapping[str, Any]", meta)
             try:
-                policy = WaitPolicy.model_validate(meta.get("policy") or {})
-                source_data = meta.get("source")
+                policy = WaitPolicy.model_validate(fields.get("policy") or {})
+                source_data = fields.get("source")
                 source = None if source_data is None else Source.model_validate(source_data)
             except ValueError:
-                logger.warning("question %s carries an invalid agent-wait policy; default used", question_id)
+                logger.warning(
+                    "question %s carries an invalid agent-wait policy; published as a bare value",
+                    question_id,
+                )
             else:
                 return Question(
-                    question_id=question_id, question=value["question"], policy=policy, source=source
+                    question_id=question_id,
+                    question=parked["question"],
+                    policy=policy,
+                    source=source,
                 )
     return Question(question_id=question_id, question=value)
 
 
-def apply_answer(call: WaitCall, answer: Any, decision: str | None) -> tuple[bool, inspect.BoundArguments]:
+def apply_answer(
+    call: WaitCall, answer: Any, decision: str | None
+) -> tuple[bool, inspect.BoundArguments]:
     """Apply the answer rules (seed section 2) to a call.
 
     Returns:
@@ -140,17 +150,17 @@ def apply_answer(call: WaitCall, answer: Any, decision: str | None) -> tuple[boo
         return True, bound
     if not (isinstance(answer, Mapping) and answer.get("action") == "approve"):  # pyright: ignore[reportUnknownMemberType]
         return False, bound
-    edited = cast(Mapping[str, Any], answer).get("args")
+    edited = cast("Mapping[str, Any]", answer).get("args")
     if edited is None:
         return True, bound
     if not isinstance(edited, Mapping):
         raise InvalidAnswer(f"answer.args: expected an object of arguments, got {edited!r}")
-    unknown = sorted(set(cast(Mapping[str, Any], edited)) - set(call.args))
+    unknown = sorted(set(cast("Mapping[str, Any]", edited)) - set(call.args))
     if unknown:
         raise InvalidAnswer(
             f"answer.args: {unknown} are not arguments of {call.name!r} (published: {sorted(call.args)})"
         )
-    for key, value in cast(Mapping[str, Any], edited).items():
+    for key, value in cast("Mapping[str, Any]", edited).items():
         bound.arguments[key] = value
     return True, bound
 
@@ -191,7 +201,9 @@ class _Wait:
             hidden.add(self.decision)
         self.hidden = frozenset(hidden)
 
-    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> WaitCall | inspect.BoundArguments:
+    def prepare(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> WaitCall | inspect.BoundArguments:
         """Bind the call; return the bound arguments if it runs without asking, else the WaitCall."""
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
@@ -209,7 +221,7 @@ class _Wait:
         assert self.when is not None
         try:
             return bool(self.when(**published))
-        except Exception:  # noqa: BLE001 - a broken predicate must fail safe: ask
+        except Exception:
             logger.exception("@wait(when=...) predicate of %r raised; asking anyway", self.name)
             return True
 
@@ -237,7 +249,9 @@ class _Wait:
             # The call returns normally (the run must go on); the failure is in the log and hooks.
             logger.error(
                 "@wait(mode='async') %r: %d deliveries of question %s failed",
-                self.name, len(report.failures), question.question_id,
+                self.name,
+                len(report.failures),
+                question.question_id,
             )
         return PendingResult(question_id=question.question_id, function=self.name).model_dump()
 
@@ -335,15 +349,15 @@ def make_wait(adapter: FrameworkAdapter) -> WaitDecorator:
     def wait(policy: Any = None, /, **options: Any) -> Any:
         if callable(policy) and not isinstance(policy, WaitPolicy | Mapping):
             return _decorate(_Wait(adapter, policy, WaitPolicy.coerce(None), **_defaults({})))
-        resolved = WaitPolicy.coerce(cast(WaitPolicy | Mapping[str, Any] | None, policy))
+        resolved = WaitPolicy.coerce(cast("WaitPolicy | Mapping[str, Any] | None", policy))
         settings = _defaults(options)
 
         def decorator(function: F) -> F:
-            return cast(F, _decorate(_Wait(adapter, function, resolved, **settings)))
+            return cast("F", _decorate(_Wait(adapter, function, resolved, **settings)))
 
         return decorator
 
-    return cast(WaitDecorator, wait)
+    return cast("WaitDecorator", wait)
 
 
 def _defaults(options: Mapping[str, Any]) -> dict[str, Any]:
@@ -364,7 +378,9 @@ PublishInterrupts = Callable[..., PublishReport]
 APublishInterrupts = Callable[..., Awaitable[PublishReport]]
 
 
-def make_publish_interrupts(adapter: FrameworkAdapter) -> tuple[PublishInterrupts, APublishInterrupts]:
+def make_publish_interrupts(
+    adapter: FrameworkAdapter,
+) -> tuple[PublishInterrupts, APublishInterrupts]:
     """Build ``publish_interrupts`` and ``apublish_interrupts`` of a framework.
 
     Both take ``(result, thread_id, announce=None, *, reply_to=None, strict=False, clock=None)``,
@@ -382,7 +398,12 @@ def make_publish_interrupts(adapter: FrameworkAdapter) -> tuple[PublishInterrupt
         clock: Clock | None = None,
     ) -> PublishReport:
         return publish(
-            adapter.questions_in(result), thread_id, announce, reply_to=reply_to, strict=strict, clock=clock
+            adapter.questions_in(result),
+            thread_id,
+            announce,
+            reply_to=reply_to,
+            strict=strict,
+            clock=clock,
         )
 
     async def apublish_interrupts(
@@ -395,7 +416,12 @@ def make_publish_interrupts(adapter: FrameworkAdapter) -> tuple[PublishInterrupt
         clock: Clock | None = None,
     ) -> PublishReport:
         return await apublish(
-            adapter.questions_in(result), thread_id, announce, reply_to=reply_to, strict=strict, clock=clock
+            adapter.questions_in(result),
+            thread_id,
+            announce,
+            reply_to=reply_to,
+            strict=strict,
+            clock=clock,
         )
 
     return publish_interrupts, apublish_interrupts

@@ -1,0 +1,82 @@
+"""Development sessions: tests on 3.11-3.13, lint, typecheck, arch, docs, bench, demo.
+
+Run ``nox -l`` for the list. Every session installs into its own environment with uv;
+nothing is installed into the system Python.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+PYTHONS = ["3.11", "3.12", "3.13"]
+
+nox.options.default_venv_backend = "uv"
+nox.options.sessions = ["lint", "typecheck", "arch", "tests"]
+os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
+# This machine keeps 3.12 and 3.13 under pyenv, off PATH: make them findable without downloads.
+_extra = sorted(glob.glob("/root/.pyenv/versions/3.1[123].*/bin"))
+if _extra:
+    os.environ["PATH"] = os.pathsep.join([*_extra, os.environ.get("PATH", "")])
+
+
+def _sync(session: nox.Session, *groups: str) -> None:
+    """Install every workspace package (editable) plus dependency groups into the session env."""
+    args = ["uv", "sync", "--all-packages", "--locked", "--inexact"]
+    for group in groups:
+        args += ["--group", group]
+    session.run_install(*args, env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location})
+
+
+@nox.session(python=PYTHONS)
+def tests(session: nox.Session) -> None:
+    """Run the whole test suite against real servers (moto, HTTP, Redis, NATS, RabbitMQ, PostgreSQL)."""
+    _sync(session, "test")
+    session.run("pytest", *(session.posargs or ["tests", "-q", "-p", "no:cacheprovider"]))
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    """Ruff lint and format check."""
+    _sync(session, "lint")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+
+
+@nox.session(python="3.11")
+def typecheck(session: nox.Session) -> None:
+    """Pyright, strict, on every package's src/."""
+    _sync(session, "typecheck")
+    session.run("pyright")
+
+
+@nox.session(python="3.11")
+def arch(session: nox.Session) -> None:
+    """Import contracts: core imports no plugin or SDK; plugins import only core."""
+    _sync(session, "arch")
+    session.run("lint-imports")
+
+
+@nox.session(python="3.11")
+def docs(session: nox.Session) -> None:
+    """Build the documentation site with mkdocs --strict."""
+    _sync(session, "docs")
+    session.run("mkdocs", "build", "--strict", "--site-dir", str(ROOT / "site"))
+
+
+@nox.session(python="3.11")
+def bench(session: nox.Session) -> None:
+    """Benchmarks: prints a table and writes bench/results.json (see docs/performance.md)."""
+    _sync(session, "test", "bench")
+    session.run("python", "tests/bench/run.py", *session.posargs)
+
+
+@nox.session(python="3.11")
+def demo(session: nox.Session) -> None:
+    """The refund agent demo: LangGraph, offline, on the embedded sqlite inbox."""
+    _sync(session, "test")
+    session.run("python", "docs/examples/langgraph_refund.py", *session.posargs)

@@ -1,0 +1,217 @@
+"""The envelope and inbound messages follow seed 000 field by field."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from pydantic import ValidationError
+
+from agent_wait.core import (
+    Answer,
+    PendingResult,
+    Question,
+    StartMessage,
+    WaitEnvelope,
+    WaitPolicy,
+    build_envelope,
+    is_answer,
+    parse_message,
+)
+
+SEED_FIELDS = [
+    "type",
+    "event_id",
+    "thread_id",
+    "question_id",
+    "question",
+    "allowed_actions",
+    "expires_at",
+    "default",
+    "answer_ttl",
+    "source",
+    "reply_to",
+    "reply_with",
+    "correlation",
+    "tags",
+]
+NOW = datetime(2026, 9, 11, 9, 0, 0, tzinfo=UTC)
+
+
+def refund_question(**policy: object) -> Question:
+    return Question(
+        question_id="a1b2c3d4e5f60718",
+        question={"function": "issue_refund", "args": {"order_id": "order-4471", "amount": 41000}},
+        policy=WaitPolicy.model_validate(policy),
+        source={"function": "issue_refund"},  # type: ignore[arg-type]
+    )
+
+
+def test_envelope_has_exactly_the_seed_fields_in_order() -> None:
+    envelope = build_envelope(refund_question(), "order-4471", now=NOW)
+    assert list(json.loads(envelope.to_json())) == SEED_FIELDS
+    assert list(WaitEnvelope.model_fields) == SEED_FIELDS
+
+
+def test_envelope_values_follow_the_policy() -> None:
+    envelope = build_envelope(
+        refund_question(
+            timeout="P3D",
+            default={"action": "reject", "reason": "no response within P3D"},
+            answer_ttl="PT15M",
+            tags={"approver_group": "finance"},
+            correlation={"provider": "jira", "id": "FIN-1"},
+        ),
+        "order-4471",
+        reply_to={"queue_url": "https://example/answers"},
+        now=NOW,
+    )
+    body = json.loads(envelope.to_json())
+    assert body["type"] == "wait.created"
+    assert len(body["event_id"]) == 26
+    assert body["expires_at"] == "2026-09-14T09:00:00Z"
+    assert body["answer_ttl"] == "PT15M"
+    assert body["default"] == {"action": "reject", "reason": "no response within P3D"}
+    assert body["allowed_actions"] == ["approve", "reject"]
+    assert body["source"] == {"function": "issue_refund"}
+    assert body["reply_to"] == {"queue_url": "https://example/answers"}
+    assert body["reply_with"] == {
+        "thread_id": "order-4471",
+        "question_id": "a1b2c3d4e5f60718",
+        "answer": None,
+    }
+    assert body["correlation"] == {"provider": "jira", "id": "FIN-1"}
+    assert body["tags"] == {"approver_group": "finance"}
+    assert envelope.dedupe_key == "wait.created:a1b2c3d4e5f60718"
+
+
+def test_nulls_where_the_policy_is_silent() -> None:
+    body = json.loads(
+        build_envelope(Question(question_id="q", question="ok?"), "t", now=NOW).to_json()
+    )
+    assert body["expires_at"] is None
+    assert body["answer_ttl"] is None
+    assert body["default"] is None
+    assert body["source"] is None
+    assert body["correlation"] is None
+    assert body["reply_to"] is None
+    assert body["tags"] == {}
+
+
+def test_event_id_is_fresh_per_build_and_question_id_stable() -> None:
+    first = build_envelope(refund_question(), "t", now=NOW)
+    second = build_envelope(refund_question(), "t", now=NOW)
+    assert first.event_id != second.event_id
+    assert first.dedupe_key == second.dedupe_key
+
+
+def test_asked_at_moves_expires_at() -> None:
+    question = refund_question(timeout="PT1H").model_copy(
+        update={"asked_at": NOW - timedelta(minutes=30)}
+    )
+    assert build_envelope(question, "t", now=NOW).expires_at == "2026-09-11T09:30:00Z"
+
+
+def test_envelope_round_trips_and_serialisation_is_deterministic() -> None:
+    envelope = build_envelope(refund_question(timeout=60, tags={"b": "2", "a": "1"}), "t", now=NOW)
+    again = WaitEnvelope.model_validate_json(envelope.to_json())
+    assert again == envelope
+    assert again.to_json() == envelope.to_json()
+
+
+def test_seed_example_validates() -> None:
+    seed = {
+        "type": "wait.created",
+        "event_id": "01JAV3K2R8Q9WZ7M4X1YB6N0PD",
+        "thread_id": "order-4471",
+        "question_id": "a1b2c3d4e5f60718",
+        "question": {
+            "function": "issue_refund",
+            "args": {"order_id": "order-4471", "amount": 41000},
+        },
+        "allowed_actions": ["approve", "reject"],
+        "expires_at": "2026-09-14T09:00:00Z",
+        "default": {"action": "reject", "reason": "no response within P3D"},
+        "answer_ttl": "PT15M",
+        "source": {"function": "issue_refund"},
+        "reply_to": None,
+        "reply_with": {
+            "thread_id": "order-4471",
+            "question_id": "a1b2c3d4e5f60718",
+            "answer": None,
+        },
+        "correlation": None,
+        "tags": {"approver_group": "finance"},
+    }
+    envelope = WaitEnvelope.model_validate(seed)
+    assert envelope.to_dict() == seed
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("type", "wait.answered"),
+        ("event_id", "not-a-ulid"),
+        ("expires_at", "tomorrow"),
+        ("tags", None),
+        ("answer_ttl", "P1M"),
+        ("thread_id", ""),
+    ],
+)
+def test_invalid_envelope_fields_are_named(field: str, value: object) -> None:
+    body = build_envelope(refund_question(), "t", now=NOW).to_dict()
+    body[field] = value
+    with pytest.raises(ValidationError) as info:
+        WaitEnvelope.model_validate(body)
+    assert field in str(info.value)
+
+
+def test_reply_with_must_match_the_envelope() -> None:
+    body = build_envelope(refund_question(), "t", now=NOW).to_dict()
+    body["reply_with"]["question_id"] = "other"
+    with pytest.raises(ValidationError, match="reply_with"):
+        WaitEnvelope.model_validate(body)
+
+
+def test_offset_timestamps_are_normalised_to_utc_z() -> None:
+    body = build_envelope(refund_question(), "t", now=NOW).to_dict()
+    body["expires_at"] = "2026-09-14T11:00:00+02:00"
+    assert WaitEnvelope.model_validate(body).expires_at == "2026-09-14T09:00:00Z"
+
+
+def test_is_answer_is_presence_of_question_id() -> None:
+    assert is_answer({"thread_id": "t", "question_id": "q", "answer": None})
+    assert not is_answer({"thread_id": "t", "input": {}})
+    for junk in (None, 1, "question_id", ["question_id"], b"{}"):
+        assert not is_answer(junk)
+
+
+def test_parse_message_distinguishes_answers_and_starts() -> None:
+    answer = parse_message(
+        '{"thread_id": "t", "question_id": "q", "answer": {"action": "approve"}}'
+    )
+    assert isinstance(answer, Answer)
+    assert answer.answer == {"action": "approve"}
+    start = parse_message({"thread_id": "t", "input": {"amount": 1}})
+    assert isinstance(start, StartMessage)
+
+
+def test_answer_requires_its_fields_and_keeps_null_answer() -> None:
+    assert (
+        Answer.model_validate({"thread_id": "t", "question_id": "q", "answer": None}).answer is None
+    )
+    with pytest.raises(ValidationError, match="answer"):
+        Answer.model_validate({"thread_id": "t", "question_id": "q"})
+    with pytest.raises(ValidationError, match="valid_until"):
+        Answer.model_validate(
+            {"thread_id": "t", "question_id": "q", "answer": 1, "valid_until": "soon"}
+        )
+
+
+def test_pending_result_shape() -> None:
+    assert PendingResult(question_id="7f3e", function="issue_refund").model_dump() == {
+        "status": "pending_approval",
+        "question_id": "7f3e",
+        "function": "issue_refund",
+    }

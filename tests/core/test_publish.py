@@ -1,0 +1,171 @@
+"""publish/apublish: one envelope per question to every announcer, failures contained and reported."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+
+import pytest
+
+from agent_wait.core import (
+    AnnounceFailed,
+    BaseAnnounce,
+    DeliveryOutcome,
+    MemoryAnnounce,
+    Question,
+    QuestionTooLarge,
+    WaitEnvelope,
+    WaitPolicy,
+    apublish,
+    publish,
+)
+
+
+class Broken(BaseAnnounce):
+    def deliver(self, envelope: WaitEnvelope) -> None:
+        raise ConnectionError("transport down")
+
+
+class Batching(BaseAnnounce):
+    """Fails every second envelope of a batch, like a partial batch failure."""
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def deliver(self, envelope: WaitEnvelope) -> None:
+        self.calls.append(1)
+
+    def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        self.calls.append(len(envelopes))
+        return [None if i % 2 == 0 else ValueError("entry rejected") for i in range(len(envelopes))]
+
+
+class Slow(BaseAnnounce):
+    def __init__(self, started: list[str], gate: asyncio.Event, label: str) -> None:
+        self.started, self.gate, self.label = started, gate, label
+
+    async def adeliver(self, envelope: WaitEnvelope) -> None:
+        self.started.append(self.label)
+        if len(self.started) == 2:
+            self.gate.set()
+        # Both announcers must be in flight at once for the gate to open.
+        await asyncio.wait_for(self.gate.wait(), timeout=5)
+
+
+def questions(n: int = 2) -> list[Question]:
+    return [
+        Question(question_id=f"q{i}", question={"n": i}, policy=WaitPolicy(tags={"g": "x"}))
+        for i in range(n)
+    ]
+
+
+def test_every_question_reaches_every_announcer() -> None:
+    first, second = MemoryAnnounce(), MemoryAnnounce()
+    report = publish(questions(3), "t1", [first, second])
+    assert report.ok
+    assert first.question_ids == second.question_ids == ["q0", "q1", "q2"]
+    assert len(report.deliveries) == 6
+    assert report.question_ids == ["q0", "q1", "q2"]
+
+
+def test_no_questions_publishes_nothing() -> None:
+    memory = MemoryAnnounce()
+    report = publish([], "t1", memory)
+    assert report.ok
+    assert report.envelopes == ()
+    assert memory.envelopes == []
+
+
+def test_a_failing_announcer_never_raises_and_is_reported(caplog: pytest.LogCaptureFixture) -> None:
+    memory = MemoryAnnounce()
+    with caplog.at_level(logging.INFO, logger="agent_wait"):
+        report = publish(questions(2), "t1", [Broken(), memory])
+    assert not report.ok
+    assert memory.question_ids == ["q0", "q1"]
+    failures = report.failures
+    assert [(f.announcer, f.question_id) for f in failures] == [("Broken", "q0"), ("Broken", "q1")]
+    assert failures[0].error == "ConnectionError: transport down"
+    assert isinstance(failures[0].exception, ConnectionError)
+    assert "delivery failed" in caplog.text
+
+
+def test_strict_raises_after_trying_everyone() -> None:
+    memory = MemoryAnnounce()
+    with pytest.raises(AnnounceFailed) as info:
+        publish(questions(1), "t1", [Broken(), memory], strict=True)
+    assert memory.question_ids == ["q0"]
+    assert info.value.report.failures[0].announcer == "Broken"
+    assert "transport down" in str(info.value)
+
+
+def test_batches_go_through_deliver_many_with_per_entry_outcomes() -> None:
+    batching = Batching()
+    report = publish(questions(4), "t1", batching)
+    assert batching.calls == [4]
+    assert [d.ok for d in report.deliveries] == [True, False, True, False]
+
+
+def test_wrong_outcome_count_is_a_failure_not_a_crash() -> None:
+    class Liar(BaseAnnounce):
+        def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+            return [None]
+
+    report = publish(questions(3), "t1", Liar())
+    assert not report.ok
+    assert all("3 envelopes" in (d.error or "") for d in report.deliveries)
+
+
+async def test_apublish_fans_out_concurrently() -> None:
+    started: list[str] = []
+    gate = asyncio.Event()
+    report = await apublish(
+        questions(1), "t1", [Slow(started, gate, "a"), Slow(started, gate, "b")]
+    )
+    assert report.ok
+    assert sorted(started) == ["a", "b"]
+
+
+async def test_apublish_uses_a_sync_batching_announcer_off_the_loop() -> None:
+    batching = Batching()
+    report = await apublish(questions(2), "t1", [batching, Broken()])
+    assert batching.calls == [2]
+    assert [d.ok for d in report.for_announcer("Batching")] == [True, False]
+    assert not any(d.ok for d in report.for_announcer("Broken"))
+
+
+async def test_apublish_strict() -> None:
+    with pytest.raises(AnnounceFailed):
+        await apublish(questions(1), "t1", Broken(), strict=True)
+
+
+def test_oversize_question_is_reported_for_that_envelope_only() -> None:
+    memory = MemoryAnnounce()
+    big = Question(question_id="big", question="x" * (300 * 1024))
+    report = publish([big, *questions(1)], "t1", memory)
+    assert memory.question_ids == ["q0"]
+    (failure,) = report.failures
+    assert failure.question_id == "big"
+    assert isinstance(failure.exception, QuestionTooLarge)
+    assert "reference" in (failure.error or "")
+
+
+def test_named_announcer_and_reply_to() -> None:
+    report = publish(questions(1), "t1", "memory", reply_to={"url": "https://answers"})
+    assert report.ok
+    assert report.envelopes[0].reply_to == {"url": "https://answers"}
+
+
+def test_bad_thread_id_and_announce_are_named() -> None:
+    with pytest.raises(ValueError, match="thread_id"):
+        publish(questions(1), "", MemoryAnnounce())
+    with pytest.raises(TypeError, match=r"announce\[0\]"):
+        publish(questions(1), "t", [object()])  # type: ignore[list-item]
+
+
+def test_logs_carry_ids_never_question_content(caplog: pytest.LogCaptureFixture) -> None:
+    secret_question = Question(question_id="q-secret", question={"ssn": "123-45-6789"})
+    with caplog.at_level(logging.DEBUG, logger="agent_wait"):
+        publish([secret_question], "t1", [MemoryAnnounce(), Broken()])
+    assert "q-secret" in caplog.text
+    assert "123-45-6789" not in caplog.text

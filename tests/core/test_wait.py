@@ -1,0 +1,269 @@
+"""The framework-neutral @wait and publish_interrupts, driven through a fake adapter."""
+
+from __future__ import annotations
+
+import inspect
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from agent_wait.core import (
+    InvalidAnswer,
+    MemoryAnnounce,
+    Question,
+    QuestionTooLarge,
+    WaitCall,
+    WaitPolicy,
+    derive_question_id,
+    make_publish_interrupts,
+    make_wait,
+    question_from_value,
+)
+
+
+class Parked(Exception):
+    def __init__(self, payload: dict[str, Any]) -> None:
+        self.payload = payload
+
+
+class FakeAdapter:
+    """Parks by raising; resumes by returning the answer queued for the function."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.answers: dict[str, Any] = {}
+        self.thread = "thread-1"
+
+    def park(self, call: WaitCall) -> Any:
+        if call.name in self.answers:
+            return self.answers.pop(call.name)
+        raise Parked(call.payload)
+
+    async def apark(self, call: WaitCall) -> Any:
+        return self.park(call)
+
+    def thread_id(self, call: WaitCall) -> str:
+        return self.thread
+
+    def hidden_parameters(self, signature: inspect.Signature) -> frozenset[str]:
+        return frozenset(name for name in signature.parameters if name == "ctx")
+
+    def questions_in(self, result: Any) -> list[Question]:
+        return [question_from_value(qid, value) for qid, value in result]
+
+
+@pytest.fixture
+def adapter() -> FakeAdapter:
+    return FakeAdapter()
+
+
+def test_parks_with_policy_and_source_in_the_payload(adapter: FakeAdapter) -> None:
+    wait = make_wait(adapter)
+    runs: list[int] = []
+
+    @wait(WaitPolicy(timeout="P3D", tags={"approver_group": "finance"}))
+    def issue_refund(order_id: str, amount: int, ctx: object = None) -> str:
+        runs.append(amount)
+        return f"refunded {amount}"
+
+    with pytest.raises(Parked) as info:
+        issue_refund("order-4471", 41000, ctx=object())
+    payload = info.value.payload
+    assert payload["question"] == {
+        "function": "issue_refund",
+        "args": {"order_id": "order-4471", "amount": 41000},
+    }
+    assert payload["agent_wait"]["source"] == {"function": "issue_refund"}
+    assert payload["agent_wait"]["policy"]["timeout"] == "P3D"
+    assert runs == []
+
+    publish_interrupts, _ = make_publish_interrupts(adapter)
+    memory = MemoryAnnounce()
+    now = datetime(2026, 9, 11, 9, tzinfo=UTC)
+    report = publish_interrupts([("iid-1", payload)], "order-4471", memory, clock=lambda: now)
+    envelope = report.envelopes[0]
+    assert envelope.question_id == "iid-1"
+    assert envelope.question == payload["question"]
+    assert envelope.source is not None
+    assert envelope.source.function == "issue_refund"
+    assert envelope.expires_at == "2026-09-14T09:00:00Z"
+    assert envelope.tags == {"approver_group": "finance"}
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected_runs", "expected_result"),
+    [
+        ({"action": "approve"}, [41000], "refunded 41000"),
+        ({"action": "approve", "args": {"amount": 100}}, [100], "refunded 100"),
+        (
+            {"action": "reject", "reason": "too much"},
+            [],
+            {"action": "reject", "reason": "too much"},
+        ),
+        ("no", [], "no"),
+        (None, [], None),
+    ],
+)
+def test_answer_rules(
+    adapter: FakeAdapter, answer: Any, expected_runs: list[int], expected_result: Any
+) -> None:
+    wait = make_wait(adapter)
+    runs: list[int] = []
+
+    @wait
+    def issue_refund(order_id: str, amount: int) -> str:
+        runs.append(amount)
+        return f"refunded {amount}"
+
+    adapter.answers["issue_refund"] = answer
+    assert issue_refund("o", 41000) == expected_result
+    assert runs == expected_runs
+
+
+def test_edited_args_must_name_published_arguments(adapter: FakeAdapter) -> None:
+    @make_wait(adapter)
+    def issue_refund(amount: int) -> int:
+        return amount
+
+    adapter.answers["issue_refund"] = {"action": "approve", "args": {"amonut": 1}}
+    with pytest.raises(InvalidAnswer, match="amonut"):
+        issue_refund(5)
+    adapter.answers["issue_refund"] = {"action": "approve", "args": [1]}
+    with pytest.raises(InvalidAnswer, match=r"answer\.args"):
+        issue_refund(5)
+
+
+def test_decision_parameter_always_runs_with_the_whole_answer(adapter: FakeAdapter) -> None:
+    wait = make_wait(adapter)
+
+    @wait(decision="verdict")
+    def deploy(service: str, verdict: Any = None) -> Any:
+        return (service, verdict)
+
+    assert "verdict" not in inspect.signature(deploy).parameters
+    assert "verdict" not in deploy.__annotations__
+    with pytest.raises(Parked) as info:
+        deploy("api")
+    assert info.value.payload["question"]["args"] == {"service": "api"}
+    adapter.answers["deploy"] = {"action": "reject", "why": "freeze"}
+    assert deploy("api") == ("api", {"action": "reject", "why": "freeze"})
+
+
+def test_when_predicate_both_branches_and_a_raising_one(adapter: FakeAdapter) -> None:
+    wait = make_wait(adapter)
+
+    @wait(when=lambda amount, **_: amount > 1000)
+    def issue_refund(order_id: str, amount: int) -> str:
+        return "ran"
+
+    assert issue_refund("o", 10) == "ran"
+    with pytest.raises(Parked):
+        issue_refund("o", 5000)
+
+    def broken(**_: Any) -> bool:
+        raise RuntimeError("predicate bug")
+
+    @wait(when=broken)
+    def other(x: int) -> str:
+        return "ran"
+
+    with pytest.raises(Parked):
+        other(1)
+
+
+def test_async_mode_publishes_once_and_returns_pending(adapter: FakeAdapter) -> None:
+    memory = MemoryAnnounce()
+    runs: list[int] = []
+
+    @make_wait(adapter)(mode="async", announce=memory)
+    def issue_refund(order_id: str, amount: int) -> str:
+        runs.append(amount)
+        return "ran"
+
+    result = issue_refund("o", 41000)
+    expected_id = derive_question_id("thread-1", "issue_refund", {"order_id": "o", "amount": 41000})
+    assert result == {
+        "status": "pending_approval",
+        "question_id": expected_id,
+        "function": "issue_refund",
+    }
+    assert memory.question_ids == [expected_id]
+    assert memory.envelopes[0].source is not None
+    assert runs == []
+    # A redelivered call republishes the same question id.
+    assert issue_refund(amount=41000, order_id="o")["question_id"] == expected_id
+    assert memory.question_ids == [expected_id, expected_id]
+
+
+def test_async_mode_requires_announcers(adapter: FakeAdapter) -> None:
+    with pytest.raises(ValueError, match="announce"):
+
+        @make_wait(adapter)(mode="async")
+        def f() -> None: ...
+
+
+def test_bad_options_are_named(adapter: FakeAdapter) -> None:
+    wait = make_wait(adapter)
+    with pytest.raises(ValueError, match="mode"):
+
+        @wait(mode="later")  # type: ignore[arg-type]
+        def f() -> None: ...
+
+    with pytest.raises(TypeError, match="annouce"):
+        wait(annouce=[])  # type: ignore[call-overload]
+    with pytest.raises(ValueError, match="timeout"):
+        wait({"timeout": "P1Y"})
+
+
+def test_unserialisable_argument_fails_at_ask_time(adapter: FakeAdapter) -> None:
+    @make_wait(adapter)
+    def f(handle: object) -> None: ...
+
+    with pytest.raises(TypeError, match=r"f\(\)\.handle"):
+        f(object())
+
+
+def test_oversize_question_fails_at_ask_time(adapter: FakeAdapter) -> None:
+    @make_wait(adapter)
+    def f(blob: str) -> None: ...
+
+    with pytest.raises(QuestionTooLarge, match="reference"):
+        f("x" * 300_000)
+
+
+async def test_async_functions(adapter: FakeAdapter) -> None:
+    memory = MemoryAnnounce()
+    wait = make_wait(adapter)
+
+    @wait
+    async def approve_me(x: int) -> int:
+        return x * 2
+
+    with pytest.raises(Parked):
+        await approve_me(2)
+    adapter.answers["approve_me"] = {"action": "approve"}
+    assert await approve_me(2) == 4
+
+    @wait(mode="async", announce=memory)
+    async def later(x: int) -> int:
+        return x
+
+    pending = await later(3)
+    assert pending["status"] == "pending_approval"
+    assert memory.question_ids == [pending["question_id"]]
+
+
+def test_bare_interrupt_value_uses_default_policy() -> None:
+    question = question_from_value("iid", {"please": "confirm"})
+    assert question.question == {"please": "confirm"}
+    assert question.source is None
+    assert question.policy == WaitPolicy()
+
+
+def test_payload_with_a_broken_policy_is_still_published() -> None:
+    question = question_from_value(
+        "iid", {"question": 1, "agent_wait": {"policy": {"timeout": "P1Y"}}}
+    )
+    assert question.policy == WaitPolicy()
