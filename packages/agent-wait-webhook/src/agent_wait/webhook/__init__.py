@@ -1,0 +1,47 @@
+"""Signed webhook announcer for agent-wait (Standard Webhooks).
+
+Send every question to an HTTP endpoint::
+
+    from agent_wait.core import publish
+    from agent_wait.webhook import WebhookAnnounce
+
+    hook = WebhookAnnounce("https://approvals.example.com/hooks/agent-wait", secret_env="HOOK_SECRET")
+    report = publish(questions, thread_id="order-4471", announce=hook)
+
+or by name from configuration (``agent-wait.toml``)::
+
+    [[announce]]
+    use = "webhook"
+    url = "https://approvals.example.com/hooks/agent-wait"
+    secret_env = "HOOK_SECRET"
+
+and verify on the receiving side, with any Standard Webhooks library or with::
+
+    from agent_wait.webhook import verify
+
+    envelope = verify(body, headers, secret)
+
+Importing this package does not import httpx (a receiver needs only :func:`verify`);
+:class:`WebhookAnnounce` loads it on first use. See docs/announcers/webhook.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent_wait.webhook._errors import WebhookDeliveryError
+from agent_wait.webhook._signing import WebhookVerificationError, verify
+
+if TYPE_CHECKING:
+    from agent_wait.webhook._announcer import WebhookAnnounce
+
+__all__ = ["WebhookAnnounce", "WebhookDeliveryError", "WebhookVerificationError", "verify"]
+
+
+def __getattr__(name: str) -> object:
+    # Lazy, so the plugin module and receivers using verify() do not import httpx.
+    if name == "WebhookAnnounce":
+        from agent_wait.webhook._announcer import WebhookAnnounce
+
+        return WebhookAnnounce
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,479 @@
+"""``WebhookAnnounce``: POST each envelope, signed the Standard Webhooks way, with bounded retries."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import random
+import threading
+import time
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
+from urllib.parse import urlsplit
+
+import httpx
+
+from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.webhook._errors import WebhookDeliveryError
+from agent_wait.webhook._signing import (
+    ID_HEADER,
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    Secret,
+    SigningKey,
+)
+
+logger = logging.getLogger(__name__)
+
+EVENT_HEADER = "X-Agent-Wait-Event"
+DEDUPE_HEADER = "X-Agent-Wait-Dedupe-Key"
+# Headers agent-wait owns: a user value would break the contract or the signature.
+_RESERVED = frozenset(
+    h.lower()
+    for h in (
+        "Content-Type",
+        "Content-Length",
+        "Host",
+        "Transfer-Encoding",
+        EVENT_HEADER,
+        DEDUPE_HEADER,
+        ID_HEADER,
+        TIMESTAMP_HEADER,
+        SIGNATURE_HEADER,
+    )
+)
+_MAX_BACKOFF = 10.0
+# Below this, another attempt cannot complete anyway; report instead of trying.
+_MIN_ATTEMPT = 0.05
+# A short success/error body is drained so the connection can be reused; a longer one is dropped.
+_DRAIN_LIMIT = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class _Reply:
+    """What delivery needs from a response (never the body: it may echo the question)."""
+
+    status: int
+    reason: str
+    location: str | None
+    retry_after: str | None
+
+    @classmethod
+    def of(cls, response: httpx.Response) -> _Reply:
+        return cls(
+            response.status_code,
+            response.reason_phrase,
+            response.headers.get("location"),
+            response.headers.get("retry-after"),
+        )
+
+
+def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
+    """Parse a ``Retry-After`` header: delay-seconds or an HTTP-date; None when absent or invalid."""
+    if value is None:
+        return None
+    text = value.strip()
+    if text.isascii() and text.isdigit():
+        return float(text)
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # RFC 9110 dates are GMT
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+class _Attempts:
+    """The retry policy of one envelope: attempt count, total budget, backoff, verdicts."""
+
+    def __init__(self, announcer: WebhookAnnounce) -> None:
+        self._announcer = announcer
+        self.deadline = time.monotonic() + announcer.total_timeout
+        self.count = 0
+        self._last: tuple[str, int | None] = ("was not attempted", None)
+
+    def start(self) -> float:
+        """Count an attempt and return its timeout; raise when the budget is used up."""
+        remaining = self.deadline - time.monotonic()
+        if self.count and remaining < _MIN_ATTEMPT:
+            self._fail_budget()
+        self.count += 1
+        return max(_MIN_ATTEMPT, min(self._announcer.timeout, remaining))
+
+    def judge(self, outcome: _Reply | Exception, timeout: float) -> float | None:
+        """None when delivered; else the delay before the next attempt, or raise when final."""
+        verdict = self._classify(outcome, timeout)
+        if verdict is None:
+            return None
+        retryable, server_delay = verdict
+        if not retryable or self.count > self._announcer.retries:
+            raise self._failure()
+        remaining = self.deadline - time.monotonic()
+        if server_delay is not None and server_delay > remaining - _MIN_ATTEMPT:
+            reason, status = self._last
+            self._last = (
+                f"{reason}; Retry-After {server_delay:.0f} s is beyond the remaining "
+                f"total_timeout budget",
+                status,
+            )
+            raise self._failure()
+        step = min(_MAX_BACKOFF, self._announcer.backoff * 2 ** (self.count - 1))
+        # Full jitter (random in [0, step]) keeps many runs from retrying in lockstep.
+        delay = server_delay if server_delay is not None else random.uniform(0, step)
+        if delay > remaining - _MIN_ATTEMPT:
+            self._fail_budget()
+        logger.debug(
+            "webhook %s: attempt %d failed (%s); retrying in %.2f s",
+            self._announcer.origin,
+            self.count,
+            self._last[0],
+            delay,
+        )
+        return delay
+
+    def _classify(
+        self, outcome: _Reply | Exception, timeout: float
+    ) -> tuple[bool, float | None] | None:
+        """None when delivered, else (retryable, the delay the server asked for)."""
+        if isinstance(outcome, _Reply):
+            if 200 <= outcome.status < 300:
+                return None
+            text = f"answered HTTP {outcome.status} {outcome.reason}".rstrip()
+            if 300 <= outcome.status < 400:
+                where = repr(outcome.location) if outcome.location else "no Location"
+                self._last = (f"{text}: redirect to {where} not followed", outcome.status)
+                return False, None
+            self._last = (text, outcome.status)
+            if outcome.status == 429 or outcome.status >= 500:
+                return True, retry_after_seconds(outcome.retry_after)
+            return False, None
+        if isinstance(outcome, httpx.TimeoutException | TimeoutError):
+            self._last = (f"timed out after {timeout:.1f} s", None)
+            return True, None
+        detail = str(outcome)[:200] or "no detail"
+        self._last = (f"request failed ({type(outcome).__name__}: {detail})", None)
+        retryable = isinstance(
+            outcome, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ProxyError
+        )
+        return retryable, None
+
+    def _fail_budget(self) -> None:
+        reason, status = self._last
+        budget = self._announcer.total_timeout
+        self._last = (f"{reason}; total_timeout of {budget:g} s used up", status)
+        raise self._failure()
+
+    def _failure(self) -> WebhookDeliveryError:
+        reason, status = self._last
+        return WebhookDeliveryError(self._announcer.origin, reason, status, self.count)
+
+
+class WebhookAnnounce(BaseAnnounce):
+    """POST every envelope to a URL as JSON, optionally signed (Standard Webhooks).
+
+    The body is exactly ``envelope.to_json()``. Headers: ``Content-Type: application/json``,
+    ``X-Agent-Wait-Event`` (the envelope type) and ``X-Agent-Wait-Dedupe-Key``
+    (``wait.created:<question_id>``); with a secret also ``webhook-id`` (the envelope's
+    ``event_id``), ``webhook-timestamp`` and ``webhook-signature: v1,<base64>``, which any
+    Standard Webhooks library, or :func:`agent_wait.webhook.verify`, checks.
+
+    Connection errors, timeouts, HTTP 5xx and 429 are retried with exponential backoff and full
+    jitter (``Retry-After`` is honoured when it fits the budget); other 4xx and every 3xx
+    (redirects are not followed) fail at once. ``total_timeout`` bounds all attempts of one
+    envelope together. Several envelopes are sent one request each: concurrently on the async
+    path (at most ``max_concurrency`` at a time), in order on the sync path.
+
+    Args:
+        url: The receiver, ``http://`` or ``https://``.
+        secret: Signing secret: ``"whsec_<base64>"`` as Standard Webhooks issues them (the key is
+            the decoded bytes), or any other string (its UTF-8 bytes are the key), or bytes.
+        secret_env: Name of an environment variable holding the secret, read now (instead of
+            ``secret``, so config files need not contain it).
+        headers: Extra request headers (e.g. ``Authorization``); the contract headers above
+            cannot be overridden.
+        timeout: Seconds (or a timedelta) for each network step of one attempt.
+        retries: Attempts after the first one (0 = no retry).
+        total_timeout: Seconds (or a timedelta) all attempts of one envelope may take together,
+            backoff included.
+        max_concurrency: Requests in flight at once on the async path.
+        backoff: Base delay in seconds of the exponential backoff (doubling per retry, capped
+            at 10 s, full jitter).
+
+    Raises:
+        ConfigError: An option is invalid or ``secret_env`` is unset; the message names the
+            option and its value (never a secret).
+    """
+
+    name = "webhook"
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        secret: Secret | None = None,
+        secret_env: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | timedelta = 10.0,
+        retries: int = 3,
+        total_timeout: float | timedelta = 30.0,
+        max_concurrency: int = 8,
+        backoff: float | timedelta = 0.5,
+    ) -> None:
+        self.url = _check_url(url)
+        self.origin = _origin(self.url)
+        self._key = _signing_key(secret, secret_env)
+        self._headers = _check_headers(headers)
+        self.timeout = _seconds(timeout, "timeout")
+        self.total_timeout = _seconds(total_timeout, "total_timeout")
+        self.backoff = _seconds(backoff, "backoff", allow_zero=True)
+        self.retries = _count(retries, "retries", minimum=0)
+        self.max_concurrency = _count(max_concurrency, "max_concurrency", minimum=1)
+        self._lock = threading.Lock()
+        self._client: httpx.Client | None = None
+        self._aclient: httpx.AsyncClient | None = None
+        self._aclient_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+
+    @property
+    def signed(self) -> bool:
+        """True when requests carry a Standard Webhooks signature."""
+        return self._key is not None
+
+    def deliver(self, envelope: WaitEnvelope) -> None:
+        """POST one envelope, retrying within the budget.
+
+        Raises:
+            WebhookDeliveryError: The receiver did not accept it (status code and reason).
+        """
+        body = envelope.to_json()
+        client = self._sync_client()
+        attempts = _Attempts(self)
+        while True:
+            timeout = attempts.start()
+            outcome: _Reply | Exception
+            try:
+                outcome = self._post(client, envelope, body, timeout, attempts.deadline)
+            except httpx.HTTPError as error:
+                outcome = error
+            delay = attempts.judge(outcome, timeout)
+            if delay is None:
+                return
+            time.sleep(delay)
+
+    async def adeliver(self, envelope: WaitEnvelope) -> None:
+        """Async :meth:`deliver` on a shared ``httpx.AsyncClient``."""
+        body = envelope.to_json()
+        client = self._async_client()
+        attempts = _Attempts(self)
+        while True:
+            timeout = attempts.start()
+            outcome: _Reply | Exception
+            try:
+                # A hard cap as well: httpx timeouts bound each network step, not the whole request.
+                async with asyncio.timeout(timeout):
+                    outcome = await self._apost(client, envelope, body, timeout, attempts.deadline)
+            except (httpx.HTTPError, TimeoutError) as error:
+                outcome = error
+            delay = attempts.judge(outcome, timeout)
+            if delay is None:
+                return
+            await asyncio.sleep(delay)
+
+    async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """One request per envelope, concurrently (at most ``max_concurrency`` in flight)."""
+        gate = asyncio.Semaphore(self.max_concurrency)
+
+        async def one(envelope: WaitEnvelope) -> DeliveryOutcome:
+            async with gate:
+                try:
+                    await self.adeliver(envelope)
+                except Exception as error:  # noqa: BLE001 - each envelope's failure is its own outcome
+                    return error
+                return None
+
+        return list(await asyncio.gather(*(one(e) for e in envelopes)))
+
+    def close(self) -> None:
+        """Close the sync client; forget the async one (use :meth:`aclose` in async code)."""
+        with self._lock:
+            client, self._client = self._client, None
+            self._aclient = self._aclient_loop = None
+        if client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        """Close both clients."""
+        with self._lock:
+            aclient, self._aclient, self._aclient_loop = self._aclient, None, None
+        self.close()
+        if aclient is not None:
+            await aclient.aclose()
+
+    def __repr__(self) -> str:
+        signed = " signed" if self.signed else ""
+        return f"<{type(self).__name__} {self.name!r} {self.origin}{signed}>"
+
+    def _request_headers(self, envelope: WaitEnvelope, body: bytes) -> dict[str, str]:
+        headers = {
+            **self._headers,
+            "Content-Type": "application/json",
+            EVENT_HEADER: envelope.type,
+            DEDUPE_HEADER: envelope.dedupe_key,
+        }
+        if self._key is not None:
+            # Signed per attempt: a retry carries a fresh timestamp and the same webhook-id.
+            headers.update(self._key.headers(envelope.event_id, body))
+        return headers
+
+    def _post(
+        self,
+        client: httpx.Client,
+        envelope: WaitEnvelope,
+        body: bytes,
+        timeout: float,
+        deadline: float,
+    ) -> _Reply:
+        headers = self._request_headers(envelope, body)
+        with client.stream(
+            "POST", self.url, content=body, headers=headers, timeout=timeout
+        ) as response:
+            drained = 0
+            for chunk in response.iter_raw():
+                drained += len(chunk)
+                if drained > _DRAIN_LIMIT or time.monotonic() > deadline:
+                    break
+            return _Reply.of(response)
+
+    async def _apost(
+        self,
+        client: httpx.AsyncClient,
+        envelope: WaitEnvelope,
+        body: bytes,
+        timeout: float,
+        deadline: float,
+    ) -> _Reply:
+        headers = self._request_headers(envelope, body)
+        async with client.stream(
+            "POST", self.url, content=body, headers=headers, timeout=timeout
+        ) as response:
+            drained = 0
+            async for chunk in response.aiter_raw():
+                drained += len(chunk)
+                if drained > _DRAIN_LIMIT or time.monotonic() > deadline:
+                    break
+            return _Reply.of(response)
+
+    def _sync_client(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(follow_redirects=False, headers=_user_agent())
+            return self._client
+
+    def _async_client(self) -> httpx.AsyncClient:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            # Pooled connections belong to the loop that opened them; a new loop needs a new client.
+            if (
+                self._aclient is None
+                or self._aclient_loop is None
+                or self._aclient_loop() is not loop
+            ):
+                self._aclient = httpx.AsyncClient(follow_redirects=False, headers=_user_agent())
+                self._aclient_loop = weakref.ref(loop)
+            return self._aclient
+
+
+def _user_agent() -> dict[str, str]:
+    from importlib.metadata import version
+
+    return {"User-Agent": f"agent-wait-webhook/{version('agent-wait-webhook')}"}
+
+
+def _check_url(url: object) -> str:
+    if not isinstance(url, str):
+        raise ConfigError(f"url: expected an http(s) URL string, got {type(url).__name__} {url!r}")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as error:
+        raise ConfigError(f"url: {url!r} is not a valid URL ({error})") from None
+    if parts.scheme not in ("http", "https"):
+        raise ConfigError(f"url: expected an http:// or https:// URL, got {url!r}")
+    if not parts.hostname:
+        raise ConfigError(f"url: {url!r} has no host")
+    return url
+
+
+def _origin(url: str) -> str:
+    # Reports and repr show only scheme://host:port: webhook paths and queries often carry tokens.
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{parts.port}" if parts.port is not None else ""
+    return f"{parts.scheme}://{host}{port}"
+
+
+def _signing_key(secret: Secret | None, secret_env: str | None) -> SigningKey | None:
+    if secret is not None and secret_env is not None:
+        raise ConfigError("secret, secret_env: give one of them, not both")
+    if secret_env is None:
+        return None if secret is None else SigningKey(secret, "secret")
+    if not isinstance(secret_env, str) or not secret_env:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"secret_env: expected an environment variable name, got {secret_env!r}")
+    value = os.environ.get(secret_env)
+    if value is None:
+        raise ConfigError(f"secret_env: environment variable {secret_env} is not set")
+    if not value:
+        raise ConfigError(f"secret_env: environment variable {secret_env} is empty")
+    return SigningKey(value, f"secret_env ({secret_env})")
+
+
+def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    if headers is None:
+        return {}
+    if not isinstance(headers, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(
+            f"headers: expected a mapping of names to values, got {type(headers).__name__}"
+        )
+    checked: dict[str, str] = {}
+    for name, value in headers.items():
+        if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"headers: header names must be non-empty strings, got {name!r}")
+        if name.lower() in _RESERVED:
+            raise ConfigError(
+                f"headers: {name!r} is set by the webhook announcer and cannot be overridden"
+            )
+        if not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            # The value is not shown: extra headers often carry credentials.
+            raise ConfigError(
+                f"headers: the value of {name!r} must be a string, got {type(value).__name__}"
+            )
+        checked[name] = value
+    return checked
+
+
+def _seconds(value: object, field: str, *, allow_zero: bool = False) -> float:
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        raise ConfigError(f"{field}: expected seconds (a number) or a timedelta, got {value!r}")
+    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
+        bound = "zero or more" if allow_zero else "positive"
+        raise ConfigError(f"{field}: must be a finite {bound} number of seconds, got {value!r}")
+    return seconds
+
+
+def _count(value: object, field: str, *, minimum: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ConfigError(f"{field}: expected an integer, got {value!r}")
+    if value < minimum:
+        raise ConfigError(f"{field}: must be at least {minimum}, got {value!r}")
+    return value
