@@ -1,0 +1,42 @@
+"""agent-wait for Strands Agents: tool interrupts published as agent-wait envelopes.
+
+Gate a tool, then let :func:`handle_message` run the host loop::
+
+    from strands import Agent, ToolContext, tool
+    from strands.session import FileSessionManager
+    from agent_wait.core import WaitPolicy, announcer
+    from agent_wait.strands import handle_message, wait
+
+    @tool(context=True)
+    @wait(WaitPolicy(timeout="P3D", default={"action": "reject"}))
+    def issue_refund(order_id: str, amount: int, tool_context: ToolContext) -> str:
+        return f"refunded {amount} on {order_id}"
+
+    def agent_for(thread_id: str) -> Agent:
+        return Agent(tools=[issue_refund], session_manager=FileSessionManager(
+            session_id=thread_id, storage_dir="sessions"))
+
+    handled = handle_message(agent_for, message, announcer("sqlite", path="inbox.sqlite3"))
+
+A start message runs the agent; when ``issue_refund`` is called it parks on a Strands
+interrupt and one ``wait.created`` envelope per question is published. The answer message
+(``{**envelope["reply_with"], "answer": {"action": "approve"}}``) resumes it through a fresh
+agent. See docs/frameworks/strands.md.
+"""
+
+from __future__ import annotations
+
+from agent_wait.strands._adapter import questions_in
+from agent_wait.strands._host import ahandle_message, handle_message, interrupt_responses
+from agent_wait.strands._wait import apublish_interrupts, hitl, publish_interrupts, wait
+
+__all__ = [
+    "ahandle_message",
+    "apublish_interrupts",
+    "handle_message",
+    "hitl",
+    "interrupt_responses",
+    "publish_interrupts",
+    "questions_in",
+    "wait",
+]

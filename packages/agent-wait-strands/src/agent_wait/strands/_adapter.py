@@ -1,0 +1,139 @@
+"""The Strands side of ``@wait``: park on ``tool_context.interrupt``, read questions from results."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable
+from typing import Any, cast
+
+from agent_wait.core import Question, WaitCall, question_from_value, to_jsonable
+from strands.agent.agent_result import AgentResult
+from strands.interrupt import Interrupt
+from strands.types.tools import ToolContext
+
+INTERRUPT_PREFIX = "agent_wait:"
+"""Interrupt names of ``@wait`` calls are ``agent_wait:<function>``."""
+
+# Strands injects these by name whatever their annotation (``agent`` for backward
+# compatibility, ``tool_context`` as the default name of @tool(context=True)).
+_INJECTED_NAMES = frozenset({"tool_context", "agent"})
+
+
+def interrupt_name(function: str) -> str:
+    """The Strands interrupt name a ``@wait`` call of ``function`` parks under."""
+    return f"{INTERRUPT_PREFIX}{function}"
+
+
+def _is_tool_context(annotation: Any) -> bool:
+    if annotation is ToolContext:
+        return True
+    # Under `from __future__ import annotations` the signature holds the annotation text.
+    return isinstance(annotation, str) and annotation.rpartition(".")[2] == "ToolContext"
+
+
+def context_parameters(signature: inspect.Signature) -> frozenset[str]:
+    """The parameters Strands fills in itself: never published, never the model's to set."""
+    return frozenset(
+        name
+        for name, param in signature.parameters.items()
+        if name in _INJECTED_NAMES or _is_tool_context(param.annotation)
+    )
+
+
+def has_tool_context(signature: inspect.Signature) -> bool:
+    """True when the function declares a parameter Strands fills with its ``ToolContext``."""
+    return any(
+        name == "tool_context" or _is_tool_context(param.annotation)
+        for name, param in signature.parameters.items()
+    )
+
+
+def _tool_context(call: WaitCall) -> ToolContext[Any]:
+    for value in call.bound.arguments.values():
+        if isinstance(value, ToolContext):
+            return cast("ToolContext[Any]", value)
+    raise TypeError(
+        f"@wait on {call.name!r} was called without a ToolContext; it must run as a Strands tool "
+        "declared with @tool(context=True) and a `tool_context: ToolContext` parameter"
+    )
+
+
+def question_of(interrupt: Interrupt) -> Question:
+    """The question one Strands interrupt asks.
+
+    A ``@wait`` interrupt (named ``agent_wait:<function>``) carries the parked payload as its
+    reason: its question, policy and source. Any other interrupt (a bare
+    ``tool_context.interrupt(name, reason=...)`` or a hook's ``event.interrupt``) asks
+    ``{"name": name, "reason": reason}`` with the default policy: the name is kept because it is
+    what tells one interrupt of a tool from another, and ``reason`` is optional in Strands.
+    """
+    if interrupt.name.startswith(INTERRUPT_PREFIX):
+        return question_from_value(interrupt.id, interrupt.reason)
+    reason = to_jsonable(interrupt.reason, f"interrupt {interrupt.name!r} reason")
+    return Question(question_id=interrupt.id, question={"name": interrupt.name, "reason": reason})
+
+
+def questions_of(interrupts: Iterable[Interrupt]) -> list[Question]:
+    """The questions of several interrupts, in order."""
+    return [question_of(interrupt) for interrupt in interrupts]
+
+
+def questions_in(result: AgentResult) -> list[Question]:
+    """The questions a Strands run is parked on, in the order Strands reports them.
+
+    Args:
+        result: What ``agent(...)`` or ``await agent.invoke_async(...)`` returned.
+
+    Returns:
+        One :class:`~agent_wait.core.Question` per interrupt when ``result.stop_reason`` is
+        ``"interrupt"``; an empty list for a run that finished. ``question_id`` is the
+        interrupt's id, the one the answer's ``interruptResponse`` must name.
+
+    Raises:
+        TypeError: ``result`` is not a Strands ``AgentResult``.
+    """
+    if not isinstance(result, AgentResult):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise TypeError(
+            f"result: expected the strands AgentResult an agent call returned, got {type(result).__name__}"
+        )
+    if result.stop_reason != "interrupt":
+        return []
+    return questions_of(result.interrupts or ())
+
+
+class StrandsAdapter:
+    """:class:`agent_wait.core.FrameworkAdapter` for Strands Agents tools.
+
+    A ``@wait`` tool parks by calling ``tool_context.interrupt("agent_wait:<function>",
+    reason=<parked payload>)``; Strands stops the run with ``stop_reason == "interrupt"``, and on
+    resume runs the tool again from the start, where the same call returns the response.
+    """
+
+    name = "strands"
+
+    def park(self, call: WaitCall) -> Any:
+        """Raise the Strands interrupt, or return its response on resume."""
+        return _tool_context(call).interrupt(interrupt_name(call.name), reason=call.payload)
+
+    async def apark(self, call: WaitCall) -> Any:
+        """Async :meth:`park` (Strands' interrupt is synchronous: it raises or returns)."""
+        return self.park(call)
+
+    def thread_id(self, call: WaitCall) -> str:
+        """The agent's ``session_id``: the session manager's id, which the host sets to the thread id."""
+        agent = _tool_context(call).agent
+        session_id = getattr(agent, "session_id", None)
+        if not isinstance(session_id, str) or not session_id:
+            raise TypeError(
+                f"@wait(mode='async') on {call.name!r}: the agent running it "
+                f"({type(agent).__name__}) has no session_id to use as the thread id"
+            )
+        return session_id
+
+    def hidden_parameters(self, signature: inspect.Signature) -> frozenset[str]:
+        """``tool_context``, any ``ToolContext``-annotated parameter, and ``agent``."""
+        return context_parameters(signature)
+
+    def questions_in(self, result: Any) -> list[Question]:
+        """See :func:`questions_in`."""
+        return questions_in(result)

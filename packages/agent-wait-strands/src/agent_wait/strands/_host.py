@@ -1,0 +1,291 @@
+"""The whole Strands host of seed section 4 in one call: run or resume, then publish."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, cast
+
+from agent_wait.core import (
+    Announce,
+    Answer,
+    Handled,
+    Outcome,
+    PublishReport,
+    StartMessage,
+    apublish,
+    parse_message,
+    publish,
+)
+from agent_wait.strands._adapter import questions_in, questions_of
+from strands import Agent
+from strands.agent.agent_result import AgentResult
+from strands.interrupt import Interrupt
+
+logger = logging.getLogger(__name__)
+
+AgentFactory = Callable[[str], "Agent | Awaitable[Agent]"]
+Clock = Callable[[], datetime]
+
+
+def interrupt_responses(*answers: Answer | Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Build the Strands resume prompt from answer messages.
+
+    Args:
+        *answers: Answers in the recommended shape (``{"thread_id", "question_id", "answer"}``,
+            or :class:`~agent_wait.core.Answer`); ``answer`` is passed on verbatim.
+
+    Returns:
+        ``[{"interruptResponse": {"interruptId": question_id, "response": answer}}, ...]``, the
+        list ``agent(...)`` resumes with.
+
+    Raises:
+        ValueError: An answer lacks ``question_id`` or ``answer``, or its ``answer`` is null
+            (Strands treats a null response as no answer and asks again).
+    """
+    responses: list[dict[str, Any]] = []
+    for index, item in enumerate(answers):
+        data: Mapping[str, Any] = item.model_dump() if isinstance(item, Answer) else item
+        question_id = data.get("question_id")
+        if not isinstance(question_id, str) or not question_id:
+            raise ValueError(
+                f"answers[{index}].question_id: expected a non-empty string, got {question_id!r}"
+            )
+        if "answer" not in data:
+            raise ValueError(f"answers[{index}].answer: missing (question_id {question_id!r})")
+        if data["answer"] is None:
+            raise ValueError(
+                f"answers[{index}].answer: null for question_id {question_id!r}; Strands treats a "
+                "null response as no answer"
+            )
+        responses.append(
+            {"interruptResponse": {"interruptId": question_id, "response": data["answer"]}}
+        )
+    return responses
+
+
+@dataclass(frozen=True)
+class _Parked:
+    """Where a thread's agent stands, read before anything runs."""
+
+    activated: bool
+    interrupts: dict[str, Interrupt]
+
+    @property
+    def pending(self) -> list[Interrupt]:
+        # Strands keeps a cycle's answered interrupts (response set) until the cycle ends.
+        if not self.activated:
+            return []
+        return [i for i in self.interrupts.values() if i.response is None]
+
+
+def _parked(agent: Agent) -> _Parked:
+    # Strands 1.62 exposes the restored interrupt state only as `Agent._interrupt_state` (its own
+    # session code reads it the same way); there is no public accessor. Reading it is what lets
+    # us refuse a duplicate answer that Strands would silently accept (FRAMEWORK_FACTS 4).
+    state = getattr(agent, "_interrupt_state", None)
+    if state is None:
+        raise TypeError(
+            f"agent_factory returned {type(agent).__name__}, which has no Strands interrupt state; "
+            "expected a strands.Agent"
+        )
+    return _Parked(bool(state.activated), dict(cast("dict[str, Interrupt]", state.interrupts)))
+
+
+def _asked_earlier(agent: Agent, question_id: str) -> bool:
+    # Tool and hook interrupt ids embed the toolUseId (`v1:tool_call:<toolUseId>:<uuid>`). A
+    # question the thread moved past is gone from the interrupt state, but its tool call is still
+    # in the history: that tells a late answer from one for a question never asked. Best effort
+    # (a trimmed history reads as unknown); either way nothing runs.
+    for message in agent.messages:
+        for block in message["content"]:
+            tool_use = block.get("toolUse")
+            if tool_use is not None and f":{tool_use['toolUseId']}:" in question_id:
+                return True
+    return False
+
+
+def _prompt(value: Any) -> Any:
+    """Turn a start message's ``input`` into a Strands prompt.
+
+    Text, content-block or message lists and None (continue the conversation) are Strands
+    prompts already; any other JSON (the seed's ``{"order_id": ..., "amount": ...}``) becomes
+    its JSON text.
+    """
+    if value is None or isinstance(value, str | list):
+        return cast("Any", value)
+    return json.dumps(value, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What to do with one message: run the agent with ``prompt``, or answer without running."""
+
+    thread_id: str
+    outcome: Outcome
+    prompt: Any = None
+    republish: tuple[Interrupt, ...] = ()
+    detail: str | None = None
+
+    @property
+    def runs(self) -> bool:
+        return self.outcome in (Outcome.STARTED, Outcome.RESUMED)
+
+
+def _plan(agent: Agent, message: Answer | StartMessage, to_prompt: Callable[[Any], Any]) -> _Plan:
+    thread_id = message.thread_id
+    parked = _parked(agent)
+    if isinstance(message, StartMessage):
+        if parked.pending:
+            return _Plan(
+                thread_id,
+                Outcome.REPUBLISHED,
+                republish=tuple(parked.pending),
+                detail=f"thread {thread_id!r} is waiting on {len(parked.pending)} question(s); "
+                "published them again instead of starting",
+            )
+        return _Plan(thread_id, Outcome.STARTED, prompt=to_prompt(message.input))
+    question_id = message.question_id
+    pending_ids = {i.id for i in parked.pending}
+    if question_id not in pending_ids:
+        # Strands would raise here (not in interrupt state, KeyError), or, while another
+        # interrupt of the same cycle is pending, silently take the answer again.
+        answered = parked.activated and question_id in parked.interrupts
+        if answered or _asked_earlier(agent, question_id):
+            return _Plan(
+                thread_id,
+                Outcome.DUPLICATE,
+                detail=f"question {question_id!r} of thread {thread_id!r} is no longer pending "
+                "(already answered, or late); nothing ran",
+            )
+        return _Plan(
+            thread_id,
+            Outcome.UNKNOWN_QUESTION,
+            detail=f"thread {thread_id!r} never asked question {question_id!r}; nothing ran",
+        )
+    if message.answer is None:
+        return _Plan(
+            thread_id,
+            Outcome.INVALID_ANSWER,
+            detail=f"answer to question {question_id!r} is null, which Strands treats as no answer "
+            "(it would ask again); send a JSON value",
+        )
+    return _Plan(thread_id, Outcome.RESUMED, prompt=interrupt_responses(message))
+
+
+def _check_session(agent: Agent, thread_id: str) -> None:
+    if agent.session_id != thread_id:
+        # Async-mode @wait ids and Strands' own persistence use the session id; a mismatch means
+        # the factory ignored thread_id (fine for an in-memory agent cache, wrong otherwise).
+        logger.warning(
+            "agent_factory(%r) returned an agent with session_id %r; build it with "
+            "session_manager=FileSessionManager(session_id=thread_id, ...)",
+            thread_id,
+            agent.session_id,
+        )
+
+
+def _handled(plan: _Plan, result: AgentResult | None, report: PublishReport) -> Handled:
+    if plan.outcome in (Outcome.DUPLICATE, Outcome.UNKNOWN_QUESTION, Outcome.INVALID_ANSWER):
+        logger.info("agent-wait strands host: %s (%s)", plan.outcome.value, plan.thread_id)
+    return Handled(plan.outcome, result, report, plan.detail)
+
+
+def handle_message(
+    agent_factory: Callable[[str], Agent],
+    message: Mapping[str, Any] | str | bytes,
+    announce: Announce = None,
+    *,
+    reply_to: Mapping[str, Any] | None = None,
+    strict: bool = False,
+    clock: Clock | None = None,
+    prompt: Callable[[Any], Any] = _prompt,
+) -> Handled:
+    """Run or resume a Strands agent for one inbound message, then publish what it parked on.
+
+    The message is an answer (it has ``question_id``) or a start message (seed sections 2
+    and 3). ``agent_factory(thread_id)`` builds the agent with its persistence, typically
+    ``Agent(..., session_manager=FileSessionManager(session_id=thread_id, storage_dir=...))``;
+    a fresh instance resumes where the last one parked.
+
+    - A start message runs the agent (``STARTED``), unless the thread is parked: then nothing
+      runs and the pending questions are published again under their same ids (``REPUBLISHED``).
+    - An answer to a pending question resumes it (``RESUMED``); its ``answer`` is the Strands
+      interrupt response, verbatim.
+    - An answer to a question no longer pending (already answered, late, or sent again while
+      another question of the same cycle is pending, which Strands would silently accept) runs
+      nothing (``DUPLICATE``); one for an id the thread never asked runs nothing
+      (``UNKNOWN_QUESTION``); a null answer, which Strands reads as no answer, runs nothing
+      (``INVALID_ANSWER``).
+
+    Messages of one thread must be handled one at a time (Strands refuses concurrent calls on
+    an agent, and two processes would race on its session).
+
+    Args:
+        agent_factory: Builds the thread's ``strands.Agent`` from its thread id.
+        message: The inbound message (a mapping, or JSON text or bytes).
+        announce: Where to publish: an announcer, several, a registered name, or None for the
+            configured default.
+        reply_to: A hint for where answers go, copied into every envelope.
+        strict: Raise ``AnnounceFailed`` (after the run, after every announcer was tried) if a
+            delivery failed, so the inbound message can be left unacknowledged.
+        clock: Returns "now" (aware); ``expires_at`` is measured from it.
+        prompt: Turns a start message's ``input`` into the Strands prompt. The default passes
+            text, lists and None through and sends any other JSON as its JSON text.
+
+    Returns:
+        :class:`~agent_wait.core.Handled`: the outcome, the ``AgentResult`` (None when nothing
+        ran), the publish report and, when nothing ran, why.
+
+    Raises:
+        pydantic.ValidationError: The message is neither an answer nor a start message.
+    """
+    parsed = parse_message(message)
+    agent = agent_factory(parsed.thread_id)
+    _check_session(agent, parsed.thread_id)
+    plan = _plan(agent, parsed, prompt)
+    result: AgentResult | None = None
+    if plan.runs:
+        result = agent(plan.prompt)
+        questions = questions_in(result)
+    else:
+        questions = questions_of(plan.republish)
+    report = publish(
+        questions, plan.thread_id, announce, reply_to=reply_to, strict=strict, clock=clock
+    )
+    return _handled(plan, result, report)
+
+
+async def ahandle_message(
+    agent_factory: AgentFactory,
+    message: Mapping[str, Any] | str | bytes,
+    announce: Announce = None,
+    *,
+    reply_to: Mapping[str, Any] | None = None,
+    strict: bool = False,
+    clock: Clock | None = None,
+    prompt: Callable[[Any], Any] = _prompt,
+) -> Handled:
+    """Async :func:`handle_message`: ``await agent.invoke_async(...)`` and an async publish.
+
+    ``agent_factory`` may be a coroutine function.
+    """
+    parsed = parse_message(message)
+    built = agent_factory(parsed.thread_id)
+    agent = await built if inspect.isawaitable(built) else built
+    _check_session(agent, parsed.thread_id)
+    plan = _plan(agent, parsed, prompt)
+    result: AgentResult | None = None
+    if plan.runs:
+        result = await agent.invoke_async(plan.prompt)
+        questions = questions_in(result)
+    else:
+        questions = questions_of(plan.republish)
+    report = await apublish(
+        questions, plan.thread_id, announce, reply_to=reply_to, strict=strict, clock=clock
+    )
+    return _handled(plan, result, report)
