@@ -65,7 +65,7 @@ def arch(session: nox.Session) -> None:
 def docs(session: nox.Session) -> None:
     """Build the documentation site with mkdocs --strict."""
     _sync(session, "docs")
-    session.run("mkdocs", "build", "--strict", "--site-dir", str(ROOT / "site"))
+    session.run("mkdocs", "build", "--strict", "--config-file", "docs/mkdocs.yml")
 
 
 @nox.session(python="3.11")
