@@ -1,0 +1,37 @@
+"""Redis Streams announcer for agent-wait.
+
+Each question becomes one stream entry (``XADD``); consumers read it with a consumer group::
+
+    from agent_wait.core import announcer, publish
+
+    announce = announcer("redis", url="redis://localhost:6379/0", stream="agent-wait:questions")
+    report = publish(questions, thread_id="order-4471", announce=announce)
+
+Or by name in ``agent-wait.toml``::
+
+    [[announce]]
+    use = "redis"
+    url = "redis://localhost:6379/0"
+    index = true
+
+Options, the entry's fields and the dedupe behaviour are described on :class:`RedisAnnounce`
+and in docs/announcers/redis.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_wait.redis._announcer import RedisAnnounce
+
+__all__ = ["RedisAnnounce"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so importing the package (the entry point does) never imports redis-py.
+    if name == "RedisAnnounce":
+        from agent_wait.redis._announcer import RedisAnnounce
+
+        return RedisAnnounce
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

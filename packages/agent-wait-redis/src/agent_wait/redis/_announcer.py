@@ -1,0 +1,254 @@
+"""RedisAnnounce: one Redis Streams entry per question, pipelined, with an optional dedupe hash."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    import redis
+    import redis.asyncio
+    from redis.asyncio.client import Pipeline as AsyncPipeline
+    from redis.client import Pipeline
+except ImportError as error:  # pragma: no cover - the distribution depends on redis
+    raise ImportError("RedisAnnounce needs redis-py: pip install agent-wait-redis") from error
+
+from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+
+DEFAULT_URL = "redis://localhost:6379/0"
+DEFAULT_STREAM = "agent-wait:questions"
+DEFAULT_INDEX_PREFIX = "agent-wait:question:"
+_SCHEMES = ("redis://", "rediss://", "unix://")
+
+# Check-and-add must be one atomic step, or two concurrent republishes could both XADD; only a
+# script can make XADD conditional. KEYS[1] = stream, KEYS[2] = the question's hash.
+# ARGV[1] = MAXLEN or "", ARGV[2] = hash TTL in ms or "", ARGV[3..] = the entry's field/value pairs.
+# Returns the new entry id, or false when the hash already existed (a republish).
+_ADD_ONCE = """
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  return false
+end
+local fields = {}
+for i = 3, #ARGV do
+  fields[#fields + 1] = ARGV[i]
+end
+local id
+if ARGV[1] == '' then
+  id = redis.call('XADD', KEYS[1], '*', unpack(fields))
+else
+  id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[1], '*', unpack(fields))
+end
+redis.call('HSET', KEYS[2], 'status', 'open', 'stream_id', id, unpack(fields))
+if ARGV[2] ~= '' then
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+end
+return id
+"""
+
+
+class RedisAnnounce(BaseAnnounce):
+    """Adds one entry per question to a Redis stream (``XADD``), several envelopes per round trip.
+
+    The entry's fields are ``envelope`` (the contract JSON), ``dedupe_key``, ``type``,
+    ``thread_id``, ``question_id`` and one ``tag:<name>`` field per tag. Consumers read the
+    stream with a consumer group (``XREADGROUP``) and deduplicate on ``dedupe_key``.
+
+    With ``index=True`` a hash ``<index_prefix><dedupe_key>`` (the same fields plus
+    ``status = "open"`` and ``stream_id``) is written together with the entry, only if it does not
+    exist yet, in one atomic script. A republish of a question whose hash exists then writes
+    nothing (no second entry, the hash is not overwritten) and counts as delivered.
+
+    Args:
+        url: ``redis://``, ``rediss://`` or ``unix://`` URL (may carry credentials and the db).
+        stream: The stream key.
+        maxlen: Trim the stream to about this many entries on every add (``MAXLEN ~``); None
+            keeps every entry.
+        index: Write the per-question hash and skip republishes of questions it already holds.
+        index_prefix: Key prefix of the per-question hashes.
+        index_ttl: Seconds the hash lives (``PEXPIRE``); after that a republish adds a new entry.
+            None keeps it until a consumer deletes it.
+        timeout: Seconds to wait to connect and for each reply.
+
+    Raises:
+        ConfigError: An option is invalid (the message names it and the value).
+    """
+
+    name = "redis"
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        stream: str = DEFAULT_STREAM,
+        maxlen: int | None = None,
+        index: bool = False,
+        index_prefix: str = DEFAULT_INDEX_PREFIX,
+        index_ttl: float | None = None,
+        timeout: float = 5.0,
+    ) -> None:
+        if not isinstance(url, str) or not url.startswith(_SCHEMES):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"redis announcer option url: expected a {'/'.join(_SCHEMES)} URL, got {_safe(url)!r}"
+            )
+        _require_text("stream", stream)
+        _require_text("index_prefix", index_prefix)
+        if maxlen is not None and (not _is_int(maxlen) or maxlen < 1):
+            raise ConfigError(
+                f"redis announcer option maxlen: expected a positive integer or None, got {maxlen!r}"
+            )
+        if not isinstance(index, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"redis announcer option index: expected true or false, got {index!r}"
+            )
+        if index_ttl is not None:
+            _require_positive("index_ttl", index_ttl)
+        _require_positive("timeout", timeout)
+        self.url = url
+        self.stream = stream
+        self.maxlen = maxlen
+        self.index = index
+        self.index_prefix = index_prefix
+        self.index_ttl = index_ttl
+        self.timeout = float(timeout)
+        self._lock = threading.Lock()
+        self._client: redis.Redis | None = None
+        # An asyncio client is bound to the loop it first ran on; keep one per running loop so a
+        # host that calls asyncio.run() per message still works.
+        self._aclient: redis.asyncio.Redis | None = None
+        self._aloop: asyncio.AbstractEventLoop | None = None
+
+    def _fields(self, envelope: WaitEnvelope) -> dict[str, str]:
+        fields = {
+            "envelope": envelope.to_json().decode("utf-8"),
+            "dedupe_key": envelope.dedupe_key,
+            "type": envelope.type,
+            "thread_id": envelope.thread_id,
+            "question_id": envelope.question_id,
+        }
+        fields.update({f"tag:{name}": value for name, value in envelope.tags.items()})
+        return fields
+
+    def deliver(self, envelope: WaitEnvelope) -> None:
+        """Add the envelope's entry (or skip it as a republish when ``index`` holds it).
+
+        Raises:
+            redis.RedisError: The server is unreachable or refused the command.
+        """
+        _raise_outcome(self.deliver_many([envelope]))
+
+    async def adeliver(self, envelope: WaitEnvelope) -> None:
+        """Async :meth:`deliver` (redis.asyncio)."""
+        _raise_outcome(await self.adeliver_many([envelope]))
+
+    def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Add every envelope in one pipeline; one outcome per envelope, in order."""
+        if not envelopes:
+            return []
+        pipe: Pipeline = self._sync_client().pipeline(transaction=False)  # pyright: ignore[reportUnknownMemberType]
+        try:
+            for envelope in envelopes:
+                pipe.execute_command(*self._command(envelope))  # pyright: ignore[reportUnknownMemberType]
+            replies = pipe.execute(raise_on_error=False)
+        except redis.RedisError as error:
+            return [error] * len(envelopes)
+        finally:
+            pipe.reset()
+        return _outcomes(replies)
+
+    async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Async :meth:`deliver_many`."""
+        if not envelopes:
+            return []
+        pipe: AsyncPipeline = self._async_client().pipeline(transaction=False)  # pyright: ignore[reportUnknownMemberType]
+        try:
+            for envelope in envelopes:
+                pipe.execute_command(*self._command(envelope))  # pyright: ignore[reportUnknownMemberType]
+            replies = await pipe.execute(raise_on_error=False)
+        except redis.RedisError as error:
+            return [error] * len(envelopes)
+        finally:
+            await pipe.reset()
+        return _outcomes(replies)
+
+    def _command(self, envelope: WaitEnvelope) -> list[str]:
+        # One Redis command per envelope, the same for the sync and the asyncio pipeline.
+        fields: list[str] = []
+        for name, value in self._fields(envelope).items():
+            fields += (name, value)
+        if not self.index:
+            trim = [] if self.maxlen is None else ["MAXLEN", "~", str(self.maxlen)]
+            return ["XADD", self.stream, *trim, "*", *fields]
+        maxlen = "" if self.maxlen is None else str(self.maxlen)
+        ttl = "" if self.index_ttl is None else str(max(1, round(self.index_ttl * 1000)))
+        key = self.index_prefix + envelope.dedupe_key
+        return ["EVAL", _ADD_ONCE, "2", self.stream, key, maxlen, ttl, *fields]
+
+    def _sync_client(self) -> redis.Redis:
+        with self._lock:
+            if self._client is None:
+                self._client = redis.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
+                    self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
+                )
+            return self._client
+
+    def _async_client(self) -> redis.asyncio.Redis:
+        loop = asyncio.get_running_loop()
+        if self._aclient is None or self._aloop is not loop:
+            # A client left on another (finished) loop cannot be closed from this one; drop it.
+            self._aclient = redis.asyncio.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
+                self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
+            )
+            self._aloop = loop
+        return self._aclient
+
+    def close(self) -> None:
+        """Close the sync client's connections (the async client closes with :meth:`aclose`)."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        """Close both clients."""
+        aclient, aloop = self._aclient, self._aloop
+        self._aclient = self._aloop = None
+        if aclient is not None and aloop is asyncio.get_running_loop():
+            await aclient.aclose()
+        self.close()
+
+
+def _outcomes(replies: list[Any]) -> list[DeliveryOutcome]:
+    # A reply is an entry id, None for a skipped republish, or the command's own error.
+    return [reply if isinstance(reply, Exception) else None for reply in replies]
+
+
+def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:
+    if outcomes[0] is not None:
+        raise outcomes[0]
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _require_text(option: str, value: object) -> None:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(
+            f"redis announcer option {option}: expected a non-empty string, got {value!r}"
+        )
+
+
+def _require_positive(option: str, value: object) -> None:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+        raise ConfigError(
+            f"redis announcer option {option}: expected a positive number, got {value!r}"
+        )
+
+
+def _safe(url: object) -> object:
+    # Never echo a password from a URL into an error message.
+    if isinstance(url, str) and "@" in url:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://***@{rest.rpartition('@')[2]}"
+    return url
