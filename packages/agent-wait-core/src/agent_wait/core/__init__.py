@@ -23,7 +23,17 @@ from __future__ import annotations
 from typing import Any
 
 from agent_wait.core._announce import BaseAnnounce, Delivery, DeliveryOutcome, PublishReport
+from agent_wait.core._batching import (
+    AWS_MESSAGE_ATTRIBUTES,
+    AttributeRules,
+    ClientPair,
+    RoutingAttributes,
+    chunk,
+    fit_identifier,
+    utf8_size,
+)
 from agent_wait.core._canonical import canonical_json, derive_question_id, to_jsonable
+from agent_wait.core._durations import parse_duration
 from agent_wait.core._errors import (
     AgentWaitError,
     AnnounceFailed,
@@ -62,12 +72,15 @@ from agent_wait.core._wait import (
 from agent_wait.core.hookspecs import hookimpl
 
 __all__ = [
+    "AWS_MESSAGE_ATTRIBUTES",
     "ENVELOPE_LIMIT",
     "AgentWaitError",
     "Announce",
     "AnnounceFailed",
     "Answer",
+    "AttributeRules",
     "BaseAnnounce",
+    "ClientPair",
     "ConfigError",
     "Correlation",
     "Delivery",
@@ -84,6 +97,7 @@ __all__ = [
     "Question",
     "QuestionTooLarge",
     "ReplyWith",
+    "RoutingAttributes",
     "Source",
     "StartMessage",
     "WaitCall",
@@ -96,16 +110,20 @@ __all__ = [
     "apublish",
     "build_envelope",
     "canonical_json",
+    "chunk",
     "derive_question_id",
+    "fit_identifier",
     "format_utc",
     "hookimpl",
     "is_answer",
     "make_publish_interrupts",
     "make_wait",
+    "parse_duration",
     "parse_message",
     "publish",
     "question_from_value",
     "to_jsonable",
+    "utf8_size",
     "wait_payload",
 ]
 

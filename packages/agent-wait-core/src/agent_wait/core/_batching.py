@@ -1,0 +1,298 @@
+"""Building blocks for announcers that batch over an SDK client (pure stdlib, no SDK).
+
+Transport plugins never import each other, so what several of them need lives here: size
+accounting in UTF-8 bytes, chunking by entry count and bytes, the routing attributes an envelope
+becomes, identifiers that fit a transport's character rules, and the lifecycle of a long-lived
+sync/async client pair.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import string
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, suppress
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from agent_wait.core._errors import ConfigError
+from agent_wait.core._models import WaitEnvelope
+
+T = TypeVar("T")
+
+
+def utf8_size(*texts: str) -> int:
+    """The total size of ``texts`` in UTF-8 bytes.
+
+    Transports limit bytes, not characters: 262,144 ``"é"`` are 512 KiB.
+    """
+    return sum(len(text.encode("utf-8")) for text in texts)
+
+
+def chunk(
+    items: Sequence[T], *, max_count: int, max_bytes: int, size: Callable[[T], int]
+) -> list[list[T]]:
+    """Split ``items``, in order, into consecutive batches within a count and a byte budget.
+
+    Args:
+        items: What to send.
+        max_count: At most this many items per batch.
+        max_bytes: At most this many bytes per batch (the sum of ``size(item)``).
+        size: The size of one item in bytes, as the transport counts it.
+
+    Returns:
+        The batches; empty when ``items`` is.
+
+    Raises:
+        ValueError: One item alone is larger than ``max_bytes``; check per-item limits first.
+    """
+    if max_count < 1 or max_bytes < 1:
+        raise ValueError(f"max_count and max_bytes must be positive, got {max_count}, {max_bytes}")
+    batches: list[list[T]] = []
+    current: list[T] = []
+    used = 0
+    for item in items:
+        item_size = size(item)
+        if item_size > max_bytes:
+            raise ValueError(
+                f"an item of {item_size} bytes exceeds the {max_bytes}-byte batch budget"
+            )
+        if current and (len(current) == max_count or used + item_size > max_bytes):
+            batches.append(current)
+            current, used = [], 0
+        current.append(item)
+        used += item_size
+    if current:
+        batches.append(current)
+    return batches
+
+
+ID_CHARACTERS = frozenset(string.ascii_letters + string.digits + string.punctuation)
+"""Printable ASCII without space: what SNS/SQS FIFO group and deduplication ids accept."""
+
+
+def fit_identifier(
+    value: str, *, max_length: int = 128, allowed: frozenset[str] = ID_CHARACTERS
+) -> str:
+    """``value`` itself when a transport accepts it as an id, else its SHA-256 hex digest.
+
+    The digest is deterministic, so a republished question maps to the same id, and it keeps
+    distinct values distinct.
+
+    Args:
+        value: The natural id (a thread id, a dedupe key).
+        max_length: The transport's length limit (the digest is cut to it if shorter than 64).
+        allowed: The characters the transport accepts.
+    """
+    if value and len(value) <= max_length and all(c in allowed for c in value):
+        return value
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()[:max_length]
+
+
+_ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
+_RESERVED_PREFIXES = ("aws.", "amazon.")
+
+
+def _aws_attribute_name_error(name: str) -> str | None:
+    if not _ATTRIBUTE_NAME.match(name):
+        return "only letters, digits, '_', '-' and '.' are allowed"
+    if len(name) > 256:
+        return f"longer than 256 characters ({len(name)})"
+    if name.startswith(".") or name.endswith(".") or ".." in name:
+        return "it starts or ends with '.' or has '..'"
+    if name.lower().startswith(_RESERVED_PREFIXES):
+        return "the 'AWS.' and 'Amazon.' prefixes are reserved"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class RoutingAttributes:
+    """The attributes one envelope is sent with, and the tags left out.
+
+    Attributes:
+        values: Attribute name to value, in priority order.
+        dropped: Tag name to the reason it was left out.
+    """
+
+    values: dict[str, str]
+    dropped: dict[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class AttributeRules:
+    """How an envelope becomes transport attributes (message attributes, headers) for routing.
+
+    The order is deterministic: ``type`` and ``thread_id`` first, then the announcer's fixed
+    attributes, then the policy's tags sorted by name. Tags that cannot be sent are dropped
+    one by one (never the whole message): an empty value, an invalid name, a name already
+    taken, or no room left under ``max_count``.
+
+    Attributes:
+        max_count: The transport's attribute limit.
+        name_error: Why a name is invalid, or None when it is valid.
+        service: The transport's name, for error messages.
+    """
+
+    max_count: int
+    name_error: Callable[[str], str | None] = field(default=lambda _name: None)
+    service: str = "the transport"
+
+    def fixed(self, option: str, attributes: Mapping[str, object] | None) -> dict[str, str]:
+        """Validate an announcer's fixed attributes (an option) at construction.
+
+        Raises:
+            ConfigError: An attribute is not a non-empty string, has an invalid or reserved
+                name, or there are too many; the message names the option and the attribute.
+        """
+        if attributes is None:
+            return {}
+        if not isinstance(attributes, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"{option}: expected a table of name = value, got {attributes!r}")
+        checked: dict[str, str] = {}
+        for name, value in sorted(attributes.items()):
+            if name in _ENVELOPE_ATTRIBUTES:
+                raise ConfigError(f"{option}: {name!r} is reserved for the envelope's own {name}")
+            problem = self.name_error(name)
+            if problem:
+                raise ConfigError(
+                    f"{option}: {name!r} is not a valid {self.service} name: {problem}"
+                )
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{option}: {name!r} must be a non-empty string, got {value!r}")
+            checked[name] = value
+        room = self.max_count - len(_ENVELOPE_ATTRIBUTES)
+        if len(checked) > room:
+            raise ConfigError(
+                f"{option}: {len(checked)} attributes given; {self.service} allows "
+                f"{self.max_count} per message and 'type' and 'thread_id' take two, so at most {room}"
+            )
+        return checked
+
+    def select(
+        self, envelope: WaitEnvelope, fixed: Mapping[str, str] | None = None
+    ) -> RoutingAttributes:
+        """The attributes of one envelope (``fixed`` as returned by :meth:`fixed`)."""
+        values = {"type": envelope.type, "thread_id": envelope.thread_id, **(fixed or {})}
+        dropped: dict[str, str] = {}
+        for name in sorted(envelope.tags):
+            value = envelope.tags[name]
+            if name in values:
+                dropped[name] = "its name is taken by a built-in or fixed attribute"
+            elif not value:
+                dropped[name] = "empty value"
+            elif problem := self.name_error(name):
+                dropped[name] = f"invalid name: {problem}"
+            elif len(values) >= self.max_count:
+                dropped[name] = f"over the {self.max_count}-attribute limit"
+            else:
+                values[name] = value
+        return RoutingAttributes(values, dropped)
+
+
+_ENVELOPE_ATTRIBUTES = ("type", "thread_id")
+
+AWS_MESSAGE_ATTRIBUTES = AttributeRules(
+    max_count=10, name_error=_aws_attribute_name_error, service="SNS/SQS message attribute"
+)
+"""SNS and SQS message attributes: at most 10, names of ``[A-Za-z0-9_.-]`` up to 256
+characters, no leading, trailing or doubled ``.``, no ``AWS.``/``Amazon.`` prefix."""
+
+
+class SupportsClose(Protocol):
+    """A client with a ``close()`` method."""
+
+    def close(self) -> None:
+        """Release the client's connections."""
+        ...
+
+
+S = TypeVar("S", bound=SupportsClose)
+A = TypeVar("A")
+
+
+class ClientPair(Generic[S, A]):
+    """A sync client and an async client, injected or built on first use and then reused.
+
+    Injected clients are used as given and never closed: their owner closes them. Clients built
+    here are closed by :meth:`close` / :meth:`aclose`. An async client belongs to the event loop
+    that opened it (its connection pool does), so a new running loop, such as a host calling
+    ``asyncio.run`` per message, opens a new one.
+
+    Args:
+        build_sync: Builds the sync client (called at most once, under a lock).
+        open_async: Returns the async context manager of a new async client, or None when the
+            async path should run the sync client in a worker thread (only a sync client was
+            injected: it carries the caller's configuration).
+        sync_client: An injected sync client.
+        async_client: An injected async client.
+    """
+
+    def __init__(
+        self,
+        build_sync: Callable[[], S],
+        open_async: Callable[[], AbstractAsyncContextManager[A]] | None,
+        *,
+        sync_client: S | None = None,
+        async_client: A | None = None,
+    ) -> None:
+        self._build_sync = build_sync
+        self._open_async = open_async
+        self._sync = sync_client
+        self._owns_sync = sync_client is None
+        self._injected_async = async_client
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._opening: asyncio.Task[A] | None = None
+        self._stack: AsyncExitStack | None = None
+
+    def sync(self) -> S:
+        """The sync client (built on first use)."""
+        with self._lock:
+            if self._sync is None:
+                self._sync = self._build_sync()
+            return self._sync
+
+    async def async_client(self) -> A | None:
+        """The async client for the running loop, or None to run the sync client in a thread."""
+        if self._injected_async is not None:
+            return self._injected_async
+        if self._open_async is None:
+            return None
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            # A client opened on another loop cannot be used or closed from this one; that loop
+            # has finished (asyncio.run per message), so its client is abandoned, not shared.
+            self._loop, self._opening, self._stack = loop, None, None
+        opening = self._opening
+        if opening is None or (opening.done() and (opening.cancelled() or opening.exception())):
+            opening = self._opening = loop.create_task(self._open())
+        return await asyncio.shield(opening)
+
+    async def _open(self) -> A:
+        assert self._open_async is not None
+        stack = AsyncExitStack()
+        client = await stack.enter_async_context(self._open_async())
+        self._stack = stack
+        return client
+
+    def close(self) -> None:
+        """Close the sync client if it was built here. Safe to call more than once."""
+        with self._lock:
+            client, self._sync = (self._sync, None) if self._owns_sync else (None, self._sync)
+        if client is not None:
+            client.close()
+
+    async def aclose(self) -> None:
+        """Close the async client opened on the running loop (if built here), then :meth:`close`."""
+        opening, loop = self._opening, self._loop
+        if opening is not None and loop is asyncio.get_running_loop():
+            with suppress(Exception):  # a client that failed to open has nothing to close
+                await asyncio.shield(opening)
+            stack = self._stack
+            self._opening, self._stack, self._loop = None, None, None
+            if stack is not None:
+                await stack.aclose()
+        self.close()

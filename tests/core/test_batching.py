@@ -1,0 +1,199 @@
+"""The transport building blocks in agent_wait.core._batching."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import pytest
+
+from agent_wait.core import (
+    AWS_MESSAGE_ATTRIBUTES,
+    AttributeRules,
+    ClientPair,
+    ConfigError,
+    Question,
+    WaitPolicy,
+    build_envelope,
+    chunk,
+    fit_identifier,
+    utf8_size,
+)
+
+
+def test_utf8_size_counts_bytes_not_characters() -> None:
+    assert utf8_size("abc") == 3
+    assert utf8_size("é" * 10) == 20
+    assert utf8_size("a", "€", "😀") == 1 + 3 + 4
+    assert utf8_size() == 0
+
+
+def test_chunk_respects_count_and_bytes_in_order() -> None:
+    sizes = [4, 4, 4, 9, 1, 1, 1, 1]
+    batches = chunk(sizes, max_count=3, max_bytes=10, size=lambda s: s)
+    assert batches == [[4, 4], [4], [9, 1], [1, 1, 1]]
+    assert [x for b in batches for x in b] == sizes
+    assert chunk([1] * 25, max_count=10, max_bytes=1000, size=lambda s: s) == [
+        [1] * 10,
+        [1] * 10,
+        [1] * 5,
+    ]
+    assert chunk([], max_count=10, max_bytes=10, size=lambda s: s) == []
+
+
+def test_chunk_refuses_an_item_over_the_budget() -> None:
+    with pytest.raises(ValueError, match="11 bytes exceeds the 10-byte"):
+        chunk([11], max_count=10, max_bytes=10, size=lambda s: s)
+
+
+def test_fit_identifier_keeps_valid_ids_and_hashes_the_rest() -> None:
+    assert fit_identifier("wait.created:a1b2") == "wait.created:a1b2"
+    long = "x" * 129
+    assert fit_identifier(long) == hashlib.sha256(long.encode()).hexdigest()
+    assert fit_identifier("order 4471") == hashlib.sha256(b"order 4471").hexdigest()
+    assert fit_identifier("cliente-ñ") != fit_identifier("cliente-n")
+    assert len(fit_identifier("é", max_length=10)) == 10
+
+
+def _envelope(tags: dict[str, str]):
+    policy = WaitPolicy(tags=tags)
+    return build_envelope(Question(question_id="q1", question={}, policy=policy), "t-1")
+
+
+def test_select_orders_type_thread_fixed_then_sorted_tags() -> None:
+    rules = AWS_MESSAGE_ATTRIBUTES
+    tags = {f"t{i:02d}": "v" for i in range(12)}
+    chosen = rules.select(_envelope(tags), {"app": "billing"})
+    assert list(chosen.values) == ["type", "thread_id", "app", *[f"t{i:02d}" for i in range(7)]]
+    assert chosen.values["type"] == "wait.created"
+    assert chosen.values["thread_id"] == "t-1"
+    assert sorted(chosen.dropped) == [f"t{i:02d}" for i in range(7, 12)]
+    assert all("10-attribute limit" in r for r in chosen.dropped.values())
+
+
+def test_select_drops_empty_invalid_and_taken_names_individually() -> None:
+    tags = {"ok": "1", "empty": "", "AWS.x": "1", "a..b": "1", "has space": "1", "type": "y"}
+    chosen = AWS_MESSAGE_ATTRIBUTES.select(_envelope(tags))
+    assert chosen.values == {"type": "wait.created", "thread_id": "t-1", "ok": "1"}
+    assert chosen.dropped["empty"] == "empty value"
+    assert "reserved" in chosen.dropped["AWS.x"]
+    assert "'..'" in chosen.dropped["a..b"]
+    assert "only letters" in chosen.dropped["has space"]
+    assert "taken" in chosen.dropped["type"]
+
+
+@pytest.mark.parametrize(
+    ("attributes", "message"),
+    [
+        ({"Amazon.app": "x"}, "'Amazon.app' is not a valid"),
+        ({".app": "x"}, "'.app' is not a valid"),
+        ({"a" * 257: "x"}, "longer than 256"),
+        ({"app": ""}, "'app' must be a non-empty string"),
+        ({"app": 3}, "'app' must be a non-empty string, got 3"),
+        ({"thread_id": "x"}, "'thread_id' is reserved"),
+        ({f"a{i}": "x" for i in range(9)}, "9 attributes given"),
+    ],
+)
+def test_fixed_attributes_are_checked_at_construction(
+    attributes: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message) as info:
+        AWS_MESSAGE_ATTRIBUTES.fixed("attributes", attributes)
+    assert str(info.value).startswith("attributes: ")
+
+
+def test_fixed_attributes_accept_valid_names() -> None:
+    assert AWS_MESSAGE_ATTRIBUTES.fixed("attributes", {"b": "2", "a-b_c.d": "1"}) == {
+        "a-b_c.d": "1",
+        "b": "2",
+    }
+    assert AttributeRules(max_count=3).fixed("x", None) == {}
+
+
+class _Client:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _AsyncClient:
+    def __init__(self) -> None:
+        self.open = True
+
+
+def _pair(opened: list[_AsyncClient]) -> ClientPair[_Client, _AsyncClient]:
+    @asynccontextmanager
+    async def open_async() -> AsyncIterator[_AsyncClient]:
+        client = _AsyncClient()
+        opened.append(client)
+        try:
+            yield client
+        finally:
+            client.open = False
+
+    return ClientPair(lambda: _Client("built"), open_async)
+
+
+async def test_client_pair_opens_one_async_client_per_loop_and_closes_it() -> None:
+    opened: list[_AsyncClient] = []
+    pair = _pair(opened)
+    clients = await asyncio.gather(*(pair.async_client() for _ in range(5)))
+    assert len(opened) == 1
+    assert all(c is opened[0] for c in clients)
+    sync = pair.sync()
+    assert pair.sync() is sync
+    await pair.aclose()
+    assert not opened[0].open
+    assert sync.closed
+    again = await pair.async_client()
+    assert again is not opened[0]
+    assert again is opened[1]
+    await pair.aclose()
+
+
+def test_client_pair_reopens_on_a_new_event_loop() -> None:
+    opened: list[_AsyncClient] = []
+    pair = _pair(opened)
+    first = asyncio.run(pair.async_client())
+    second = asyncio.run(pair.async_client())
+    assert first is not second
+    assert len(opened) == 2
+
+
+async def test_client_pair_never_closes_injected_clients() -> None:
+    sync, aio = _Client("injected"), _AsyncClient()
+    pair: ClientPair[_Client, _AsyncClient] = ClientPair(
+        lambda: _Client("built"), None, sync_client=sync, async_client=aio
+    )
+    assert pair.sync() is sync
+    assert await pair.async_client() is aio
+    await pair.aclose()
+    assert not sync.closed
+    assert aio.open
+
+
+async def test_client_pair_without_async_opener_runs_sync() -> None:
+    pair: ClientPair[_Client, _AsyncClient] = ClientPair(lambda: _Client("built"), None)
+    assert await pair.async_client() is None
+
+
+async def test_client_pair_retries_an_async_client_that_failed_to_open() -> None:
+    attempts: list[int] = []
+
+    @asynccontextmanager
+    async def flaky() -> AsyncIterator[_AsyncClient]:
+        attempts.append(1)
+        if len(attempts) == 1:
+            raise OSError("no route")
+        yield _AsyncClient()
+
+    pair: ClientPair[_Client, _AsyncClient] = ClientPair(lambda: _Client("built"), flaky)
+    with pytest.raises(OSError, match="no route"):
+        await pair.async_client()
+    assert isinstance(await pair.async_client(), _AsyncClient)
+    await pair.aclose()
