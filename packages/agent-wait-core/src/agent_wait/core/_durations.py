@@ -6,6 +6,7 @@ have no fixed length, so ``expires_at`` would be ambiguous.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from datetime import timedelta
@@ -78,8 +79,12 @@ def parse_duration(value: object, field: str) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+@functools.lru_cache(maxsize=1024)
 def format_duration(duration: timedelta) -> str:
-    """Render a duration in canonical ISO 8601 form (``P3D``, ``PT15M``, ``P1DT0.5S``)."""
+    """Render a duration in canonical ISO 8601 form (``P3D``, ``PT15M``, ``P1DT0.5S``).
+
+    Cached: a process asks with a handful of policies, and this runs for every envelope.
+    """
     total_us = round(duration.total_seconds() * 1_000_000)
     days, rest_us = divmod(total_us, 86_400_000_000)
     hours, rest_us = divmod(rest_us, 3_600_000_000)

@@ -13,8 +13,14 @@ from ulid import ULID
 from agent_wait.core._announce import BaseAnnounce, Delivery, DeliveryOutcome, PublishReport
 from agent_wait.core._durations import format_duration
 from agent_wait.core._errors import AnnounceFailed, QuestionTooLarge
-from agent_wait.core._models import ENVELOPE_TYPE, Question, ReplyWith, WaitEnvelope, format_utc
-from agent_wait.core._policy import WaitPolicy
+from agent_wait.core._models import (
+    ENVELOPE_TYPE,
+    Question,
+    ReplyWith,
+    WaitEnvelope,
+    format_utc,
+    trusted,
+)
 
 logger = logging.getLogger("agent_wait.publish")
 
@@ -45,29 +51,29 @@ def build_envelope(
         raise ValueError(f"thread_id: must be a non-empty string, got {thread_id!r}")
     policy = question.policy
     expires = policy.expires_at(now or utc_now(), question.asked_at)
-    # model_construct: every part is already validated (policy, question); this path is hot.
-    return WaitEnvelope.model_construct(
-        type=ENVELOPE_TYPE,
-        event_id=str(ULID()),
-        thread_id=thread_id,
-        question_id=question.question_id,
-        question=question.question,
-        allowed_actions=list(policy.allowed_actions),
-        expires_at=None if expires is None else format_utc(expires),
-        default=policy.default,
-        answer_ttl=_ttl_text(policy),
-        source=question.source,
-        reply_to=None if reply_to is None else dict(reply_to),
-        reply_with=ReplyWith.model_construct(
-            thread_id=thread_id, question_id=question.question_id, answer=None
-        ),
-        correlation=policy.correlation,
-        tags=dict(policy.tags),
+    # Every part is already validated (policy, question), and this path runs once per envelope.
+    return trusted(
+        WaitEnvelope,
+        {
+            "type": ENVELOPE_TYPE,
+            "event_id": str(ULID()),
+            "thread_id": thread_id,
+            "question_id": question.question_id,
+            "question": question.question,
+            "allowed_actions": list(policy.allowed_actions),
+            "expires_at": None if expires is None else format_utc(expires),
+            "default": policy.default,
+            "answer_ttl": None if policy.answer_ttl is None else format_duration(policy.answer_ttl),
+            "source": question.source,
+            "reply_to": None if reply_to is None else dict(reply_to),
+            "reply_with": trusted(
+                ReplyWith,
+                {"thread_id": thread_id, "question_id": question.question_id, "answer": None},
+            ),
+            "correlation": policy.correlation,
+            "tags": dict(policy.tags),
+        },
     )
-
-
-def _ttl_text(policy: WaitPolicy) -> str | None:
-    return None if policy.answer_ttl is None else format_duration(policy.answer_ttl)
 
 
 def resolve_announcers(announce: Announce) -> list[BaseAnnounce]:
