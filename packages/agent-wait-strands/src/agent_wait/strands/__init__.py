@@ -26,9 +26,13 @@ agent. See docs/frameworks/strands.md.
 
 from __future__ import annotations
 
-from agent_wait.strands._adapter import questions_in
-from agent_wait.strands._host import ahandle_message, handle_message, interrupt_responses
-from agent_wait.strands._wait import apublish_interrupts, hitl, publish_interrupts, wait
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_wait.strands._adapter import questions_in
+    from agent_wait.strands._host import ahandle_message, handle_message, interrupt_responses
+    from agent_wait.strands._wait import apublish_interrupts, hitl, publish_interrupts, wait
 
 __all__ = [
     "ahandle_message",
@@ -40,3 +44,29 @@ __all__ = [
     "questions_in",
     "wait",
 ]
+
+# Lazy: the entry-point plugin module lives in this package, and importing it must not import
+# Strands (every agent-wait process loads the plugins, not every one uses Strands).
+_HOMES = {
+    "ahandle_message": "_host",
+    "apublish_interrupts": "_wait",
+    "handle_message": "_host",
+    "hitl": "_wait",
+    "interrupt_responses": "_host",
+    "publish_interrupts": "_wait",
+    "questions_in": "_adapter",
+    "wait": "_wait",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -17,17 +17,26 @@ _ADAPTER = StrandsAdapter()
 _core_wait = make_wait(_ADAPTER)
 
 
-def _checked(function: Callable[..., Any]) -> Callable[..., Any]:
-    # Both mistakes would otherwise surface only when the model first calls the tool.
+def _checked(function: Callable[..., Any], decision: str) -> Callable[..., Any]:
+    # These mistakes would otherwise surface only when the model first calls the tool.
     if isinstance(function, AgentTool):
         raise TypeError(
             f"@wait was applied to the Strands tool {function.tool_name!r}; put it below @tool: "
             "@tool(context=True) then @wait(...) then def ..."
         )
-    if not has_tool_context(inspect.signature(function)):
+    signature = inspect.signature(function)
+    if not has_tool_context(signature):
         raise TypeError(
-            f"@wait on {getattr(function, '__name__', function)!r} needs the Strands ToolContext to "
+            f"@wait on {function.__name__!r} needs the Strands ToolContext to "
             "park: add a `tool_context: ToolContext` parameter and decorate with @tool(context=True)"
+        )
+    param = signature.parameters.get(decision)
+    if param is not None and param.default is inspect.Parameter.empty:
+        # The parameter is hidden from the model, so Strands never passes it: the call binds
+        # only with a default (and a call that runs without asking receives that default).
+        raise TypeError(
+            f"@wait(decision={decision!r}) on {function.__name__!r}: give the {decision!r} "
+            f"parameter a default (e.g. `{decision}: Any = None`); Strands calls the tool without it"
         )
     return function
 
@@ -88,11 +97,11 @@ def wait(
         The decorated function, or a decorator.
 
     Raises:
-        TypeError: ``@wait`` was put above ``@tool``, or the function has no ``ToolContext``
-            parameter to park with.
+        TypeError: ``@wait`` was put above ``@tool``, the function has no ``ToolContext``
+            parameter to park with, or its decision parameter has no default.
     """
     if callable(policy) and not isinstance(policy, WaitPolicy | Mapping):
-        return _core_wait(_checked(cast("Callable[..., Any]", policy)))
+        return _core_wait(_checked(cast("Callable[..., Any]", policy), decision))
     decorator = _core_wait(
         cast("WaitPolicy | Mapping[str, Any] | None", policy),
         mode=mode,
@@ -103,7 +112,7 @@ def wait(
     )
 
     def apply(function: Callable[..., Any]) -> Any:
-        return decorator(_checked(function))
+        return decorator(_checked(function, decision))
 
     return apply
 
