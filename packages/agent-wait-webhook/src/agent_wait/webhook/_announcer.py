@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import os
 import random
-import threading
 import time
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -18,7 +15,14 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import (
+    BaseAnnounce,
+    ClientPair,
+    ConfigError,
+    DeliveryOutcome,
+    WaitEnvelope,
+    parse_duration,
+)
 from agent_wait.webhook._errors import WebhookDeliveryError
 from agent_wait.webhook._signing import (
     ID_HEADER,
@@ -197,13 +201,14 @@ class WebhookAnnounce(BaseAnnounce):
             ``secret``, so config files need not contain it).
         headers: Extra request headers (e.g. ``Authorization``); the contract headers above
             cannot be overridden.
-        timeout: Seconds (or a timedelta) for each network step of one attempt.
+        timeout: Bound on each network step of one attempt: seconds, a timedelta or an ISO 8601
+            duration (``"PT10S"``).
         retries: Attempts after the first one (0 = no retry).
-        total_timeout: Seconds (or a timedelta) all attempts of one envelope may take together,
-            backoff included.
+        total_timeout: Bound on all attempts of one envelope together, backoff included (same
+            forms as ``timeout``).
         max_concurrency: Requests in flight at once on the async path.
-        backoff: Base delay in seconds of the exponential backoff (doubling per retry, capped
-            at 10 s, full jitter).
+        backoff: Base delay of the exponential backoff (doubling per retry, capped at 10 s,
+            full jitter); 0 retries at once. Same forms as ``timeout``.
 
     Raises:
         ConfigError: An option is invalid or ``secret_env`` is unset; the message names the
@@ -219,11 +224,11 @@ class WebhookAnnounce(BaseAnnounce):
         secret: Secret | None = None,
         secret_env: str | None = None,
         headers: Mapping[str, str] | None = None,
-        timeout: float | timedelta = 10.0,
+        timeout: float | timedelta | str = 10.0,
         retries: int = 3,
-        total_timeout: float | timedelta = 30.0,
+        total_timeout: float | timedelta | str = 30.0,
         max_concurrency: int = 8,
-        backoff: float | timedelta = 0.5,
+        backoff: float | timedelta | str = 0.5,
     ) -> None:
         self.url = _check_url(url)
         self.origin = _origin(self.url)
@@ -231,13 +236,14 @@ class WebhookAnnounce(BaseAnnounce):
         self._headers = _check_headers(headers)
         self.timeout = _seconds(timeout, "timeout")
         self.total_timeout = _seconds(total_timeout, "total_timeout")
-        self.backoff = _seconds(backoff, "backoff", allow_zero=True)
+        self.backoff = 0.0 if backoff == 0 else _seconds(backoff, "backoff")
         self.retries = _count(retries, "retries", minimum=0)
         self.max_concurrency = _count(max_concurrency, "max_concurrency", minimum=1)
-        self._lock = threading.Lock()
-        self._client: httpx.Client | None = None
-        self._aclient: httpx.AsyncClient | None = None
-        self._aclient_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
+        # Built on first use, reused for every envelope; an async client per event loop.
+        self._clients = ClientPair[httpx.Client, httpx.AsyncClient](
+            lambda: httpx.Client(follow_redirects=False, headers=_user_agent()),
+            lambda: httpx.AsyncClient(follow_redirects=False, headers=_user_agent()),
+        )
 
     @property
     def signed(self) -> bool:
@@ -251,7 +257,7 @@ class WebhookAnnounce(BaseAnnounce):
             WebhookDeliveryError: The receiver did not accept it (status code and reason).
         """
         body = envelope.to_json()
-        client = self._sync_client()
+        client = self._clients.sync()
         attempts = _Attempts(self)
         while True:
             timeout = attempts.start()
@@ -268,7 +274,8 @@ class WebhookAnnounce(BaseAnnounce):
     async def adeliver(self, envelope: WaitEnvelope) -> None:
         """Async :meth:`deliver` on a shared ``httpx.AsyncClient``."""
         body = envelope.to_json()
-        client = self._async_client()
+        client = await self._clients.async_client()
+        assert client is not None  # an async factory is given, so never the thread fallback
         attempts = _Attempts(self)
         while True:
             timeout = attempts.start()
@@ -299,20 +306,12 @@ class WebhookAnnounce(BaseAnnounce):
         return list(await asyncio.gather(*(one(e) for e in envelopes)))
 
     def close(self) -> None:
-        """Close the sync client; forget the async one (use :meth:`aclose` in async code)."""
-        with self._lock:
-            client, self._client = self._client, None
-            self._aclient = self._aclient_loop = None
-        if client is not None:
-            client.close()
+        """Close the sync client (use :meth:`aclose` in async code). Safe to call twice."""
+        self._clients.close()
 
     async def aclose(self) -> None:
-        """Close both clients."""
-        with self._lock:
-            aclient, self._aclient, self._aclient_loop = self._aclient, None, None
-        self.close()
-        if aclient is not None:
-            await aclient.aclose()
+        """Close the async client of the running loop, then the sync client."""
+        await self._clients.aclose()
 
     def __repr__(self) -> str:
         signed = " signed" if self.signed else ""
@@ -367,25 +366,6 @@ class WebhookAnnounce(BaseAnnounce):
                 if drained > _DRAIN_LIMIT or time.monotonic() > deadline:
                     break
             return _Reply.of(response)
-
-    def _sync_client(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                self._client = httpx.Client(follow_redirects=False, headers=_user_agent())
-            return self._client
-
-    def _async_client(self) -> httpx.AsyncClient:
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            # Pooled connections belong to the loop that opened them; a new loop needs a new client.
-            if (
-                self._aclient is None
-                or self._aclient_loop is None
-                or self._aclient_loop() is not loop
-            ):
-                self._aclient = httpx.AsyncClient(follow_redirects=False, headers=_user_agent())
-                self._aclient_loop = weakref.ref(loop)
-            return self._aclient
 
 
 def _user_agent() -> dict[str, str]:
@@ -458,17 +438,16 @@ def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     return checked
 
 
-def _seconds(value: object, field: str, *, allow_zero: bool = False) -> float:
-    if isinstance(value, timedelta):
-        seconds = value.total_seconds()
-    elif isinstance(value, int | float) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        raise ConfigError(f"{field}: expected seconds (a number) or a timedelta, got {value!r}")
-    if not math.isfinite(seconds) or seconds < 0 or (seconds == 0 and not allow_zero):
-        bound = "zero or more" if allow_zero else "positive"
-        raise ConfigError(f"{field}: must be a finite {bound} number of seconds, got {value!r}")
-    return seconds
+def _seconds(value: object, field: str) -> float:
+    if isinstance(value, timedelta | str) or (isinstance(value, int | float) and value):
+        try:
+            return parse_duration(value, field).total_seconds()
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+    raise ConfigError(
+        f"{field}: expected a positive number of seconds, a timedelta or an ISO 8601 duration, "
+        f"got {value!r}"
+    )
 
 
 def _count(value: object, field: str, *, minimum: int) -> int:
