@@ -1,0 +1,354 @@
+"""The embedded ``sqlite`` announcer and the consumer side of its table.
+
+The table has the row shape of the DynamoDB announcer (seed 001, section 4): ``pk =
+THREAD#<thread_id>``, ``sk = WAIT#<question_id>``, ``status = 'open'``, one column per envelope
+field and the whole envelope as JSON. An index on ``(status, expires_at)`` plays the part of
+DynamoDB's ``by_status`` GSI, so "open questions past their deadline" is one range query.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import threading
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome
+from agent_wait.core._models import WaitEnvelope, format_utc
+
+HOME_ENV = "AGENT_WAIT_HOME"
+DEFAULT_TABLE = "agent_wait_inbox"
+NO_EXPIRY = "9999-12-31T23:59:59Z"
+"""Stored in the ``expires_at`` column when the envelope has none, so no overdue query sees it."""
+
+# Envelope fields in contract order; every one is a column.
+FIELDS = (
+    "type",
+    "event_id",
+    "thread_id",
+    "question_id",
+    "question",
+    "allowed_actions",
+    "expires_at",
+    "default",
+    "answer_ttl",
+    "source",
+    "reply_to",
+    "reply_with",
+    "correlation",
+    "tags",
+)
+_TEXT_FIELDS = frozenset({"type", "event_id", "thread_id", "question_id", "answer_ttl"})
+_COLUMNS = ("pk", "sk", "status", *FIELDS, "envelope")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+def default_inbox_path(environ: Mapping[str, str] | None = None) -> Path:
+    """Where the embedded inbox lives when no ``path`` is given.
+
+    ``$AGENT_WAIT_HOME/inbox.sqlite3``, else ``$XDG_DATA_HOME/agent-wait/inbox.sqlite3``, else
+    ``~/.local/share/agent-wait/inbox.sqlite3``. Read at call time, so a changed environment
+    is seen by the next announcer built.
+    """
+    env = os.environ if environ is None else environ
+    home = env.get(HOME_ENV)
+    if home:
+        return Path(home).expanduser() / "inbox.sqlite3"
+    data = env.get("XDG_DATA_HOME")
+    base = Path(data).expanduser() if data else Path.home() / ".local" / "share"
+    return base / "agent-wait" / "inbox.sqlite3"
+
+
+def _json_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def envelope_row(envelope: WaitEnvelope, status: str = "open") -> dict[str, Any]:
+    """The table row of an envelope (the DynamoDB item shape, with JSON text for objects).
+
+    Text fields stay text; objects, lists and the free-form ``question`` and ``default`` are
+    JSON text; a null is SQL NULL, except ``expires_at``, which holds :data:`NO_EXPIRY`. The
+    ``envelope`` column keeps the exact envelope, nulls included.
+    """
+    body = envelope.to_json()
+    data = json.loads(body)
+    row: dict[str, Any] = {
+        "pk": f"THREAD#{envelope.thread_id}",
+        "sk": f"WAIT#{envelope.question_id}",
+        "status": status,
+    }
+    for name in FIELDS:
+        value = data[name]
+        row[name] = value if name in _TEXT_FIELDS else _json_text(value)
+    row["expires_at"] = data["expires_at"] or NO_EXPIRY
+    row["envelope"] = body.decode("utf-8")
+    return row
+
+
+@dataclass(frozen=True, slots=True)
+class InboxItem:
+    """One row of the inbox: the envelope as published and the row's current status.
+
+    Attributes:
+        envelope: The stored envelope (the first publish of the question).
+        status: ``"open"`` until a consumer marks it otherwise.
+    """
+
+    envelope: WaitEnvelope
+    status: str
+
+
+class _Store:
+    """One connection per store, shared by threads under a lock; opened on first use."""
+
+    def __init__(self, path: str | os.PathLike[str] | None, table: str, timeout: float) -> None:
+        if not _IDENTIFIER.match(table):
+            raise ValueError(
+                f"table: expected a plain SQL identifier such as 'agent_wait_inbox', got {table!r}"
+            )
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"timeout: expected positive seconds, got {timeout!r}")
+        if path is not None and not str(path).strip():
+            raise ValueError(f"path: expected a file path or None, got {path!r}")
+        self.path = default_inbox_path() if path is None else Path(path).expanduser()
+        self.table = table
+        self.timeout = float(timeout)
+        self._connection: sqlite3.Connection | None = None
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def connect(self) -> Generator[sqlite3.Connection]:
+        with self._lock:
+            if self._connection is None:
+                self._connection = self._open()
+            yield self._connection
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        # Autocommit mode: writes take the lock up front with BEGIN IMMEDIATE, so the busy
+        # timeout applies instead of failing on a read-to-write lock upgrade.
+        connection = sqlite3.connect(
+            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+            connection.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+            table = self.table
+            connection.execute(
+                f'CREATE TABLE IF NOT EXISTS "{table}" ('
+                "pk TEXT NOT NULL, sk TEXT NOT NULL, status TEXT NOT NULL, "
+                "type TEXT NOT NULL, event_id TEXT NOT NULL, thread_id TEXT NOT NULL, "
+                "question_id TEXT NOT NULL, question TEXT, allowed_actions TEXT NOT NULL, "
+                'expires_at TEXT NOT NULL, "default" TEXT, answer_ttl TEXT, source TEXT, '
+                "reply_to TEXT, reply_with TEXT NOT NULL, correlation TEXT, tags TEXT NOT NULL, "
+                "envelope TEXT NOT NULL, PRIMARY KEY (pk, sk))"
+            )
+            present = {row[1] for row in connection.execute(f'PRAGMA table_info("{table}")')}
+            missing = [c for c in _COLUMNS if c not in present]
+            if missing:
+                raise sqlite3.OperationalError(
+                    f"{self.path}: table {table!r} exists without the inbox columns {missing}; "
+                    "pass another table= name"
+                )
+            connection.execute(
+                f'CREATE INDEX IF NOT EXISTS "{table}_by_status" ON "{table}" (status, expires_at)'
+            )
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+                self._connection = None
+
+
+class SqliteAnnounce(BaseAnnounce):
+    """The embedded default: writes each question as one row of a local SQLite table.
+
+    One row per question (``pk = THREAD#<thread_id>``, ``sk = WAIT#<question_id>``,
+    ``status = 'open'``, every envelope field, and the whole envelope as JSON), the shape the
+    DynamoDB announcer writes. A republish of a question that already has a row changes nothing
+    and counts as delivered, so a status a consumer set is never overwritten. ``deliver_many``
+    writes its rows in one transaction. The database runs in WAL mode with a busy timeout, so
+    several processes can publish and read at once; one announcer is safe to share between
+    threads. Read the rows with :class:`SqliteInbox` or ``agent-wait inbox``.
+
+    Args:
+        path: The database file. Default: ``$AGENT_WAIT_HOME/inbox.sqlite3``, else
+            ``$XDG_DATA_HOME/agent-wait/inbox.sqlite3``, else
+            ``~/.local/share/agent-wait/inbox.sqlite3``. Its directory is created.
+        table: The table name (created if missing).
+        timeout: Seconds to wait for another writer's lock before failing.
+    """
+
+    name = "sqlite"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        table: str = DEFAULT_TABLE,
+        timeout: float = 5.0,
+    ) -> None:
+        self._store = _Store(path, table, timeout)
+        placeholders = ", ".join("?" for _ in _COLUMNS)
+        columns = ", ".join(f'"{c}"' for c in _COLUMNS)
+        # ON CONFLICT on the key alone: INSERT OR IGNORE would also silently skip a row that
+        # broke a NOT NULL constraint, and a lost question must be an error.
+        self._insert = (
+            f'INSERT INTO "{table}" ({columns}) VALUES ({placeholders}) '
+            "ON CONFLICT (pk, sk) DO NOTHING"
+        )
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._store.path
+
+    def _values(self, envelope: WaitEnvelope) -> tuple[Any, ...]:
+        row = envelope_row(envelope)
+        return tuple(row[c] for c in _COLUMNS)
+
+    def deliver(self, envelope: WaitEnvelope) -> None:
+        """Insert the question's row unless it already has one."""
+        values = self._values(envelope)
+        with self._store.connect() as connection:
+            connection.execute(self._insert, values)
+
+    def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Insert every question's row in one transaction."""
+        outcomes: list[DeliveryOutcome] = []
+        rows: list[tuple[Any, ...]] = []
+        for envelope in envelopes:
+            try:
+                rows.append(self._values(envelope))
+            except Exception as error:  # noqa: BLE001 - an unserialisable envelope fails alone
+                outcomes.append(error)
+            else:
+                outcomes.append(None)
+        if not rows:
+            return outcomes
+        try:
+            with self._store.connect() as connection:
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    connection.executemany(self._insert, rows)
+                except BaseException:
+                    connection.execute("ROLLBACK")
+                    raise
+                connection.execute("COMMIT")
+        except sqlite3.Error as error:
+            return [outcome if outcome is not None else error for outcome in outcomes]
+        return outcomes
+
+    def close(self) -> None:
+        """Close the connection (a later delivery reopens it)."""
+        self._store.close()
+
+    def __repr__(self) -> str:
+        return f"<SqliteAnnounce {self.name!r} path={str(self.path)!r}>"
+
+
+class SqliteInbox:
+    """Read and update the questions a :class:`SqliteAnnounce` wrote (the consumer side).
+
+    Args:
+        path: The database file; the same default as :class:`SqliteAnnounce`.
+        table: The table name.
+        timeout: Seconds to wait for a writer's lock.
+
+    Example:
+        ::
+
+            with SqliteInbox() as inbox:
+                for item in inbox.open_questions_past(datetime.now(UTC)):
+                    envelope = item.envelope
+                    send({**envelope.reply_with.model_dump(), "answer": envelope.default})
+                    inbox.mark(envelope.thread_id, envelope.question_id, "answered")
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        table: str = DEFAULT_TABLE,
+        timeout: float = 5.0,
+    ) -> None:
+        self._store = _Store(path, table, timeout)
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._store.path
+
+    def _select(self, where: str, params: Sequence[Any]) -> list[InboxItem]:
+        query = (
+            f'SELECT envelope, status FROM "{self._store.table}" WHERE {where} '
+            "ORDER BY expires_at, rowid"
+        )
+        with self._store.connect() as connection:
+            rows = connection.execute(query, tuple(params)).fetchall()
+        return [InboxItem(WaitEnvelope.model_validate_json(text), status) for text, status in rows]
+
+    def open_questions(self) -> list[InboxItem]:
+        """Every question with status ``open``, earliest deadline first (none last)."""
+        return self._select("status = ?", ["open"])
+
+    def open_questions_past(self, now: datetime | str | None = None) -> list[InboxItem]:
+        """Open questions whose ``expires_at`` is before ``now`` (seed 001, section 3).
+
+        For each, the asker's intent is that you send ``default`` as the answer. Questions
+        without ``expires_at`` never appear.
+
+        Args:
+            now: An aware datetime or RFC 3339 text; default: the current time.
+        """
+        if now is None:
+            now = datetime.now(UTC)
+        if isinstance(now, str):
+            now = datetime.fromisoformat(now.replace("Z", "+00:00").replace("z", "+00:00"))
+        return self._select("status = ? AND expires_at < ?", ["open", format_utc(now)])
+
+    def get(self, thread_id: str, question_id: str) -> InboxItem | None:
+        """The row of one question, or None."""
+        found = self._select("pk = ? AND sk = ?", [f"THREAD#{thread_id}", f"WAIT#{question_id}"])
+        return found[0] if found else None
+
+    def mark(self, thread_id: str, question_id: str, status: str) -> bool:
+        """Set a question's status (for example ``"answered"``); True if the row exists."""
+        if not isinstance(status, str) or not status.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(
+                f"status: expected a non-empty string such as 'answered', got {status!r}"
+            )
+        with self._store.connect() as connection:
+            cursor = connection.execute(
+                f'UPDATE "{self._store.table}" SET status = ? WHERE pk = ? AND sk = ?',
+                (status, f"THREAD#{thread_id}", f"WAIT#{question_id}"),
+            )
+        return cursor.rowcount > 0
+
+    def close(self) -> None:
+        """Close the connection. Safe to call more than once."""
+        self._store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
