@@ -12,6 +12,7 @@ import pytest
 from agent_wait.core import (
     AWS_MESSAGE_ATTRIBUTES,
     AttributeRules,
+    ClientAnnounce,
     ClientPair,
     ConfigError,
     Question,
@@ -197,3 +198,99 @@ async def test_client_pair_retries_an_async_client_that_failed_to_open() -> None
         await pair.async_client()
     assert isinstance(await pair.async_client(), _AsyncClient)
     await pair.aclose()
+
+
+class _Recorder:
+    """A tiny in-process 'SDK client': records calls, fails the ones it is told to."""
+
+    def __init__(self, fail: set[str] | None = None) -> None:
+        self.calls: list[tuple[str, dict[str, object]]] = []
+        self.fail = fail or set()
+        self.closed = False
+
+    def put(self, **kwargs: object) -> dict[str, object]:
+        self.calls.append(("put", kwargs))
+        if kwargs["key"] in self.fail:
+            raise ConnectionError(f"refused {kwargs['key']}")
+        return {"ok": kwargs["key"]}
+
+    def close(self) -> None:
+        self.closed = True
+
+
+class _AsyncRecorder:
+    def __init__(self, sync: _Recorder) -> None:
+        self.sync = sync
+
+    async def put(self, **kwargs: object) -> dict[str, object]:
+        return self.sync.put(**kwargs)
+
+
+class _KeyAnnounce(ClientAnnounce):
+    """Rejects questions named 'bad' before sending, sends the rest one call each."""
+
+    def __init__(self, client: _Recorder, async_client: _AsyncRecorder | None = None) -> None:
+        self.clients = ClientPair(
+            lambda: client, None, sync_client=client, async_client=async_client
+        )
+
+    def plan(self, envelopes, outcomes):
+        exchanges = []
+        for index, envelope in enumerate(envelopes):
+            if envelope.question_id == "bad":
+                outcomes[index] = ValueError("rejected before sending")
+            elif envelope.question_id == "broken":
+                exchanges.append(self._broken())
+            else:
+                exchanges.append(self._send(index, envelope, outcomes))
+        return exchanges
+
+    @staticmethod
+    def _send(index, envelope, outcomes):
+        result = yield "put", {"key": envelope.question_id}
+        outcomes[index] = result if isinstance(result, BaseException) else None
+
+    @staticmethod
+    def _broken():
+        yield "put", {"key": "broken"}
+        raise KeyError("bug in the exchange")
+
+
+def _envelopes(*ids: str):
+    return [build_envelope(Question(question_id=q, question={}), "t-1") for q in ids]
+
+
+def test_client_announce_runs_the_plan_and_contains_each_failure() -> None:
+    client = _Recorder(fail={"down"})
+    outcomes = _KeyAnnounce(client).deliver_many(_envelopes("a", "bad", "down", "broken", "b"))
+    assert outcomes[0] is None
+    assert isinstance(outcomes[1], ValueError)
+    assert isinstance(outcomes[2], ConnectionError)
+    assert isinstance(outcomes[3], KeyError)
+    assert outcomes[4] is None
+    assert [c[1]["key"] for c in client.calls] == ["a", "down", "broken", "b"]
+
+
+async def test_client_announce_async_plan_matches_sync() -> None:
+    client = _Recorder(fail={"down"})
+    announce = _KeyAnnounce(client, _AsyncRecorder(client))
+    outcomes = await announce.adeliver_many(_envelopes("a", "bad", "down", "b"))
+    assert [type(o).__name__ for o in outcomes] == [
+        "NoneType",
+        "ValueError",
+        "ConnectionError",
+        "NoneType",
+    ]
+    with pytest.raises(ConnectionError):
+        await announce.adeliver(_envelopes("down")[0])
+    await announce.adeliver(_envelopes("c")[0])
+    assert client.calls[-1] == ("put", {"key": "c"})
+
+
+async def test_client_announce_runs_an_injected_sync_client_in_a_thread() -> None:
+    client = _Recorder()
+    outcomes = await _KeyAnnounce(client).adeliver_many(_envelopes("a", "b"))
+    assert outcomes == [None, None]
+    assert len(client.calls) == 2
+    with pytest.raises(ValueError, match="rejected"):
+        _KeyAnnounce(client).deliver(_envelopes("bad")[0])

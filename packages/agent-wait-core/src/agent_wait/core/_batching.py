@@ -2,8 +2,9 @@
 
 Transport plugins never import each other, so what several of them need lives here: size
 accounting in UTF-8 bytes, chunking by entry count and bytes, the routing attributes an envelope
-becomes, identifiers that fit a transport's character rules, and the lifecycle of a long-lived
-sync/async client pair.
+becomes, identifiers that fit a transport's character rules, the lifecycle of a long-lived
+sync/async client pair, and :class:`ClientAnnounce`, which runs one sans-IO delivery plan on
+either client.
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import hashlib
 import re
 import string
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, suppress
 from dataclasses import dataclass, field
-from typing import Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
+from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome
 from agent_wait.core._errors import ConfigError
 from agent_wait.core._models import WaitEnvelope
 
@@ -296,3 +298,126 @@ class ClientPair(Generic[S, A]):
             if stack is not None:
                 await stack.aclose()
         self.close()
+
+
+Exchange = Generator[tuple[str, dict[str, Any]], Any, None]
+"""The SDK calls that send some envelopes, without doing I/O: yields ``(method, kwargs)`` and
+receives each call's result, or the exception it raised."""
+
+
+class _NotDelivered(RuntimeError):
+    """An envelope the plan neither rejected nor sent: a bug in the announcer, still reported."""
+
+
+class ClientAnnounce(BaseAnnounce):
+    """Base of announcers that deliver through an SDK client with a sync and an async flavour.
+
+    A subclass sets ``self.clients`` (a :class:`ClientPair`) and writes :meth:`plan`. The same
+    plan runs on the sync client (:meth:`deliver`, :meth:`deliver_many`) and on the async one
+    (:meth:`adeliver`, :meth:`adeliver_many`), so the two paths cannot drift apart. Exchanges run
+    one after the other, which keeps FIFO transports in question order. When only a sync client
+    was injected, the async path runs the sync one in a worker thread.
+
+    Attributes:
+        clients: The announcer's clients.
+    """
+
+    clients: ClientPair[Any, Any]
+
+    def plan(
+        self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]
+    ) -> list[Exchange]:
+        """Plan the delivery of ``envelopes``.
+
+        Args:
+            envelopes: What to deliver.
+            outcomes: One slot per envelope. Put the error of each envelope that cannot be sent
+                in its slot now; each returned exchange sets the slots of the envelopes it
+                carries (None when delivered) as the responses arrive.
+
+        Returns:
+            The exchanges that send the other envelopes, in order.
+        """
+        raise NotImplementedError(f"{type(self).__name__} must implement plan()")
+
+    def deliver(self, envelope: WaitEnvelope) -> None:
+        """Deliver one envelope, raising its error."""
+        _raise(self.deliver_many([envelope])[0])
+
+    async def adeliver(self, envelope: WaitEnvelope) -> None:
+        """Deliver one envelope through the async client, raising its error."""
+        _raise((await self.adeliver_many([envelope]))[0])
+
+    def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Deliver several envelopes in as few requests as the transport allows."""
+        outcomes: list[DeliveryOutcome] = [_PENDING] * len(envelopes)
+        exchanges = self.plan(envelopes, outcomes)
+        crashes: list[BaseException | None] = []
+        if exchanges:
+            client = self.clients.sync()
+            crashes = [_run(exchange, client) for exchange in exchanges]
+        return _settled(outcomes, crashes)
+
+    async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Async :meth:`deliver_many`: the async client, never a blocking call on the loop."""
+        client = await self.clients.async_client()
+        if client is None:
+            return await asyncio.to_thread(self.deliver_many, envelopes)
+        outcomes: list[DeliveryOutcome] = [_PENDING] * len(envelopes)
+        crashes = [await _arun(exchange, client) for exchange in self.plan(envelopes, outcomes)]
+        return _settled(outcomes, crashes)
+
+    def close(self) -> None:
+        """Close the clients this announcer built (injected ones stay open)."""
+        self.clients.close()
+
+    async def aclose(self) -> None:
+        """Close the async client this announcer opened on the running loop, then :meth:`close`."""
+        await self.clients.aclose()
+
+
+_PENDING = _NotDelivered("the announcer neither sent nor rejected this envelope")
+
+
+def _raise(outcome: DeliveryOutcome) -> None:
+    if outcome is not None:
+        raise outcome
+
+
+def _settled(
+    outcomes: list[DeliveryOutcome], crashes: list[BaseException | None]
+) -> list[DeliveryOutcome]:
+    # Each exchange sets all of its slots unless it crashed, so slots still pending belong to
+    # a crashed exchange: they get its error rather than a silent success.
+    crash = next((c for c in crashes if c is not None), _PENDING)
+    return [crash if outcome is _PENDING else outcome for outcome in outcomes]
+
+
+def _run(exchange: Exchange, client: Any) -> BaseException | None:
+    try:
+        method, kwargs = next(exchange)
+        while True:
+            try:
+                result: object = getattr(client, method)(**kwargs)
+            except Exception as error:  # noqa: BLE001 - the exchange turns it into outcomes
+                result = error
+            method, kwargs = exchange.send(result)
+    except StopIteration:
+        return None
+    except Exception as error:  # noqa: BLE001 - a broken exchange fails only its own envelopes
+        return error
+
+
+async def _arun(exchange: Exchange, client: Any) -> BaseException | None:
+    try:
+        method, kwargs = next(exchange)
+        while True:
+            try:
+                result: object = await getattr(client, method)(**kwargs)
+            except Exception as error:  # noqa: BLE001 - the exchange turns it into outcomes
+                result = error
+            method, kwargs = exchange.send(result)
+    except StopIteration:
+        return None
+    except Exception as error:  # noqa: BLE001 - a broken exchange fails only its own envelopes
+        return error
