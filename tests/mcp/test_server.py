@@ -57,11 +57,11 @@ def _free_port() -> int:
 
 
 @contextmanager
-def _http_server(env: dict[str, str], log: Path) -> Iterator[str]:
+def _http_server(env: dict[str, str], log: Path, *options: str) -> Iterator[str]:
     port = _free_port()
     with log.open("w") as err:
         proc = subprocess.Popen(
-            [SCRIPT, "--http", "--port", str(port)],
+            [SCRIPT, "--http", "--port", str(port), *options],
             env=_server_env(env),
             stdout=subprocess.DEVNULL,
             stderr=err,
@@ -153,7 +153,8 @@ def disabled_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[
     if request.param == "stdio":
         yield _stdio(env, log)
     else:
-        with _http_server(env, log) as url:
+        # The shared server relies on the default bind address; this one names it.
+        with _http_server(env, log, "--host", "127.0.0.1") as url:
             yield _http(url, log)
 
 
