@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +13,40 @@ from tests.strands.fake_model import ScriptedModel
 from agent_wait.core import MemoryAnnounce
 from strands import Agent
 
-AgentFactory = Callable[[str], Agent]
+
+class CountingAgent(Agent):
+    """A real Agent that records each invocation (sync and async both go through stream_async)."""
+
+    def __init__(self, invocations: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._invocations = invocations
+
+    def stream_async(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        self._invocations.append(self.session_id)
+        return super().stream_async(*args, **kwargs)
+
+
+class Threads:
+    """``threads(thread_id)`` builds a fresh Agent on the thread's FileSessionManager session.
+
+    Attributes:
+        invocations: The thread id of every agent invocation, in order.
+    """
+
+    def __init__(self, model: ScriptedModel, tools: Sequence[Any], storage: Path) -> None:
+        self.model = model
+        self.tools = list(tools)
+        self.storage = storage
+        self.invocations: list[str] = []
+
+    def __call__(self, thread_id: str) -> Agent:
+        return CountingAgent(
+            self.invocations,
+            model=self.model,
+            tools=self.tools,
+            session_manager=FileSessionManager(session_id=thread_id, storage_dir=str(self.storage)),
+            callback_handler=None,
+        )
 
 
 @pytest.fixture
@@ -27,18 +60,10 @@ def inbox() -> MemoryAnnounce:
 
 
 @pytest.fixture
-def factory(sessions: Path) -> Callable[[ScriptedModel, Sequence[Any]], AgentFactory]:
-    """``factory(model, tools)(thread_id)`` builds a fresh Agent on the thread's file session."""
+def factory(sessions: Path) -> Callable[[ScriptedModel, Sequence[Any]], Threads]:
+    """``factory(model, tools)`` gives the :class:`Threads` agent factory of a test."""
 
-    def make(model: ScriptedModel, tools: Sequence[Any]) -> AgentFactory:
-        def agent_for(thread_id: str) -> Agent:
-            return Agent(
-                model=model,
-                tools=list(tools),
-                session_manager=FileSessionManager(session_id=thread_id, storage_dir=str(sessions)),
-                callback_handler=None,
-            )
-
-        return agent_for
+    def make(model: ScriptedModel, tools: Sequence[Any]) -> Threads:
+        return Threads(model, tools, sessions)
 
     return make

@@ -89,9 +89,9 @@ def _parked(agent: Agent) -> _Parked:
     # us refuse a duplicate answer that Strands would silently accept (FRAMEWORK_FACTS 4).
     state = getattr(agent, "_interrupt_state", None)
     if state is None:
-        raise TypeError(
-            f"agent_factory returned {type(agent).__name__}, which has no Strands interrupt state; "
-            "expected a strands.Agent"
+        raise RuntimeError(
+            "this strands version keeps no Agent._interrupt_state; agent-wait-strands supports "
+            "strands-agents>=1.62,<2"
         )
     return _Parked(bool(state.activated), dict(cast("dict[str, Interrupt]", state.interrupts)))
 
@@ -177,7 +177,11 @@ def _plan(agent: Agent, message: Answer | StartMessage, to_prompt: Callable[[Any
     return _Plan(thread_id, Outcome.RESUMED, prompt=interrupt_responses(message))
 
 
-def _check_session(agent: Agent, thread_id: str) -> None:
+def _checked_agent(agent: object, thread_id: str) -> Agent:
+    if not isinstance(agent, Agent):
+        raise TypeError(
+            f"agent_factory({thread_id!r}) returned {type(agent).__name__}; expected a strands.Agent"
+        )
     if agent.session_id != thread_id:
         # Async-mode @wait ids and Strands' own persistence use the session id; a mismatch means
         # the factory ignored thread_id (fine for an in-memory agent cache, wrong otherwise).
@@ -187,6 +191,7 @@ def _check_session(agent: Agent, thread_id: str) -> None:
             thread_id,
             agent.session_id,
         )
+    return agent
 
 
 def _handled(plan: _Plan, result: AgentResult | None, report: PublishReport) -> Handled:
@@ -245,8 +250,7 @@ def handle_message(
         pydantic.ValidationError: The message is neither an answer nor a start message.
     """
     parsed = parse_message(message)
-    agent = agent_factory(parsed.thread_id)
-    _check_session(agent, parsed.thread_id)
+    agent = _checked_agent(agent_factory(parsed.thread_id), parsed.thread_id)
     plan = _plan(agent, parsed, prompt)
     result: AgentResult | None = None
     if plan.runs:
@@ -276,8 +280,7 @@ async def ahandle_message(
     """
     parsed = parse_message(message)
     built = agent_factory(parsed.thread_id)
-    agent = await built if inspect.isawaitable(built) else built
-    _check_session(agent, parsed.thread_id)
+    agent = _checked_agent(await built if inspect.isawaitable(built) else built, parsed.thread_id)
     plan = _plan(agent, parsed, prompt)
     result: AgentResult | None = None
     if plan.runs:
