@@ -102,6 +102,7 @@ class PauseLimits:
     turn_timeout_ms: int = 14_400_000
 
     def __post_init__(self) -> None:
+        # Dataclasses do not check annotations, and bool is an int subclass.
         if not isinstance(self.enabled, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise PauseConfigError(f"enabled must be a bool, got {self.enabled!r}")
         for name, (_, minimum) in _INT_SETTINGS.items():
@@ -192,7 +193,7 @@ class PauseRequest:
 
     def __post_init__(self) -> None:
         seconds = self.seconds
-        # Dataclasses do not check annotations, and bool is an int subclass.
+        # As in PauseLimits: the annotation is not enforced at runtime.
         if not isinstance(seconds, int) or isinstance(seconds, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidPauseRequest(
                 "seconds",
