@@ -1,0 +1,41 @@
+"""NATS JetStream announcer for agent-wait.
+
+Each question is published to a JetStream subject with ``Nats-Msg-Id`` set to its dedupe key,
+so the stream's duplicate window drops republishes::
+
+    from agent_wait.core import announcer, publish
+
+    announce = announcer(
+        "nats", url="nats://localhost:4222", subject="agent-wait.questions.{tags[approver_group]}"
+    )
+    report = publish(questions, thread_id="order-4471", announce=announce)
+
+Or by name in ``agent-wait.toml``::
+
+    [[announce]]
+    use = "nats"
+    url = "nats://localhost:4222"
+    stream = "AGENT_WAIT"
+    create_stream = true
+
+Options, headers and the dedupe behaviour are described on :class:`NatsAnnounce` and in
+docs/announcers/nats.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_wait.nats._announcer import NatsAnnounce
+
+__all__ = ["NatsAnnounce"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so importing the package (the entry point does) never imports nats-py.
+    if name == "NatsAnnounce":
+        from agent_wait.nats._announcer import NatsAnnounce
+
+        return NatsAnnounce
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

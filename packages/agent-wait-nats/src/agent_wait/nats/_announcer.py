@@ -1,0 +1,334 @@
+"""NatsAnnounce: one JetStream message per question, ``Nats-Msg-Id`` = the dedupe key."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+try:
+    import nats
+    import nats.errors
+    import nats.js.errors
+    from nats.aio.client import Client
+    from nats.js import JetStreamContext
+except ImportError as error:  # pragma: no cover - the distribution depends on nats-py
+    raise ImportError("NatsAnnounce needs nats-py: pip install agent-wait-nats") from error
+
+from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.nats._subject import SubjectTemplate
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_URL = "nats://localhost:4222"
+DEFAULT_SUBJECT = "agent-wait.questions"
+TAG_HEADER_PREFIX = "Agent-Wait-Tag-"
+_SCHEMES = ("nats://", "tls://", "ws://", "wss://")
+_STREAM_NAME = re.compile(r"^[^\s.*>/\\\x00-\x1f\x7f]+$")
+# RFC 9110 token characters stay as they are in a header name; the rest is percent-encoded.
+_TOKEN_SAFE = "!#$&'*+-.^_`|~"
+# Header values stay printable ASCII: CR/LF would end the header, '%' is the escape itself.
+_VALUE_SAFE = "".join(chr(c) for c in range(0x20, 0x7F) if chr(c) != "%")
+# After a lost connection nats-py retries this often, this far apart, then closes the client;
+# the next delivery connects afresh. Small numbers keep an unreachable server a fast failure.
+_RECONNECT_ATTEMPTS = 2
+_RECONNECT_WAIT = 0.25
+
+T = TypeVar("T")
+
+
+class NatsAnnounce(BaseAnnounce):
+    """Publishes each envelope to a JetStream subject and waits for the stream's ack.
+
+    The message body is the contract JSON. ``Nats-Msg-Id`` is the envelope's dedupe key, so
+    JetStream drops a republish that arrives within the stream's duplicate window (default two
+    minutes): the ack says ``duplicate`` and the stream keeps one message. That counts as
+    delivered. A republish after the window is stored again; consumers deduplicate on the key.
+    Tags travel as ``Agent-Wait-Tag-<name>`` headers (name and value percent-encoded where they
+    are not plain header text), plus ``Content-Type: application/json``.
+
+    The async path uses a connection on the caller's event loop. The sync path runs the same
+    client on a private event-loop thread, so it works whether or not a loop is running.
+
+    Args:
+        url: Server URL, ``nats://host:4222`` (several comma-separated, or a list); may carry
+            ``user:password@`` or a ``token@``.
+        subject: Subject template, e.g. ``agent-wait.questions.{tags[approver_group]}``. See
+            :class:`~agent_wait.nats._subject.SubjectTemplate` for the placeholders.
+        stream: The stream expected to store the messages (sent as ``Nats-Expected-Stream``, so
+            a message captured by another stream fails). Needed for ``create_stream``.
+        create_stream: Create ``stream`` (subjects: the template with each placeholder token as
+            ``*``) when it does not exist yet.
+        duplicate_window: Seconds of the duplicate window of a stream created here.
+        timeout: Seconds to wait to connect and for each publish ack.
+
+    Raises:
+        ConfigError: An option is invalid (the message names it and the value).
+    """
+
+    name = "nats"
+
+    def __init__(
+        self,
+        url: str | Sequence[str] = DEFAULT_URL,
+        subject: str = DEFAULT_SUBJECT,
+        stream: str | None = None,
+        create_stream: bool = False,
+        duplicate_window: float = 120.0,
+        timeout: float = 5.0,
+    ) -> None:
+        self.servers = _servers(url)
+        self.subject = SubjectTemplate(subject)
+        if stream is not None and (not isinstance(stream, str) or not _STREAM_NAME.match(stream)):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                "nats announcer option stream: expected a stream name without whitespace, '.', "
+                f"'*', '>' or slashes, got {stream!r}"
+            )
+        if not isinstance(create_stream, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"nats announcer option create_stream: expected true or false, got {create_stream!r}"
+            )
+        if create_stream and stream is None:
+            raise ConfigError(
+                "nats announcer option create_stream: true needs the stream option, got stream=None"
+            )
+        _require_positive("duplicate_window", duplicate_window)
+        _require_positive("timeout", timeout)
+        self.stream = stream
+        self.create_stream = create_stream
+        self.duplicate_window = float(duplicate_window)
+        self.timeout = float(timeout)
+        self._lock = threading.Lock()
+        self._runner: _LoopThread | None = None
+        self._sync = _Connection()
+        # A nats-py client belongs to the loop it connected on: one per running loop, so a host
+        # that calls asyncio.run() per message still works.
+        self._async: _Connection | None = None
+        self._aloop: asyncio.AbstractEventLoop | None = None
+
+    def _headers(self, envelope: WaitEnvelope) -> dict[str, str]:
+        headers = {
+            "Nats-Msg-Id": quote(envelope.dedupe_key, safe=_VALUE_SAFE),
+            "Content-Type": "application/json",
+        }
+        for name, value in envelope.tags.items():
+            headers[TAG_HEADER_PREFIX + quote(name, safe=_TOKEN_SAFE)] = quote(
+                value, safe=_VALUE_SAFE
+            )
+        return headers
+
+    def deliver(self, envelope: WaitEnvelope) -> None:
+        """Publish the envelope and wait for the ack (a duplicate ack counts as delivered).
+
+        Raises:
+            LookupError: The subject template needs a tag the envelope lacks, or no stream
+                stores the subject.
+            ConnectionError: No server could be reached.
+            nats.errors.Error: The publish failed or timed out.
+        """
+        _raise_outcome(self.deliver_many([envelope]))
+
+    async def adeliver(self, envelope: WaitEnvelope) -> None:
+        """Async :meth:`deliver`."""
+        _raise_outcome(await self.adeliver_many([envelope]))
+
+    def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Publish every envelope concurrently on the private loop; one outcome per envelope."""
+        if not envelopes:
+            return []
+        return self._runner_thread().run(self._publish_many(self._sync, envelopes))
+
+    async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Publish every envelope concurrently, acks awaited together; one outcome per envelope."""
+        if not envelopes:
+            return []
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._aloop is not loop:
+            self._async, self._aloop = _Connection(), loop
+        return await self._publish_many(self._async, envelopes)
+
+    async def _publish_many(
+        self, conn: _Connection, envelopes: Sequence[WaitEnvelope]
+    ) -> list[DeliveryOutcome]:
+        try:
+            js = await self._jetstream(conn)
+        except Exception as error:  # noqa: BLE001 - no connection: every envelope's outcome
+            return [error] * len(envelopes)
+        results = await asyncio.gather(
+            *(self._publish(js, e) for e in envelopes), return_exceptions=True
+        )
+        outcomes: list[DeliveryOutcome] = []
+        for result in results:
+            if isinstance(result, BaseException) and not isinstance(result, Exception):
+                raise result  # cancellation and interpreter exits are not delivery outcomes
+            outcomes.append(result)
+        return outcomes
+
+    async def _publish(self, js: JetStreamContext, envelope: WaitEnvelope) -> None:
+        subject = self.subject.render(envelope)
+        try:
+            ack = await js.publish(
+                subject,
+                envelope.to_json(),
+                timeout=self.timeout,
+                stream=self.stream,
+                headers=self._headers(envelope),
+            )
+        except nats.js.errors.NoStreamResponseError as error:
+            raise LookupError(
+                f"no JetStream stream stores subject {subject!r}; create one or set create_stream"
+            ) from error
+        if ack.duplicate:
+            logger.debug(
+                "nats: %s was a duplicate inside the window of stream %s",
+                envelope.dedupe_key,
+                ack.stream,
+            )
+
+    async def _jetstream(self, conn: _Connection) -> JetStreamContext:
+        async with conn.lock:
+            if conn.client is None or conn.client.is_closed:
+                client = await self._connect()
+                js = client.jetstream(timeout=self.timeout)  # pyright: ignore[reportUnknownMemberType]
+                try:
+                    if self.create_stream:
+                        await self._ensure_stream(js)
+                except BaseException:
+                    await client.close()
+                    raise
+                conn.client, conn.js = client, js
+            assert conn.js is not None
+            return conn.js
+
+    async def _connect(self) -> Client:
+        errors: list[Exception] = []
+
+        async def on_error(error: Exception) -> None:
+            # nats-py reports each failed attempt here; keep the last for a clear message.
+            errors.append(error)
+            logger.debug("nats: %s", error)
+
+        try:
+            return await nats.connect(  # pyright: ignore[reportUnknownMemberType]
+                servers=list(self.servers),
+                name="agent-wait",
+                connect_timeout=self.timeout,  # pyright: ignore[reportArgumentType] - floats work
+                reconnect_time_wait=_RECONNECT_WAIT,  # pyright: ignore[reportArgumentType]
+                max_reconnect_attempts=_RECONNECT_ATTEMPTS,
+                error_cb=on_error,
+            )
+        except (TimeoutError, nats.errors.NoServersError, OSError) as error:
+            cause = errors[-1] if errors else error
+            raise ConnectionError(
+                f"cannot reach NATS at {', '.join(_redact(s) for s in self.servers)}: {cause!r}"
+            ) from error
+
+    async def _ensure_stream(self, js: JetStreamContext) -> None:
+        assert self.stream is not None
+        try:
+            await js.stream_info(self.stream)
+        except nats.js.errors.NotFoundError:
+            await js.add_stream(  # pyright: ignore[reportUnknownMemberType]
+                name=self.stream,
+                subjects=[self.subject.wildcard()],
+                duplicate_window=self.duplicate_window,
+            )
+
+    def _runner_thread(self) -> _LoopThread:
+        with self._lock:
+            if self._runner is None:
+                self._runner = _LoopThread()
+            return self._runner
+
+    def close(self) -> None:
+        """Close the sync path's connection and stop its private loop thread."""
+        with self._lock:
+            runner, self._runner = self._runner, None
+        if runner is not None:
+            runner.run(self._sync.close())
+            runner.stop()
+            # The old connection's lock may be bound to the stopped loop.
+            self._sync = _Connection()
+
+    async def aclose(self) -> None:
+        """Close the connection of this loop, then the sync path's (in a worker thread)."""
+        conn, loop = self._async, self._aloop
+        self._async = self._aloop = None
+        if conn is not None and loop is asyncio.get_running_loop():
+            await conn.close()
+        await asyncio.to_thread(self.close)
+
+
+class _Connection:
+    """A client and its JetStream context, used on one event loop only."""
+
+    def __init__(self) -> None:
+        self.client: Client | None = None
+        self.js: JetStreamContext | None = None
+        self.lock = asyncio.Lock()  # binds to the loop of its first use
+
+    async def close(self) -> None:
+        client, self.client, self.js = self.client, None, None
+        if client is not None and not client.is_closed:
+            await client.close()
+
+
+class _LoopThread:
+    """A private event loop in a daemon thread, for the sync path of an async-only client."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="agent-wait-nats", daemon=True
+        )
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        # Blocks only the calling thread; a loop running in that thread is not re-entered.
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join()
+        self.loop.close()
+
+
+def _servers(url: object) -> tuple[str, ...]:
+    kind = type(url).__name__
+    items: list[object] = []
+    if isinstance(url, str):
+        items.extend(part.strip() for part in url.split(","))
+    elif isinstance(url, list | tuple):
+        items.extend(url)  # pyright: ignore[reportUnknownArgumentType]
+    servers = tuple(s for s in items if isinstance(s, str) and s.startswith(_SCHEMES))
+    if not items or len(servers) != len(items):
+        shown: list[object] = [_redact(s) if isinstance(s, str) else s for s in items]
+        raise ConfigError(
+            f"nats announcer option url: expected {'/'.join(_SCHEMES)} URLs (comma-separated "
+            f"or a list), got {shown if items else kind}"
+        )
+    return servers
+
+
+def _redact(url: str) -> str:
+    # Never echo credentials from a URL into an error message.
+    if "@" in url:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://***@{rest.rpartition('@')[2]}"
+    return url
+
+
+def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:
+    if outcomes[0] is not None:
+        raise outcomes[0]
+
+
+def _require_positive(option: str, value: object) -> None:
+    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+        raise ConfigError(
+            f"nats announcer option {option}: expected a positive number, got {value!r}"
+        )
