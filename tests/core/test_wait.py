@@ -267,3 +267,29 @@ def test_payload_with_a_broken_policy_is_still_published() -> None:
         "iid", {"question": 1, "agent_wait": {"policy": {"timeout": "P1Y"}}}
     )
     assert question.policy == WaitPolicy()
+
+
+def test_wait_call_names_the_decision_parameter(adapter: FakeAdapter) -> None:
+    # Adapters whose framework saves an answer before the body runs validate it with
+    # apply_answer(call, answer, call.decision) first; they need the parameter's name.
+    wait = make_wait(adapter)
+    seen: list[WaitCall] = []
+
+    def park(call: WaitCall) -> Any:
+        seen.append(call)
+        raise Parked(call.payload)
+
+    adapter.park = park  # type: ignore[method-assign]
+
+    @wait(decision="verdict")
+    def with_decision(amount: int, verdict: Any = None) -> Any:
+        return verdict
+
+    @wait
+    def without_decision(amount: int) -> int:
+        return amount
+
+    for function in (with_decision, without_decision):
+        with pytest.raises(Parked):
+            function(5)
+    assert [call.decision for call in seen] == ["verdict", None]

@@ -50,6 +50,9 @@ class WaitCall:
         args: The published arguments, JSON-safe.
         policy: The policy.
         payload: The value to park on (see the module docstring).
+        decision: The function's decision parameter, if it has one. Adapters whose framework
+            saves an answer before the body runs pass it to :func:`apply_answer` to refuse an
+            unusable answer first.
     """
 
     function: Callable[..., Any]
@@ -58,6 +61,7 @@ class WaitCall:
     args: dict[str, Any]
     policy: WaitPolicy
     payload: dict[str, Any]
+    decision: str | None = None
 
 
 class FrameworkAdapter(Protocol):
@@ -213,7 +217,9 @@ class _Wait:
         json_args = to_jsonable(published, f"{self.name}()")
         question = {"function": self.name, "args": json_args}
         payload = wait_payload(question, self.policy, Source(function=self.name))
-        call = WaitCall(self.function, self.name, bound, json_args, self.policy, payload)
+        call = WaitCall(
+            self.function, self.name, bound, json_args, self.policy, payload, self.decision
+        )
         self._check_size(question)
         return call
 
