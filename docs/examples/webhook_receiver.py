@@ -1,0 +1,34 @@
+"""A receiver for agent-wait webhooks: verify the signature, deduplicate, hand the question on.
+
+Run it with ``AGENT_WAIT_WEBHOOK_SECRET=whsec_... uvicorn webhook_receiver:app``.
+"""
+
+import os
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from agent_wait.webhook import WebhookVerificationError, verify
+
+SECRET = os.environ["AGENT_WAIT_WEBHOOK_SECRET"]
+seen: set[str] = set()  # in production: a table with a unique key
+inbox: list[dict] = []  # in production: your approvals UI
+
+
+async def agent_wait_hook(request: Request) -> Response:
+    try:
+        envelope = verify(await request.body(), request.headers, SECRET)
+    except WebhookVerificationError as error:
+        return JSONResponse({"error": str(error)}, status_code=400)
+    # The same question is published more than once (fresh event_id, same question_id): dedupe on
+    # type + question_id from the signed body (the X-Agent-Wait-Dedupe-Key header is not signed).
+    key = f"{envelope['type']}:{envelope['question_id']}"
+    if key not in seen:
+        seen.add(key)
+        inbox.append(envelope)
+    return Response(status_code=204)  # 2xx for duplicates too, or the sender retries
+
+
+app = Starlette(routes=[Route("/hooks/agent-wait", agent_wait_hook, methods=["POST"])])

@@ -1,0 +1,14 @@
+from __future__ import annotations
+
+import agent_wait.webhook
+
+
+def test_public_api() -> None:
+    assert sorted(agent_wait.webhook.__all__) == [
+        "WebhookAnnounce",
+        "WebhookDeliveryError",
+        "WebhookVerificationError",
+        "verify",
+    ]
+    for name in agent_wait.webhook.__all__:
+        assert getattr(agent_wait.webhook, name).__doc__, name

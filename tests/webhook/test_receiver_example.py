@@ -1,0 +1,96 @@
+"""docs/examples/webhook_receiver.py served by uvicorn on 127.0.0.1, fed by WebhookAnnounce."""
+
+from __future__ import annotations
+
+import importlib.util
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import httpx
+import pytest
+import uvicorn
+
+from agent_wait.core import apublish, publish
+from agent_wait.webhook import WebhookAnnounce
+
+from .conftest import SECRET, make_question
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "webhook_receiver.py"
+
+
+@pytest.fixture
+def example(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    monkeypatch.setenv("AGENT_WAIT_WEBHOOK_SECRET", SECRET)
+    spec = importlib.util.spec_from_file_location("webhook_receiver_example", EXAMPLE)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def served(example: ModuleType) -> Iterator[str]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(example.app, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive(), "uvicorn stopped"
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/hooks/agent-wait"
+    server.should_exit = True
+    thread.join(10)
+    sock.close()
+
+
+def test_example_verifies_and_deduplicates(example: ModuleType, served: str) -> None:
+    question = make_question(7)
+    with WebhookAnnounce(served, secret=SECRET) as hook:
+        first = publish([question], "order-4471", hook)
+        again = publish([question], "order-4471", hook)  # a republish: new event_id, same question
+    assert first.ok
+    assert again.ok
+    assert first.envelopes[0].event_id != again.envelopes[0].event_id
+    assert example.inbox == [first.envelopes[0].to_dict()]
+
+
+async def test_example_receives_an_async_batch(example: ModuleType, served: str) -> None:
+    async with WebhookAnnounce(served, secret=SECRET) as hook:
+        report = await apublish([make_question(n) for n in range(3)], "order-4471", hook)
+    assert report.ok
+    assert sorted(e["question_id"] for e in example.inbox) == ["q-0", "q-1", "q-2"]
+
+
+def test_example_rejects_unsigned_wrong_secret_and_tampered(
+    example: ModuleType, served: str
+) -> None:
+    with WebhookAnnounce(served, backoff=0.01) as unsigned:
+        report = publish([make_question()], "order-4471", unsigned)
+    assert report.failures[0].error is not None
+    assert "HTTP 400 Bad Request (1 attempt)" in report.failures[0].error
+
+    with WebhookAnnounce(served, secret="not the receiver's secret") as wrong:
+        report = publish([make_question()], "order-4471", wrong)
+    assert not report.ok
+
+    # A signed request captured on the way and altered: the body no longer matches.
+    captured: list[httpx.Request] = []
+    with WebhookAnnounce(served, secret=SECRET) as hook:
+        hook._clients.sync().event_hooks["request"].append(captured.append)
+        assert publish([make_question(8)], "order-4471", hook).ok
+    request = captured[0]
+    body = request.content.replace(b"issue_refund", b"delete_all_data")
+    headers = {k: v for k, v in request.headers.items() if k.lower() != "content-length"}
+    response = httpx.post(served, content=body, headers=headers)
+    assert response.status_code == 400
+    assert "no signature matches" in response.json()["error"]
+    assert [e["question_id"] for e in example.inbox] == ["q-8"]
