@@ -7,6 +7,7 @@ import importlib
 import inspect
 import logging
 import os
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -22,12 +23,26 @@ from agent_wait.core._errors import ConfigError, PluginNotFoundError
 logger = logging.getLogger(__name__)
 
 DISABLE_AUTOLOAD_ENV = "AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD"
+ENV_SUFFIX = "_env"
+# Entry-point style names only: a config value must never become an import path.
+_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 # First-party kinds, so an unknown name can say which distribution provides it.
 KNOWN_DISTRIBUTIONS = {
     name: f"agent-wait-{name.replace('_', '-')}"
     for name in (
-        "sns", "sqs", "eventbridge", "dynamodb", "webhook", "redis", "nats", "rabbitmq",
-        "postgres", "langgraph", "pydantic_ai", "strands", "mcp",
+        "sns",
+        "sqs",
+        "eventbridge",
+        "dynamodb",
+        "webhook",
+        "redis",
+        "nats",
+        "rabbitmq",
+        "postgres",
+        "langgraph",
+        "pydantic_ai",
+        "strands",
+        "mcp",
     )
 }
 
@@ -63,7 +78,7 @@ class Registration:
                 f"{self.name!r} needs a module that is not importable ({error}); "
                 f"reinstall it: pip install {dist}"
             ) from error
-        return cast(Callable[..., Any], getattr(module, attr))
+        return cast("Callable[..., Any]", getattr(module, attr))
 
 
 @dataclass(frozen=True)
@@ -121,12 +136,16 @@ class PluginRegistry:
             module = entry.load()
         except ImportError as error:
             if required:
-                raise ImportError(f'error importing agent-wait plugin "{entry.name}": {error}') from error
+                raise ImportError(
+                    f'error importing agent-wait plugin "{entry.name}": {error}'
+                ) from error
             # An autoloaded plugin that cannot import must not break every other plugin.
             logger.exception("agent-wait plugin %r failed to import; skipped", entry.name)
             self.failed[entry.name] = f"{type(error).__name__}: {error}"
             return
-        self.register(module, entry.name, dist.name if dist else None, dist.version if dist else None)
+        self.register(
+            module, entry.name, dist.name if dist else None, dist.version if dist else None
+        )
 
     def register(
         self, plugin: object, name: str, distribution: str | None = None, version: str | None = None
@@ -140,7 +159,9 @@ class PluginRegistry:
             hooks = self.manager.subset_hook_caller
             others = [p for p in self.manager.get_plugins() if p is not plugin]
             caller = hooks("register_announcers", others)
-            caller(register=self._collector(self.announcers, "announcer", name, distribution, version))
+            caller(
+                register=self._collector(self.announcers, "announcer", name, distribution, version)
+            )
             caller = hooks("register_adapters", others)
             caller(register=self._collector(self.adapters, "adapter", name, distribution, version))
 
@@ -155,12 +176,18 @@ class PluginRegistry:
 
     @staticmethod
     def _collector(
-        table: dict[str, Registration], kind: str, plugin: str, dist: str | None, version: str | None
+        table: dict[str, Registration],
+        kind: str,
+        plugin: str,
+        dist: str | None,
+        version: str | None,
     ) -> Callable[[str, str | Callable[..., Any]], None]:
         def register(name: str, target: str | Callable[..., Any]) -> None:
             if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise ConfigError(f"plugin {plugin!r} registered an {kind} with invalid name {name!r}")
-            if not (callable(target) or (isinstance(target, str) and ":" in target)):
+                raise ConfigError(
+                    f"plugin {plugin!r} registered an {kind} with invalid name {name!r}"
+                )
+            if not (callable(target) or (isinstance(target, str) and ":" in target)):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise ConfigError(
                     f"plugin {plugin!r} registered {kind} {name!r} with target {target!r}; "
                     "expected 'module:attribute' or a callable"
@@ -200,19 +227,39 @@ def _not_installed(kind: str, name: str, installed: Iterable[str]) -> str:
 def announcer(name: str, /, **options: Any) -> BaseAnnounce:
     """Build an announcer by its registered name, validating the option names.
 
+    An option whose name ends in ``_env`` (``token_env="HOOK_TOKEN"``) names an environment
+    variable holding the value of the option without the suffix (``token``), so configuration
+    never has to contain a secret. An announcer that itself accepts the ``_env`` option gets
+    it as is.
+
     Example:
         ``announcer("sqs", queue_url="https://sqs.../approvals.fifo")``
 
     Raises:
         PluginNotFoundError: No announcer of that name is installed (the message lists the
             installed ones, a close match, and the distribution to install).
-        ConfigError: An option is unknown or invalid (the message names it).
+        ConfigError: The name is not a plain name (configuration never imports a module path),
+            or an option is unknown or invalid (the message names it).
+        ImportError: The plugin providing the name is installed but fails to import (the
+            message names it).
     """
+    if not isinstance(name, str) or not _NAME.match(name):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(
+            f"announcer name {name!r} is not a plain name like 'sqlite' or 'sqs'; configuration "
+            "names installed announcers (see `agent-wait plugins`), never a module path"
+        )
     reg = registry()
-    registration = reg.announcers.get(name)
+    registration = reg.announcers.get(name) or _load_on_demand(reg, name)
     if registration is None:
-        raise PluginNotFoundError(_not_installed("announcer", name, reg.announcers))
+        message = _not_installed("announcer", name, reg.announcers)
+        if os.environ.get(DISABLE_AUTOLOAD_ENV) == "1":
+            message += (
+                f" (plugin autoload is off: {DISABLE_AUTOLOAD_ENV}=1; only an announcer whose "
+                "entry point has the same name is loaded on demand)"
+            )
+        raise PluginNotFoundError(message)
     factory = registration.resolve()
+    options = _resolve_env_options(name, factory, options)
     _check_option_names(name, factory, options)
     try:
         built = factory(**options)
@@ -221,22 +268,64 @@ def announcer(name: str, /, **options: Any) -> BaseAnnounce:
     except (TypeError, ValueError) as error:
         raise ConfigError(f"announcer {name!r}: {error}") from error
     if not isinstance(built, BaseAnnounce):
-        raise ConfigError(f"announcer {name!r} factory returned {type(built).__name__}, not a BaseAnnounce")
+        raise ConfigError(
+            f"announcer {name!r} factory returned {type(built).__name__}, not a BaseAnnounce"
+        )
     if type(built).name == type(built).__name__ and built.name == type(built).__name__:
         built.name = name
     return built
 
 
-def _check_option_names(name: str, factory: Callable[..., Any], options: Mapping[str, Any]) -> None:
+def _load_on_demand(reg: PluginRegistry, name: str) -> Registration | None:
+    # Autoload off, or the plugin failed to import when autoloaded: load the entry point of the
+    # same name explicitly, so an import error is raised here, naming it (as pytest's -p does).
+    if name in reg.plugins or name not in {ep.name for ep in entry_points(group=hookspecs.PROJECT)}:
+        return None
+    reg.load([name])
+    return reg.announcers.get(name)
+
+
+def _accepted_options(factory: Callable[..., Any]) -> list[str] | None:
+    """The keyword options a factory accepts; None when it takes ``**kwargs`` or has no signature."""
     try:
         params = inspect.signature(factory).parameters
     except (TypeError, ValueError):  # builtins without signatures: let the call validate
-        return
+        return None
     if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return None
+    return [p.name for p in params.values() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+
+
+def _resolve_env_options(
+    name: str, factory: Callable[..., Any], options: Mapping[str, Any]
+) -> dict[str, Any]:
+    accepted = _accepted_options(factory) or []
+    resolved = dict(options)
+    for key, variable in options.items():
+        if not key.endswith(ENV_SUFFIX) or key == ENV_SUFFIX or key in accepted:
+            continue
+        target = key.removesuffix(ENV_SUFFIX)
+        if target in options:
+            raise ConfigError(f"announcer {name!r}: give {target!r} or {key!r}, not both")
+        if not isinstance(variable, str) or not variable:
+            raise ConfigError(
+                f"announcer {name!r}: option {key!r} must name an environment variable, got {variable!r}"
+            )
+        value = os.environ.get(variable)
+        if value is None:
+            raise ConfigError(
+                f"announcer {name!r}: option {key!r} names environment variable {variable!r}, "
+                "which is not set"
+            )
+        del resolved[key]
+        resolved[target] = value
+    return resolved
+
+
+def _check_option_names(name: str, factory: Callable[..., Any], options: Mapping[str, Any]) -> None:
+    accepted = _accepted_options(factory)
+    if accepted is None:
         return
-    accepted = [
-        p.name for p in params.values() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-    ]
     for option in options:
         if option not in accepted:
             close = difflib.get_close_matches(option, accepted, n=1)
@@ -256,7 +345,9 @@ def announcers_from_config(entries: Sequence[Mapping[str, Any]]) -> list[BaseAnn
         ConfigError: An entry is malformed; the message names its position.
     """
     if isinstance(entries, Mapping) or not isinstance(entries, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"announce: expected a list of announcer entries, got {type(entries).__name__}")
+        raise ConfigError(
+            f"announce: expected a list of announcer entries, got {type(entries).__name__}"
+        )
     built: list[BaseAnnounce] = []
     for index, entry in enumerate(entries):
         if not isinstance(entry, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]

@@ -1,0 +1,369 @@
+"""Announcer configuration by entry-point name: Python, a TOML file, or the environment.
+
+Where the configuration comes from, first match wins:
+
+1. ``AGENT_WAIT_ANNOUNCE``: a JSON list of entries, ``[{"use": "sqs", "queue_url": "..."}]``.
+2. ``AGENT_WAIT_CONFIG``: the path of a TOML file (``[[announce]]`` tables; a file named
+   ``pyproject.toml`` is read from ``[tool.agent-wait]``).
+3. ``./agent-wait.toml``: ``[[announce]]`` tables.
+4. ``./pyproject.toml``: ``[[tool.agent-wait.announce]]`` tables.
+5. The embedded default: one ``sqlite`` announcer at :func:`default_inbox_path`.
+
+Every entry names an installed announcer under ``use``; its other keys are the announcer's
+options. An option ending in ``_env`` names an environment variable holding the value, so
+secrets stay out of files.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import logging
+import os
+import re
+import threading
+import tomllib
+from collections.abc import Mapping, Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, cast
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from agent_wait.core._announce import BaseAnnounce
+from agent_wait.core._errors import ConfigError
+from agent_wait.core._plugins import ENV_SUFFIX, announcers_from_config
+
+logger = logging.getLogger(__name__)
+
+ANNOUNCE_ENV = "AGENT_WAIT_ANNOUNCE"
+CONFIG_ENV = "AGENT_WAIT_CONFIG"
+CONFIG_FILE = "agent-wait.toml"
+PYPROJECT = "pyproject.toml"
+PYPROJECT_TABLE = "agent-wait"
+_KEYS = ("announce",)
+# Option names whose values never appear in logs or `agent-wait config check` output.
+_SECRET_NAME = re.compile(
+    r"secret|passw|token|key|credential|auth|private|signature", re.IGNORECASE
+)
+_URL_PASSWORD = re.compile(
+    r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)(?P<password>[^/@\s]+)(?=@)"
+)
+REDACTED = "***"
+
+
+class ConfigSource(StrEnum):
+    """Where a configuration came from."""
+
+    ANNOUNCE_ENV = ANNOUNCE_ENV
+    """The ``AGENT_WAIT_ANNOUNCE`` environment variable."""
+    CONFIG_ENV = CONFIG_ENV
+    """The TOML file named by ``AGENT_WAIT_CONFIG``."""
+    FILE = CONFIG_FILE
+    """``./agent-wait.toml``."""
+    PYPROJECT = PYPROJECT
+    """``[tool.agent-wait]`` in ``./pyproject.toml``."""
+    DEFAULT = "default"
+    """Nothing configured: the embedded sqlite inbox."""
+    PYTHON = "python"
+    """Built in code with :meth:`AgentWaitConfig.from_entries`."""
+
+
+class AnnouncerEntry(BaseModel):
+    """One configured announcer: the registered name and its options.
+
+    Attributes:
+        use: The announcer's registered (entry-point) name, e.g. ``"sqs"``.
+        options: Keyword options of the announcer, as written in the configuration.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    use: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]*$")
+    options: dict[str, Any] = Field(default_factory=dict[str, Any])
+
+    @classmethod
+    def parse(cls, entry: object, where: str) -> AnnouncerEntry:
+        """Validate one ``{"use": name, **options}`` table; errors name ``where``."""
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{where}: expected a table/object with 'use', got {_short(entry)}")
+        options = {str(k): v for k, v in cast("Mapping[Any, Any]", entry).items()}
+        use = options.pop("use", None)
+        if not isinstance(use, str) or not use:
+            raise ConfigError(
+                f"{where}: 'use' must name an announcer (e.g. \"sqlite\"), got {use!r}"
+            )
+        if not re.match(r"^[A-Za-z][A-Za-z0-9_-]*$", use):
+            raise ConfigError(
+                f"{where}: use = {use!r} is not an announcer name; configuration names installed "
+                "announcers (see `agent-wait plugins`), never a module path"
+            )
+        return cls(use=use, options=options)
+
+    def as_mapping(self) -> dict[str, Any]:
+        """The entry as written: ``{"use": name, **options}``."""
+        return {"use": self.use, **self.options}
+
+    def redacted(self) -> dict[str, Any]:
+        """:meth:`as_mapping` with secret-looking option values replaced by ``***``."""
+        return {"use": self.use, **redact(self.options)}
+
+
+class AgentWaitConfig(BaseModel):
+    """A loaded configuration: where it came from and the announcer entries.
+
+    Attributes:
+        source: Which of the configuration sources was used.
+        location: The environment variable or file it was read from (None for the default and
+            for Python).
+        announce: The announcer entries, in order.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: ConfigSource
+    location: str | None = None
+    announce: tuple[AnnouncerEntry, ...]
+
+    @field_validator("announce")
+    @classmethod
+    def _not_empty(cls, value: tuple[AnnouncerEntry, ...]) -> tuple[AnnouncerEntry, ...]:
+        if not value:
+            raise ValueError("announce: configure at least one announcer, or questions go nowhere")
+        return value
+
+    @classmethod
+    def from_entries(
+        cls,
+        entries: Sequence[Mapping[str, Any]],
+        source: ConfigSource = ConfigSource.PYTHON,
+        location: str | None = None,
+    ) -> AgentWaitConfig:
+        """Validate ``[{"use": name, **options}, ...]`` into a configuration.
+
+        Raises:
+            ConfigError: The entries are malformed; the message names the position.
+        """
+        where = location or str(source)
+        if isinstance(entries, str | bytes | Mapping) or not isinstance(entries, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"{where}: announce: expected a list of announcer entries such as "
+                f'[{{"use": "sqlite"}}], got {_short(entries)}'
+            )
+        parsed = tuple(
+            AnnouncerEntry.parse(entry, f"{where}: announce[{index}]")
+            for index, entry in enumerate(entries)
+        )
+        if not parsed:
+            raise ConfigError(
+                f"{where}: announce: configure at least one announcer, or questions go nowhere"
+            )
+        return cls(source=source, location=location, announce=parsed)
+
+    def build(self) -> list[BaseAnnounce]:
+        """Build every announcer (new instances on each call).
+
+        Raises:
+            PluginNotFoundError: An entry names an announcer that is not installed.
+            ConfigError: An option is unknown or invalid; the message names the entry.
+            ImportError: The plugin providing an entry fails to import.
+        """
+        try:
+            return announcers_from_config([entry.as_mapping() for entry in self.announce])
+        except ConfigError as error:
+            raise type(error)(f"{self.describe()}: {error}") from error
+
+    def describe(self) -> str:
+        """Where the configuration came from, for messages."""
+        if self.location and self.source is not ConfigSource.CONFIG_ENV:
+            return self.location
+        if self.location:
+            return f"{self.location} (from {CONFIG_ENV})"
+        return str(self.source)
+
+
+def redact(options: Mapping[str, Any]) -> dict[str, Any]:
+    """Copy options with secret-looking values replaced by ``***``.
+
+    Values of options named like secret, password, token, key or credential are hidden (an
+    ``*_env`` option holds only a variable name and is shown), as are passwords inside URLs.
+    """
+    shown: dict[str, Any] = {}
+    for key, value in options.items():
+        if _SECRET_NAME.search(key) and not key.endswith(ENV_SUFFIX):
+            shown[key] = REDACTED
+        else:
+            shown[key] = _redact_value(value)
+    return shown
+
+
+def _redact_value(value: Any) -> Any:
+    if isinstance(value, str):
+        return _URL_PASSWORD.sub(lambda m: m.group("head") + REDACTED, value)
+    if isinstance(value, Mapping):
+        return redact(cast("Mapping[str, Any]", value))
+    if isinstance(value, list | tuple):
+        return [_redact_value(v) for v in cast("Sequence[Any]", value)]
+    return value
+
+
+def _short(value: object, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def load_config(
+    *, environ: Mapping[str, str] | None = None, cwd: str | os.PathLike[str] | None = None
+) -> AgentWaitConfig:
+    """Find and validate the configuration (see the module docstring for the order).
+
+    Args:
+        environ: The environment to read (default: ``os.environ``).
+        cwd: The directory holding ``agent-wait.toml`` / ``pyproject.toml`` (default: the
+            current directory).
+
+    Raises:
+        ConfigError: Malformed JSON or TOML (the message gives the source and the position),
+            a missing ``AGENT_WAIT_CONFIG`` file, unknown keys, or malformed entries.
+    """
+    env = os.environ if environ is None else environ
+    base = Path.cwd() if cwd is None else Path(cwd)
+    raw = env.get(ANNOUNCE_ENV)
+    if raw is not None and raw.strip():
+        try:
+            entries = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise ConfigError(
+                f"{ANNOUNCE_ENV}: invalid JSON at line {error.lineno} column {error.colno}: {error.msg}; "
+                'expected a list such as [{"use": "sqlite"}]'
+            ) from None
+        config = AgentWaitConfig.from_entries(entries, ConfigSource.ANNOUNCE_ENV, ANNOUNCE_ENV)
+    elif env.get(CONFIG_ENV):
+        path = Path(env[CONFIG_ENV]).expanduser()
+        if not path.is_absolute():
+            path = base / path
+        if not path.is_file():
+            raise ConfigError(f"{CONFIG_ENV}={env[CONFIG_ENV]!r}: no such file {str(path)!r}")
+        config = _from_toml(path, ConfigSource.CONFIG_ENV, pyproject=path.name == PYPROJECT)
+    elif (base / CONFIG_FILE).is_file():
+        config = _from_toml(base / CONFIG_FILE, ConfigSource.FILE, pyproject=False)
+    else:
+        pyproject = base / PYPROJECT
+        # A project without [tool.agent-wait] just uses the default.
+        if pyproject.is_file() and _tool_table(_read_toml(pyproject)) is not None:
+            config = _from_toml(pyproject, ConfigSource.PYPROJECT, pyproject=True)
+        else:
+            config = _default_config(env)
+    logger.debug(
+        "agent-wait config from %s: %s", config.describe(), [e.redacted() for e in config.announce]
+    )
+    return config
+
+
+def _default_config(environ: Mapping[str, str]) -> AgentWaitConfig:
+    from agent_wait.core._sqlite import default_inbox_path
+
+    path = str(default_inbox_path(environ))
+    return AgentWaitConfig(
+        source=ConfigSource.DEFAULT,
+        announce=(AnnouncerEntry(use="sqlite", options={"path": path}),),
+    )
+
+
+_toml_cache: dict[Path, tuple[tuple[int, int], dict[str, Any]]] = {}
+_toml_lock = threading.Lock()
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    # Parsed files are kept by (mtime, size): publishing with the default configuration must
+    # not re-parse pyproject.toml every time, yet an edited file is seen at once.
+    stat = path.stat()
+    stamp = (stat.st_mtime_ns, stat.st_size)
+    with _toml_lock:
+        cached = _toml_cache.get(path)
+    if cached is not None and cached[0] == stamp:
+        return cached[1]
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML: {error}") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start})") from None
+    with _toml_lock:
+        _toml_cache[path] = (stamp, data)
+    return data
+
+
+def _tool_table(data: Mapping[str, Any]) -> object:
+    tool = data.get("tool")
+    return (
+        cast("Mapping[str, Any]", tool).get(PYPROJECT_TABLE) if isinstance(tool, Mapping) else None
+    )
+
+
+def _from_toml(path: Path, source: ConfigSource, *, pyproject: bool) -> AgentWaitConfig:
+    data = _read_toml(path)
+    where = str(path)
+    if pyproject:
+        table = _tool_table(data)
+        if table is None:
+            raise ConfigError(f"{where}: no [tool.{PYPROJECT_TABLE}] table")
+        if not isinstance(table, dict):
+            raise ConfigError(
+                f"{where}: [tool.{PYPROJECT_TABLE}] must be a table, got {_short(table)}"
+            )
+        data = cast("dict[str, Any]", table)
+        where = f"{where} [tool.{PYPROJECT_TABLE}]"
+    for key in data:
+        if key not in _KEYS:
+            close = difflib.get_close_matches(key, _KEYS, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ConfigError(f"{where}: unknown key {key!r}{hint} (known: {', '.join(_KEYS)})")
+    if "announce" not in data:
+        raise ConfigError(f'{where}: no announcers; add an [[announce]] table with use = "<name>"')
+    return AgentWaitConfig.from_entries(data["announce"], source, where)
+
+
+_cache_lock = threading.Lock()
+_cached: tuple[str, list[BaseAnnounce]] | None = None
+
+
+def default_announcers() -> list[BaseAnnounce]:
+    """The announcers of the current configuration (``announce=None`` in ``publish``).
+
+    The configuration is looked up on every call, so a changed environment or config file
+    takes effect at the next publish. The announcers themselves are reused while the
+    configuration (including the values of ``*_env`` variables) stays the same, so their
+    clients and connections are not rebuilt for every publish. When it changes, new ones are
+    built; the old ones are not closed, because another thread may still be delivering with
+    them.
+
+    Raises:
+        ConfigError: The configuration is invalid (see :func:`load_config`).
+    """
+    global _cached
+    config = load_config()
+    key = _fingerprint(config)
+    with _cache_lock:
+        if _cached is not None and _cached[0] == key:
+            return list(_cached[1])
+    built = config.build()
+    with _cache_lock:
+        _cached = (key, built)
+    return list(built)
+
+
+def _fingerprint(config: AgentWaitConfig) -> str:
+    # The values behind *_env options are part of the identity (a rotated secret must reach a
+    # new client), hashed so the cache key never holds them in the clear.
+    material: list[Any] = []
+    for entry in config.announce:
+        variables = {
+            k: os.environ.get(v)
+            for k, v in entry.options.items()
+            if k.endswith(ENV_SUFFIX) and isinstance(v, str)
+        }
+        material.append([entry.use, entry.options, variables])
+    text = json.dumps(material, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
