@@ -1,0 +1,41 @@
+"""RabbitMQ announcer for agent-wait.
+
+Each question is published to an exchange as a persistent message with publisher confirms,
+``message_id`` = its dedupe key and the tags as headers::
+
+    from agent_wait.core import announcer, publish
+
+    announce = announcer(
+        "rabbitmq", url="amqp://guest:guest@localhost:5672/", exchange="approvals",
+        routing_key="questions.{tags[approver_group]}", declare=True,
+    )
+    report = publish(questions, thread_id="order-4471", announce=announce)
+
+Or by name in ``agent-wait.toml``::
+
+    [[announce]]
+    use = "rabbitmq"
+    url = "amqp://guest:guest@localhost:5672/"
+    exchange = "approvals"
+
+Options, message properties and failure reporting are described on :class:`RabbitMqAnnounce`
+and in docs/announcers/rabbitmq.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_wait.rabbitmq._announcer import RabbitMqAnnounce
+
+__all__ = ["RabbitMqAnnounce"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so importing the package (the entry point does) never imports pika or aio-pika.
+    if name == "RabbitMqAnnounce":
+        from agent_wait.rabbitmq._announcer import RabbitMqAnnounce
+
+        return RabbitMqAnnounce
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

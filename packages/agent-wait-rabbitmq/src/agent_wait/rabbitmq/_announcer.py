@@ -1,0 +1,351 @@
+"""RabbitMqAnnounce: one persistent, confirmed AMQP message per question (pika sync, aio-pika async)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    import aio_pika
+    import aio_pika.abc
+    import aio_pika.exceptions
+    import pika
+    import pika.adapters.blocking_connection
+    import pika.exceptions
+except ImportError as error:  # pragma: no cover - the distribution depends on both
+    raise ImportError(
+        "RabbitMqAnnounce needs pika and aio-pika: pip install agent-wait-rabbitmq"
+    ) from error
+
+from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.rabbitmq._routing import RoutingKeyTemplate
+
+DEFAULT_URL = "amqp://guest:guest@localhost:5672/"
+DEFAULT_EXCHANGE = "agent-wait"
+DEFAULT_ROUTING_KEY = "agent-wait.questions"
+CONTENT_TYPE = "application/json"
+APP_ID = "agent-wait"
+_SCHEMES = ("amqp://", "amqps://")
+_EXCHANGE_TYPES = ("direct", "topic", "fanout", "headers")
+
+BlockingChannel = pika.adapters.blocking_connection.BlockingChannel
+
+
+class RabbitMqAnnounce(BaseAnnounce):
+    """Publishes each envelope to an exchange with publisher confirms.
+
+    The body is the contract JSON; ``message_id`` is the envelope's dedupe key, ``type`` is
+    ``wait.created``, ``content_type`` is ``application/json``, ``app_id`` is ``agent-wait``,
+    delivery is persistent, and the tags are the message headers (name: value), so a headers
+    exchange can route on them. A message counts as delivered once the broker confirms it; a
+    nack, and with ``mandatory`` a message no queue is bound for, is a failure.
+
+    RabbitMQ does not deduplicate: a republish is a second message with the same
+    ``message_id``, and consumers deduplicate on it.
+
+    The sync path uses pika (one blocking connection, serialised by a lock); the async path uses
+    aio-pika (one connection per running event loop, publishes confirmed concurrently).
+
+    Args:
+        url: ``amqp://user:password@host:5672/vhost`` (or ``amqps://``).
+        exchange: The exchange; ``""`` is the default exchange, where the routing key is a
+            queue name.
+        routing_key: Routing-key template, e.g. ``questions.{tags[approver_group]}``: see
+            :class:`~agent_wait.rabbitmq._routing.RoutingKeyTemplate`.
+        declare: Declare the exchange (durable, of ``exchange_type``) instead of checking
+            passively that it exists.
+        exchange_type: ``topic`` (default), ``direct``, ``fanout`` or ``headers``; used with
+            ``declare``.
+        mandatory: Report a message that no queue is bound for as a failure (the broker returns
+            it); with False the broker drops it silently.
+        timeout: Seconds to wait to connect and for each confirm.
+
+    Raises:
+        ConfigError: An option is invalid (the message names it and the value).
+    """
+
+    name = "rabbitmq"
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        exchange: str = DEFAULT_EXCHANGE,
+        routing_key: str = DEFAULT_ROUTING_KEY,
+        declare: bool = False,
+        exchange_type: str = "topic",
+        mandatory: bool = True,
+        timeout: float = 10.0,
+    ) -> None:
+        if not isinstance(url, str) or not url.startswith(_SCHEMES):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"rabbitmq announcer option url: expected an amqp:// or amqps:// URL, got {_redact(url)!r}"
+            )
+        try:
+            self._parameters = pika.URLParameters(url)
+        except (ValueError, TypeError) as error:
+            raise ConfigError(
+                f"rabbitmq announcer option url: {_redact(url)!r} is not usable: {error}"
+            ) from error
+        if not isinstance(exchange, str) or len(exchange.encode("utf-8")) > 255:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"rabbitmq announcer option exchange: expected a name of at most 255 bytes, got {exchange!r}"
+            )
+        self.routing_key = RoutingKeyTemplate(routing_key)
+        for option, value in (("declare", declare), ("mandatory", mandatory)):
+            if not isinstance(value, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ConfigError(
+                    f"rabbitmq announcer option {option}: expected true or false, got {value!r}"
+                )
+        if exchange_type not in _EXCHANGE_TYPES:
+            raise ConfigError(
+                f"rabbitmq announcer option exchange_type: expected one of {list(_EXCHANGE_TYPES)}, "
+                f"got {exchange_type!r}"
+            )
+        if declare and exchange == "":
+            raise ConfigError(
+                "rabbitmq announcer option declare: the default exchange '' cannot be declared"
+            )
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"rabbitmq announcer option timeout: expected a positive number, got {timeout!r}"
+            )
+        self.url = url
+        self.exchange = exchange
+        self.declare = declare
+        self.exchange_type = exchange_type
+        self.mandatory = mandatory
+        self.timeout = float(timeout)
+        # Fail fast on an unreachable broker and never wait forever on a blocked connection.
+        self._parameters.connection_attempts = 1
+        self._parameters.socket_timeout = self.timeout
+        self._parameters.stack_timeout = self.timeout
+        self._parameters.blocked_connection_timeout = self.timeout
+        self._parameters.client_properties = {"connection_name": APP_ID}
+        self._lock = threading.Lock()
+        self._connection: pika.BlockingConnection | None = None
+        self._channel: BlockingChannel | None = None
+        # aio-pika connections belong to the loop they were opened on: one per running loop.
+        self._async: _AsyncConnection | None = None
+        self._aloop: asyncio.AbstractEventLoop | None = None
+
+    # -- sync (pika) ----------------------------------------------------------------------
+
+    def deliver(self, envelope: WaitEnvelope) -> None:
+        """Publish the envelope and wait for the broker's confirm.
+
+        Raises:
+            LookupError: The exchange does not exist, no queue is bound for the routing key
+                (``mandatory``), or the routing-key template needs a tag the envelope lacks.
+            ConnectionError: The broker is unreachable or nacked the message.
+        """
+        _raise_outcome(self.deliver_many([envelope]))
+
+    def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Publish every envelope on one channel; one outcome per envelope, in order."""
+        outcomes: list[DeliveryOutcome] = []
+        with self._lock:
+            for index, envelope in enumerate(envelopes):
+                try:
+                    channel = self._sync_channel()
+                except Exception as error:  # noqa: BLE001 - no channel: the rest fail alike
+                    outcomes.extend(
+                        [_explain(error, self.exchange, None)] * (len(envelopes) - index)
+                    )
+                    break
+                try:
+                    self._publish_sync(channel, envelope)
+                except Exception as error:  # noqa: BLE001 - each envelope's failure is its own outcome
+                    outcomes.append(_explain(error, self.exchange, envelope))
+                else:
+                    outcomes.append(None)
+        return outcomes
+
+    def _publish_sync(self, channel: BlockingChannel, envelope: WaitEnvelope) -> None:
+        key = self.routing_key.render(envelope)
+        properties = pika.BasicProperties(
+            content_type=CONTENT_TYPE,
+            delivery_mode=pika.DeliveryMode.Persistent,
+            message_id=envelope.dedupe_key,
+            type=envelope.type,
+            app_id=APP_ID,
+            headers=dict(envelope.tags),
+        )
+        try:
+            channel.basic_publish(
+                self.exchange, key, envelope.to_json(), properties, self.mandatory
+            )
+        except pika.exceptions.UnroutableError as error:
+            raise _unroutable(self.exchange, key) from error
+
+    def _sync_channel(self) -> BlockingChannel:
+        connection = self._connection
+        if connection is not None:
+            try:
+                # Services heartbeats and notices a connection the broker closed while idle.
+                connection.process_data_events(0)
+            except pika.exceptions.AMQPError:
+                self._drop_sync()
+                connection = None
+        if connection is None or not connection.is_open:
+            self._drop_sync()
+            connection = self._connection = pika.BlockingConnection(self._parameters)
+        if self._channel is None or not self._channel.is_open:  # pyright: ignore[reportUnknownMemberType]
+            channel = connection.channel()
+            channel.confirm_delivery()
+            if self.declare:
+                channel.exchange_declare(self.exchange, self.exchange_type, durable=True)
+            elif self.exchange:
+                channel.exchange_declare(self.exchange, passive=True)
+            self._channel = channel
+        return self._channel
+
+    def _drop_sync(self) -> None:
+        connection, self._connection, self._channel = self._connection, None, None
+        if connection is not None and connection.is_open:
+            # An already broken connection has nothing left to release.
+            with contextlib.suppress(pika.exceptions.AMQPError):
+                connection.close()
+
+    def close(self) -> None:
+        """Close the sync connection."""
+        with self._lock:
+            self._drop_sync()
+
+    # -- async (aio-pika) -----------------------------------------------------------------
+
+    async def adeliver(self, envelope: WaitEnvelope) -> None:
+        """Async :meth:`deliver` (aio-pika)."""
+        _raise_outcome(await self.adeliver_many([envelope]))
+
+    async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Publish every envelope concurrently, confirms awaited together; one outcome each."""
+        if not envelopes:
+            return []
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._aloop is not loop:
+            self._async, self._aloop = _AsyncConnection(), loop
+        try:
+            exchange = await self._async.exchange(self)
+        except Exception as error:  # noqa: BLE001 - no channel: every envelope fails alike
+            return [_explain(error, self.exchange, None)] * len(envelopes)
+        results = await asyncio.gather(
+            *(self._apublish(exchange, e) for e in envelopes), return_exceptions=True
+        )
+        outcomes: list[DeliveryOutcome] = []
+        for envelope, result in zip(envelopes, results, strict=True):
+            if isinstance(result, BaseException) and not isinstance(result, Exception):
+                raise result  # cancellation is not a delivery outcome
+            outcomes.append(None if result is None else _explain(result, self.exchange, envelope))
+        return outcomes
+
+    async def _apublish(
+        self, exchange: aio_pika.abc.AbstractExchange, envelope: WaitEnvelope
+    ) -> None:
+        key = self.routing_key.render(envelope)
+        message = aio_pika.Message(
+            envelope.to_json(),
+            content_type=CONTENT_TYPE,
+            delivery_mode=aio_pika.DeliveryMode.PERSISTENT,
+            message_id=envelope.dedupe_key,
+            type=envelope.type,
+            app_id=APP_ID,
+            headers=dict(envelope.tags),
+        )
+        try:
+            await exchange.publish(message, key, mandatory=self.mandatory, timeout=self.timeout)
+        except aio_pika.exceptions.PublishError as error:
+            raise _unroutable(self.exchange, key) from error
+
+    async def aclose(self) -> None:
+        """Close this loop's aio-pika connection, then the sync one."""
+        conn, loop = self._async, self._aloop
+        self._async = self._aloop = None
+        if conn is not None and loop is asyncio.get_running_loop():
+            await conn.close()
+        await asyncio.to_thread(self.close)
+
+
+class _AsyncConnection:
+    """An aio-pika connection, confirm channel and exchange, used on one event loop only."""
+
+    def __init__(self) -> None:
+        self.connection: aio_pika.abc.AbstractConnection | None = None
+        self.channel: aio_pika.abc.AbstractChannel | None = None
+        self._exchange: aio_pika.abc.AbstractExchange | None = None
+        self.lock = asyncio.Lock()  # binds to the loop of its first use
+
+    async def exchange(self, owner: RabbitMqAnnounce) -> aio_pika.abc.AbstractExchange:
+        async with self.lock:
+            if self.connection is None or self.connection.is_closed:
+                self.connection = self.channel = self._exchange = None
+                self.connection = await aio_pika.connect(
+                    owner.url, timeout=owner.timeout, client_properties={"connection_name": APP_ID}
+                )
+            if self.channel is None or self.channel.is_closed or self._exchange is None:
+                channel = await self.connection.channel(
+                    publisher_confirms=True, on_return_raises=True
+                )
+                if owner.declare:
+                    exchange = await channel.declare_exchange(
+                        owner.exchange, owner.exchange_type, durable=True, timeout=owner.timeout
+                    )
+                elif owner.exchange:
+                    exchange = await channel.get_exchange(owner.exchange, ensure=True)
+                else:
+                    exchange = channel.default_exchange
+                self.channel, self._exchange = channel, exchange
+            return self._exchange
+
+    async def close(self) -> None:
+        connection, self.connection, self.channel, self._exchange = (
+            self.connection,
+            None,
+            None,
+            None,
+        )
+        if connection is not None and not connection.is_closed:
+            await connection.close()
+
+
+def _explain(error: Exception, exchange: str, envelope: WaitEnvelope | None) -> Exception:
+    """Turn library errors into ones that say what to fix; others pass through unchanged."""
+    text = str(error)
+    clearer: Exception | None = None
+    if "NOT_FOUND - no exchange" in text:
+        clearer = LookupError(
+            f"exchange {exchange!r} does not exist on the broker; declare it or set declare=true ({text})"
+        )
+    elif isinstance(error, pika.exceptions.NackError | aio_pika.exceptions.DeliveryError):
+        which = f"question {envelope.question_id!r}" if envelope else "the message"
+        clearer = ConnectionError(f"the broker nacked {which}: {text}")
+    elif isinstance(
+        error, pika.exceptions.AMQPConnectionError | aio_pika.exceptions.AMQPConnectionError
+    ):
+        clearer = ConnectionError(f"cannot reach RabbitMQ: {error!r}")
+    if clearer is None:
+        return error
+    clearer.__cause__ = error
+    return clearer
+
+
+def _unroutable(exchange: str, key: str) -> LookupError:
+    return LookupError(
+        f"unroutable: exchange {exchange!r} has no queue bound for routing key {key!r} "
+        "(mandatory=true; bind a queue or set mandatory=false to let the broker drop it)"
+    )
+
+
+def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:
+    if outcomes[0] is not None:
+        raise outcomes[0]
+
+
+def _redact(url: Any) -> Any:
+    # Never echo a password from a URL into an error message.
+    if isinstance(url, str) and "@" in url:
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://***@{rest.rpartition('@')[2]}"
+    return url
