@@ -67,6 +67,17 @@ def test_an_unknown_id_while_parked_raises_key_error(factory: Factory) -> None:
     assert runs == []
 
 
+def test_an_earlier_cycle_id_while_parked_raises_key_error(factory: Factory) -> None:
+    runs: list[str] = []
+    threads = factory(ScriptedModel([Call("first")], [Call("second")]), gated(runs))
+    [first] = questions_in(threads("t")("go"))
+    [second] = questions_in(threads("t")(respond(first.question_id, {"action": "approve"})))
+    assert second.question_id != first.question_id
+    with pytest.raises(KeyError, match="no interrupt found"):
+        threads("t")(respond(first.question_id, {"action": "approve"}))
+    assert runs == ["first"]
+
+
 def test_a_plain_prompt_while_parked_raises_type_error(factory: Factory) -> None:
     runs: list[str] = []
     threads = factory(ScriptedModel([Call("first")]), gated(runs))

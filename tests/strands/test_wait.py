@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from tests.strands.fake_model import Call, ScriptedModel
 
 from agent_wait.core import MemoryAnnounce, WaitPolicy, derive_question_id
@@ -288,6 +289,34 @@ def test_bare_interrupt_is_published_with_the_default_policy(
 
     agent_for("t-bare")(interrupt_responses({"question_id": envelope.question_id, "answer": "yes"}))
     assert answers == ["yes"]
+
+
+def test_hook_interrupt_is_published_as_a_bare_question(
+    factory: Factory, inbox: MemoryAnnounce
+) -> None:
+    runs: list[str] = []
+
+    @tool
+    def drop_table(table: str) -> str:
+        """Drop a table."""
+        runs.append(table)
+        return f"dropped {table}"
+
+    class Guard(HookProvider):
+        def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+            registry.add_callback(BeforeToolCallEvent, self.check)
+
+        def check(self, event: BeforeToolCallEvent) -> None:
+            if event.interrupt("guard", reason=event.tool_use["input"]) != "ok":
+                event.cancel_tool = "not allowed"
+
+    model = ScriptedModel([Call("drop_table", {"table": "orders"})])
+    agent = Agent(model=model, tools=[drop_table], hooks=[Guard()], callback_handler=None)
+    [envelope] = publish_interrupts(agent("drop"), agent.session_id, inbox).envelopes
+    assert envelope.question == {"name": "guard", "reason": {"table": "orders"}}
+    assert envelope.source is None
+    agent(interrupt_responses({"question_id": envelope.question_id, "answer": "ok"}))
+    assert runs == ["orders"]
 
 
 async def test_async_tools_with_invoke_async(factory: Factory, inbox: MemoryAnnounce) -> None:
