@@ -25,6 +25,9 @@ class Outcome(StrEnum):
     """An answer for a question id this thread never asked: nothing ran."""
     INVALID_ANSWER = "invalid_answer"
     """An answer the framework would choke on (and possibly save), refused before resuming."""
+    HELD = "held"
+    """An answer to one of several pending questions, stored until the others are answered too:
+    nothing ran yet (Pydantic AI resumes a run only with every pending call answered)."""
 
 
 @dataclass(frozen=True)
