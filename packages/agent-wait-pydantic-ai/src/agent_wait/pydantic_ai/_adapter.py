@@ -1,0 +1,226 @@
+"""The Pydantic AI adapter: ``@wait`` tools park on ``ApprovalRequired``, questions come out of ``DeferredToolRequests``.
+
+A ``@wait`` tool raises ``ApprovalRequired(metadata=<parked payload>)`` on its first run, so the
+policy and source ride along with the deferred call. Pydantic AI calls the tool again once the
+host approves it; the answer is then read from ``ctx.tool_call_metadata``, which the host fills
+from ``DeferredToolResults.metadata`` (see :func:`agent_wait.pydantic_ai.deferred_results`).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from collections.abc import Mapping
+from typing import Any, cast, get_origin
+
+from agent_wait.core import Question, WaitCall, question_from_value, to_jsonable
+from pydantic_ai import AgentRunResult, ApprovalRequired, DeferredToolRequests, RunContext
+from pydantic_ai.messages import ToolCallPart
+
+PAYLOAD_KEY = "agent_wait"
+"""The key of core's parked payload (``agent_wait.core.wait_payload``) that marks it as ours."""
+DECISION_FLAG = "decision"
+"""Set to True in the payload's ``agent_wait`` section when the tool has a decision parameter.
+
+Such a tool must run whatever the answer is, so :func:`deferred_results` approves it (and passes
+the answer in metadata) instead of denying it.
+"""
+# A string annotation (``from __future__ import annotations``) naming RunContext, possibly
+# qualified (``pydantic_ai.RunContext[Deps]``).
+_RUN_CONTEXT_TEXT = re.compile(r"^(?:[A-Za-z_][\w]*\.)*RunContext(?:\[.*\])?$")
+
+
+def _is_run_context(annotation: Any) -> bool:
+    if isinstance(annotation, str):
+        return bool(_RUN_CONTEXT_TEXT.match(annotation.strip()))
+    return annotation is RunContext or get_origin(annotation) is RunContext
+
+
+def is_ours(metadata: object) -> bool:
+    """True if deferred-call metadata is a parked ``@wait`` payload."""
+    return isinstance(metadata, Mapping) and PAYLOAD_KEY in metadata and "question" in metadata
+
+
+def takes_decision(metadata: object) -> bool:
+    """True if deferred-call metadata is a ``@wait`` payload of a tool with a decision parameter."""
+    if not is_ours(metadata):
+        return False
+    section = cast("Mapping[str, Any]", metadata)[PAYLOAD_KEY]
+    return (
+        isinstance(section, Mapping)
+        and cast("Mapping[str, Any]", section).get(DECISION_FLAG) is True
+    )
+
+
+def _wrapped_answer(metadata: object) -> Mapping[str, Any] | None:
+    if not (
+        isinstance(metadata, Mapping) and set(cast("Mapping[str, Any]", metadata)) == {PAYLOAD_KEY}
+    ):
+        return None
+    section = cast("Mapping[str, Any]", metadata)[PAYLOAD_KEY]
+    if isinstance(section, Mapping) and set(cast("Mapping[str, Any]", section)) == {"answer"}:
+        return cast("Mapping[str, Any]", section)
+    return None
+
+
+def answer_from_metadata(metadata: object) -> Any:
+    """The answer an approved ``@wait`` call receives, read from ``ctx.tool_call_metadata``.
+
+    None (approved without metadata, e.g. ``approvals={id: True}``) means ``{"action":
+    "approve"}``; ``{"agent_wait": {"answer": value}}`` carries an answer that is not an object
+    (metadata values must be dicts); any other value is the answer itself, verbatim, as the
+    host of seed section 4 passes it.
+    """
+    if metadata is None:
+        return {"action": "approve"}
+    wrapped = _wrapped_answer(metadata)
+    return metadata if wrapped is None else wrapped["answer"]
+
+
+def answer_metadata(answer: Any) -> dict[str, Any]:
+    """The ``DeferredToolResults.metadata`` value that carries ``answer`` (inverse of the reader)."""
+    if isinstance(answer, dict):
+        data = cast("dict[str, Any]", answer)
+        if _wrapped_answer(data) is None:
+            return data
+    return {PAYLOAD_KEY: {"answer": answer}}
+
+
+def deferred_requests(result: Any) -> DeferredToolRequests | None:
+    """The ``DeferredToolRequests`` a run parked on, or None when it finished.
+
+    Raises:
+        TypeError: ``result`` is neither an ``AgentRunResult`` nor ``DeferredToolRequests``.
+    """
+    if isinstance(result, DeferredToolRequests):
+        return result
+    if isinstance(result, AgentRunResult):
+        output = cast("AgentRunResult[Any]", result).output
+        return output if isinstance(output, DeferredToolRequests) else None
+    raise TypeError(
+        "result: expected a pydantic_ai AgentRunResult or DeferredToolRequests, "
+        f"got {type(result).__name__}"
+    )
+
+
+def question_of(call: ToolCallPart, metadata: dict[str, Any] | None) -> Question:
+    """The question of one deferred call.
+
+    A ``@wait`` payload gives its question, policy and source; any other call (a
+    ``requires_approval`` tool, ``CallDeferred``) is ``{"function", "args"}`` plus its
+    ``metadata`` if it has one, with the default policy and no source.
+    """
+    if is_ours(metadata):
+        return question_from_value(call.tool_call_id, metadata)
+    question: dict[str, Any] = {
+        "function": call.tool_name,
+        "args": to_jsonable(call.args_as_dict(), f"{call.tool_name}()"),
+    }
+    if metadata is not None:
+        question["metadata"] = to_jsonable(metadata, f"{call.tool_name}().metadata")
+    return Question(question_id=call.tool_call_id, question=question)
+
+
+class PydanticAIAdapter:
+    """The :class:`agent_wait.core.FrameworkAdapter` of Pydantic AI.
+
+    A ``@wait`` tool takes a ``RunContext`` first parameter: the context says whether the call
+    was approved and carries the answer, and (async mode) the run's ``deps`` give the thread id.
+    """
+
+    name = "pydantic_ai"
+
+    def park(self, call: WaitCall) -> Any:
+        """Raise ``ApprovalRequired`` with the parked payload, or return the approved answer."""
+        ctx = self._context(call)
+        if ctx.tool_call_approved:
+            return answer_from_metadata(ctx.tool_call_metadata)
+        raise ApprovalRequired(metadata=self._payload(call))
+
+    async def apark(self, call: WaitCall) -> Any:
+        """Async :meth:`park` (nothing to await: the deferral is an exception)."""
+        return self.park(call)
+
+    def thread_id(self, call: WaitCall) -> str:
+        """The thread id from the run's deps: a ``thread_id`` attribute or mapping key.
+
+        Raises:
+            ValueError: The deps provide no non-empty string ``thread_id``.
+        """
+        deps: object = self._context(call).deps
+        kind = type(deps).__name__
+        if isinstance(deps, Mapping):
+            value: object = cast("Mapping[str, Any]", deps).get("thread_id")
+        else:
+            value = getattr(deps, "thread_id", None)
+        if not isinstance(value, str) or not value:
+            raise ValueError(
+                f"deps.thread_id: @wait(mode='async') tool {call.name!r} reads the thread id from "
+                "the run's deps (an attribute or key 'thread_id', a non-empty string); got "
+                f"{value!r} from deps of type {kind}. Pass deps=... to the run."
+            )
+        return value
+
+    def hidden_parameters(self, signature: inspect.Signature) -> frozenset[str]:
+        """The ``RunContext`` parameter (the first one), which every ``@wait`` tool needs.
+
+        Raises:
+            TypeError: The first parameter is not annotated ``RunContext[...]``.
+        """
+        params = list(signature.parameters.values())
+        if not params or not _is_run_context(params[0].annotation):
+            raise TypeError(
+                "@wait on a Pydantic AI tool needs a first parameter annotated RunContext[...] "
+                "(register it with @agent.tool, not @agent.tool_plain): the run context says "
+                f"whether the call was approved and carries the answer; got parameters {list(signature.parameters)}"
+            )
+        return frozenset({params[0].name})
+
+    def questions_in(self, result: Any) -> list[Question]:
+        """The questions a parked run waits on: approvals first, then deferred calls."""
+        requests = deferred_requests(result)
+        if requests is None:
+            return []
+        return [
+            question_of(call, requests.metadata.get(call.tool_call_id))
+            for call in (*requests.approvals, *requests.calls)
+        ]
+
+    def _context(self, call: WaitCall) -> RunContext[Any]:
+        name = next(iter(call.bound.signature.parameters))
+        ctx = call.bound.arguments.get(name)
+        if not isinstance(ctx, RunContext):
+            raise TypeError(
+                f"{call.name}(): the first argument must be the Pydantic AI RunContext, got "
+                f"{type(ctx).__name__}; call the tool through an agent"
+            )
+        return cast("RunContext[Any]", ctx)
+
+    def _payload(self, call: WaitCall) -> dict[str, Any]:
+        names = list(call.bound.signature.parameters)
+        # Core hides the run context and the decision parameter from the published args; any
+        # hidden parameter besides the context is the decision one.
+        if any(n not in call.args for n in names[1:]):
+            section = {**call.payload[PAYLOAD_KEY], DECISION_FLAG: True}
+            return {**call.payload, PAYLOAD_KEY: section}
+        return call.payload
+
+
+ADAPTER = PydanticAIAdapter()
+
+
+def questions_in(result: Any) -> list[Question]:
+    """The questions a run parked on, in publish order.
+
+    Args:
+        result: An ``AgentRunResult`` whose output is ``DeferredToolRequests`` (a finished run
+            has none), or the ``DeferredToolRequests`` itself.
+
+    Returns:
+        One :class:`~agent_wait.core.Question` per pending call, ``question_id`` = its
+        ``tool_call_id``: approvals first, then deferred calls, each in call order.
+
+    Raises:
+        TypeError: ``result`` is of another type.
+    """
+    return ADAPTER.questions_in(result)

@@ -1,0 +1,150 @@
+"""Build Pydantic AI's ``DeferredToolResults`` from agent-wait answer messages."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, cast
+
+from pydantic import ValidationError
+
+from agent_wait.core import Answer, InvalidAnswer, canonical_json
+from agent_wait.pydantic_ai._adapter import (
+    answer_metadata,
+    deferred_requests,
+    is_ours,
+    takes_decision,
+)
+from pydantic_ai import (
+    AgentRunResult,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ToolApproved,
+    ToolDenied,
+)
+from pydantic_ai.messages import ToolCallPart
+
+
+def _published_args(call: ToolCallPart, metadata: dict[str, Any] | None) -> dict[str, Any]:
+    if is_ours(metadata):
+        question: object = cast("dict[str, Any]", metadata)["question"]
+        if isinstance(question, Mapping):
+            args: object = cast("Mapping[str, Any]", question).get("args")
+            if isinstance(args, Mapping):
+                return dict(cast("Mapping[str, Any]", args))
+        return {}
+    return call.args_as_dict()
+
+
+def _edited_args(
+    answer: Mapping[str, Any], call: ToolCallPart, published: Mapping[str, Any]
+) -> dict[str, Any] | None:
+    edited = answer.get("args")
+    if edited is None:
+        return None
+    if not isinstance(edited, Mapping):
+        raise InvalidAnswer(f"answer.args: expected an object of arguments, got {edited!r}")
+    unknown = sorted(set(cast("Mapping[str, Any]", edited)) - set(published))
+    if unknown:
+        raise InvalidAnswer(
+            f"answer.args: {unknown} are not arguments of {call.tool_name!r} (published: {sorted(published)})"
+        )
+    return dict(cast("Mapping[str, Any]", edited))
+
+
+def _approving(answer: object) -> Mapping[str, Any] | None:
+    if isinstance(answer, Mapping):
+        data = cast("Mapping[str, Any]", answer)
+        if data.get("action") == "approve":
+            return data
+    return None
+
+
+def approval_for(
+    call: ToolCallPart, metadata: dict[str, Any] | None, answer: object
+) -> tuple[ToolApproved | ToolDenied, dict[str, Any] | None]:
+    """The approval result and the metadata that answer one approval call.
+
+    - A ``@wait`` tool with a decision parameter is approved whatever the answer; the answer
+      rides in metadata.
+    - ``{"action": "approve"}`` approves; the answer rides in metadata (a ``@wait`` tool reads
+      it, including ``args`` edits). For any other tool ``args`` become
+      ``ToolApproved(override_args=<call args updated with them>)``.
+    - Anything else denies: the tool is not called and the model receives the answer as JSON.
+
+    Raises:
+        InvalidAnswer: ``answer["args"]`` is not an object or names arguments the call lacks.
+    """
+    if takes_decision(metadata):
+        return ToolApproved(), answer_metadata(answer)
+    approve = _approving(answer)
+    if approve is not None:
+        published = _published_args(call, metadata)
+        edited = _edited_args(approve, call, published)
+        if edited is None or is_ours(metadata):
+            return ToolApproved(), answer_metadata(answer)
+        return ToolApproved(override_args={**published, **edited}), answer_metadata(answer)
+    return ToolDenied(canonical_json(answer)), None
+
+
+def _answer_message(index: int, item: Answer | Mapping[str, Any]) -> Answer:
+    if isinstance(item, Answer):
+        return item
+    try:
+        return Answer.model_validate(item)
+    except ValidationError as error:
+        raise ValueError(f"answers[{index}]: {error}") from error
+
+
+def deferred_results(
+    pending: DeferredToolRequests | AgentRunResult[Any], *answers: Answer | Mapping[str, Any]
+) -> DeferredToolResults:
+    """Build the ``DeferredToolResults`` that resume a parked run with these answers.
+
+    Approval calls (``@wait``, ``ApprovalRequired``, ``requires_approval=True``) get
+    ``ToolApproved`` with the answer in ``metadata[question_id]``, or ``ToolDenied(<answer as
+    JSON>)`` (see :func:`approval_for`); ``CallDeferred`` calls get the answer as their result,
+    in ``calls[question_id]``. Which is which comes from ``DeferredToolRequests.kind``.
+
+    Pydantic AI resumes only when every pending call is answered; pass all of them (or use
+    :func:`handle_message`, which holds partial answers until the rest arrive).
+
+    Args:
+        pending: The ``DeferredToolRequests`` the run parked on, or its ``AgentRunResult``.
+        *answers: Answer messages (``{"thread_id", "question_id", "answer"}``, or
+            :class:`~agent_wait.core.Answer`).
+
+    Returns:
+        The results, for ``agent.run(..., deferred_tool_results=...)``.
+
+    Raises:
+        ValueError: The run is not parked, an answer message is malformed, names a question
+            that is not pending, or answers one twice.
+        InvalidAnswer: An approving answer's ``args`` do not fit the call.
+    """
+    requests = deferred_requests(pending)
+    if requests is None:
+        raise ValueError(
+            "pending: the run finished without deferred tool calls; there is nothing to answer"
+        )
+    calls = {call.tool_call_id: call for call in (*requests.approvals, *requests.calls)}
+    results = DeferredToolResults()
+    for index, item in enumerate(answers):
+        message = _answer_message(index, item)
+        question_id = message.question_id
+        call = calls.get(question_id)
+        if call is None:
+            raise ValueError(
+                f"answers[{index}].question_id: {question_id!r} is not pending; pending: {sorted(calls)}"
+            )
+        if question_id in results.approvals or question_id in results.calls:
+            raise ValueError(f"answers[{index}].question_id: {question_id!r} is answered twice")
+        if requests.kind(question_id) == "approval":
+            approval, metadata = approval_for(
+                call, requests.metadata.get(question_id), message.answer
+            )
+            results.approvals[question_id] = approval
+            if metadata is not None:
+                results.metadata[question_id] = metadata
+        else:
+            results.calls[question_id] = message.answer
+    return results
