@@ -20,6 +20,8 @@ SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 class Step:
     """One scripted answer: a status and headers, or hang until the test ends, or meet others.
 
+    ``stall_body`` sends the status line and headers, then stalls halfway through the body.
+
     ``meet=n`` holds the request until n requests of that path are in flight at once (or 5 s
     pass), so a test can tell concurrent delivery from sequential without measuring time.
     """
@@ -28,6 +30,7 @@ class Step:
     headers: dict[str, str] = field(default_factory=dict[str, str])
     hang: bool = False
     meet: int = 0
+    stall_body: bool = False
 
 
 @dataclass(frozen=True)
@@ -105,6 +108,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(name, value)
         self.send_header("Content-Length", str(len(payload)))
         self.end_headers()
+        if step.stall_body:
+            self.wfile.write(payload[:4])
+            self.wfile.flush()
+            receiver.release.wait(30)
+            self.close_connection = True
+            return
         self.wfile.write(payload)
 
     def log_message(self, format: str, *args: object) -> None:

@@ -82,6 +82,16 @@ async def test_async_hang_is_reported_within_the_budget(receiver: Receiver) -> N
         assert "total_timeout of 1 s used up" in (failure.error or "")
 
 
+async def test_async_accepted_but_stalled_body_counts_as_delivered(receiver: Receiver) -> None:
+    url = receiver.script("/stall", Step(202, stall_body=True))
+    started = time.monotonic()
+    async with WebhookAnnounce(url, timeout=30, total_timeout=1, **FAST) as hook:
+        report = await apublish([make_question()], "order-4471", hook)
+    assert time.monotonic() - started < 10
+    assert report.ok
+    assert len(receiver.requests("/stall")) == 1
+
+
 async def test_async_connection_refused_and_strict(closed_port: int) -> None:
     hook = WebhookAnnounce(f"http://127.0.0.1:{closed_port}/", retries=2, **FAST)
     with pytest.raises(AnnounceFailed) as caught:

@@ -164,6 +164,17 @@ def test_hanging_receiver_is_reported_within_the_budget(receiver: Receiver) -> N
     hook.close()
 
 
+def test_accepted_but_stalled_body_counts_as_delivered(receiver: Receiver) -> None:
+    # The 2xx status decides; retrying would deliver the question twice for nothing.
+    url = receiver.script("/stall", Step(200, stall_body=True))
+    started = time.monotonic()
+    with WebhookAnnounce(url, timeout=30, total_timeout=1, **FAST) as hook:
+        report = publish([make_question()], "order-4471", hook)
+    assert time.monotonic() - started < 10
+    assert report.ok
+    assert len(receiver.requests("/stall")) == 1
+
+
 def test_connection_refused_is_reported(closed_port: int) -> None:
     hook = WebhookAnnounce(f"http://127.0.0.1:{closed_port}/hook", retries=1, **FAST)
     report = publish([make_question()], "order-4471", hook)

@@ -8,6 +8,7 @@ import os
 import random
 import time
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
@@ -127,11 +128,15 @@ class _Attempts:
                 status,
             )
             raise self._failure()
-        step = min(_MAX_BACKOFF, self._announcer.backoff * 2 ** (self.count - 1))
-        # Full jitter (random in [0, step]) keeps many runs from retrying in lockstep.
-        delay = server_delay if server_delay is not None else random.uniform(0, step)
-        if delay > remaining - _MIN_ATTEMPT:
+        if remaining < 2 * _MIN_ATTEMPT:
             self._fail_budget()
+        if server_delay is not None:
+            delay = server_delay
+        else:
+            step = min(_MAX_BACKOFF, self._announcer.backoff * 2 ** (self.count - 1))
+            # Full jitter keeps many runs from retrying in lockstep; at most half the remaining
+            # budget, so the retry itself still has time.
+            delay = min(random.uniform(0, step), remaining / 2)
         logger.debug(
             "webhook %s: attempt %d failed (%s); retrying in %.2f s",
             self._announcer.origin,
@@ -281,9 +286,7 @@ class WebhookAnnounce(BaseAnnounce):
             timeout = attempts.start()
             outcome: _Reply | Exception
             try:
-                # A hard cap as well: httpx timeouts bound each network step, not the whole request.
-                async with asyncio.timeout(timeout):
-                    outcome = await self._apost(client, envelope, body, timeout, attempts.deadline)
+                outcome = await self._apost(client, envelope, body, timeout, attempts.deadline)
             except (httpx.HTTPError, TimeoutError) as error:
                 outcome = error
             delay = attempts.judge(outcome, timeout)
@@ -338,15 +341,21 @@ class WebhookAnnounce(BaseAnnounce):
         deadline: float,
     ) -> _Reply:
         headers = self._request_headers(envelope, body)
-        with client.stream(
+        request = client.build_request(
             "POST", self.url, content=body, headers=headers, timeout=timeout
-        ) as response:
-            drained = 0
-            for chunk in response.iter_raw():
-                drained += len(chunk)
-                if drained > _DRAIN_LIMIT or time.monotonic() > deadline:
-                    break
-            return _Reply.of(response)
+        )
+        response = client.send(request, stream=True)
+        try:
+            # The status decides the outcome; a body that fails to arrive only costs the connection.
+            with suppress(httpx.HTTPError):
+                drained = 0
+                for chunk in response.iter_raw():
+                    drained += len(chunk)
+                    if drained > _DRAIN_LIMIT or time.monotonic() > deadline:
+                        break
+        finally:
+            response.close()
+        return _Reply.of(response)
 
     async def _apost(
         self,
@@ -357,15 +366,24 @@ class WebhookAnnounce(BaseAnnounce):
         deadline: float,
     ) -> _Reply:
         headers = self._request_headers(envelope, body)
-        async with client.stream(
+        request = client.build_request(
             "POST", self.url, content=body, headers=headers, timeout=timeout
-        ) as response:
-            drained = 0
-            async for chunk in response.aiter_raw():
-                drained += len(chunk)
-                if drained > _DRAIN_LIMIT or time.monotonic() > deadline:
-                    break
-            return _Reply.of(response)
+        )
+        # A hard cap as well: httpx timeouts bound each network step, not the whole exchange.
+        async with asyncio.timeout(timeout):
+            response = await client.send(request, stream=True)
+        try:
+            # The status decides the outcome; a body that fails to arrive only costs the connection.
+            with suppress(httpx.HTTPError, TimeoutError):
+                async with asyncio.timeout(max(0.0, deadline - time.monotonic())):
+                    drained = 0
+                    async for chunk in response.aiter_raw():
+                        drained += len(chunk)
+                        if drained > _DRAIN_LIMIT:
+                            break
+        finally:
+            await response.aclose()
+        return _Reply.of(response)
 
 
 def _user_agent() -> dict[str, str]:
