@@ -1,0 +1,247 @@
+"""SqsAnnounce: one SQS message per question; SendMessageBatch when a publish has several."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from agent_wait.core import (
+    AWS_MESSAGE_ATTRIBUTES,
+    BatchEntryFailed,
+    ClientAnnounce,
+    ClientPair,
+    ConfigError,
+    DeliveryOutcome,
+    Exchange,
+    WaitEnvelope,
+    chunk,
+    fit_identifier,
+    utf8_size,
+)
+
+try:
+    import boto3
+    from aiobotocore.session import AioSession
+    from botocore.exceptions import ProfileNotFound
+except ImportError as error:  # pragma: no cover - the distribution depends on both
+    raise ImportError(
+        "SqsAnnounce needs boto3 and aiobotocore: pip install agent-wait-sqs"
+    ) from error
+
+logger = logging.getLogger(__name__)
+
+MESSAGE_LIMIT = 1_048_576
+"""Bytes (UTF-8) of body plus attributes, per message and per SendMessageBatch request (AWS)."""
+BATCH_LIMIT = 10
+"""Entries per SendMessageBatch request (AWS)."""
+
+_QUEUE_URL = re.compile(r"^https?://[^/\s]+/[^/\s]+/(?P<name>[A-Za-z0-9_-]{1,80}(?:\.fifo)?)$")
+_AWS_HOST = re.compile(r"^https://sqs[.-](?P<region>[a-z]{2}(?:-[a-z]+)+-\d)\.amazonaws\.com")
+
+
+@dataclass(frozen=True, slots=True)
+class _Message:
+    index: int
+    params: dict[str, Any]
+    size: int
+
+
+class SqsAnnounce(ClientAnnounce):
+    """Sends each envelope as one SQS message; several in SendMessageBatch requests.
+
+    The body is the envelope JSON. Message attributes (``String``) carry ``type``,
+    ``thread_id``, the fixed ``attributes`` and the policy's tags (sorted by name), at most 10:
+    tags that do not fit, have an empty value or an invalid name are left out with a warning.
+    On a FIFO queue (``.fifo``) ``MessageGroupId`` is the thread id (or ``message_group_id``)
+    and ``MessageDeduplicationId`` the envelope's ``dedupe_key``; either is replaced by its
+    SHA-256 hex digest when it has characters or a length SQS refuses.
+
+    Sizes are checked in UTF-8 bytes before sending: a message over 1 MiB (body and attributes)
+    fails alone. Batches hold at most 10 entries and 1 MiB. An entry SQS refuses is retried
+    once in a new batch, then reported; nothing fails the other entries.
+
+    Args:
+        queue_url: The queue's URL.
+        message_group_id: FIFO only: one group for every message instead of the thread id.
+        attributes: Fixed message attributes added to every message (name to string value).
+        client: A boto3 SQS client to use (and not close) instead of building one.
+        async_client: An aiobotocore SQS client to use (and not close) on the async path.
+        endpoint_url: Endpoint of the built clients (LocalStack, moto, a VPC endpoint).
+        region: Region of the built clients; default: the queue URL's, else the AWS config's.
+        profile: AWS config profile of the built clients.
+
+    Raises:
+        ConfigError: An option is invalid; the message names it and the value.
+    """
+
+    name = "sqs"
+
+    def __init__(
+        self,
+        queue_url: str,
+        *,
+        message_group_id: str | None = None,
+        attributes: Mapping[str, str] | None = None,
+        client: Any = None,
+        async_client: Any = None,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        profile: str | None = None,
+    ) -> None:
+        match = _QUEUE_URL.match(queue_url) if isinstance(queue_url, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
+        if match is None:
+            raise ConfigError(
+                "queue_url: expected an SQS queue URL such as "
+                f"'https://sqs.us-east-1.amazonaws.com/123456789012/approvals', got {queue_url!r}"
+            )
+        self.queue_url = queue_url
+        self.fifo = match["name"].endswith(".fifo")
+        if message_group_id is not None:
+            if not self.fifo:
+                raise ConfigError(
+                    f"message_group_id: only FIFO queues (.fifo) have message groups; {queue_url!r} "
+                    "is a standard queue"
+                )
+            if fit_identifier(message_group_id) != message_group_id:
+                raise ConfigError(
+                    "message_group_id: expected 1-128 letters, digits or ASCII punctuation, got "
+                    f"{message_group_id!r}"
+                )
+        self.message_group_id = message_group_id
+        self.attributes = AWS_MESSAGE_ATTRIBUTES.fixed("attributes", attributes)
+        if region is None and (host := _AWS_HOST.match(queue_url)):
+            region = host["region"]
+        self.clients = _client_pair("sqs", client, async_client, endpoint_url, region, profile)
+
+    def plan(
+        self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]
+    ) -> list[Exchange]:
+        """One SendMessage for a single envelope, else SendMessageBatch requests."""
+        messages: list[_Message] = []
+        for index, envelope in enumerate(envelopes):
+            try:
+                messages.append(self._message(index, envelope))
+            except ValueError as error:
+                outcomes[index] = error
+        if len(envelopes) == 1:
+            return [self._send_one(message, outcomes) for message in messages]
+        batches = chunk(messages, max_count=BATCH_LIMIT, max_bytes=MESSAGE_LIMIT, size=_size)
+        return [self._send_batch(batch, outcomes) for batch in batches]
+
+    def _message(self, index: int, envelope: WaitEnvelope) -> _Message:
+        body = envelope.to_json().decode("utf-8")
+        routing = AWS_MESSAGE_ATTRIBUTES.select(envelope, self.attributes)
+        if routing.dropped:
+            logger.warning(
+                "SQS message of question %s sent without tags %s",
+                envelope.question_id,
+                "; ".join(f"{name!r} ({why})" for name, why in routing.dropped.items()),
+            )
+        size = utf8_size(body) + sum(utf8_size(n, "String", v) for n, v in routing.values.items())
+        if size > MESSAGE_LIMIT:
+            raise ValueError(
+                f"the SQS message of question {envelope.question_id!r} is {size} bytes (body and "
+                f"attributes), over SQS's {MESSAGE_LIMIT}-byte limit"
+            )
+        params: dict[str, Any] = {
+            "MessageBody": body,
+            "MessageAttributes": {
+                name: {"DataType": "String", "StringValue": value}
+                for name, value in routing.values.items()
+            },
+        }
+        if self.fifo:
+            params["MessageGroupId"] = self.message_group_id or fit_identifier(envelope.thread_id)
+            params["MessageDeduplicationId"] = fit_identifier(envelope.dedupe_key)
+        return _Message(index, params, size)
+
+    def _send_one(self, message: _Message, outcomes: list[DeliveryOutcome]) -> Exchange:
+        result = yield "send_message", {"QueueUrl": self.queue_url, **message.params}
+        outcomes[message.index] = result if isinstance(result, BaseException) else None
+
+    def _send_batch(self, batch: list[_Message], outcomes: list[DeliveryOutcome]) -> Exchange:
+        # Entry ids are the envelopes' positions: unique, and in SQS's id alphabet.
+        pending = {str(message.index): message for message in batch}
+        refused: dict[str, BaseException] = {}
+        for _attempt in range(2):  # a refused entry is retried once, then reported
+            entries = [{"Id": entry_id, **m.params} for entry_id, m in pending.items()]
+            result = yield "send_message_batch", {"QueueUrl": self.queue_url, "Entries": entries}
+            if isinstance(result, BaseException):
+                for message in pending.values():
+                    outcomes[message.index] = result
+                return
+            response = cast("Mapping[str, Any]", result)
+            for entry in response.get("Successful", []):
+                outcomes[pending[entry["Id"]].index] = None
+            refused = {
+                entry["Id"]: BatchEntryFailed(
+                    "SQS",
+                    entry.get("Code", "?"),
+                    entry.get("Message", ""),
+                    entry.get("SenderFault"),
+                )
+                for entry in response.get("Failed", [])
+            }
+            pending = {entry_id: m for entry_id, m in pending.items() if entry_id in refused}
+            if not pending:
+                return
+        for entry_id, message in pending.items():
+            outcomes[message.index] = refused[entry_id]
+
+
+def _size(message: _Message) -> int:
+    return message.size
+
+
+class _Session(Protocol):
+    @property
+    def region_name(self) -> str | None: ...
+
+    def client(self, service_name: str, *, endpoint_url: str | None = None) -> Any: ...
+
+
+class _AioSession(Protocol):
+    def create_client(
+        self, service_name: str, *, region_name: str | None, endpoint_url: str | None
+    ) -> AbstractAsyncContextManager[Any]: ...
+
+
+def _client_pair(
+    service: str,
+    client: Any,
+    async_client: Any,
+    endpoint_url: str | None,
+    region: str | None,
+    profile: str | None,
+) -> ClientPair[Any, Any]:
+    given: dict[str, object] = {"endpoint_url": endpoint_url, "region": region, "profile": profile}
+    for option, value in given.items():
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigError(f"{option}: expected a non-empty string, got {value!r}")
+    if endpoint_url is not None and not endpoint_url.startswith(("http://", "https://")):
+        raise ConfigError(f"endpoint_url: expected an http(s) URL, got {endpoint_url!r}")
+    try:
+        session = cast("_Session", boto3.Session(profile_name=profile, region_name=region))
+    except ProfileNotFound as error:
+        raise ConfigError(f"profile: {profile!r} is not in the AWS config files") from error
+    if client is None and async_client is None and session.region_name is None:
+        raise ConfigError(
+            "region: no AWS region given or configured; pass region=... or set AWS_REGION"
+        )
+
+    def open_async() -> AbstractAsyncContextManager[Any]:
+        aio = cast("_AioSession", AioSession(profile=profile))
+        return aio.create_client(
+            service, region_name=session.region_name, endpoint_url=endpoint_url
+        )
+
+    return ClientPair(
+        lambda: session.client(service, endpoint_url=endpoint_url),
+        None if client is not None and async_client is None else open_async,
+        sync_client=client,
+        async_client=async_client,
+    )

@@ -1,0 +1,312 @@
+"""A real moto server process for the AWS announcers' tests (SNS, SQS, EventBridge, DynamoDB).
+
+One ``moto_server`` process (the venv's executable) on a free 127.0.0.1 port serves every AWS
+suite in the session; it is reset before each test that asks for the ``aws`` fixture (SQS sends
+get slower with queue depth) and terminated when the session ends. Each suite's conftest
+imports the fixtures from here::
+
+    from tests.aws_moto import aws, moto_server  # noqa: F401
+
+Besides the server, this module holds the two test hooks the suites share: counting API
+requests through botocore's ``after-call`` event, and fault injection through a ``before-send``
+handler that answers with an AWS error response instead of sending (the only mock: throttling
+and access denied are faults a moto server cannot produce on demand).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from aiobotocore.awsrequest import AioAWSResponse
+from aiobotocore.session import AioSession
+from botocore.awsrequest import AWSResponse
+from botocore.config import Config
+
+from agent_wait.core import Question, Source, WaitPolicy
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+CREDENTIALS = {"aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
+_STARTUP_SECONDS = 30.0
+
+
+def free_port() -> int:
+    """A port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _executable() -> str:
+    # The venv's own moto_server, next to the interpreter running the tests.
+    local = Path(sys.executable).with_name("moto_server")
+    found = str(local) if local.exists() else shutil.which("moto_server")
+    if not found:
+        raise RuntimeError("moto_server not found; install the test group (moto[server])")
+    return found
+
+
+class MotoServer:
+    """The ``moto_server`` process, started on first use and stopped by its last user."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self._process: subprocess.Popen[bytes] | None = None
+        self._users = 0
+        self._lock = threading.Lock()
+
+    def acquire(self) -> MotoServer:
+        """Start the server if nobody uses it yet."""
+        with self._lock:
+            if self._process is None:
+                self._start()
+            self._users += 1
+            return self
+
+    def release(self) -> None:
+        """Stop the server when its last user is done."""
+        with self._lock:
+            self._users -= 1
+            if self._users == 0 and self._process is not None:
+                self._process.terminate()
+                try:
+                    self._process.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    self._process.kill()
+                    self._process.wait()
+                self._process = None
+
+    def _start(self) -> None:
+        port = free_port()
+        process = subprocess.Popen(
+            [_executable(), "-H", "127.0.0.1", "-p", str(port)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + _STARTUP_SECONDS
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(
+                    f"moto_server exited with {process.returncode} before it was ready"
+                )
+            try:
+                with urllib.request.urlopen(f"{url}/moto-api/", timeout=1) as response:
+                    if response.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass
+            if time.monotonic() > deadline:
+                process.kill()
+                raise RuntimeError(f"moto_server not ready on {url} after {_STARTUP_SECONDS}s")
+            time.sleep(0.05)
+        self._process, self.url = process, url
+
+    def reset(self) -> None:
+        """Forget every resource (``POST /moto-api/reset``)."""
+        request = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST")
+        with urllib.request.urlopen(request, timeout=10) as response:
+            assert response.status == 200
+
+
+_SERVER = MotoServer()
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    """The session's moto server (one process, however many suites use it)."""
+    server = _SERVER.acquire()
+    try:
+        yield server
+    finally:
+        server.release()
+
+
+@dataclass
+class Aws:
+    """Clients and announcer options for the moto server, fresh for one test."""
+
+    url: str
+    session: boto3.Session
+
+    @property
+    def options(self) -> dict[str, str]:
+        """What an announcer needs to reach moto: ``endpoint_url`` and ``region``."""
+        return {"endpoint_url": self.url, "region": REGION}
+
+    def client(self, service: str, *, max_attempts: int | None = None) -> Any:
+        """A boto3 client of ``service`` on moto."""
+        config = None if max_attempts is None else _retries(max_attempts)
+        return self.session.client(service, endpoint_url=self.url, config=config)
+
+    @asynccontextmanager
+    async def aclient(self, service: str, *, max_attempts: int | None = None) -> AsyncIterator[Any]:
+        """An aiobotocore client of ``service`` on moto."""
+        config = None if max_attempts is None else _retries(max_attempts)
+        creator = AioSession().create_client(
+            service, region_name=REGION, endpoint_url=self.url, config=config, **CREDENTIALS
+        )
+        async with creator as client:
+            yield client
+
+
+def _retries(max_attempts: int) -> Config:
+    return Config(retries={"mode": "standard", "total_max_attempts": max_attempts})
+
+
+@pytest.fixture
+def aws(moto_server: MotoServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Aws:
+    """A reset moto server, and an environment whose only AWS settings are test credentials."""
+    moto_server.reset()
+    for name in (
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_SESSION_TOKEN",
+        "AWS_REGION",
+        "AWS_DEFAULT_REGION",
+        "AWS_ENDPOINT_URL",
+        "AWS_MAX_ATTEMPTS",
+        "AWS_RETRY_MODE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    for service in ("SNS", "SQS", "EVENTBRIDGE", "DYNAMODB"):
+        monkeypatch.delenv(f"AWS_ENDPOINT_URL_{service}", raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", CREDENTIALS["aws_access_key_id"])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CREDENTIALS["aws_secret_access_key"])
+    # No shared config or credentials file of the machine may leak into a test.
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
+    return Aws(moto_server.url, boto3.Session(region_name=REGION, **CREDENTIALS))
+
+
+def count_requests(client: Any, service: str, operation: str) -> list[dict[str, Any]]:
+    """Record the parameters of every ``operation`` call the client makes (one per request)."""
+    calls: list[dict[str, Any]] = []
+
+    def record(**kwargs: Any) -> None:
+        calls.append(kwargs["context"].get("params_snapshot", {}))
+
+    def snapshot(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["params_snapshot"] = json.loads(json.dumps(params, default=str))
+
+    client.meta.events.register(f"before-parameter-build.{service}.{operation}", snapshot)
+    client.meta.events.register(f"after-call.{service}.{operation}", record)
+    return calls
+
+
+class _Body:
+    """A raw HTTP body for both botocore (``stream``) and aiobotocore (``read``)."""
+
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+
+    def stream(self, **_: Any) -> Iterator[bytes]:
+        yield self._data
+
+    async def read(self) -> bytes:
+        return self._data
+
+
+def inject_error(
+    client: Any,
+    service: str,
+    operation: str,
+    *,
+    code: str,
+    status: int = 400,
+    message: str = "injected fault",
+    times: int | None = None,
+) -> list[int]:
+    """Answer ``operation`` with an AWS error response instead of sending it.
+
+    The response goes through botocore's own parsing and retry handling, so the client raises
+    exactly what it would for a real error of that code. Returns a list that grows by one per
+    injected response. ``times`` limits how many requests fail (default: all).
+    """
+    injected: list[int] = []
+    protocol = client.meta.service_model.protocol
+    is_async = type(client).__module__.startswith("aiobotocore")
+
+    def respond(request: Any, **_: Any) -> AWSResponse | None:
+        if times is not None and len(injected) >= times:
+            return None
+        injected.append(status)
+        if protocol == "query":
+            body = (
+                "<ErrorResponse><Error><Type>Sender</Type>"
+                f"<Code>{code}</Code><Message>{message}</Message></Error>"
+                "<RequestId>injected</RequestId></ErrorResponse>"
+            ).encode()
+            headers = {"Content-Type": "text/xml"}
+        else:
+            body = json.dumps({"__type": code, "message": message}).encode()
+            headers = {
+                "Content-Type": "application/x-amz-json-1.0",
+                "x-amzn-query-error": f"{code};Sender",
+            }
+        cls = AioAWSResponse if is_async else AWSResponse
+        return cls(request.url, status, headers, _Body(body))
+
+    client.meta.events.register(f"before-send.{service}.{operation}", respond)
+    return injected
+
+
+def create_queue(sqs: Any, name: str, **attributes: str) -> tuple[str, str]:
+    """Create a queue (FIFO when ``name`` ends in ``.fifo``); return its URL and ARN."""
+    if name.endswith(".fifo"):
+        attributes.setdefault("FifoQueue", "true")
+    url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+    arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
+    return url, arn
+
+
+def drain(sqs: Any, url: str) -> list[dict[str, Any]]:
+    """Every message now visible on the queue, with attributes (received ones stay hidden)."""
+    messages: list[dict[str, Any]] = []
+    while True:
+        batch = sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=0,
+            MessageAttributeNames=["All"],
+            MessageSystemAttributeNames=["All"],
+        ).get("Messages", [])
+        if not batch:
+            return messages
+        messages.extend(batch)
+
+
+def questions(
+    count: int, *, tags: dict[str, str] | None = None, payload: str = ""
+) -> list[Question]:
+    """``count`` distinct questions (ids ``q0``...), optionally with tags and a large payload."""
+    policy = WaitPolicy(timeout="P3D", default={"action": "reject"}, tags=tags or {})
+    return [
+        Question(
+            question_id=f"q{i}",
+            question={
+                "function": "issue_refund",
+                "args": {"amount": 41000 + i, "ratio": 0.5, "note": payload},
+            },
+            policy=policy,
+            source=Source(function="issue_refund"),
+        )
+        for i in range(count)
+    ]
