@@ -26,6 +26,7 @@ from agent_wait.core._announce import BaseAnnounce, Delivery, DeliveryOutcome, P
 from agent_wait.core._batching import (
     AWS_MESSAGE_ATTRIBUTES,
     AttributeRules,
+    BatchEntryFailed,
     ClientAnnounce,
     ClientPair,
     Exchange,
@@ -82,6 +83,7 @@ __all__ = [
     "Answer",
     "AttributeRules",
     "BaseAnnounce",
+    "BatchEntryFailed",
     "ClientAnnounce",
     "ClientPair",
     "ConfigError",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome
-from agent_wait.core._errors import ConfigError
+from agent_wait.core._errors import AgentWaitError, ConfigError
 from agent_wait.core._models import WaitEnvelope
 
 T = TypeVar("T")
@@ -298,6 +298,26 @@ class ClientPair(Generic[S, A]):
             if stack is not None:
                 await stack.aclose()
         self.close()
+
+
+class BatchEntryFailed(AgentWaitError):
+    """A transport refused one entry of a batch request; the other entries are unaffected.
+
+    Attributes:
+        service: The transport ("SQS", "SNS", "EventBridge").
+        code: The transport's error code for the entry.
+        detail: The transport's error message for the entry.
+        sender_fault: True when the entry itself is at fault, None when not reported.
+    """
+
+    def __init__(
+        self, service: str, code: str, detail: str, sender_fault: bool | None = None
+    ) -> None:
+        super().__init__(f"{service} refused the entry: {code}: {detail}")
+        self.service = service
+        self.code = code
+        self.detail = detail
+        self.sender_fault = sender_fault
 
 
 Exchange = Generator[tuple[str, dict[str, Any]], Any, None]
