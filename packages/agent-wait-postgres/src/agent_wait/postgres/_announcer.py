@@ -1,0 +1,307 @@
+"""PostgresAnnounce: one row per question, inserted if absent, plus a NOTIFY (psycopg 3)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    import psycopg
+    from psycopg import AsyncConnection, Connection, sql
+    from psycopg.conninfo import conninfo_to_dict
+    from psycopg.rows import TupleRow
+except ImportError as error:  # pragma: no cover - the distribution depends on psycopg
+    raise ImportError(
+        "PostgresAnnounce needs psycopg 3: pip install agent-wait-postgres"
+    ) from error
+
+from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.postgres._schema import (
+    COLUMNS,
+    DEFAULT_CHANNEL,
+    DEFAULT_TABLE,
+    acreate_schema,
+    check_channel,
+    create_schema,
+    notify_payload,
+    row_key,
+    row_values,
+    table_identifier,
+)
+
+_NOTIFY = sql.SQL("SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload")
+
+
+class PostgresAnnounce(BaseAnnounce):
+    """Writes each question as one row of a PostgreSQL table and NOTIFYs a channel.
+
+    The row has the DynamoDB/sqlite shape: ``pk = THREAD#<thread_id>``, ``sk =
+    WAIT#<question_id>``, ``status = 'open'``, every envelope field as a column (JSONB for
+    objects), ``expires_at`` as ``timestamptz`` (``9999-12-31T23:59:59Z`` when the question has
+    none) and the whole envelope as JSONB. The insert is ``ON CONFLICT (pk, sk) DO NOTHING``: a
+    republish changes nothing, never overwrites a status a consumer set, and counts as
+    delivered. Each new row (not a republish) sends ``pg_notify(channel, payload)`` with its
+    ids as JSON (``{"dedupe_key", "thread_id", "question_id"}``), delivered when the
+    transaction commits. Several envelopes are inserted in one transaction; an envelope the
+    database refuses fails alone.
+
+    Create the table with :func:`agent_wait.postgres.create_schema` (or ``create_table=True``),
+    and read overdue questions with :func:`agent_wait.postgres.open_questions_past`.
+
+    Args:
+        url: libpq connection string or URI (``postgresql://user@host:5432/db``); empty uses
+            the ``PG*`` environment variables and libpq defaults.
+        table: ``name`` or ``schema.name``.
+        channel: The NOTIFY channel; None sends no notification.
+        create_table: Create the table and its index on first connect if missing.
+        timeout: Seconds to wait to connect (libpq rounds up to whole seconds).
+
+    Raises:
+        ConfigError: An option is invalid (the message names it and the value).
+    """
+
+    name = "postgres"
+
+    def __init__(
+        self,
+        url: str = "",
+        table: str = DEFAULT_TABLE,
+        channel: str | None = DEFAULT_CHANNEL,
+        create_table: bool = False,
+        timeout: float = 10.0,
+    ) -> None:
+        if not isinstance(url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"postgres option url: expected a connection string, got {type(url).__name__}"
+            )
+        try:
+            conninfo_to_dict(url)
+        except psycopg.ProgrammingError as error:
+            # Only the parser's verdict: the string itself may carry a password.
+            raise ConfigError(
+                f"postgres option url: not a libpq connection string or URI ({error})"
+            ) from error
+        ident = table_identifier(table)
+        if channel is not None:
+            check_channel(channel)
+        if not isinstance(create_table, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"postgres option create_table: expected true or false, got {create_table!r}"
+            )
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"postgres option timeout: expected a positive number, got {timeout!r}"
+            )
+        self.url = url
+        self.table = table
+        self.channel = channel
+        self.create_table = create_table
+        self.timeout = float(timeout)
+        self._insert = sql.SQL(
+            "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT (pk, sk) DO NOTHING RETURNING pk, sk"
+        ).format(
+            ident,
+            sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS),
+            sql.SQL(", ").join(sql.Placeholder() for _ in COLUMNS),
+        )
+        self._lock = threading.Lock()
+        self._conn: Connection[TupleRow] | None = None
+        # An AsyncConnection belongs to the loop it was opened on: one per running loop.
+        self._async: _AsyncSlot | None = None
+        self._aloop: asyncio.AbstractEventLoop | None = None
+
+    def _connect_args(self) -> dict[str, Any]:
+        # autocommit: every write below opens its own explicit transaction, and a reader's
+        # connection is never left idle in a transaction.
+        return {"autocommit": True, "connect_timeout": max(1, math.ceil(self.timeout))}
+
+    # -- sync --------------------------------------------------------------------------------
+
+    def deliver(self, envelope: WaitEnvelope) -> None:
+        """Insert the question's row unless it exists, and notify when it is new.
+
+        Raises:
+            psycopg.Error: The database is unreachable or refused the row.
+        """
+        _raise_outcome(self.deliver_many([envelope]))
+
+    def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Insert every row in one transaction; one outcome per envelope, in order."""
+        if not envelopes:
+            return []
+        with self._lock:
+            try:
+                conn = self._connection()
+                return self._write(conn, envelopes)
+            except psycopg.Error as error:
+                return [error] * len(envelopes)
+
+    def _connection(self) -> Connection[TupleRow]:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            self._conn = None
+            conn = psycopg.Connection.connect(self.url, **self._connect_args())
+            if self.create_table:
+                try:
+                    create_schema(conn, self.table)
+                except BaseException:
+                    conn.close()
+                    raise
+            self._conn = conn
+        return conn
+
+    def _write(
+        self, conn: Connection[TupleRow], envelopes: Sequence[WaitEnvelope]
+    ) -> list[DeliveryOutcome]:
+        rows = [row_values(e) for e in envelopes]
+        try:
+            with conn.transaction(), conn.cursor() as cursor:
+                cursor.executemany(self._insert, rows, returning=True)
+                new = {(row[0], row[1]) for _ in cursor.results() for row in cursor.fetchall()}
+                self._notify(cursor, [e for e in envelopes if row_key(e) in new])
+            return [None] * len(envelopes)
+        except psycopg.Error as error:
+            if conn.broken:
+                raise
+            if len(envelopes) == 1:
+                return [_refused(error, envelopes[0])]
+        # Some row was refused: redo them one by one, each in a savepoint, so it fails alone.
+        outcomes: list[DeliveryOutcome] = []
+        with conn.transaction(), conn.cursor() as cursor:
+            for envelope, row in zip(envelopes, rows, strict=True):
+                try:
+                    with conn.transaction():
+                        cursor.execute(self._insert, row)
+                        if cursor.fetchone() is not None:
+                            self._notify(cursor, [envelope])
+                except psycopg.Error as error:
+                    if conn.broken:
+                        raise
+                    outcomes.append(_refused(error, envelope))
+                else:
+                    outcomes.append(None)
+        return outcomes
+
+    def _notify(self, cursor: psycopg.Cursor[TupleRow], new: Sequence[WaitEnvelope]) -> None:
+        if self.channel is not None and new:
+            cursor.execute(_NOTIFY, [self.channel, [notify_payload(e) for e in new]])
+
+    def close(self) -> None:
+        """Close the sync connection (a later delivery reconnects)."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    # -- async -------------------------------------------------------------------------------
+
+    async def adeliver(self, envelope: WaitEnvelope) -> None:
+        """Async :meth:`deliver`."""
+        _raise_outcome(await self.adeliver_many([envelope]))
+
+    async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        """Async :meth:`deliver_many`."""
+        if not envelopes:
+            return []
+        loop = asyncio.get_running_loop()
+        if self._async is None or self._aloop is not loop:
+            self._async, self._aloop = _AsyncSlot(), loop
+        slot = self._async
+        async with slot.lock:
+            try:
+                conn = await self._aconnection(slot)
+                return await self._awrite(conn, envelopes)
+            except psycopg.Error as error:
+                return [error] * len(envelopes)
+
+    async def _aconnection(self, slot: _AsyncSlot) -> AsyncConnection[TupleRow]:
+        conn = slot.conn
+        if conn is None or conn.closed or conn.broken:
+            slot.conn = None
+            conn = await psycopg.AsyncConnection.connect(self.url, **self._connect_args())
+            if self.create_table:
+                try:
+                    await acreate_schema(conn, self.table)
+                except BaseException:
+                    await conn.close()
+                    raise
+            slot.conn = conn
+        return conn
+
+    async def _awrite(
+        self, conn: AsyncConnection[TupleRow], envelopes: Sequence[WaitEnvelope]
+    ) -> list[DeliveryOutcome]:
+        rows = [row_values(e) for e in envelopes]
+        try:
+            async with conn.transaction(), conn.cursor() as cursor:
+                await cursor.executemany(self._insert, rows, returning=True)
+                new: set[tuple[str, str]] = set()
+                async for _ in cursor.results():
+                    new.update((row[0], row[1]) for row in await cursor.fetchall())
+                await self._anotify(cursor, [e for e in envelopes if row_key(e) in new])
+            return [None] * len(envelopes)
+        except psycopg.Error as error:
+            if conn.broken:
+                raise
+            if len(envelopes) == 1:
+                return [_refused(error, envelopes[0])]
+        outcomes: list[DeliveryOutcome] = []
+        async with conn.transaction(), conn.cursor() as cursor:
+            for envelope, row in zip(envelopes, rows, strict=True):
+                try:
+                    async with conn.transaction():
+                        await cursor.execute(self._insert, row)
+                        if await cursor.fetchone() is not None:
+                            await self._anotify(cursor, [envelope])
+                except psycopg.Error as error:
+                    if conn.broken:
+                        raise
+                    outcomes.append(_refused(error, envelope))
+                else:
+                    outcomes.append(None)
+        return outcomes
+
+    async def _anotify(
+        self, cursor: psycopg.AsyncCursor[TupleRow], new: Sequence[WaitEnvelope]
+    ) -> None:
+        if self.channel is not None and new:
+            await cursor.execute(_NOTIFY, [self.channel, [notify_payload(e) for e in new]])
+
+    async def aclose(self) -> None:
+        """Close this loop's async connection, then the sync one."""
+        slot, loop = self._async, self._aloop
+        self._async = self._aloop = None
+        if slot is not None and slot.conn is not None and loop is asyncio.get_running_loop():
+            await slot.conn.close()
+        await asyncio.to_thread(self.close)
+
+
+class _AsyncSlot:
+    """The async connection of one event loop, and the lock that serialises its use."""
+
+    def __init__(self) -> None:
+        self.conn: AsyncConnection[TupleRow] | None = None
+        self.lock = asyncio.Lock()  # binds to the loop of its first use
+
+
+def _refused(error: psycopg.Error, envelope: WaitEnvelope) -> psycopg.Error:
+    """The same error type with only the server's primary message.
+
+    The full message's DETAIL and CONTEXT can quote the row (the question), and the report's
+    error text is logged at WARNING; the original stays reachable as ``__cause__``.
+    """
+    primary = error.diag.message_primary or type(error).__name__
+    state = f" (SQLSTATE {error.sqlstate})" if error.sqlstate else ""
+    clean = type(error)(
+        f"PostgreSQL refused the row of question {envelope.question_id!r}: {primary}{state}"
+    )
+    clean.__cause__ = error
+    return clean
+
+
+def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:
+    if outcomes[0] is not None:
+        raise outcomes[0]
