@@ -151,6 +151,16 @@ def test_decision_parameter_always_runs_with_the_whole_answer(adapter: FakeAdapt
     assert deploy("api") == ("api", {"action": "reject", "why": "freeze"})
 
 
+def test_decision_parameter_without_default(adapter: FakeAdapter) -> None:
+    @make_wait(adapter)(when=lambda n, **_: n > 1)
+    def step(n: int, decision: Any) -> Any:
+        return (n, decision)
+
+    assert step(1) == (1, None)
+    adapter.answers["step"] = "yes"
+    assert step(5) == (5, "yes")
+
+
 def test_when_predicate_both_branches_and_a_raising_one(adapter: FakeAdapter) -> None:
     wait = make_wait(adapter)
 

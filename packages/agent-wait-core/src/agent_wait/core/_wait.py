@@ -198,8 +198,17 @@ class _Wait:
         self.announce = announce
         self.when = when
         self.clock = clock
-        self.signature = inspect.signature(function)
-        self.decision = decision if decision in self.signature.parameters else None
+        signature = inspect.signature(function)
+        self.decision = decision if decision in signature.parameters else None
+        if self.decision is not None:
+            # Frameworks never pass the decision parameter (it is hidden from them), so a call
+            # without an answer binds it to None instead of failing for a missing argument.
+            params = [
+                p.replace(default=None) if p.name == self.decision and p.default is p.empty else p
+                for p in signature.parameters.values()
+            ]
+            signature = signature.replace(parameters=params)
+        self.signature = signature
         hidden = set(adapter.hidden_parameters(self.signature))
         if self.decision:
             hidden.add(self.decision)
