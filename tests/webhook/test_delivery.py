@@ -13,6 +13,7 @@ import standardwebhooks
 
 from agent_wait.core import AnnounceFailed, publish
 from agent_wait.webhook import WebhookAnnounce, WebhookDeliveryError, verify
+from agent_wait.webhook._announcer import retry_after_seconds
 
 from .conftest import SECRET, Receiver, Step, make_envelope, make_question
 
@@ -257,3 +258,14 @@ def test_client_is_reopened_after_close(receiver: Receiver) -> None:
     hook.close()
     first, second = receiver.requests("/hook")
     assert first.client_port != second.client_port
+
+
+def test_retry_after_parsing() -> None:
+    now = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
+    assert retry_after_seconds(None, now) is None
+    assert retry_after_seconds("120", now) == 120.0
+    assert retry_after_seconds(" 0 ", now) == 0.0
+    assert retry_after_seconds("Fri, 11 Sep 2026 09:00:30 GMT", now) == 30.0
+    assert retry_after_seconds("Fri, 11 Sep 2026 08:59:00 GMT", now) == 0.0  # already past
+    assert retry_after_seconds("soon", now) is None
+    assert retry_after_seconds("-5", now) is None

@@ -14,7 +14,12 @@ from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
-import httpx
+try:
+    import httpx
+except ImportError as error:  # a broken install: say which distribution brings httpx
+    raise ImportError(
+        f"agent-wait-webhook needs httpx ({error}); reinstall it: pip install agent-wait-webhook"
+    ) from error
 
 from agent_wait.core import (
     BaseAnnounce,
@@ -107,7 +112,7 @@ class _Attempts:
         """Count an attempt and return its timeout; raise when the budget is used up."""
         remaining = self.deadline - time.monotonic()
         if self.count and remaining < _MIN_ATTEMPT:
-            self._fail_budget()
+            raise self._budget_failure()
         self.count += 1
         return max(_MIN_ATTEMPT, min(self._announcer.timeout, remaining))
 
@@ -129,7 +134,7 @@ class _Attempts:
             )
             raise self._failure()
         if remaining < 2 * _MIN_ATTEMPT:
-            self._fail_budget()
+            raise self._budget_failure()
         if server_delay is not None:
             delay = server_delay
         else:
@@ -172,11 +177,11 @@ class _Attempts:
         )
         return retryable, None
 
-    def _fail_budget(self) -> None:
+    def _budget_failure(self) -> WebhookDeliveryError:
         reason, status = self._last
         budget = self._announcer.total_timeout
         self._last = (f"{reason}; total_timeout of {budget:g} s used up", status)
-        raise self._failure()
+        return self._failure()
 
     def _failure(self) -> WebhookDeliveryError:
         reason, status = self._last
