@@ -1,0 +1,84 @@
+"""agent-wait for Pydantic AI: deferred tool calls published as agent-wait envelopes.
+
+Gate a tool, then let :func:`handle_message` run the host loop::
+
+    from pydantic_ai import Agent, DeferredToolRequests, RunContext
+    from agent_wait.core import WaitPolicy, announcer
+    from agent_wait.pydantic_ai import SqliteHistory, handle_message, wait
+
+    agent = Agent("openai:gpt-5", output_type=[str, DeferredToolRequests])
+
+    @agent.tool
+    @wait(WaitPolicy(timeout="P3D", default={"action": "reject"}))
+    def issue_refund(ctx: RunContext[None], order_id: str, amount: int) -> str:
+        return f"refunded {amount} on {order_id}"
+
+    handled = handle_message(agent, message, announcer("sqlite", path="inbox.sqlite3"),
+                             history=SqliteHistory("history.sqlite3"))
+
+A start message runs the agent; when ``issue_refund`` is called it raises
+``ApprovalRequired`` and one ``wait.created`` envelope per deferred call is published, with
+the ``tool_call_id`` as question id. The answer message
+(``{**envelope["reply_with"], "answer": {"action": "approve"}}``) resumes the run from the
+stored history. ``requires_approval=True`` tools and ``CallDeferred`` calls are published too.
+See docs/frameworks/pydantic-ai.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_wait.pydantic_ai._adapter import questions_in
+    from agent_wait.pydantic_ai._history import HistoryStore, InMemoryHistory, SqliteHistory
+    from agent_wait.pydantic_ai._host import ahandle_message, handle_message
+    from agent_wait.pydantic_ai._results import deferred_results
+    from agent_wait.pydantic_ai._wait import apublish_interrupts, hitl, publish_interrupts, wait
+
+__all__ = [
+    "HistoryStore",
+    "InMemoryHistory",
+    "SqliteHistory",
+    "ahandle_message",
+    "apublish_interrupts",
+    "deferred_results",
+    "handle_message",
+    "hitl",
+    "publish_interrupts",
+    "questions_in",
+    "wait",
+]
+
+# Resolved on first access, so that loading the plugin (agent_wait.pydantic_ai._plugin, which
+# imports this package first) does not import Pydantic AI.
+_MODULES = {
+    "HistoryStore": "_history",
+    "InMemoryHistory": "_history",
+    "SqliteHistory": "_history",
+    "ahandle_message": "_host",
+    "apublish_interrupts": "_wait",
+    "deferred_results": "_results",
+    "handle_message": "_host",
+    "hitl": "_wait",
+    "publish_interrupts": "_wait",
+    "questions_in": "_adapter",
+    "wait": "_wait",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MODULES.get(name)
+    if module is None:
+        if name == "__version__":
+            from importlib.metadata import version
+
+            return version("agent-wait-pydantic-ai")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
