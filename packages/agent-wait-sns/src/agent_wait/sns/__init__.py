@@ -1,0 +1,35 @@
+"""Amazon SNS announcer for agent-wait: one message per question, tags as message attributes.
+
+Use it directly::
+
+    from agent_wait.sns import SnsAnnounce
+
+    announce = SnsAnnounce("arn:aws:sns:eu-west-1:123456789012:approvals")
+    report = publish(questions, thread_id="order-4471", announce=announce)
+
+or by name from configuration (``agent-wait.toml``)::
+
+    [[announce]]
+    use = "sns"
+    topic_arn = "arn:aws:sns:eu-west-1:123456789012:approvals"
+
+Options, message shape, limits and IAM permissions: docs/announcers/sns.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_wait.sns._announcer import SnsAnnounce
+
+__all__ = ["SnsAnnounce"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so importing the package (the entry point does) never imports boto3.
+    if name == "SnsAnnounce":
+        from agent_wait.sns._announcer import SnsAnnounce
+
+        return SnsAnnounce
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,249 @@
+"""SnsAnnounce: one SNS message per question; PublishBatch when a publish has several."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from agent_wait.core import (
+    AWS_MESSAGE_ATTRIBUTES,
+    BatchEntryFailed,
+    ClientAnnounce,
+    ClientPair,
+    ConfigError,
+    DeliveryOutcome,
+    Exchange,
+    WaitEnvelope,
+    chunk,
+    fit_identifier,
+    utf8_size,
+)
+
+try:
+    import boto3
+    from aiobotocore.session import AioSession
+    from botocore.exceptions import ProfileNotFound
+except ImportError as error:  # pragma: no cover - the distribution depends on both
+    raise ImportError(
+        "SnsAnnounce needs boto3 and aiobotocore: pip install agent-wait-sns"
+    ) from error
+
+logger = logging.getLogger(__name__)
+
+MESSAGE_LIMIT = 262_144
+"""Bytes (UTF-8) of message, subject and attributes, per message and per PublishBatch request
+(AWS's default topic limit; a topic raised to 1 MiB still accepts it)."""
+BATCH_LIMIT = 10
+"""Entries per PublishBatch request (AWS)."""
+SUBJECT_LIMIT = 99
+"""Characters: AWS wants a subject "less than 100 characters long"."""
+
+_TOPIC_ARN = re.compile(
+    r"^arn:aws[a-z-]*:sns:(?P<region>[a-z0-9-]+):\d{12}:(?P<name>[A-Za-z0-9_-]{1,256}(?:\.fifo)?)$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Message:
+    index: int
+    params: dict[str, Any]
+    size: int
+
+
+class SnsAnnounce(ClientAnnounce):
+    """Publishes each envelope as one SNS message; several in PublishBatch requests.
+
+    ``Message`` is the envelope JSON and ``Subject`` ``"wait.created: <function or
+    question_id>"`` (printable ASCII, under 100 characters). Message attributes (``String``)
+    carry ``type``, ``thread_id``, the fixed ``attributes`` and the policy's tags (sorted by
+    name), so subscription filter policies can route on them: at most 10, and tags that do not
+    fit, have an empty value or an invalid name are left out with a warning naming them. On a
+    FIFO topic (``.fifo``) ``MessageGroupId`` is the thread id and ``MessageDeduplicationId``
+    the envelope's ``dedupe_key``; either is replaced by its SHA-256 hex digest when it has
+    characters or a length SNS refuses.
+
+    Sizes are checked in UTF-8 bytes before sending: a message over 256 KiB (message, subject
+    and attributes) fails alone. Batches hold at most 10 entries and 256 KiB; an entry SNS
+    refuses is reported without failing the others.
+
+    Args:
+        topic_arn: The topic's ARN.
+        attributes: Fixed message attributes added to every message (name to string value).
+        client: A boto3 SNS client to use (and not close) instead of building one.
+        async_client: An aiobotocore SNS client to use (and not close) on the async path.
+        endpoint_url: Endpoint of the built clients (LocalStack, moto, a VPC endpoint).
+        region: Region of the built clients; default: the topic ARN's.
+        profile: AWS config profile of the built clients.
+
+    Raises:
+        ConfigError: An option is invalid; the message names it and the value.
+    """
+
+    name = "sns"
+
+    def __init__(
+        self,
+        topic_arn: str,
+        *,
+        attributes: Mapping[str, str] | None = None,
+        client: Any = None,
+        async_client: Any = None,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        profile: str | None = None,
+    ) -> None:
+        match = _TOPIC_ARN.match(topic_arn) if isinstance(topic_arn, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
+        if match is None:
+            raise ConfigError(
+                "topic_arn: expected an SNS topic ARN such as "
+                f"'arn:aws:sns:us-east-1:123456789012:approvals', got {topic_arn!r}"
+            )
+        self.topic_arn = topic_arn
+        self.fifo = match["name"].endswith(".fifo")
+        self.attributes = AWS_MESSAGE_ATTRIBUTES.fixed("attributes", attributes)
+        self.clients = _client_pair(
+            "sns",
+            client,
+            async_client,
+            endpoint_url,
+            match["region"] if region is None else region,
+            profile,
+        )
+
+    def plan(
+        self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]
+    ) -> list[Exchange]:
+        """One Publish for a single envelope, else PublishBatch requests."""
+        messages: list[_Message] = []
+        for index, envelope in enumerate(envelopes):
+            try:
+                messages.append(self._message(index, envelope))
+            except ValueError as error:
+                outcomes[index] = error
+        if len(envelopes) == 1:
+            return [self._publish_one(message, outcomes) for message in messages]
+        batches = chunk(messages, max_count=BATCH_LIMIT, max_bytes=MESSAGE_LIMIT, size=_size)
+        return [self._publish_batch(batch, outcomes) for batch in batches]
+
+    def _message(self, index: int, envelope: WaitEnvelope) -> _Message:
+        body = envelope.to_json().decode("utf-8")
+        subject = _subject(envelope)
+        routing = AWS_MESSAGE_ATTRIBUTES.select(envelope, self.attributes)
+        if routing.dropped:
+            logger.warning(
+                "SNS message of question %s published without tags %s",
+                envelope.question_id,
+                "; ".join(f"{name!r} ({why})" for name, why in routing.dropped.items()),
+            )
+        size = utf8_size(body, subject) + sum(
+            utf8_size(name, "String", value) for name, value in routing.values.items()
+        )
+        if size > MESSAGE_LIMIT:
+            raise ValueError(
+                f"the SNS message of question {envelope.question_id!r} is {size} bytes (message, "
+                f"subject and attributes), over SNS's {MESSAGE_LIMIT}-byte limit"
+            )
+        params: dict[str, Any] = {
+            "Message": body,
+            "Subject": subject,
+            "MessageAttributes": {
+                name: {"DataType": "String", "StringValue": value}
+                for name, value in routing.values.items()
+            },
+        }
+        if self.fifo:
+            params["MessageGroupId"] = fit_identifier(envelope.thread_id)
+            params["MessageDeduplicationId"] = fit_identifier(envelope.dedupe_key)
+        return _Message(index, params, size)
+
+    def _publish_one(self, message: _Message, outcomes: list[DeliveryOutcome]) -> Exchange:
+        result = yield "publish", {"TopicArn": self.topic_arn, **message.params}
+        outcomes[message.index] = result if isinstance(result, BaseException) else None
+
+    def _publish_batch(self, batch: list[_Message], outcomes: list[DeliveryOutcome]) -> Exchange:
+        # Entry ids are the envelopes' positions: unique, and in SNS's id alphabet.
+        entries = {str(message.index): message for message in batch}
+        result = yield (
+            "publish_batch",
+            {
+                "TopicArn": self.topic_arn,
+                "PublishBatchRequestEntries": [{"Id": i, **m.params} for i, m in entries.items()],
+            },
+        )
+        if isinstance(result, BaseException):
+            for message in batch:
+                outcomes[message.index] = result
+            return
+        response = cast("Mapping[str, Any]", result)
+        for entry in response.get("Successful", []):
+            outcomes[entries[entry["Id"]].index] = None
+        for entry in response.get("Failed", []):
+            outcomes[entries[entry["Id"]].index] = BatchEntryFailed(
+                "SNS", entry.get("Code", "?"), entry.get("Message", ""), entry.get("SenderFault")
+            )
+
+
+def _subject(envelope: WaitEnvelope) -> str:
+    about = envelope.source.function if envelope.source else envelope.question_id
+    # SNS wants text without line breaks or control characters; printable ASCII is safe for
+    # every endpoint (email subjects included).
+    text = "".join(c if " " <= c <= "~" else "?" for c in f"{envelope.type}: {about}")
+    return text if len(text) <= SUBJECT_LIMIT else text[: SUBJECT_LIMIT - 3] + "..."
+
+
+def _size(message: _Message) -> int:
+    return message.size
+
+
+class _Session(Protocol):
+    @property
+    def region_name(self) -> str | None: ...
+
+    def client(self, service_name: str, *, endpoint_url: str | None = None) -> Any: ...
+
+
+class _AioSession(Protocol):
+    def create_client(
+        self, service_name: str, *, region_name: str | None, endpoint_url: str | None
+    ) -> AbstractAsyncContextManager[Any]: ...
+
+
+def _client_pair(
+    service: str,
+    client: Any,
+    async_client: Any,
+    endpoint_url: str | None,
+    region: str | None,
+    profile: str | None,
+) -> ClientPair[Any, Any]:
+    given: dict[str, object] = {"endpoint_url": endpoint_url, "region": region, "profile": profile}
+    for option, value in given.items():
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigError(f"{option}: expected a non-empty string, got {value!r}")
+    if endpoint_url is not None and not endpoint_url.startswith(("http://", "https://")):
+        raise ConfigError(f"endpoint_url: expected an http(s) URL, got {endpoint_url!r}")
+    try:
+        session = cast("_Session", boto3.Session(profile_name=profile, region_name=region))
+    except ProfileNotFound as error:
+        raise ConfigError(f"profile: {profile!r} is not in the AWS config files") from error
+    if client is None and async_client is None and session.region_name is None:
+        raise ConfigError(
+            "region: no AWS region given or configured; pass region=... or set AWS_REGION"
+        )
+
+    def open_async() -> AbstractAsyncContextManager[Any]:
+        aio = cast("_AioSession", AioSession(profile=profile))
+        return aio.create_client(
+            service, region_name=session.region_name, endpoint_url=endpoint_url
+        )
+
+    return ClientPair(
+        lambda: session.client(service, endpoint_url=endpoint_url),
+        None if client is not None and async_client is None else open_async,
+        sync_client=client,
+        async_client=async_client,
+    )
