@@ -9,7 +9,15 @@ from datetime import datetime
 from typing import Any
 
 import pytest
-from tests.pydantic_ai.scripted import Script, seen_by_model
+from pydantic_ai import (
+    Agent,
+    ApprovalRequired,
+    DeferredToolRequests,
+    DeferredToolResults,
+    RunContext,
+    ToolApproved,
+    ToolDenied,
+)
 
 from agent_wait.core import (
     InvalidAnswer,
@@ -26,15 +34,7 @@ from agent_wait.pydantic_ai import (
     questions_in,
     wait,
 )
-from pydantic_ai import (
-    Agent,
-    ApprovalRequired,
-    DeferredToolRequests,
-    DeferredToolResults,
-    RunContext,
-    ToolApproved,
-    ToolDenied,
-)
+from tests.pydantic_ai.scripted import Script, seen_by_model
 
 FINANCE = WaitPolicy(
     timeout="P3D",
@@ -222,7 +222,7 @@ def test_decision_parameter_receives_the_whole_answer(
 
     @agent.tool
     @wait(decision="verdict")
-    def deploy(ctx: RunContext[None], service: str, verdict: Any = None) -> str:
+    def deploy(ctx: RunContext[None], service: str, verdict: Any) -> str:
         received.append(verdict)
         return f"deployed {service}"
 

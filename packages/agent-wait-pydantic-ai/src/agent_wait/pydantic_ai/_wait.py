@@ -73,7 +73,7 @@ def wait(
             run's ``deps`` (attribute or key ``thread_id``), and returns ``{"status":
             "pending_approval", "question_id", "function"}`` to the model without running.
         announce: Where async mode publishes (required there).
-        decision: The name of a parameter (hidden from the model; give it a default) that
+        decision: The name of a parameter (hidden from the model) that
             receives the whole answer; the body then always runs. Without one, ``{"action":
             "approve"}`` runs the body, ``{"action": "approve", "args": {...}}`` runs it with
             those arguments changed, and anything else never calls it: the host denies the
