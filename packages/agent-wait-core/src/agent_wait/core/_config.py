@@ -198,6 +198,20 @@ def redact(options: Mapping[str, Any]) -> dict[str, Any]:
     return shown
 
 
+def scrub(text: str, options: Mapping[str, Any]) -> str:
+    """Remove secret option values (also those read through ``*_env``) and URL passwords from text.
+
+    For error messages about a configured announcer, which may quote what it was given.
+    """
+    for key, value in options.items():
+        if not _SECRET_NAME.search(key) or not isinstance(value, str):
+            continue
+        secret = os.environ.get(value) if key.endswith(ENV_SUFFIX) else value
+        if secret and len(secret) >= 3:  # shorter "secrets" would blank out ordinary words
+            text = text.replace(secret, REDACTED)
+    return _URL_PASSWORD.sub(lambda m: m.group("head") + REDACTED, text)
+
+
 def _redact_value(value: Any) -> Any:
     if isinstance(value, str):
         return _URL_PASSWORD.sub(lambda m: m.group("head") + REDACTED, value)

@@ -114,7 +114,7 @@ class PluginRegistry:
             if "core" not in self.plugins:
                 from agent_wait.core import _builtin_plugin
 
-                self.register(_builtin_plugin, "core", "agent-wait-core")
+                self.register(_builtin_plugin, "core", "agent-wait-core", _core_version())
             wanted = None if names is None else set(names)
             if wanted is None and (self._loaded or os.environ.get(DISABLE_AUTOLOAD_ENV) == "1"):
                 return
@@ -201,6 +201,15 @@ class PluginRegistry:
             table[name] = Registration(name, target, plugin, dist, version)
 
         return register
+
+
+def _core_version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("agent-wait-core")
+    except PackageNotFoundError:  # running from a source tree without metadata
+        return None
 
 
 _registry = PluginRegistry()

@@ -1,0 +1,460 @@
+"""The ``agent-wait`` command: plugins, schema, validate, config check, inbox."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import reprlib
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from pydantic import BaseModel, ValidationError
+from pydantic_core import from_json
+
+from agent_wait.core._errors import AgentWaitError
+from agent_wait.core._models import Answer, StartMessage, WaitEnvelope
+
+JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+SCHEMA_MODELS: dict[str, type[BaseModel]] = {
+    "envelope": WaitEnvelope,
+    "answer": Answer,
+    "start": StartMessage,
+}
+DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+_MAX_ERRORS = 20
+_short = reprlib.Repr()
+_short.maxstring = 60
+_short.maxother = 60
+_short.maxlevel = 2
+_short.maxdict = 4
+_short.maxlist = 4
+
+
+def json_schema(kind: str) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of ``envelope``, ``answer`` or ``start``, from the models.
+
+    The envelope is outbound, so its schema describes the serialised form: every field is
+    always present (nulls included) and timestamps are exactly ``YYYY-MM-DDTHH:MM:SSZ``. The
+    inbound messages are described as the models accept them.
+    """
+    model = SCHEMA_MODELS[kind]
+    if kind == "envelope":
+        schema = model.model_json_schema(mode="serialization")
+        schema["required"] = list(schema["properties"])
+    else:
+        schema = model.model_json_schema()
+    return {"$schema": JSON_SCHEMA_DIALECT, **schema}
+
+
+def schema_text(kind: str) -> str:
+    """:func:`json_schema` as the text committed under docs/schema/."""
+    return json.dumps(json_schema(kind), indent=2, ensure_ascii=False) + "\n"
+
+
+class _BriefFormatter(logging.Formatter):
+    """One line per log record: the exception's type and message, not its traceback."""
+
+    def formatException(self, ei: Any) -> str:
+        error = ei[1]
+        return f"  ({type(error).__name__}: {error}; run with -v for the traceback)"
+
+    def formatStack(self, stack_info: str) -> str:
+        return ""
+
+
+def _print(text: str = "", *, file: TextIO | None = None) -> None:
+    print(text, file=file or sys.stdout)
+
+
+def _error(text: str) -> None:
+    print(f"agent-wait: {text}", file=sys.stderr)
+
+
+# --- plugins -----------------------------------------------------------------------------------
+
+
+def _plugins_data() -> dict[str, Any]:
+    from agent_wait.core._plugins import registry
+
+    reg = registry()
+    plugins: list[dict[str, Any]] = []
+    for name, loaded in sorted(reg.plugins.items()):
+        plugin = reg.manager.get_plugin(name)
+        callers = (reg.manager.get_hookcallers(plugin) or []) if plugin is not None else []
+        plugins.append(
+            {
+                "name": name,
+                "distribution": loaded.distribution,
+                "version": loaded.version,
+                "hooks": sorted(caller.name for caller in callers),
+            }
+        )
+
+    def kinds(table: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": r.name,
+                "plugin": r.plugin,
+                "distribution": r.distribution,
+                "version": r.version,
+                "target": r.target if isinstance(r.target, str) else repr(r.target),
+            }
+            for r in sorted(table.values(), key=lambda r: r.name)
+        ]
+
+    return {
+        "plugins": plugins,
+        "announcers": kinds(reg.announcers),
+        "adapters": kinds(reg.adapters),
+        "failed": [{"name": n, "error": e} for n, e in sorted(reg.failed.items())],
+    }
+
+
+def _cmd_plugins(args: argparse.Namespace) -> int:
+    data = _plugins_data()
+    if args.json:
+        _print(json.dumps(data, indent=2))
+        return 0
+
+    def where(item: Mapping[str, Any]) -> str:
+        dist = item["distribution"] or "?"
+        return f"{dist} {item['version']}" if item["version"] else dist
+
+    _print("Plugins (entry-point group agent_wait):")
+    for plugin in data["plugins"]:
+        _print(
+            f"  {plugin['name']:<16} {where(plugin):<40} hooks: {', '.join(plugin['hooks']) or '-'}"
+        )
+    for title, key in (("Announcers", "announcers"), ("Adapters", "adapters")):
+        _print(f"{title}:")
+        for item in data[key]:
+            _print(f"  {item['name']:<16} {where(item):<40} plugin: {item['plugin']}")
+        if not data[key]:
+            _print("  (none)")
+    if data["failed"]:
+        _print("Failed to load:")
+        for item in data["failed"]:
+            _print(f"  {item['name']:<16} {item['error']}")
+    return 0
+
+
+# --- schema ------------------------------------------------------------------------------------
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    sys.stdout.write(schema_text(args.kind))
+    return 0
+
+
+# --- validate ----------------------------------------------------------------------------------
+
+
+def _read_input(source: str, limit: int) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read(limit + 1)
+    with open(source, "rb") as handle:
+        return handle.read(limit + 1)
+
+
+def _location(loc: Sequence[int | str]) -> str:
+    text = ""
+    for part in loc:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text or "(message)"
+
+
+def _detect(message: Mapping[str, Any]) -> str:
+    if message.get("type") == "wait.created" or "event_id" in message:
+        return "envelope"
+    if "question_id" in message:
+        return "answer"
+    return "start"
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    source: str = args.file
+    label = "<stdin>" if source == "-" else source
+    limit: int = args.max_bytes
+    try:
+        data = _read_input(source, limit)
+    except OSError as error:
+        _error(f"cannot read {label}: {error.strerror or error}")
+        return 1
+    if len(data) > limit:
+        _error(f"{label}: larger than {limit} bytes; refused (see --max-bytes)")
+        return 1
+    try:
+        message = from_json(data, allow_inf_nan=False)
+    except ValueError as error:
+        _error(f"{label}: not valid JSON: {error}")
+        return 1
+    if not isinstance(message, dict):
+        _error(
+            f"{label}: expected a JSON object, got {type(message).__name__} {_short.repr(message)}"
+        )
+        return 1
+    fields: dict[str, Any] = message  # pyright: ignore[reportUnknownVariableType]
+    kind: str = args.kind if args.kind != "auto" else _detect(fields)
+    model = SCHEMA_MODELS[kind]
+    try:
+        validated = model.model_validate(fields)
+    except ValidationError as error:
+        errors = error.errors(include_url=False)
+        _error(f"{label}: invalid {kind}: {len(errors)} error{'s' if len(errors) != 1 else ''}")
+        for item in errors[:_MAX_ERRORS]:
+            got = "" if item["type"] == "missing" else f" (got {_short.repr(item['input'])})"
+            print(f"  {_location(item['loc'])}: {item['msg']}{got}", file=sys.stderr)
+        if len(errors) > _MAX_ERRORS:
+            print(f"  ... and {len(errors) - _MAX_ERRORS} more", file=sys.stderr)
+        return 1
+    if isinstance(validated, WaitEnvelope):
+        from agent_wait.core._publish import ENVELOPE_LIMIT
+
+        size = len(validated.to_json())
+        if size > ENVELOPE_LIMIT:
+            _error(
+                f"{label}: invalid envelope: {size} bytes, over the {ENVELOPE_LIMIT}-byte limit of "
+                "the smallest transport (SNS)"
+            )
+            return 1
+        _print(f"{label}: valid envelope ({validated.dedupe_key}, thread {validated.thread_id})")
+    elif isinstance(validated, Answer):
+        _print(
+            f"{label}: valid answer (question {validated.question_id}, thread {validated.thread_id})"
+        )
+    else:
+        _print(f"{label}: valid start message (thread {fields.get('thread_id')})")
+    return 0
+
+
+# --- config check ------------------------------------------------------------------------------
+
+
+def _cmd_config_check(args: argparse.Namespace) -> int:
+    from agent_wait.core._config import load_config, scrub
+    from agent_wait.core._plugins import announcer
+
+    try:
+        config = load_config()
+    except AgentWaitError as error:
+        _error(f"configuration error: {error}")
+        return 1
+    _print(f"configuration: {config.describe()} (source: {config.source})")
+    failed = 0
+    for index, entry in enumerate(config.announce):
+        shown = json.dumps(entry.redacted(), ensure_ascii=False, default=str)
+        try:
+            built = announcer(entry.use, **entry.options)
+        except Exception as error:  # noqa: BLE001 - reporting each entry's failure is this command's job
+            failed += 1
+            _print(f"  announce[{index}] {shown}")
+            _print(f"    error: {type(error).__name__}: {scrub(str(error), entry.options)}")
+            continue
+        try:
+            _print(f"  announce[{index}] {shown}")
+            _print(
+                f"    ok: {type(built).__module__}.{type(built).__qualname__} named {built.name!r}"
+            )
+        finally:
+            built.close()
+    if failed:
+        _error(f"{failed} of {len(config.announce)} announcers failed to build")
+        return 1
+    return 0
+
+
+# --- inbox -------------------------------------------------------------------------------------
+
+
+def _cmd_inbox(args: argparse.Namespace) -> int:
+    from agent_wait.core._sqlite import SqliteInbox, default_inbox_path
+
+    path = Path(args.path).expanduser() if args.path else default_inbox_path()
+    if not path.is_file():
+        _error(f"no inbox at {path} (nothing published there yet; see --path)")
+        return 1
+    try:
+        with SqliteInbox(path, table=args.table) as inbox:
+            items = inbox.open_questions_past(args.now) if args.overdue else inbox.open_questions()
+    except ValueError as error:
+        _error(str(error))
+        return 1
+    except Exception as error:  # noqa: BLE001 - a foreign or damaged database is reported, not traced
+        _error(f"cannot read the inbox at {path}: {type(error).__name__}: {error}")
+        return 1
+    if args.json:
+        _print(
+            json.dumps(
+                [{"status": i.status, "envelope": i.envelope.to_dict()} for i in items], indent=2
+            )
+        )
+        return 0
+    if not items:
+        _print("no overdue open questions" if args.overdue else "no open questions")
+        return 0
+    rows = [("EXPIRES_AT", "THREAD_ID", "QUESTION_ID", "SOURCE", "ALLOWED_ACTIONS")]
+    for item in items:
+        envelope = item.envelope
+        rows.append(
+            (
+                envelope.expires_at or "-",
+                envelope.thread_id,
+                envelope.question_id,
+                envelope.source.function if envelope.source else "-",
+                ",".join(envelope.allowed_actions),
+            )
+        )
+    widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    for row in rows:
+        _print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[4]
+        )
+    return 0
+
+
+# --- parser ------------------------------------------------------------------------------------
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number of bytes, got {text}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``agent-wait``."""
+    parser = argparse.ArgumentParser(
+        prog="agent-wait",
+        description="Inspect agent-wait: installed plugins, the message schema, configuration and "
+        "the embedded inbox; validate messages.",
+        epilog="Run 'agent-wait COMMAND --help' for a command's options.",
+    )
+    parser.add_argument(
+        "--version", action="store_true", help="print the agent-wait-core version and exit"
+    )
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show tracebacks of logged errors"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    plugins = commands.add_parser(
+        "plugins",
+        help="list installed plugins, announcers and adapters",
+        description="List the plugins of the agent_wait entry-point group with their distribution, "
+        "version and hooks, the announcer and adapter names they register, and plugins that "
+        "failed to import.",
+    )
+    plugins.add_argument("--json", action="store_true", help="print JSON instead of text")
+    plugins.set_defaults(handler=_cmd_plugins)
+
+    schema = commands.add_parser(
+        "schema",
+        help="print the JSON Schema of a message",
+        description="Print the JSON Schema (draft 2020-12) of the envelope agent-wait publishes, "
+        "the recommended answer, or the start message, generated from the models.",
+    )
+    schema.add_argument(
+        "kind",
+        nargs="?",
+        default="envelope",
+        choices=sorted(SCHEMA_MODELS),
+        help="default: envelope",
+    )
+    schema.set_defaults(handler=_cmd_schema)
+
+    validate = commands.add_parser(
+        "validate",
+        help="validate an envelope, answer or start message",
+        description="Validate one JSON message from FILE (or '-' for stdin). Exit 0 when valid, "
+        "1 with field-level errors otherwise. The kind is detected: an envelope has "
+        "type 'wait.created', an answer has question_id, anything else is a start message.",
+    )
+    validate.add_argument("file", metavar="FILE", help="a JSON file, or - for stdin")
+    validate.add_argument(
+        "--kind",
+        choices=["auto", *sorted(SCHEMA_MODELS)],
+        default="auto",
+        help="message kind (default: auto)",
+    )
+    validate.add_argument(
+        "--max-bytes",
+        type=_positive,
+        default=DEFAULT_MAX_BYTES,
+        help=f"refuse larger input (default: {DEFAULT_MAX_BYTES})",
+    )
+    validate.set_defaults(handler=_cmd_validate)
+
+    config = commands.add_parser(
+        "config",
+        help="inspect the announcer configuration",
+        description="Inspect the announcer configuration.",
+    )
+    config_commands = config.add_subparsers(
+        dest="config_command", metavar="SUBCOMMAND", required=True
+    )
+    check = config_commands.add_parser(
+        "check",
+        help="show where the configuration comes from and build every announcer",
+        description="Show where the configuration comes from (AGENT_WAIT_ANNOUNCE, "
+        "AGENT_WAIT_CONFIG, ./agent-wait.toml, ./pyproject.toml [tool.agent-wait], or the "
+        "embedded default) and build every announcer, with secrets redacted. Exit 1 on any error.",
+    )
+    check.set_defaults(handler=_cmd_config_check)
+
+    inbox = commands.add_parser(
+        "inbox",
+        help="list open questions in the embedded sqlite inbox",
+        description="List the open questions the sqlite announcer stored, earliest deadline first.",
+    )
+    inbox.add_argument(
+        "--path", help="the database file (default: the sqlite announcer's default path)"
+    )
+    inbox.add_argument(
+        "--table", default="agent_wait_inbox", help="the table name (default: agent_wait_inbox)"
+    )
+    inbox.add_argument(
+        "--json", action="store_true", help="print JSON: a list of {status, envelope}"
+    )
+    inbox.add_argument(
+        "--overdue", action="store_true", help="only open questions whose expires_at has passed"
+    )
+    inbox.add_argument(
+        "--now", help="with --overdue: the time to compare with (RFC 3339; default: now)"
+    )
+    inbox.set_defaults(handler=_cmd_inbox)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``agent-wait`` with ``argv`` (default: the process arguments); return the exit code."""
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help and usage errors: argparse already printed
+        return exit_.code if isinstance(exit_.code, int) else 2
+    if args.version:
+        from agent_wait.core import __version__
+
+        _print(f"agent-wait-core {__version__}")
+        return 0
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    handler_log = logging.StreamHandler(sys.stderr)
+    if not args.verbose:
+        handler_log.setFormatter(_BriefFormatter("agent-wait: %(levelname)s: %(message)s"))
+    root = logging.getLogger("agent_wait")
+    root.addHandler(handler_log)
+    try:
+        return handler(args)
+    finally:
+        root.removeHandler(handler_log)
+
+
+if __name__ == "__main__":  # pragma: no cover - python -m agent_wait.core._cli
+    sys.exit(main())

@@ -1,0 +1,413 @@
+"""The agent-wait command: plugins, schema, validate, config check, inbox."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from agent_wait.core import BaseAnnounce, Question, WaitPolicy, hookimpl, publish
+from agent_wait.core._cli import main, schema_text
+from agent_wait.core._sqlite import SqliteAnnounce
+from agent_wait.core.hookspecs import RegisterTarget
+from agent_wait.core.testing import registered_plugin, sample_questions
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "schema" / "examples"
+SEED_ENVELOPE: dict[str, Any] = json.loads((EXAMPLES / "envelope.json").read_text(encoding="utf-8"))
+
+
+def run(*argv: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    old_stdin = sys.stdin
+    if stdin is not None:
+        sys.stdin = io.TextIOWrapper(io.BytesIO(stdin))
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            code = main(list(argv))
+    finally:
+        sys.stdin = old_stdin
+    return code, out.getvalue(), err.getvalue()
+
+
+def write_json(path: Path, value: Any) -> str:
+    path.write_text(json.dumps(value), encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], ["plugins"], ["schema"], ["validate"], ["config"], ["config", "check"], ["inbox"]],
+)
+def test_help_everywhere(command: list[str]) -> None:
+    code, out, _ = run(*command, "--help")
+    assert code == 0
+    assert out.startswith("usage: agent-wait")
+    assert len(out.splitlines()) > 4
+
+
+def test_no_command_prints_help() -> None:
+    code, out, _ = run()
+    assert code == 2
+    assert "plugins" in out
+    assert "validate" in out
+
+
+def test_usage_error_returns_2() -> None:
+    code, _, err = run("schema", "nope")
+    assert code == 2
+    assert "invalid choice" in err
+
+
+def test_version() -> None:
+    from importlib.metadata import version
+
+    assert run("--version")[:2] == (0, f"agent-wait-core {version('agent-wait-core')}\n")
+
+
+def test_console_script_is_installed() -> None:
+    script = Path(sys.executable).parent / "agent-wait"
+    result = subprocess.run([str(script), "schema", "envelope"], capture_output=True, check=False)
+    assert result.returncode == 0
+    assert result.stdout.decode() == schema_text("envelope")
+
+
+def test_plugins_text_lists_the_third_party_distribution() -> None:
+    code, out, _ = run("plugins")
+    assert code == 0
+    line = next(line for line in out.splitlines() if line.strip().startswith("example_file"))
+    assert "agent-wait-example-thirdparty 0.1.0" in line
+    assert "adjust_envelope" in line
+    assert "delivery_outcome" in line
+    assert "Announcers:" in out
+    assert any(row.split()[:2] == ["sqlite", "agent-wait-core"] for row in out.splitlines())
+
+
+def test_plugins_json() -> None:
+    code, out, _ = run("plugins", "--json")
+    assert code == 0
+    data = json.loads(out)
+    plugins = {p["name"]: p for p in data["plugins"]}
+    assert plugins["core"]["distribution"] == "agent-wait-core"
+    assert plugins["core"]["version"]
+    assert plugins["example_file"]["hooks"] == [
+        "adjust_envelope",
+        "delivery_outcome",
+        "register_announcers",
+    ]
+    announcers = {a["name"]: a for a in data["announcers"]}
+    assert announcers["example_file"] == {
+        "name": "example_file",
+        "plugin": "example_file",
+        "distribution": "agent-wait-example-thirdparty",
+        "version": "0.1.0",
+        "target": "agent_wait_example._announcer:ExampleFileAnnounce",
+    }
+    assert {"memory", "log", "jsonl", "sqlite"} <= set(announcers)
+    assert isinstance(data["adapters"], list)
+    assert isinstance(data["failed"], list)
+
+
+@pytest.mark.parametrize("kind", ["envelope", "answer", "start"])
+def test_schema(kind: str) -> None:
+    code, out, _ = run("schema", kind)
+    assert code == 0
+    assert out == schema_text(kind)
+    assert json.loads(out)["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+
+
+def test_schema_defaults_to_envelope() -> None:
+    assert run("schema")[1] == schema_text("envelope")
+
+
+def test_validate_the_seed_messages(tmp_path: Path) -> None:
+    code, out, err = run("validate", write_json(tmp_path / "e.json", SEED_ENVELOPE))
+    assert (code, err) == (0, "")
+    assert "valid envelope (wait.created:a1b2c3d4e5f60718" in out
+    answer = {
+        **SEED_ENVELOPE["reply_with"],
+        "answer": {"action": "approve"},
+        "valid_until": "2026-09-12T09:00:00Z",
+    }
+    code, out, _ = run("validate", write_json(tmp_path / "a.json", answer))
+    assert code == 0
+    assert "valid answer" in out
+    start = {"thread_id": "order-4471", "input": {"order_id": "order-4471"}}
+    code, out, _ = run("validate", "-", stdin=json.dumps(start).encode())
+    assert code == 0
+    assert out.startswith("<stdin>: valid start message")
+
+
+def test_validate_reports_field_level_errors(tmp_path: Path) -> None:
+    bad = {
+        **SEED_ENVELOPE,
+        "event_id": "not-a-ulid",
+        "expires_at": "tomorrow",
+        "allowed_actions": "approve",
+        "extra_field": 1,
+    }
+    del bad["tags"]
+    code, out, err = run("validate", write_json(tmp_path / "e.json", bad))
+    assert code == 1
+    assert out == ""
+    assert "invalid envelope: 5 errors" in err
+    for fragment in (
+        "event_id: String should match pattern",
+        "(got 'not-a-ulid')",
+        "expires_at: Value error, 'tomorrow' is not an RFC 3339 timestamp",
+        "allowed_actions: Input should be a valid list",
+        "tags: Field required",
+        "extra_field: Extra inputs are not permitted",
+    ):
+        assert fragment in err
+    assert "Traceback" not in err
+
+
+def test_validate_nested_location_and_kind_override(tmp_path: Path) -> None:
+    bad = {**SEED_ENVELOPE, "reply_with": {**SEED_ENVELOPE["reply_with"], "question_id": ""}}
+    code, _, err = run("validate", write_json(tmp_path / "e.json", bad))
+    assert code == 1
+    assert "reply_with.question_id: String should have at least 1 character" in err
+    code, _, err = run(
+        "validate", "--kind", "answer", write_json(tmp_path / "s.json", {"thread_id": "t"})
+    )
+    assert code == 1
+    assert "question_id: Field required" in err
+    code, _, err = run(
+        "validate",
+        write_json(
+            tmp_path / "x.json", {"thread_id": "t", "allowed_actions": [1] * 50, "event_id": "x"}
+        ),
+    )
+    assert code == 1
+    assert "... and" in err
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b'{"a": ', "not valid JSON: EOF while parsing"),
+        (b'{"a": 1,}', "trailing comma at line 1 column 9"),
+        (b"\xff\xfe\x00", "not valid JSON"),
+        (b"", "not valid JSON"),
+        (b"[1, 2]", "expected a JSON object, got list"),
+        (b'"text"', "expected a JSON object, got str"),
+        (b'{"thread_id": NaN}', "not valid JSON"),
+        (b"[" * 100_000, "recursion limit exceeded"),
+        (b'{"q":' * 50_000 + b"1" + b"}" * 50_000, "recursion limit exceeded"),
+    ],
+)
+def test_validate_malformed_input_never_tracebacks(data: bytes, message: str) -> None:
+    code, out, err = run("validate", "-", stdin=data)
+    assert code == 1
+    assert out == ""
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_validate_deep_but_reasonable_nesting_is_fine(tmp_path: Path) -> None:
+    question: Any = "leaf"
+    for _ in range(100):
+        question = {"q": question}
+    code, _, _ = run(
+        "validate", write_json(tmp_path / "e.json", {**SEED_ENVELOPE, "question": question})
+    )
+    assert code == 0
+
+
+def test_validate_size_limits(tmp_path: Path) -> None:
+    big = {**SEED_ENVELOPE, "question": {"blob": "x" * 300_000}}
+    code, _, err = run("validate", write_json(tmp_path / "e.json", big))
+    assert code == 1
+    assert "over the 262144-byte limit" in err
+    code, _, err = run(
+        "validate", "--max-bytes", "100", write_json(tmp_path / "e2.json", SEED_ENVELOPE)
+    )
+    assert code == 1
+    assert "larger than 100 bytes" in err
+    assert run("validate", "--max-bytes", "0", "-")[0] == 2
+
+
+def test_validate_unreadable_file(tmp_path: Path) -> None:
+    code, _, err = run("validate", str(tmp_path / "missing.json"))
+    assert code == 1
+    assert "cannot read" in err
+    code, _, err = run("validate", str(tmp_path))
+    assert code == 1
+    assert "cannot read" in err
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=5)
+    ),
+    max_leaves=30,
+)
+message_like = st.fixed_dictionaries(
+    {},
+    optional=dict.fromkeys([*SEED_ENVELOPE, "answer", "valid_until", "input"], json_values),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.one_of(
+        st.binary(max_size=200),
+        json_values.map(lambda v: json.dumps(v).encode()),
+        message_like.map(lambda v: json.dumps(v).encode()),
+    )
+)
+def test_validate_any_input_exits_0_or_1(data: bytes) -> None:
+    code, _, err = run("validate", "-", stdin=data)
+    assert code in (0, 1)
+    assert "Traceback" not in err
+
+
+class Vault(BaseAnnounce):
+    """An announcer whose construction fails with a message quoting its secret."""
+
+    def __init__(self, url: str, api_key: str) -> None:
+        raise ValueError(f"cannot reach {url} with key {api_key}")
+
+
+class VaultPlugin:
+    @hookimpl
+    def register_announcers(self, register: RegisterTarget) -> None:
+        register("vault", Vault)
+
+
+@pytest.fixture
+def vault() -> Iterator[None]:
+    with registered_plugin(VaultPlugin(), "test-vault"):
+        yield
+
+
+def test_config_check_default(tmp_path: Path) -> None:
+    code, out, _ = run("config", "check")
+    assert code == 0
+    assert "configuration: default (source: default)" in out
+    assert str(tmp_path / "agent-wait-home" / "inbox.sqlite3") in out
+    assert "ok: agent_wait.core._sqlite.SqliteAnnounce named 'sqlite'" in out
+
+
+def test_config_check_file(tmp_path: Path) -> None:
+    (tmp_path / "agent-wait.toml").write_text(
+        f'[[announce]]\nuse = "jsonl"\npath = "{tmp_path / "q.jsonl"}"\n\n'
+        f'[[announce]]\nuse = "example_file"\ndirectory = "{tmp_path / "files"}"\n'
+    )
+    code, out, _ = run("config", "check")
+    assert code == 0
+    assert f"configuration: {tmp_path / 'agent-wait.toml'} (source: agent-wait.toml)" in out
+    assert "ok: agent_wait_example._announcer.ExampleFileAnnounce named 'example_file'" in out
+
+
+def test_config_check_redacts_secrets_and_reports_each_failure(
+    vault: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VAULT_KEY", "env-held-key-value")
+    entries = [
+        {"use": "memory"},
+        {
+            "use": "vault",
+            "url": "https://admin:pw-in-url@vault.local",
+            "api_key": "literal-key-value",
+        },
+        {"use": "vault", "url": "https://vault.local", "api_key_env": "VAULT_KEY"},
+        {"use": "memroy"},
+    ]
+    monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", json.dumps(entries))
+    code, out, err = run("config", "check")
+    assert code == 1
+    assert "3 of 4 announcers failed to build" in err
+    for secret in ("pw-in-url", "literal-key-value", "env-held-key-value"):
+        assert secret not in out + err
+    assert '"api_key": "***"' in out
+    assert '"api_key_env": "VAULT_KEY"' in out
+    assert "https://admin:***@vault.local" in out
+    assert "cannot reach https://vault.local with key ***" in out
+    assert "did you mean 'memory'" in out
+    assert "ok: agent_wait.core._memory.MemoryAnnounce" in out
+
+
+def test_config_check_malformed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", "[{")
+    code, out, err = run("config", "check")
+    assert code == 1
+    assert out == ""
+    assert "configuration error: AGENT_WAIT_ANNOUNCE: invalid JSON at line 1 column 3" in err
+
+
+def test_config_requires_a_subcommand() -> None:
+    assert run("config")[0] == 2
+
+
+def _inbox(path: Path) -> None:
+    clock_questions = [
+        Question(
+            question_id="overdue", question=1, policy=WaitPolicy.model_validate({"timeout": "PT1H"})
+        ),
+        Question(
+            question_id="later", question=2, policy=WaitPolicy.model_validate({"timeout": "P30D"})
+        ),
+        *sample_questions(1, prefix="plain"),
+    ]
+    from datetime import UTC, datetime
+
+    publish(
+        clock_questions,
+        "order-1",
+        SqliteAnnounce(path),
+        clock=lambda: datetime(2026, 1, 1, tzinfo=UTC),
+        strict=True,
+    )
+
+
+def test_inbox(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    _inbox(path)
+    code, out, _ = run("inbox", "--path", str(path))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split() == [
+        "EXPIRES_AT",
+        "THREAD_ID",
+        "QUESTION_ID",
+        "SOURCE",
+        "ALLOWED_ACTIONS",
+    ]
+    assert [line.split()[2] for line in lines[1:]] == ["overdue", "plain-0", "later"]
+    assert lines[1].split() == ["2026-01-01T01:00:00Z", "order-1", "overdue", "-", "approve,reject"]
+    code, out, _ = run("inbox", "--path", str(path), "--overdue", "--now", "2026-01-02T00:00:00Z")
+    assert code == 0
+    assert [line.split()[2] for line in out.splitlines()[1:]] == ["overdue"]
+    code, out, _ = run("inbox", "--path", str(path), "--json")
+    items = json.loads(out)
+    assert [i["status"] for i in items] == ["open"] * 3
+    assert items[0]["envelope"]["question_id"] == "overdue"
+    code, out, _ = run("inbox", "--path", str(path), "--overdue", "--now", "2025-01-01T00:00:00Z")
+    assert (code, out) == (0, "no overdue open questions\n")
+
+
+def test_inbox_default_path_and_errors(tmp_path: Path) -> None:
+    code, _, err = run("inbox")
+    assert code == 1
+    assert f"no inbox at {tmp_path / 'agent-wait-home' / 'inbox.sqlite3'}" in err
+    _inbox(tmp_path / "agent-wait-home" / "inbox.sqlite3")
+    assert len(run("inbox")[1].splitlines()) == 4
+    code, _, err = run("inbox", "--overdue", "--now", "yesterday")
+    assert code == 1
+    assert "yesterday" in err
+    (tmp_path / "junk.sqlite3").write_bytes(b"this is not a database" * 100)
+    code, _, err = run("inbox", "--path", str(tmp_path / "junk.sqlite3"))
+    assert code == 1
+    assert "cannot read the inbox" in err
+    assert "Traceback" not in err

@@ -1,0 +1,98 @@
+"""The committed JSON Schemas match the models, and the contract's examples validate against them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+
+from agent_wait.core import Answer, MemoryAnnounce, StartMessage, WaitEnvelope, publish
+from agent_wait.core._cli import json_schema, schema_text
+from agent_wait.core.testing import sample_questions
+
+SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schema"
+
+
+def example(kind: str) -> dict[str, Any]:
+    return json.loads((SCHEMA_DIR / "examples" / f"{kind}.json").read_text(encoding="utf-8"))
+
+
+def validator(kind: str) -> jsonschema.Draft202012Validator:
+    schema = json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+
+
+@pytest.mark.parametrize("kind", ["envelope", "answer", "start"])
+def test_committed_schema_is_current(kind: str) -> None:
+    committed = (SCHEMA_DIR / f"{kind}.schema.json").read_text(encoding="utf-8")
+    assert committed == schema_text(kind), (
+        f"docs/schema/{kind}.schema.json is stale; regenerate it: "
+        f"agent-wait schema {kind} > docs/schema/{kind}.schema.json"
+    )
+
+
+def test_seed_examples_validate() -> None:
+    envelope = example("envelope")
+    validator("envelope").validate(envelope)
+    assert WaitEnvelope.model_validate(envelope).to_dict() == envelope
+    validator("answer").validate(example("answer"))
+    Answer.model_validate(example("answer"))
+    validator("start").validate(example("start"))
+    StartMessage.model_validate(example("start"))
+
+
+def test_published_envelopes_validate() -> None:
+    sink = MemoryAnnounce()
+    report = publish(
+        sample_questions(3), "order-4471", sink, reply_to={"queue": "answers"}, strict=True
+    )
+    check = validator("envelope")
+    for envelope in report.envelopes:
+        check.validate(json.loads(envelope.to_json()))
+
+
+@pytest.mark.parametrize(
+    ("change", "path"),
+    [
+        ({"event_id": "01JAV3K2R8Q9WZ7M4X1YB6N0P"}, ["event_id"]),
+        ({"type": "wait.answered"}, ["type"]),
+        ({"expires_at": "2026-09-14 09:00"}, ["expires_at"]),
+        ({"expires_at": "2026-09-14T09:00:00+02:00"}, ["expires_at"]),
+        ({"tags": {"approver_group": 3}}, ["tags", "approver_group"]),
+        ({"allowed_actions": "approve"}, ["allowed_actions"]),
+        (
+            {"reply_with": {"thread_id": "order-4471", "question_id": "a", "answer": {"x": 1}}},
+            ["reply_with", "answer"],
+        ),
+        ({"correlation": {"provider": "batch"}}, ["correlation"]),
+        ({"unexpected": 1}, []),
+    ],
+)
+def test_schema_rejects_what_the_contract_forbids(change: dict[str, Any], path: list[str]) -> None:
+    errors = list(validator("envelope").iter_errors({**example("envelope"), **change}))
+    assert errors, f"the schema accepted {change}"
+    assert any(list(error.absolute_path) == path for error in errors), [e.message for e in errors]
+
+
+def test_schema_requires_every_envelope_field() -> None:
+    assert json_schema("envelope")["required"] == list(WaitEnvelope.model_fields)
+    envelope = example("envelope")
+    for field in envelope:
+        partial = {k: v for k, v in envelope.items() if k != field}
+        assert list(validator("envelope").iter_errors(partial)), (
+            f"the schema accepts an envelope without {field}"
+        )
+
+
+def test_answer_schema_requires_the_reply_fields() -> None:
+    check = validator("answer")
+    for field in ("thread_id", "question_id", "answer"):
+        partial = {k: v for k, v in example("answer").items() if k != field}
+        assert list(check.iter_errors(partial)), (
+            f"the answer schema accepts a message without {field}"
+        )
+    check.validate({**example("answer"), "answer": None, "extra": "kept"})
