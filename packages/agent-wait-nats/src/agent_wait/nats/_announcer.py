@@ -7,7 +7,7 @@ import logging
 import re
 import threading
 from collections.abc import Coroutine, Sequence
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 from urllib.parse import quote
 
 try:
@@ -19,7 +19,7 @@ try:
 except ImportError as error:  # pragma: no cover - the distribution depends on nats-py
     raise ImportError("NatsAnnounce needs nats-py: pip install agent-wait-nats") from error
 
-from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import BaseAnnounce, ClientPair, ConfigError, DeliveryOutcome, WaitEnvelope
 from agent_wait.nats._subject import SubjectTemplate
 
 logger = logging.getLogger(__name__)
@@ -102,13 +102,10 @@ class NatsAnnounce(BaseAnnounce):
         self.create_stream = create_stream
         self.duplicate_window = float(duplicate_window)
         self.timeout = float(timeout)
-        self._lock = threading.Lock()
-        self._runner: _LoopThread | None = None
-        self._sync = _Connection()
-        # A nats-py client belongs to the loop it connected on: one per running loop, so a host
-        # that calls asyncio.run() per message still works.
-        self._async: _Connection | None = None
-        self._aloop: asyncio.AbstractEventLoop | None = None
+        # The sync path's connection lives on a private loop thread, started on first use; a
+        # nats-py client belongs to the loop it connected on, so the async path has one per
+        # running loop (a host calling asyncio.run() per message still works).
+        self._clients = ClientPair[_LoopThread, _Connection](_LoopThread, _Connection)
 
     def _headers(self, envelope: WaitEnvelope) -> dict[str, str]:
         headers = {
@@ -140,16 +137,16 @@ class NatsAnnounce(BaseAnnounce):
         """Publish every envelope concurrently on the private loop; one outcome per envelope."""
         if not envelopes:
             return []
-        return self._runner_thread().run(self._publish_many(self._sync, envelopes))
+        runner = self._clients.sync()
+        return runner.run(self._publish_many(runner.connection, envelopes))
 
     async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
         """Publish every envelope concurrently, acks awaited together; one outcome per envelope."""
         if not envelopes:
             return []
-        loop = asyncio.get_running_loop()
-        if self._async is None or self._aloop is not loop:
-            self._async, self._aloop = _Connection(), loop
-        return await self._publish_many(self._async, envelopes)
+        conn = await self._clients.async_client()
+        assert conn is not None  # built here, never None
+        return await self._publish_many(conn, envelopes)
 
     async def _publish_many(
         self, conn: _Connection, envelopes: Sequence[WaitEnvelope]
@@ -238,33 +235,17 @@ class NatsAnnounce(BaseAnnounce):
                 duplicate_window=self.duplicate_window,
             )
 
-    def _runner_thread(self) -> _LoopThread:
-        with self._lock:
-            if self._runner is None:
-                self._runner = _LoopThread()
-            return self._runner
-
     def close(self) -> None:
         """Close the sync path's connection and stop its private loop thread."""
-        with self._lock:
-            runner, self._runner = self._runner, None
-        if runner is not None:
-            runner.run(self._sync.close())
-            runner.stop()
-            # The old connection's lock may be bound to the stopped loop.
-            self._sync = _Connection()
+        self._clients.close()
 
     async def aclose(self) -> None:
-        """Close the connection of this loop, then the sync path's (in a worker thread)."""
-        conn, loop = self._async, self._aloop
-        self._async = self._aloop = None
-        if conn is not None and loop is asyncio.get_running_loop():
-            await conn.close()
-        await asyncio.to_thread(self.close)
+        """Close the connection of the running loop, then the sync path's."""
+        await self._clients.aclose()
 
 
 class _Connection:
-    """A client and its JetStream context, used on one event loop only."""
+    """A client and its JetStream context, used on one event loop only; connects lazily."""
 
     def __init__(self) -> None:
         self.client: Client | None = None
@@ -276,12 +257,19 @@ class _Connection:
         if client is not None and not client.is_closed:
             await client.close()
 
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
 
 class _LoopThread:
     """A private event loop in a daemon thread, for the sync path of an async-only client."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.connection = _Connection()  # used on self.loop only
         self._thread = threading.Thread(
             target=self.loop.run_forever, name="agent-wait-nats", daemon=True
         )
@@ -291,10 +279,14 @@ class _LoopThread:
         # Blocks only the calling thread; a loop running in that thread is not re-entered.
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
-    def stop(self) -> None:
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join()
-        self.loop.close()
+    def close(self) -> None:
+        """Close the connection and stop the loop thread."""
+        try:
+            self.run(self.connection.close())
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join()
+            self.loop.close()
 
 
 def _servers(url: object) -> tuple[str, ...]:

@@ -6,7 +6,7 @@ import asyncio
 import math
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 try:
     import psycopg
@@ -18,7 +18,7 @@ except ImportError as error:  # pragma: no cover - the distribution depends on p
         "PostgresAnnounce needs psycopg 3: pip install agent-wait-postgres"
     ) from error
 
-from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import BaseAnnounce, ClientPair, ConfigError, DeliveryOutcome, WaitEnvelope
 from agent_wait.postgres._schema import (
     COLUMNS,
     DEFAULT_CHANNEL,
@@ -107,11 +107,9 @@ class PostgresAnnounce(BaseAnnounce):
             sql.SQL(", ").join(sql.Identifier(c) for c in COLUMNS),
             sql.SQL(", ").join(sql.Placeholder() for _ in COLUMNS),
         )
-        self._lock = threading.Lock()
-        self._conn: Connection[TupleRow] | None = None
-        # An AsyncConnection belongs to the loop it was opened on: one per running loop.
-        self._async: _AsyncSlot | None = None
-        self._aloop: asyncio.AbstractEventLoop | None = None
+        # Connected on first use and reused (reconnecting when broken); an AsyncConnection
+        # belongs to the loop it was opened on, so the async path has one per running loop.
+        self._clients = ClientPair[_SyncSlot, _AsyncSlot](_SyncSlot, _AsyncSlot)
 
     def _connect_args(self) -> dict[str, Any]:
         # autocommit: every write below opens its own explicit transaction, and a reader's
@@ -132,25 +130,24 @@ class PostgresAnnounce(BaseAnnounce):
         """Insert every row in one transaction; one outcome per envelope, in order."""
         if not envelopes:
             return []
-        with self._lock:
+        slot = self._clients.sync()
+        with slot.lock:
             try:
-                conn = self._connection()
+                conn = slot.conn
+                if conn is None or conn.closed or conn.broken:
+                    conn = slot.conn = self._connect()
                 return self._write(conn, envelopes)
             except psycopg.Error as error:
                 return [error] * len(envelopes)
 
-    def _connection(self) -> Connection[TupleRow]:
-        conn = self._conn
-        if conn is None or conn.closed or conn.broken:
-            self._conn = None
-            conn = psycopg.Connection.connect(self.url, **self._connect_args())
-            if self.create_table:
-                try:
-                    create_schema(conn, self.table)
-                except BaseException:
-                    conn.close()
-                    raise
-            self._conn = conn
+    def _connect(self) -> Connection[TupleRow]:
+        conn = psycopg.Connection.connect(self.url, **self._connect_args())
+        if self.create_table:
+            try:
+                create_schema(conn, self.table)
+            except BaseException:
+                conn.close()
+                raise
         return conn
 
     def _write(
@@ -191,10 +188,7 @@ class PostgresAnnounce(BaseAnnounce):
 
     def close(self) -> None:
         """Close the sync connection (a later delivery reconnects)."""
-        with self._lock:
-            conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.close()
+        self._clients.close()
 
     # -- async -------------------------------------------------------------------------------
 
@@ -206,29 +200,25 @@ class PostgresAnnounce(BaseAnnounce):
         """Async :meth:`deliver_many`."""
         if not envelopes:
             return []
-        loop = asyncio.get_running_loop()
-        if self._async is None or self._aloop is not loop:
-            self._async, self._aloop = _AsyncSlot(), loop
-        slot = self._async
+        slot = await self._clients.async_client()
+        assert slot is not None  # built here, never None
         async with slot.lock:
             try:
-                conn = await self._aconnection(slot)
+                conn = slot.conn
+                if conn is None or conn.closed or conn.broken:
+                    conn = slot.conn = await self._aconnect()
                 return await self._awrite(conn, envelopes)
             except psycopg.Error as error:
                 return [error] * len(envelopes)
 
-    async def _aconnection(self, slot: _AsyncSlot) -> AsyncConnection[TupleRow]:
-        conn = slot.conn
-        if conn is None or conn.closed or conn.broken:
-            slot.conn = None
-            conn = await psycopg.AsyncConnection.connect(self.url, **self._connect_args())
-            if self.create_table:
-                try:
-                    await acreate_schema(conn, self.table)
-                except BaseException:
-                    await conn.close()
-                    raise
-            slot.conn = conn
+    async def _aconnect(self) -> AsyncConnection[TupleRow]:
+        conn = await psycopg.AsyncConnection.connect(self.url, **self._connect_args())
+        if self.create_table:
+            try:
+                await acreate_schema(conn, self.table)
+            except BaseException:
+                await conn.close()
+                raise
         return conn
 
     async def _awrite(
@@ -271,20 +261,39 @@ class PostgresAnnounce(BaseAnnounce):
             await cursor.execute(_NOTIFY, [self.channel, [notify_payload(e) for e in new]])
 
     async def aclose(self) -> None:
-        """Close this loop's async connection, then the sync one."""
-        slot, loop = self._async, self._aloop
-        self._async = self._aloop = None
-        if slot is not None and slot.conn is not None and loop is asyncio.get_running_loop():
-            await slot.conn.close()
-        await asyncio.to_thread(self.close)
+        """Close the running loop's async connection, then the sync one."""
+        await self._clients.aclose()
+
+
+class _SyncSlot:
+    """The sync connection and the lock that serialises its use."""
+
+    def __init__(self) -> None:
+        self.conn: Connection[TupleRow] | None = None
+        self.lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self.lock:
+            conn, self.conn = self.conn, None
+        if conn is not None:
+            conn.close()
 
 
 class _AsyncSlot:
-    """The async connection of one event loop, and the lock that serialises its use."""
+    """The async connection of one event loop and the lock that serialises its use."""
 
     def __init__(self) -> None:
         self.conn: AsyncConnection[TupleRow] | None = None
         self.lock = asyncio.Lock()  # binds to the loop of its first use
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        conn, self.conn = self.conn, None
+        if conn is not None:
+            await conn.close()
 
 
 def _refused(error: psycopg.Error, envelope: WaitEnvelope) -> psycopg.Error:

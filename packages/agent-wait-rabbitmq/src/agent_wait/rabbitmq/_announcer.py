@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Self
 
 try:
     import aio_pika
@@ -20,7 +20,7 @@ except ImportError as error:  # pragma: no cover - the distribution depends on b
         "RabbitMqAnnounce needs pika and aio-pika: pip install agent-wait-rabbitmq"
     ) from error
 
-from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import BaseAnnounce, ClientPair, ConfigError, DeliveryOutcome, WaitEnvelope
 from agent_wait.rabbitmq._routing import RoutingKeyTemplate
 
 DEFAULT_URL = "amqp://guest:guest@localhost:5672/"
@@ -124,12 +124,11 @@ class RabbitMqAnnounce(BaseAnnounce):
         self._parameters.stack_timeout = self.timeout
         self._parameters.blocked_connection_timeout = self.timeout
         self._parameters.client_properties = {"connection_name": APP_ID}
-        self._lock = threading.Lock()
-        self._connection: pika.BlockingConnection | None = None
-        self._channel: BlockingChannel | None = None
-        # aio-pika connections belong to the loop they were opened on: one per running loop.
-        self._async: _AsyncConnection | None = None
-        self._aloop: asyncio.AbstractEventLoop | None = None
+        # Opened on first use and reused; aio-pika connections belong to the loop they were
+        # opened on, so the async path has one per running loop.
+        self._clients = ClientPair[_SyncConnection, _AsyncConnection](
+            lambda: _SyncConnection(self, self._parameters), lambda: _AsyncConnection(self)
+        )
 
     # -- sync (pika) ----------------------------------------------------------------------
 
@@ -146,10 +145,11 @@ class RabbitMqAnnounce(BaseAnnounce):
     def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
         """Publish every envelope on one channel; one outcome per envelope, in order."""
         outcomes: list[DeliveryOutcome] = []
-        with self._lock:
+        sync = self._clients.sync()
+        with sync.lock:
             for index, envelope in enumerate(envelopes):
                 try:
-                    channel = self._sync_channel()
+                    channel = sync.channel()
                 except Exception as error:  # noqa: BLE001 - no channel: the rest fail alike
                     outcomes.extend(
                         [_explain(error, self.exchange, None)] * (len(envelopes) - index)
@@ -180,39 +180,9 @@ class RabbitMqAnnounce(BaseAnnounce):
         except pika.exceptions.UnroutableError as error:
             raise _unroutable(self.exchange, key) from error
 
-    def _sync_channel(self) -> BlockingChannel:
-        connection = self._connection
-        if connection is not None:
-            try:
-                # Services heartbeats and notices a connection the broker closed while idle.
-                connection.process_data_events(0)
-            except pika.exceptions.AMQPError:
-                self._drop_sync()
-                connection = None
-        if connection is None or not connection.is_open:
-            self._drop_sync()
-            connection = self._connection = pika.BlockingConnection(self._parameters)
-        if self._channel is None or not self._channel.is_open:  # pyright: ignore[reportUnknownMemberType]
-            channel = connection.channel()
-            channel.confirm_delivery()
-            if self.declare:
-                channel.exchange_declare(self.exchange, self.exchange_type, durable=True)
-            elif self.exchange:
-                channel.exchange_declare(self.exchange, passive=True)
-            self._channel = channel
-        return self._channel
-
-    def _drop_sync(self) -> None:
-        connection, self._connection, self._channel = self._connection, None, None
-        if connection is not None and connection.is_open:
-            # An already broken connection has nothing left to release.
-            with contextlib.suppress(pika.exceptions.AMQPError):
-                connection.close()
-
     def close(self) -> None:
-        """Close the sync connection."""
-        with self._lock:
-            self._drop_sync()
+        """Close the sync connection (a later delivery reconnects)."""
+        self._clients.close()
 
     # -- async (aio-pika) -----------------------------------------------------------------
 
@@ -224,11 +194,10 @@ class RabbitMqAnnounce(BaseAnnounce):
         """Publish every envelope concurrently, confirms awaited together; one outcome each."""
         if not envelopes:
             return []
-        loop = asyncio.get_running_loop()
-        if self._async is None or self._aloop is not loop:
-            self._async, self._aloop = _AsyncConnection(), loop
         try:
-            exchange = await self._async.exchange(self)
+            conn = await self._clients.async_client()
+            assert conn is not None  # built here, never None
+            exchange = await conn.exchange()
         except Exception as error:  # noqa: BLE001 - no channel: every envelope fails alike
             return [_explain(error, self.exchange, None)] * len(envelopes)
         results = await asyncio.gather(
@@ -260,24 +229,70 @@ class RabbitMqAnnounce(BaseAnnounce):
             raise _unroutable(self.exchange, key) from error
 
     async def aclose(self) -> None:
-        """Close this loop's aio-pika connection, then the sync one."""
-        conn, loop = self._async, self._aloop
-        self._async = self._aloop = None
-        if conn is not None and loop is asyncio.get_running_loop():
-            await conn.close()
-        await asyncio.to_thread(self.close)
+        """Close the running loop's aio-pika connection, then the sync one."""
+        await self._clients.aclose()
+
+
+class _SyncConnection:
+    """The pika connection and confirm channel of the sync path; use it under ``lock``."""
+
+    def __init__(self, owner: RabbitMqAnnounce, parameters: pika.URLParameters) -> None:
+        self._owner = owner
+        self._parameters = parameters
+        self.lock = threading.Lock()  # a BlockingConnection is not thread-safe
+        self._connection: pika.BlockingConnection | None = None
+        self._channel: BlockingChannel | None = None
+
+    def channel(self) -> BlockingChannel:
+        """The confirm channel, (re)connecting and checking the exchange as needed."""
+        owner = self._owner
+        connection = self._connection
+        if connection is not None:
+            try:
+                # Services heartbeats and notices a connection the broker closed while idle.
+                connection.process_data_events(0)
+            except pika.exceptions.AMQPError:
+                self._drop()
+                connection = None
+        if connection is None or not connection.is_open:
+            self._drop()
+            connection = self._connection = pika.BlockingConnection(self._parameters)
+        if self._channel is None or not self._channel.is_open:  # pyright: ignore[reportUnknownMemberType]
+            channel = connection.channel()
+            channel.confirm_delivery()
+            if owner.declare:
+                channel.exchange_declare(owner.exchange, owner.exchange_type, durable=True)
+            elif owner.exchange:
+                channel.exchange_declare(owner.exchange, passive=True)
+            self._channel = channel
+        return self._channel
+
+    def _drop(self) -> None:
+        connection, self._connection, self._channel = self._connection, None, None
+        if connection is not None and connection.is_open:
+            # An already broken connection has nothing left to release.
+            with contextlib.suppress(pika.exceptions.AMQPError):
+                connection.close()
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self.lock:
+            self._drop()
 
 
 class _AsyncConnection:
     """An aio-pika connection, confirm channel and exchange, used on one event loop only."""
 
-    def __init__(self) -> None:
+    def __init__(self, owner: RabbitMqAnnounce) -> None:
+        self._owner = owner
         self.connection: aio_pika.abc.AbstractConnection | None = None
         self.channel: aio_pika.abc.AbstractChannel | None = None
         self._exchange: aio_pika.abc.AbstractExchange | None = None
         self.lock = asyncio.Lock()  # binds to the loop of its first use
 
-    async def exchange(self, owner: RabbitMqAnnounce) -> aio_pika.abc.AbstractExchange:
+    async def exchange(self) -> aio_pika.abc.AbstractExchange:
+        """The exchange on a confirm channel, (re)connecting as needed."""
+        owner = self._owner
         async with self.lock:
             if self.connection is None or self.connection.is_closed:
                 self.connection = self.channel = self._exchange = None
@@ -300,6 +315,7 @@ class _AsyncConnection:
             return self._exchange
 
     async def close(self) -> None:
+        """Close the connection."""
         connection, self.connection, self.channel, self._exchange = (
             self.connection,
             None,
@@ -308,6 +324,12 @@ class _AsyncConnection:
         )
         if connection is not None and not connection.is_closed:
             await connection.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
 
 
 def _explain(error: Exception, exchange: str, envelope: WaitEnvelope | None) -> Exception:

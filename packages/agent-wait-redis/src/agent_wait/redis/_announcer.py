@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -15,7 +13,7 @@ try:
 except ImportError as error:  # pragma: no cover - the distribution depends on redis
     raise ImportError("RedisAnnounce needs redis-py: pip install agent-wait-redis") from error
 
-from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import BaseAnnounce, ClientPair, ConfigError, DeliveryOutcome, WaitEnvelope
 
 DEFAULT_URL = "redis://localhost:6379/0"
 DEFAULT_STREAM = "agent-wait:questions"
@@ -111,12 +109,9 @@ class RedisAnnounce(BaseAnnounce):
         self.index_prefix = index_prefix
         self.index_ttl = index_ttl
         self.timeout = float(timeout)
-        self._lock = threading.Lock()
-        self._client: redis.Redis | None = None
-        # An asyncio client is bound to the loop it first ran on; keep one per running loop so a
-        # host that calls asyncio.run() per message still works.
-        self._aclient: redis.asyncio.Redis | None = None
-        self._aloop: asyncio.AbstractEventLoop | None = None
+        # Built on first use and reused (redis-py pools and re-opens connections itself); an
+        # asyncio client per running event loop.
+        self._clients = ClientPair[redis.Redis, redis.asyncio.Redis](self._build, self._abuild)
 
     def _fields(self, envelope: WaitEnvelope) -> dict[str, str]:
         fields = {
@@ -145,7 +140,7 @@ class RedisAnnounce(BaseAnnounce):
         """Add every envelope in one pipeline; one outcome per envelope, in order."""
         if not envelopes:
             return []
-        pipe: Pipeline = self._sync_client().pipeline(transaction=False)  # pyright: ignore[reportUnknownMemberType]
+        pipe: Pipeline = self._clients.sync().pipeline(transaction=False)  # pyright: ignore[reportUnknownMemberType]
         try:
             for envelope in envelopes:
                 pipe.execute_command(*self._command(envelope))  # pyright: ignore[reportUnknownMemberType]
@@ -160,7 +155,12 @@ class RedisAnnounce(BaseAnnounce):
         """Async :meth:`deliver_many`."""
         if not envelopes:
             return []
-        pipe: AsyncPipeline = self._async_client().pipeline(transaction=False)  # pyright: ignore[reportUnknownMemberType]
+        try:
+            client = await self._clients.async_client()
+        except redis.RedisError as error:
+            return [error] * len(envelopes)
+        assert client is not None  # built here, never None
+        pipe: AsyncPipeline = client.pipeline(transaction=False)  # pyright: ignore[reportUnknownMemberType]
         try:
             for envelope in envelopes:
                 pipe.execute_command(*self._command(envelope))  # pyright: ignore[reportUnknownMemberType]
@@ -184,38 +184,23 @@ class RedisAnnounce(BaseAnnounce):
         key = self.index_prefix + envelope.dedupe_key
         return ["EVAL", _ADD_ONCE, "2", self.stream, key, maxlen, ttl, *fields]
 
-    def _sync_client(self) -> redis.Redis:
-        with self._lock:
-            if self._client is None:
-                self._client = redis.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
-                    self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
-                )
-            return self._client
+    def _build(self) -> redis.Redis:
+        return redis.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
+            self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
+        )
 
-    def _async_client(self) -> redis.asyncio.Redis:
-        loop = asyncio.get_running_loop()
-        if self._aclient is None or self._aloop is not loop:
-            # A client left on another (finished) loop cannot be closed from this one; drop it.
-            self._aclient = redis.asyncio.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
-                self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
-            )
-            self._aloop = loop
-        return self._aclient
+    def _abuild(self) -> redis.asyncio.Redis:
+        return redis.asyncio.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
+            self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
+        )
 
     def close(self) -> None:
-        """Close the sync client's connections (the async client closes with :meth:`aclose`)."""
-        with self._lock:
-            client, self._client = self._client, None
-        if client is not None:
-            client.close()
+        """Close the sync client's connections (a later delivery reconnects)."""
+        self._clients.close()
 
     async def aclose(self) -> None:
-        """Close both clients."""
-        aclient, aloop = self._aclient, self._aloop
-        self._aclient = self._aloop = None
-        if aclient is not None and aloop is asyncio.get_running_loop():
-            await aclient.aclose()
-        self.close()
+        """Close the asyncio client of the running loop, then the sync client."""
+        await self._clients.aclose()
 
 
 def _outcomes(replies: list[Any]) -> list[DeliveryOutcome]:
