@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from tests.pydantic_ai.scripted import Script
 
 from agent_wait.core import MemoryAnnounce
+from tests.pydantic_ai.scripted import Script
 
 NOW = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
 

@@ -6,10 +6,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from tests.pydantic_ai.scripted import Script, seen_by_model
-
-from agent_wait.core import InvalidAnswer, MemoryAnnounce, WaitPolicy, wait_payload
-from agent_wait.pydantic_ai import deferred_results, publish_interrupts, questions_in, wait
 from pydantic_ai import (
     Agent,
     CallDeferred,
@@ -18,6 +14,10 @@ from pydantic_ai import (
     ToolApproved,
     ToolDenied,
 )
+
+from agent_wait.core import InvalidAnswer, MemoryAnnounce, WaitPolicy, wait_payload
+from agent_wait.pydantic_ai import deferred_results, publish_interrupts, questions_in, wait
+from tests.pydantic_ai.scripted import Script, seen_by_model
 
 
 def mixed_agent(script: Script, runs: list[str]) -> Agent[None, Any]:
