@@ -204,10 +204,13 @@ def _log(delivery: Delivery, thread_id: str) -> None:
 def _observe(delivery: Delivery, envelope: WaitEnvelope) -> None:
     from agent_wait.core._plugins import registry
 
-    try:
-        registry().manager.hook.delivery_outcome(delivery=delivery, envelope=envelope)
-    except Exception:
-        logger.exception("delivery_outcome hook failed")
+    # One call per plugin: pluggy stops at the first impl that raises, and one broken observer
+    # must not silence the others.
+    for impl in reversed(registry().manager.hook.delivery_outcome.get_hookimpls()):
+        try:
+            impl.function(delivery=delivery, envelope=envelope)
+        except Exception:
+            logger.exception("delivery_outcome hook of plugin %r failed", impl.plugin_name)
 
 
 def _deliver_sync(

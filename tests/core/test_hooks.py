@@ -1,0 +1,223 @@
+"""Every hook: documented in docs/plugins/hooks.md, tested here as test_hook_<name> (datasette style)."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_wait.core import (
+    BaseAnnounce,
+    ConfigError,
+    Delivery,
+    MemoryAnnounce,
+    Question,
+    WaitEnvelope,
+    WaitPolicy,
+    announcer,
+    hookimpl,
+    hookspecs,
+    publish,
+)
+from agent_wait.core._plugins import registry
+from agent_wait.core.hookspecs import RegisterTarget
+from agent_wait.core.testing import registered_plugin
+
+HOOKS_DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins" / "hooks.md"
+
+
+def hook_names() -> list[str]:
+    marker = f"{hookspecs.PROJECT}_spec"
+    return sorted(
+        name
+        for name, value in vars(hookspecs).items()
+        if callable(value) and hasattr(value, marker)
+    )
+
+
+def test_hookspecs_exist() -> None:
+    assert hook_names() == [
+        "adjust_envelope",
+        "delivery_outcome",
+        "register_adapters",
+        "register_announcers",
+    ]
+
+
+@pytest.mark.parametrize("hook", hook_names())
+def test_every_hook_is_documented(hook: str) -> None:
+    headings = re.findall(r"^## `?(\w+)", HOOKS_DOC.read_text(encoding="utf-8"), flags=re.MULTILINE)
+    assert hook in headings, f"docs/plugins/hooks.md has no '## {hook}' section"
+
+
+@pytest.mark.parametrize("hook", hook_names())
+def test_every_hook_has_a_test(hook: str) -> None:
+    tests = {name for name in vars(sys.modules[__name__]) if name.startswith("test_hook_")}
+    assert f"test_hook_{hook}" in tests, f"tests/core/test_hooks.py has no test_hook_{hook}"
+
+
+class Refund(BaseAnnounce):
+    def __init__(self, channel: str) -> None:
+        self.channel = channel
+
+    def deliver(self, envelope: WaitEnvelope) -> None:
+        raise ConnectionError(f"{self.channel} unreachable")
+
+
+def test_hook_register_announcers() -> None:
+    class Plugin:
+        @hookimpl
+        def register_announcers(self, register: RegisterTarget) -> None:
+            register("refund_channel", Refund)
+            register("by_path", "agent_wait.core._memory:MemoryAnnounce")
+
+    with registered_plugin(Plugin(), "test-announcers"):
+        registration = registry().announcers["refund_channel"]
+        assert (registration.plugin, registration.target) == ("test-announcers", Refund)
+        built = announcer("refund_channel", channel="ops")
+        assert isinstance(built, Refund)
+        assert built.name == "refund_channel"
+        assert isinstance(announcer("by_path"), MemoryAnnounce)
+        with pytest.raises(ConfigError, match="unknown option 'chanel'; did you mean 'channel'"):
+            announcer("refund_channel", chanel="ops")
+
+        class Clash:
+            @hookimpl
+            def register_announcers(self, register: RegisterTarget) -> None:
+                register("refund_channel", MemoryAnnounce)
+
+        with pytest.raises(
+            ConfigError, match="registered by both 'test-announcers' and 'test-clash'"
+        ):
+            registry().register(Clash(), "test-clash")
+        registry().unregister("test-clash")
+    assert "refund_channel" not in registry().announcers
+
+    class BadTarget:
+        @hookimpl
+        def register_announcers(self, register: RegisterTarget) -> None:
+            register("bad_target", "no-colon-here")
+
+    with pytest.raises(ConfigError, match="expected 'module:attribute' or a callable"):
+        registry().register(BadTarget(), "test-bad-target")
+    registry().unregister("test-bad-target")
+
+
+def test_hook_register_adapters() -> None:
+    adapter = object()
+
+    class Plugin:
+        @hookimpl
+        def register_adapters(self, register: RegisterTarget) -> None:
+            register("toy_framework", lambda: adapter)
+
+    with registered_plugin(Plugin(), "test-adapters"):
+        registration = registry().adapters["toy_framework"]
+        assert registration.plugin == "test-adapters"
+        assert registration.resolve()() is adapter
+    assert "toy_framework" not in registry().adapters
+
+
+def question(tags: dict[str, str] | None = None) -> Question:
+    return Question(
+        question_id="q1", question={"x": 1}, policy=WaitPolicy.model_validate({"tags": tags or {}})
+    )
+
+
+def test_hook_adjust_envelope(caplog: pytest.LogCaptureFixture) -> None:
+    class Route:
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
+            if envelope.tags.get("team") != "finance":
+                return None
+            return {
+                "tags": {**envelope.tags, "queue": "approvals-finance"},
+                "reply_to": {"queue": "answers"},
+            }
+
+    class Correlate:
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
+            # Registered before Route, so it runs after it (pluggy calls the last registered
+            # first) and sees Route's update.
+            if "queue" in envelope.tags:
+                return {"correlation": {"provider": "ticketing", "id": envelope.tags["queue"]}}
+            return None
+
+    sink = MemoryAnnounce()
+    with registered_plugin(Correlate(), "test-correlate"), registered_plugin(Route(), "test-route"):
+        report = publish(
+            [question({"team": "finance"}), question({"team": "ops"})], "t-1", sink, strict=True
+        )
+    finance, ops = sink.envelopes
+    assert finance.tags == {"team": "finance", "queue": "approvals-finance"}
+    assert finance.reply_to == {"queue": "answers"}
+    assert finance.correlation is not None
+    assert finance.correlation.id == "approvals-finance"
+    assert ops.tags == {"team": "ops"}
+    assert ops.reply_to is None
+    assert report.envelopes == (finance, ops)
+
+    class Forbidden:
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
+            return {"question": "rewritten"}
+
+    class Invalid:
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
+            return {"tags": {"n": 3}}
+
+    class Raises:
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
+            raise RuntimeError("plugin bug")
+
+    sink.clear()
+    with (
+        caplog.at_level(logging.ERROR, logger="agent_wait"),
+        registered_plugin(Forbidden(), "test-forbidden"),
+        registered_plugin(Invalid(), "test-invalid"),
+        registered_plugin(Raises(), "test-raises"),
+    ):
+        report = publish([question({"team": "ops"})], "t-1", sink, strict=True)
+    assert report.ok
+    [envelope] = sink.envelopes
+    assert envelope.question == {"x": 1}
+    assert envelope.tags == {"team": "ops"}
+    failed = {r.getMessage() for r in caplog.records}
+    for plugin in ("test-forbidden", "test-invalid", "test-raises"):
+        assert f"adjust_envelope hook of plugin {plugin!r} failed; skipped" in failed
+
+
+def test_hook_delivery_outcome(caplog: pytest.LogCaptureFixture) -> None:
+    seen: list[tuple[Delivery, WaitEnvelope]] = []
+
+    class Observer:
+        @hookimpl
+        def delivery_outcome(self, delivery: Delivery, envelope: WaitEnvelope) -> None:
+            seen.append((delivery, envelope))
+
+    class Broken:
+        @hookimpl
+        def delivery_outcome(self, delivery: Delivery, envelope: WaitEnvelope) -> None:
+            raise RuntimeError("metrics backend down")
+
+    good, bad = MemoryAnnounce(), Refund("ops")
+    with (
+        caplog.at_level(logging.ERROR, logger="agent_wait"),
+        registered_plugin(Observer(), "test-observer"),
+        registered_plugin(Broken(), "test-broken-observer"),
+    ):
+        report = publish([question()], "t-1", [good, bad])
+    assert [(d.announcer, d.ok) for d, _ in seen] == [("memory", True), ("Refund", False)]
+    assert seen[1][0].error == "ConnectionError: ops unreachable"
+    assert all(envelope is report.envelopes[0] for _, envelope in seen)
+    assert [d.ok for d in report.deliveries] == [True, False], (
+        "an observer must not change the outcome"
+    )
+    assert "delivery_outcome hook of plugin 'test-broken-observer' failed" in caplog.text
