@@ -327,3 +327,21 @@ class TestExampleFileContract(AnnouncerContract):
 
     def received(self, announcer: BaseAnnounce) -> list[dict[str, Any]]:
         return [json.loads(p.read_text()) for p in self.directory.glob("*.json")]
+
+
+def test_embedded_announcers_and_config_are_exported_lazily() -> None:
+    import agent_wait.core as core
+    from agent_wait.core._config import AgentWaitConfig, default_announcers, load_config
+    from agent_wait.core._jsonl import JsonlAnnounce
+    from agent_wait.core._sqlite import InboxItem, SqliteAnnounce, SqliteInbox
+
+    exported = {name: getattr(core, name) for name in core.__all__}
+    assert exported["SqliteAnnounce"] is SqliteAnnounce
+    assert exported["SqliteInbox"] is SqliteInbox
+    assert exported["InboxItem"] is InboxItem
+    assert exported["JsonlAnnounce"] is JsonlAnnounce
+    assert exported["AgentWaitConfig"] is AgentWaitConfig
+    assert exported["load_config"] is load_config
+    assert exported["default_announcers"] is default_announcers
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        core.Nope  # noqa: B018

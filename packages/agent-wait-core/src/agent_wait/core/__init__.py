@@ -20,7 +20,7 @@ Framework packages (``agent-wait-langgraph``, ``agent-wait-pydantic-ai``,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_wait.core._announce import BaseAnnounce, Delivery, DeliveryOutcome, PublishReport
 from agent_wait.core._batching import (
@@ -74,9 +74,26 @@ from agent_wait.core._wait import (
 )
 from agent_wait.core.hookspecs import hookimpl
 
+if TYPE_CHECKING:
+    from agent_wait.core._config import AgentWaitConfig, default_announcers, load_config
+    from agent_wait.core._jsonl import JsonlAnnounce
+    from agent_wait.core._sqlite import InboxItem, SqliteAnnounce, SqliteInbox
+
+# Imported on first access: sqlite3 and tomllib stay out of `import agent_wait.core`.
+_LAZY = {
+    "AgentWaitConfig": "agent_wait.core._config",
+    "InboxItem": "agent_wait.core._sqlite",
+    "JsonlAnnounce": "agent_wait.core._jsonl",
+    "SqliteAnnounce": "agent_wait.core._sqlite",
+    "SqliteInbox": "agent_wait.core._sqlite",
+    "default_announcers": "agent_wait.core._config",
+    "load_config": "agent_wait.core._config",
+}
+
 __all__ = [
     "AWS_MESSAGE_ATTRIBUTES",
     "ENVELOPE_LIMIT",
+    "AgentWaitConfig",
     "AgentWaitError",
     "Announce",
     "AnnounceFailed",
@@ -93,7 +110,9 @@ __all__ = [
     "Exchange",
     "FrameworkAdapter",
     "Handled",
+    "InboxItem",
     "InvalidAnswer",
+    "JsonlAnnounce",
     "LogAnnounce",
     "MemoryAnnounce",
     "Outcome",
@@ -105,6 +124,8 @@ __all__ = [
     "ReplyWith",
     "RoutingAttributes",
     "Source",
+    "SqliteAnnounce",
+    "SqliteInbox",
     "StartMessage",
     "WaitCall",
     "WaitDecorator",
@@ -117,11 +138,13 @@ __all__ = [
     "build_envelope",
     "canonical_json",
     "chunk",
+    "default_announcers",
     "derive_question_id",
     "fit_identifier",
     "format_utc",
     "hookimpl",
     "is_answer",
+    "load_config",
     "make_publish_interrupts",
     "make_wait",
     "parse_duration",
@@ -135,6 +158,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
     if name == "__version__":
         from importlib.metadata import version
 
