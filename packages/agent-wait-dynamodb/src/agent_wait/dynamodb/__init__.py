@@ -1,0 +1,48 @@
+"""Amazon DynamoDB announcer for agent-wait: one row per open question.
+
+Create the table once, then announce into it::
+
+    import boto3
+    from agent_wait.dynamodb import DynamoDbAnnounce, create_table, open_questions_past
+
+    create_table(boto3.client("dynamodb"), "agent-wait-questions", ttl_attribute="ttl")
+    announce = DynamoDbAnnounce("agent-wait-questions", ttl_attribute="ttl")
+    report = publish(questions, thread_id="order-4471", announce=announce)
+
+A consumer finds the questions whose deadline has passed::
+
+    table = boto3.resource("dynamodb").Table("agent-wait-questions")
+    for envelope in open_questions_past(table):
+        send_to_agent({**envelope.reply_with.model_dump(), "answer": envelope.default})
+
+or configure the announcer by name (``agent-wait.toml``)::
+
+    [[announce]]
+    use = "dynamodb"
+    table_name = "agent-wait-questions"
+
+The row, options, limits and IAM permissions: docs/announcers/dynamodb.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_wait.dynamodb._announcer import DynamoDbAnnounce
+    from agent_wait.dynamodb._table import create_table, open_questions_past
+
+__all__ = ["DynamoDbAnnounce", "create_table", "open_questions_past"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so importing the package (the entry point does) never imports boto3.
+    if name == "DynamoDbAnnounce":
+        from agent_wait.dynamodb._announcer import DynamoDbAnnounce
+
+        return DynamoDbAnnounce
+    if name in ("create_table", "open_questions_past"):
+        from agent_wait.dynamodb import _table
+
+        return getattr(_table, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

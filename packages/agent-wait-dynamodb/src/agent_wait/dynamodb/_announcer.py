@@ -1,0 +1,302 @@
+"""DynamoDbAnnounce: one row per question, written once with a conditional put."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from decimal import Decimal
+from typing import Any, Protocol, cast
+
+from agent_wait.core import (
+    ClientAnnounce,
+    ClientPair,
+    ConfigError,
+    DeliveryOutcome,
+    Exchange,
+    WaitEnvelope,
+    parse_duration,
+    utf8_size,
+)
+
+try:
+    import boto3
+    from aiobotocore.session import AioSession
+    from boto3.dynamodb.types import TypeSerializer
+    from botocore.exceptions import ClientError, ProfileNotFound
+except ImportError as error:  # pragma: no cover - the distribution depends on both
+    raise ImportError(
+        "DynamoDbAnnounce needs boto3 and aiobotocore: pip install agent-wait-dynamodb"
+    ) from error
+
+logger = logging.getLogger(__name__)
+
+NO_EXPIRY = "9999-12-31T23:59:59Z"
+"""``expires_at`` of a row whose question has none: never before "now" in a range query."""
+ITEM_LIMIT = 409_600
+"""Bytes of one item, attribute names included (AWS: 400 KB)."""
+PARTITION_KEY_LIMIT = 2048
+"""Bytes (UTF-8) of a partition key value (AWS)."""
+SORT_KEY_LIMIT = 1024
+"""Bytes (UTF-8) of a sort key value (AWS)."""
+DEFAULT_TTL_AFTER = 30 * 86_400
+"""Seconds a row lives past its question's expiry (or publish) when only ``ttl_attribute`` is set."""
+
+_ROW_ATTRIBUTES = frozenset({"pk", "sk", "status", "dedupe_key", *WaitEnvelope.model_fields})
+_TABLE_NAME = re.compile(
+    r"^(?:[A-Za-z0-9_.-]{3,255}|arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[A-Za-z0-9_.-]{3,255})$"
+)
+_CONDITION = "attribute_not_exists(pk)"
+
+
+class _Serializer(Protocol):
+    def serialize(self, value: object) -> dict[str, Any]: ...
+
+
+_serializer = cast("_Serializer", TypeSerializer())
+
+
+def _row(envelope: WaitEnvelope) -> dict[str, Any]:
+    """The row of one question, in Python form (numbers as ``Decimal``), without TTL.
+
+    ``pk = "THREAD#<thread_id>"``, ``sk = "WAIT#<question_id>"``, ``status = "open"``,
+    ``dedupe_key`` and every envelope field; ``expires_at`` is :data:`NO_EXPIRY` when the
+    question has none.
+    """
+    # Parsing the contract JSON with Decimal floats is how a float reaches DynamoDB intact:
+    # boto3 refuses float, and Decimal(float) carries binary noise.
+    fields: dict[str, Any] = json.loads(envelope.to_json(), parse_float=Decimal)
+    if fields["expires_at"] is None:
+        fields["expires_at"] = NO_EXPIRY
+    return {
+        "pk": f"THREAD#{envelope.thread_id}",
+        "sk": f"WAIT#{envelope.question_id}",
+        "status": "open",
+        "dedupe_key": envelope.dedupe_key,
+        **fields,
+    }
+
+
+class DynamoDbAnnounce(ClientAnnounce):
+    """Writes one row per question to a DynamoDB table, and never overwrites it.
+
+    The row (see ``docs/announcers/dynamodb.md``) has ``pk = "THREAD#<thread_id>"``, ``sk =
+    "WAIT#<question_id>"``, ``status = "open"``, ``dedupe_key`` and every envelope field as its
+    own attribute (maps and lists stay nested; numbers are exact ``N`` values). ``expires_at``
+    is ``"9999-12-31T23:59:59Z"`` when the question has none, so a range query on the
+    ``by_status`` index never sees it as overdue. The put is conditional
+    (``attribute_not_exists(pk)``): a republished question leaves the existing row, which a
+    consumer may have marked answered, untouched, and counts as delivered.
+
+    An item over 400 KB or a key over DynamoDB's key size fails alone, before sending.
+
+    Args:
+        table_name: The table (name or ARN); create it with :func:`create_table`.
+        ttl_attribute: Name of the table's TTL attribute; each row gets it as epoch seconds.
+        ttl_after: How long a row lives after its question's ``expires_at`` (or after the
+            publish when it has none): an ISO 8601 duration or seconds. Default 30 days when
+            ``ttl_attribute`` is set.
+        client: A boto3 DynamoDB client to use (and not close) instead of building one.
+        async_client: An aiobotocore DynamoDB client to use (and not close) on the async path.
+        endpoint_url: Endpoint of the built clients (DynamoDB Local, moto, a VPC endpoint).
+        region: Region of the built clients; default: the AWS config's.
+        profile: AWS config profile of the built clients.
+
+    Raises:
+        ConfigError: An option is invalid; the message names it and the value.
+    """
+
+    name = "dynamodb"
+
+    def __init__(
+        self,
+        table_name: str,
+        ttl_attribute: str | None = None,
+        ttl_after: str | float | None = None,
+        *,
+        client: Any = None,
+        async_client: Any = None,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        profile: str | None = None,
+    ) -> None:
+        if not isinstance(table_name, str) or not _TABLE_NAME.match(table_name):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                "table_name: expected 3-255 letters, digits, '_', '-' or '.' (or a table ARN), "
+                f"got {table_name!r}"
+            )
+        if ttl_attribute is not None and (
+            not isinstance(ttl_attribute, str)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not 1 <= len(ttl_attribute) <= 255
+            or ttl_attribute in _ROW_ATTRIBUTES
+        ):
+            raise ConfigError(
+                "ttl_attribute: expected an attribute name that is not one of the row's own "
+                f"({', '.join(sorted(_ROW_ATTRIBUTES))}), got {ttl_attribute!r}"
+            )
+        if ttl_after is not None and ttl_attribute is None:
+            raise ConfigError(
+                f"ttl_after: {ttl_after!r} needs ttl_attribute, the attribute to put it in"
+            )
+        try:
+            seconds = (
+                DEFAULT_TTL_AFTER
+                if ttl_after is None
+                else parse_duration(ttl_after, "ttl_after").total_seconds()
+            )
+        except ValueError as error:
+            raise ConfigError(str(error)) from error
+        self.table_name = table_name
+        self.ttl_attribute = ttl_attribute
+        self.ttl_after = seconds
+        self.clients = _client_pair("dynamodb", client, async_client, endpoint_url, region, profile)
+
+    def plan(
+        self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]
+    ) -> list[Exchange]:
+        """One conditional PutItem per envelope (BatchWriteItem cannot be conditional)."""
+        exchanges: list[Exchange] = []
+        for index, envelope in enumerate(envelopes):
+            try:
+                item = self._item(envelope)
+            except (ValueError, TypeError, ArithmeticError) as error:
+                outcomes[index] = error
+            else:
+                exchanges.append(self._put(index, envelope, item, outcomes))
+        return exchanges
+
+    def _item(self, envelope: WaitEnvelope) -> dict[str, Any]:
+        row = _row(envelope)
+        for key, limit in (("pk", PARTITION_KEY_LIMIT), ("sk", SORT_KEY_LIMIT)):
+            if utf8_size(row[key]) > limit:
+                raise ValueError(
+                    f"the row key {key} of question {envelope.question_id!r} is "
+                    f"{utf8_size(row[key])} bytes, over DynamoDB's {limit}-byte limit"
+                )
+        if self.ttl_attribute is not None:
+            expires = envelope.expires_at
+            base = time.time() if expires is None else _epoch(expires)
+            row[self.ttl_attribute] = int(base + self.ttl_after)
+        item = {name: _serializer.serialize(value) for name, value in row.items()}
+        size = sum(utf8_size(name) + _value_size(value) for name, value in item.items())
+        if size > ITEM_LIMIT:
+            raise ValueError(
+                f"the DynamoDB item of question {envelope.question_id!r} is about {size} bytes, "
+                f"over DynamoDB's {ITEM_LIMIT}-byte (400 KB) item limit"
+            )
+        return item
+
+    def _put(
+        self,
+        index: int,
+        envelope: WaitEnvelope,
+        item: dict[str, Any],
+        outcomes: list[DeliveryOutcome],
+    ) -> Exchange:
+        result = yield (
+            "put_item",
+            {
+                "TableName": self.table_name,
+                "Item": item,
+                "ConditionExpression": _CONDITION,
+            },
+        )
+        if _already_written(result):
+            logger.debug("question %s already has its row; left as it is", envelope.question_id)
+            result = None
+        outcomes[index] = result if isinstance(result, BaseException) else None
+
+
+def _already_written(result: object) -> bool:
+    if not isinstance(result, ClientError):
+        return False
+    response = cast("Mapping[str, Any]", getattr(result, "response", {}))
+    return response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def _epoch(timestamp: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(timestamp.replace("Z", "+00:00")).timestamp()
+
+
+def _value_size(value: Mapping[str, Any]) -> int:
+    # DynamoDB's item-size rules: strings and binary by length, numbers ~1 byte per two
+    # significant digits + 1, null and booleans 1 byte, lists and maps 3 bytes plus 1 per
+    # element (and, for maps, each key's length).
+    ((kind, data),) = value.items()
+    if kind == "S":
+        return utf8_size(data)
+    if kind == "N":
+        return _number_size(data)
+    if kind == "B":
+        return len(data)
+    if kind in ("NULL", "BOOL"):
+        return 1
+    if kind == "L":
+        return 3 + sum(1 + _value_size(v) for v in data)
+    if kind == "M":
+        return 3 + sum(utf8_size(k) + 1 + _value_size(v) for k, v in data.items())
+    if kind == "SS":
+        return sum(utf8_size(s) for s in data)
+    if kind == "NS":
+        return sum(_number_size(n) for n in data)
+    return sum(len(b) for b in data)  # BS
+
+
+def _number_size(text: str) -> int:
+    digits = re.split("[eE]", text)[0].lstrip("-").replace(".", "").strip("0") or "0"
+    return (len(digits) + 1) // 2 + 1
+
+
+class _Session(Protocol):
+    @property
+    def region_name(self) -> str | None: ...
+
+    def client(self, service_name: str, *, endpoint_url: str | None = None) -> Any: ...
+
+
+class _AioSession(Protocol):
+    def create_client(
+        self, service_name: str, *, region_name: str | None, endpoint_url: str | None
+    ) -> AbstractAsyncContextManager[Any]: ...
+
+
+def _client_pair(
+    service: str,
+    client: Any,
+    async_client: Any,
+    endpoint_url: str | None,
+    region: str | None,
+    profile: str | None,
+) -> ClientPair[Any, Any]:
+    given: dict[str, object] = {"endpoint_url": endpoint_url, "region": region, "profile": profile}
+    for option, value in given.items():
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigError(f"{option}: expected a non-empty string, got {value!r}")
+    if endpoint_url is not None and not endpoint_url.startswith(("http://", "https://")):
+        raise ConfigError(f"endpoint_url: expected an http(s) URL, got {endpoint_url!r}")
+    try:
+        session = cast("_Session", boto3.Session(profile_name=profile, region_name=region))
+    except ProfileNotFound as error:
+        raise ConfigError(f"profile: {profile!r} is not in the AWS config files") from error
+    if client is None and async_client is None and session.region_name is None:
+        raise ConfigError(
+            "region: no AWS region given or configured; pass region=... or set AWS_REGION"
+        )
+
+    def open_async() -> AbstractAsyncContextManager[Any]:
+        aio = cast("_AioSession", AioSession(profile=profile))
+        return aio.create_client(
+            service, region_name=session.region_name, endpoint_url=endpoint_url
+        )
+
+    return ClientPair(
+        lambda: session.client(service, endpoint_url=endpoint_url),
+        None if client is not None and async_client is None else open_async,
+        sync_client=client,
+        async_client=async_client,
+    )

@@ -1,0 +1,12 @@
+"""Registers the ``dynamodb`` announcer; boto3 and aiobotocore are imported only when it is built."""
+
+from __future__ import annotations
+
+from agent_wait.core import hookimpl
+from agent_wait.core.hookspecs import RegisterTarget
+
+
+@hookimpl
+def register_announcers(register: RegisterTarget) -> None:
+    """Register ``dynamodb``: :class:`agent_wait.dynamodb.DynamoDbAnnounce`."""
+    register("dynamodb", "agent_wait.dynamodb._announcer:DynamoDbAnnounce")
