@@ -244,6 +244,13 @@ def test_bad_option_is_named(tmp_path: Path) -> None:
     assert "unknown option 'pth'; did you mean 'path'" in message
 
 
+def test_missing_required_option_is_named() -> None:
+    with pytest.raises(
+        ConfigError, match="announce\\[0\\]: announcer 'jsonl': missing required option 'path'"
+    ):
+        AgentWaitConfig.from_entries([{"use": "jsonl"}]).build()
+
+
 def test_bad_option_value_is_named() -> None:
     with pytest.raises(ConfigError, match="announce\\[0\\]: announcer 'log': level"):
         AgentWaitConfig.from_entries([{"use": "log", "level": "LOUD"}]).build()

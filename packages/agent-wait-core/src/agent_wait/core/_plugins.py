@@ -343,6 +343,16 @@ def _check_option_names(name: str, factory: Callable[..., Any], options: Mapping
                 f"announcer {name!r}: unknown option {option!r}{hint} "
                 f"(accepted: {', '.join(accepted) or 'none'})"
             )
+    # After the unknown names: a misspelt option explains the missing one better.
+    params = inspect.signature(factory).parameters
+    missing = [
+        n for n in accepted if params[n].default is inspect.Parameter.empty and n not in options
+    ]
+    if missing:
+        raise ConfigError(
+            f"announcer {name!r}: missing required option{'s' if len(missing) > 1 else ''} "
+            f"{', '.join(repr(m) for m in missing)}"
+        )
 
 
 def announcers_from_config(entries: Sequence[Mapping[str, Any]]) -> list[BaseAnnounce]:
