@@ -1,0 +1,912 @@
+"""agent-wait benchmarks (issue 7): what the library adds to a run's latency, cold start and bill.
+
+Run with ``nox -s bench`` (or ``python tests/bench/run.py`` in an environment with the ``test``
+and ``bench`` dependency groups). Prints a Markdown table, writes ``bench/results.json`` and exits
+non-zero when a target is missed, unless ``--no-fail``. Every target is a ratio of two
+measurements taken in the same run, interleaved, so a loaded or slow machine moves both sides.
+See docs/performance.md for the method and the latest results.
+
+Options:
+    --no-fail           exit 0 even when a target is missed
+    --only NAMES        comma-separated benchmark names (see ``BENCHMARKS``)
+    --quick             tiny sizes: checks the script runs, numbers mean nothing
+    --output PATH       where the JSON goes (default: bench/results.json; ``-`` for none)
+    --profile NAME      run one CPU benchmark's subject under pyinstrument and print the profile
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import http.server
+import inspect
+import json
+import math
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # run as a script: make ``tests.aws_moto`` importable
+    sys.path.insert(0, str(ROOT))
+
+# The benchmarks measure agent-wait itself: no third-party hooks (the workspace installs a test
+# plugin that has some), no user configuration, no inbox in the user's home.
+os.environ["AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+for _name in ("AGENT_WAIT_ANNOUNCE", "AGENT_WAIT_CONFIG"):
+    os.environ.pop(_name, None)
+
+from agent_wait.core import (  # noqa: E402 - after the environment above is set
+    BaseAnnounce,
+    Question,
+    WaitCall,
+    WaitPolicy,
+    apublish,
+    build_envelope,
+    make_wait,
+    publish,
+)
+from agent_wait.core.testing import sample_questions  # noqa: E402
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+THREAD = "order-4471"
+# Modules `import agent_wait.core` must not load: plugins, transport and framework SDKs.
+FORBIDDEN_AT_IMPORT = (
+    "agent_wait.langgraph",
+    "agent_wait.pydantic_ai",
+    "agent_wait.strands",
+    "agent_wait.sns",
+    "agent_wait.sqs",
+    "agent_wait.eventbridge",
+    "agent_wait.dynamodb",
+    "agent_wait.webhook",
+    "agent_wait.redis",
+    "agent_wait.nats",
+    "agent_wait.rabbitmq",
+    "agent_wait.postgres",
+    "agent_wait.mcp",
+    "boto3",
+    "botocore",
+    "aiobotocore",
+    "httpx",
+    "langgraph",
+    "langchain_core",
+    "pydantic_ai",
+    "strands",
+    "redis",
+    "nats",
+    "pika",
+    "aio_pika",
+    "psycopg",
+)
+
+
+@dataclass
+class Scale:
+    """How much work each benchmark does; ``--quick`` shrinks everything."""
+
+    cpu_rounds: int = 41
+    cpu_calls: int = 2000
+    import_runs: int = 15
+    aws_sizes: tuple[int, ...] = (1, 10, 100)
+    aws_rounds: int = 3
+    fanout_rounds: int = 21
+    sqlite_memory_n: int = 10_000
+    sqlite_rate_n: int = 1000
+    sqlite_rounds: int = 3
+
+
+QUICK = Scale(
+    cpu_rounds=3,
+    cpu_calls=20,
+    import_runs=2,
+    aws_sizes=(1, 3),
+    aws_rounds=1,
+    fanout_rounds=2,
+    sqlite_memory_n=30,
+    sqlite_rate_n=10,
+    sqlite_rounds=1,
+)
+
+
+@dataclass
+class Result:
+    """One benchmark's outcome, as written to results.json."""
+
+    name: str
+    title: str
+    raw: dict[str, Any]
+    ratio: float | None
+    target: str
+    passed: bool | None
+    """True/False against the target; None when skipped (nothing to measure) or informational."""
+    summary: str
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""
+
+
+# --------------------------------------------------------------------------------------------
+# Timing
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    # As timeit does: a collection landing in one side's loop would be charged to it alone.
+    enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def interleaved(
+    subjects: dict[str, Callable[[], object]], rounds: int, calls: int
+) -> dict[str, list[float]]:
+    """Seconds per call of each subject, one sample per round, subjects alternating within rounds.
+
+    Alternating (and reversing the order every round) means load from other processes hits
+    every subject alike; the minimum over rounds is the least disturbed estimate.
+    """
+    samples: dict[str, list[float]] = {name: [] for name in subjects}
+    names = list(subjects)
+    for subject in subjects.values():  # warm caches, lazy imports and the plugin registry
+        for _ in range(max(1, calls // 10)):
+            subject()
+    with _no_gc():
+        for index in range(rounds):
+            for name in names if index % 2 == 0 else reversed(names):
+                subject = subjects[name]
+                start = time.perf_counter()
+                for _ in range(calls):
+                    subject()
+                samples[name].append((time.perf_counter() - start) / calls)
+    return samples
+
+
+def _stats(samples: Sequence[float]) -> dict[str, float]:
+    return {"min": min(samples), "median": statistics.median(samples), "max": max(samples)}
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:.2f} µs"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms"
+
+
+# --------------------------------------------------------------------------------------------
+# 1. Envelope build + JSON
+
+
+def envelope_subjects() -> dict[str, Callable[[], object]]:
+    """The envelope of a realistic question, built and serialised; and json.dumps of its dict."""
+    question = sample_questions(1, prefix="bench")[0]
+    plain = json.loads(build_envelope(question, THREAD, now=NOW).to_json())
+
+    def agent_wait_envelope() -> bytes:
+        return build_envelope(question, THREAD, now=NOW).to_json()
+
+    def json_dumps_dict() -> str:
+        return json.dumps(plain)
+
+    return {"build_envelope().to_json()": agent_wait_envelope, "json.dumps(dict)": json_dumps_dict}
+
+
+def bench_envelope(scale: Scale) -> Result:
+    """Envelope build + serialisation per question versus json.dumps of the same data."""
+    samples = interleaved(envelope_subjects(), scale.cpu_rounds, scale.cpu_calls)
+    ours, base = samples["build_envelope().to_json()"], samples["json.dumps(dict)"]
+    ratio = min(ours) / min(base)
+    paired = statistics.median(a / b for a, b in zip(ours, base, strict=True))
+    return Result(
+        name="envelope",
+        title="1. envelope build + JSON / json.dumps(dict)",
+        raw={
+            "seconds_per_call": {"agent_wait": _stats(ours), "json_dumps": _stats(base)},
+            "median_of_paired_ratios": paired,
+            "rounds": scale.cpu_rounds,
+            "calls_per_round": scale.cpu_calls,
+        },
+        ratio=ratio,
+        target="<= 2.0",
+        passed=ratio <= 2.0,
+        summary=f"{_us(min(ours))} vs {_us(min(base))}",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# 2. @wait(when=...) that does not park
+
+
+class _Asked(Exception):
+    """The minimal wrapper's stand-in for parking (never raised: the predicate says no)."""
+
+
+class NeverParkAdapter:
+    """An in-process adapter that counts every framework call; the benchmark's path makes none."""
+
+    name = "bench"
+
+    def __init__(self) -> None:
+        self.framework_calls = 0
+
+    def park(self, call: WaitCall) -> Any:
+        self.framework_calls += 1
+        raise _Asked(call.name)
+
+    async def apark(self, call: WaitCall) -> Any:
+        return self.park(call)
+
+    def thread_id(self, call: WaitCall) -> str:
+        self.framework_calls += 1
+        return THREAD
+
+    def hidden_parameters(self, signature: Any) -> frozenset[str]:
+        return frozenset()
+
+    def questions_in(self, result: Any) -> list[Question]:
+        self.framework_calls += 1
+        return []
+
+
+def issue_refund(order_id: str, amount: int, note: str = "") -> str:
+    """The decorated function: cheap, so the benchmark measures the wrapper."""
+    return order_id
+
+
+def large_amount(amount: int, **_: Any) -> bool:
+    """The ``when=`` predicate: only large refunds ask."""
+    return amount > 1000
+
+
+def minimal_wrapper(function: Callable[..., Any], when: Callable[..., Any]) -> Callable[..., Any]:
+    """The least any ``@wait(when=...)`` must do: bind the call, ask the predicate, run the body."""
+    signature = inspect.signature(function)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        if when(**bound.arguments):
+            raise _Asked(function.__name__)
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+def wait_subjects() -> tuple[dict[str, Callable[[], object]], NeverParkAdapter]:
+    """``@wait(when=...)`` and the minimal wrapper, each called with a small refund."""
+    adapter = NeverParkAdapter()
+    wait = make_wait(adapter)
+    decorated = wait(WaitPolicy(timeout="P3D"), when=large_amount)(issue_refund)
+    minimal = minimal_wrapper(issue_refund, large_amount)
+    assert decorated("order-1", 500) == minimal("order-1", 500) == "order-1"
+
+    def at_wait() -> object:
+        return decorated("order-1", 500)
+
+    def at_minimal() -> object:
+        return minimal("order-1", 500)
+
+    return {"@wait(when=...)": at_wait, "minimal wrapper": at_minimal}, adapter
+
+
+def bench_wait(scale: Scale) -> Result:
+    """The overhead of a @wait call whose predicate says no, versus the minimal wrapper."""
+    subjects, adapter = wait_subjects()
+    samples = interleaved(subjects, scale.cpu_rounds, scale.cpu_calls)
+    ours, base = samples["@wait(when=...)"], samples["minimal wrapper"]
+    ratio = min(ours) / min(base)
+    paired = statistics.median(a / b for a, b in zip(ours, base, strict=True))
+    touched = adapter.framework_calls
+    return Result(
+        name="wait",
+        title="2. @wait(when=...) not parking / minimal wrapper",
+        raw={
+            "seconds_per_call": {"wait": _stats(ours), "minimal_wrapper": _stats(base)},
+            "median_of_paired_ratios": paired,
+            "framework_calls": touched,
+            "rounds": scale.cpu_rounds,
+            "calls_per_round": scale.cpu_calls,
+        },
+        ratio=ratio,
+        target="<= 1.5, framework untouched",
+        passed=ratio <= 1.5 and touched == 0,
+        summary=f"{_us(min(ours))} vs {_us(min(base))}",
+        note="" if touched == 0 else f"the non-parking path called the adapter {touched} times",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# 3. Cold import
+
+_PROBE = (
+    "import json, sys; import agent_wait.core; print(json.dumps(sorted(m for m in sys.modules)))"
+)
+
+
+def _run_seconds(code: str) -> float:
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", code], check=True, env=_clean_env())
+    return time.perf_counter() - start
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env.pop("AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD", None)
+    return env
+
+
+def bench_import(scale: Scale) -> Result:
+    """Whole-process time of ``import agent_wait.core`` versus ``import pydantic``."""
+    commands = {
+        "python -c pass": "pass",
+        "import pydantic": "import pydantic",
+        "from pydantic import BaseModel": "from pydantic import BaseModel",
+        "import agent_wait.core": "import agent_wait.core",
+    }
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for code in commands.values():  # warm the OS file cache; not counted
+        _run_seconds(code)
+    for index in range(scale.import_runs):
+        order = list(commands) if index % 2 == 0 else list(reversed(commands))
+        for name in order:
+            times[name].append(_run_seconds(commands[name]))
+    probe = subprocess.run(
+        [sys.executable, "-c", _PROBE], check=True, env=_clean_env(), capture_output=True
+    )
+    loaded: list[str] = json.loads(probe.stdout)
+    leaked = sorted(
+        m for m in loaded if any(m == f or m.startswith(f + ".") for f in FORBIDDEN_AT_IMPORT)
+    )
+    median = {name: statistics.median(values) for name, values in times.items()}
+    core, pydantic = median["import agent_wait.core"], median["import pydantic"]
+    ratio = core / pydantic
+    full = median["from pydantic import BaseModel"]
+    return Result(
+        name="import",
+        title="3. cold `import agent_wait.core` / `import pydantic`",
+        raw={
+            "seconds": {name: _stats(values) for name, values in times.items()},
+            "runs_each": scale.import_runs,
+            "modules_loaded_by_core": len(loaded),
+            "forbidden_modules_loaded": leaked,
+            "ratio_to_pydantic_with_basemodel": core / full,
+        },
+        ratio=ratio,
+        target="<= 1.25, no plugin/SDK module",
+        passed=ratio <= 1.25 and not leaked,
+        summary=(
+            f"{_ms(core)} vs {_ms(pydantic)} (python alone {_ms(median['python -c pass'])}; "
+            f"`from pydantic import BaseModel` {_ms(full)}); SDK/plugin modules: "
+            f"{', '.join(leaked) or 'none'}"
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# 4. AWS requests per publish (moto server)
+
+
+@dataclass
+class AwsTarget:
+    """How to reach one AWS announcer on moto."""
+
+    service: str
+    batch: int | None
+    """The request budget is ceil(N / batch); None: one request per question (see ``why``)."""
+    build: Callable[[Any, Any], BaseAnnounce] | None
+    """``(setup_client, counted_client) -> announcer``; creates the resource it publishes to."""
+    missing: str = ""
+    why: str = ""
+
+
+def _aws_targets() -> list[AwsTarget]:
+    targets: list[AwsTarget] = []
+
+    def sqs(setup: Any, client: Any) -> BaseAnnounce:
+        from agent_wait.sqs import SqsAnnounce
+
+        url = setup.create_queue(QueueName="bench")["QueueUrl"]
+        return SqsAnnounce(url, client=client)
+
+    def sns(setup: Any, client: Any) -> BaseAnnounce:
+        from agent_wait.sns import SnsAnnounce  # pyright: ignore[reportAttributeAccessIssue]
+
+        arn = setup.create_topic(Name="bench")["TopicArn"]
+        return SnsAnnounce(arn, client=client)
+
+    def eventbridge(setup: Any, client: Any) -> BaseAnnounce:
+        from agent_wait.eventbridge import EventBridgeAnnounce  # pyright: ignore
+
+        setup.create_event_bus(Name="bench")
+        return EventBridgeAnnounce(event_bus_name="bench", client=client)
+
+    def dynamodb(setup: Any, client: Any) -> BaseAnnounce:
+        from agent_wait.dynamodb import DynamoDbAnnounce  # pyright: ignore
+
+        setup.create_table(
+            TableName="bench",
+            KeySchema=[
+                {"AttributeName": "pk", "KeyType": "HASH"},
+                {"AttributeName": "sk", "KeyType": "RANGE"},
+            ],
+            AttributeDefinitions=[
+                {"AttributeName": "pk", "AttributeType": "S"},
+                {"AttributeName": "sk", "AttributeType": "S"},
+            ],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        return DynamoDbAnnounce(table_name="bench", client=client)
+
+    for service, batch, build in (
+        ("sqs", 10, sqs),
+        ("sns", 10, sns),
+        ("events", 10, eventbridge),
+        ("dynamodb", 25, dynamodb),
+    ):
+        targets.append(AwsTarget(service, batch, build))
+    return targets
+
+
+class RequestCounter:
+    """Counts the HTTP requests a botocore client sends (``before-send`` fires once per attempt)."""
+
+    def __init__(self, client: Any) -> None:
+        self.count = 0
+        client.meta.events.register("before-send.*", self)
+
+    def __call__(self, **_: Any) -> None:
+        self.count += 1
+
+
+def bench_aws(scale: Scale) -> Result:
+    """Requests per publish of N questions, and batched versus one-at-a-time wall time."""
+    try:
+        from tests.aws_moto import CREDENTIALS, REGION, MotoServer
+    except ImportError as error:
+        return _skipped("aws", "4. AWS requests per publish (moto)", f"moto fixture: {error}")
+    import boto3
+
+    server = MotoServer().acquire()
+    rows: list[dict[str, Any]] = []
+    try:
+        session = boto3.Session(region_name=REGION, **CREDENTIALS)
+        for target in _aws_targets():
+            rows.extend(_bench_service(target, server, session, scale))
+    finally:
+        server.release()
+    measured = [r for r in rows if r.get("passed") is not None]
+    passed = all(r["passed"] for r in measured) if measured else None
+    skipped = sorted({r["service"] for r in rows if r.get("passed") is None})
+    worst = [r for r in measured if not r["passed"]]
+    summary = ", ".join(
+        f"{r['service']} N={r['n']}: {r['requests']} req" for r in rows if "requests" in r
+    )
+    return Result(
+        name="aws",
+        title="4. AWS requests per publish (moto server)",
+        raw={"rounds": scale.aws_rounds, "sizes": list(scale.aws_sizes)},
+        ratio=None,
+        target="<= ceil(N/10) (SQS, SNS, EventBridge), <= ceil(N/25) DynamoDB if it can batch",
+        passed=passed,
+        summary=summary,
+        rows=rows,
+        note=(f"not measured: {', '.join(skipped)}. " if skipped else "")
+        + ("; ".join(f"{r['service']} N={r['n']} missed" for r in worst)),
+    )
+
+
+def _bench_service(
+    target: AwsTarget, server: Any, session: Any, scale: Scale
+) -> list[dict[str, Any]]:
+    assert target.build is not None
+
+    def fresh() -> tuple[BaseAnnounce, RequestCounter]:
+        server.reset()  # SQS sends slow down with queue depth: every publish starts empty
+        setup = session.client(target.service, endpoint_url=server.url)
+        client = session.client(target.service, endpoint_url=server.url)
+        announce = target.build(setup, client)  # type: ignore[misc]
+        return announce, RequestCounter(client)
+
+    try:
+        fresh()
+    except ImportError as error:
+        return [{"service": target.service, "passed": None, "note": f"not installed: {error}"}]
+    rows: list[dict[str, Any]] = []
+    for n in scale.aws_sizes:
+        questions = sample_questions(n, prefix=f"bench-{n}")
+        batched: list[float] = []
+        single: list[float] = []
+        requests = single_requests = 0
+        for index in range(scale.aws_rounds):
+            for mode in ("batched", "single") if index % 2 == 0 else ("single", "batched"):
+                announce, counter = fresh()
+                start = time.perf_counter()
+                if mode == "batched":
+                    report = publish(questions, THREAD, announce, clock=_now)
+                    reports = [report]
+                else:
+                    reports = [publish([q], THREAD, announce, clock=_now) for q in questions]
+                elapsed = time.perf_counter() - start
+                failures = [d.error for r in reports for d in r.failures]
+                if failures:
+                    raise RuntimeError(f"{target.service}: publish failed: {failures[:3]}")
+                if mode == "batched":
+                    batched.append(elapsed)
+                    requests = counter.count
+                else:
+                    single.append(elapsed)
+                    single_requests = counter.count
+                announce.close()
+        budget = n if target.batch is None else math.ceil(n / target.batch)
+        rows.append(
+            {
+                "service": target.service,
+                "n": n,
+                "requests": requests,
+                "requests_one_at_a_time": single_requests,
+                "budget": budget,
+                "passed": requests <= budget,
+                "seconds_batched": _stats(batched),
+                "seconds_one_at_a_time": _stats(single),
+                "speedup": statistics.median(single) / statistics.median(batched),
+            }
+        )
+    return rows
+
+
+def _now() -> datetime:
+    return NOW
+
+
+# --------------------------------------------------------------------------------------------
+# 5. Fan-out to three slow webhook receivers
+
+
+class _SlowReceiver(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, as a real receiver behind a load balancer
+    delay = 0.05
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        time.sleep(self.delay)
+        self.send_response(204)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Quiet: the benchmark prints its own table."""
+
+
+@contextmanager
+def slow_receivers(count: int, delay: float) -> Iterator[list[str]]:
+    """``count`` HTTP receivers on loopback, each answering every POST after ``delay`` seconds."""
+    handler = type("Receiver", (_SlowReceiver,), {"delay": delay})
+    servers = [http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) for _ in range(count)]
+    threads = [threading.Thread(target=s.serve_forever, daemon=True) for s in servers]
+    for thread in threads:
+        thread.start()
+    try:
+        yield [f"http://127.0.0.1:{s.server_address[1]}/hook" for s in servers]
+    finally:
+        for server in servers:
+            server.shutdown()
+            server.server_close()
+
+
+def bench_fanout(scale: Scale, delay: float = 0.05) -> Result:
+    """One question to three receivers that each take 50 ms: apublish versus publish."""
+    title = "5. fan-out to 3 webhooks of 50 ms: apublish / slowest receiver"
+    try:
+        from agent_wait.webhook import WebhookAnnounce
+    except ImportError as error:
+        return _skipped("fanout", title, f"agent-wait-webhook: {error}")
+    question = sample_questions(1, prefix="bench-fanout")
+
+    async def measure(urls: list[str]) -> tuple[list[float], list[float]]:
+        announcers = [WebhookAnnounce(url, retries=0) for url in urls]
+        concurrent: list[float] = []
+        sequential: list[float] = []
+        try:
+            for index in range(scale.fanout_rounds + 1):  # the first round opens connections
+                for mode in ("async", "sync") if index % 2 == 0 else ("sync", "async"):
+                    start = time.perf_counter()
+                    if mode == "async":
+                        report = await apublish(question, THREAD, announcers, clock=_now)
+                    else:
+                        report = publish(question, THREAD, announcers, clock=_now)
+                    elapsed = time.perf_counter() - start
+                    if not report.ok:
+                        raise RuntimeError(f"webhook publish failed: {report.failures}")
+                    if index:
+                        (concurrent if mode == "async" else sequential).append(elapsed)
+        finally:
+            for item in announcers:
+                await item.aclose()
+        return concurrent, sequential
+
+    with slow_receivers(3, delay) as urls:
+        concurrent, sequential = asyncio.run(measure(urls))
+    ratio = statistics.median(concurrent) / delay
+    return Result(
+        name="fanout",
+        title=title,
+        raw={
+            "receiver_delay_seconds": delay,
+            "receivers": 3,
+            "seconds": {"apublish": _stats(concurrent), "publish": _stats(sequential)},
+            "publish_over_slowest": statistics.median(sequential) / delay,
+            "rounds": scale.fanout_rounds,
+        },
+        ratio=ratio,
+        target="<= 1.3 (not the sum, 3.0)",
+        passed=ratio <= 1.3,
+        summary=(
+            f"apublish {_ms(statistics.median(concurrent))}, publish "
+            f"{_ms(statistics.median(sequential))} (receiver {_ms(delay)})"
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# 6. sqlite: peak memory and questions per second
+
+
+def _peak_bytes(questions: list[Question], directory: Path, label: str) -> int:
+    from agent_wait.core._sqlite import SqliteAnnounce
+
+    announce = SqliteAnnounce(directory / f"memory-{label}.sqlite3")
+    publish(questions[:1], "warm-up", announce, clock=_now)  # open the database outside the trace
+    gc.collect()
+    tracemalloc.start()
+    try:
+        report = publish(questions, THREAD, announce, clock=_now)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        announce.close()
+    if not report.ok:
+        raise RuntimeError(f"sqlite publish failed: {report.failures[:3]}")
+    return peak
+
+
+def bench_sqlite(scale: Scale) -> Result:
+    """Peak memory of publishing 10,000 questions versus 1; batched versus single throughput."""
+    from agent_wait.core._sqlite import SqliteAnnounce
+
+    many = sample_questions(scale.sqlite_memory_n, prefix="bench-memory")
+    rate_questions = sample_questions(scale.sqlite_rate_n, prefix="bench-rate")
+    with tempfile.TemporaryDirectory(prefix="agent-wait-bench-") as tmp:
+        directory = Path(tmp)
+        peak_one = _peak_bytes(many[:1], directory, "one")
+        peak_many = _peak_bytes(many, directory, "many")
+        batched: list[float] = []
+        single: list[float] = []
+        for index in range(scale.sqlite_rounds):
+            for mode in ("batched", "single") if index % 2 == 0 else ("single", "batched"):
+                path = directory / f"rate-{mode}-{index}.sqlite3"
+                announce = SqliteAnnounce(path)
+                publish(rate_questions[:1], "warm-up", announce, clock=_now)
+                start = time.perf_counter()
+                if mode == "batched":
+                    ok = publish(rate_questions, THREAD, announce, clock=_now).ok
+                else:
+                    ok = all(publish([q], THREAD, announce, clock=_now).ok for q in rate_questions)
+                elapsed = time.perf_counter() - start
+                announce.close()
+                if not ok:
+                    raise RuntimeError("sqlite publish failed")
+                (batched if mode == "batched" else single).append(scale.sqlite_rate_n / elapsed)
+    n = scale.sqlite_memory_n
+    rate_batched, rate_single = statistics.median(batched), statistics.median(single)
+    return Result(
+        name="sqlite",
+        title="6. sqlite: peak memory 10,000 vs 1; questions/s batched vs one at a time",
+        raw={
+            "peak_bytes": {"one": peak_one, str(n): peak_many},
+            "peak_bytes_per_question": (peak_many - peak_one) / max(1, n - 1),
+            "questions_per_second": {"batched": batched, "one_at_a_time": single},
+            "rate_questions": scale.sqlite_rate_n,
+        },
+        ratio=rate_batched / rate_single,
+        target="report (no target)",
+        passed=None,
+        summary=(
+            f"peak {peak_many / 2**20:.1f} MiB for {n:,} vs {peak_one / 2**10:.0f} KiB for 1 "
+            f"({(peak_many - peak_one) / max(1, n - 1) / 1024:.1f} KiB/question); "
+            f"{rate_batched:,.0f}/s batched vs {rate_single:,.0f}/s one at a time"
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Machine, table, main
+
+
+def _skipped(name: str, title: str, why: str) -> Result:
+    return Result(name, title, {}, None, "", None, f"not measured: {why}", note=why)
+
+
+def machine() -> dict[str, Any]:
+    """What the numbers were measured on."""
+    info: dict[str, Any] = {
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
+        "load_average_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
+    }
+    meminfo = Path("/proc/meminfo")
+    if meminfo.exists():
+        for line in meminfo.read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                info["memory_gib"] = round(int(line.split()[1]) / 2**20, 1)
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        models = [
+            line.split(":", 1)[1].strip()
+            for line in cpuinfo.read_text().splitlines()
+            if line.startswith("model name")
+        ]
+        info["cpu_model"] = models[0] if models else None
+    packages: dict[str, str | None] = {}
+    for dist in (
+        "agent-wait-core",
+        "pydantic",
+        "pydantic-core",
+        "python-ulid",
+        "boto3",
+        "moto",
+        "httpx",
+    ):
+        try:
+            packages[dist] = version(dist)
+        except PackageNotFoundError:
+            packages[dist] = None
+    info["packages"] = packages
+    return info
+
+
+def _verdict(result: Result) -> str:
+    if result.passed is None:
+        return "skipped" if result.summary.startswith("not measured") else "info"
+    return "pass" if result.passed else "**MISS**"
+
+
+def table(results: Sequence[Result]) -> str:
+    """The results as a Markdown table (also what docs/performance.md shows)."""
+    lines = [
+        "| benchmark | measured | ratio | target | result |",
+        "|---|---|---|---|---|",
+    ]
+    for r in results:
+        ratio = "" if r.ratio is None else f"{r.ratio:.2f}"
+        lines.append(f"| {r.title} | {r.summary} | {ratio} | {r.target} | {_verdict(r)} |")
+        for row in r.rows:
+            if "requests" not in row:
+                lines.append(
+                    f"| &nbsp;&nbsp;{row['service']} | {row.get('note', '')} | | | skipped |"
+                )
+                continue
+            lines.append(
+                f"| &nbsp;&nbsp;{row['service']} N={row['n']} | {row['requests']} requests "
+                f"(one at a time: {row['requests_one_at_a_time']}); "
+                f"{_ms(row['seconds_batched']['median'])} batched vs "
+                f"{_ms(row['seconds_one_at_a_time']['median'])} one at a time | "
+                f"{row['speedup']:.1f}x faster | <= {row['budget']} requests | "
+                f"{'pass' if row['passed'] else '**MISS**'} |"
+            )
+    return "\n".join(lines)
+
+
+BENCHMARKS: dict[str, Callable[[Scale], Result]] = {
+    "envelope": bench_envelope,
+    "wait": bench_wait,
+    "import": bench_import,
+    "aws": bench_aws,
+    "fanout": bench_fanout,
+    "sqlite": bench_sqlite,
+}
+
+PROFILES: dict[str, Callable[[], dict[str, Callable[[], object]]]] = {
+    "envelope": envelope_subjects,
+    "wait": lambda: wait_subjects()[0],
+}
+
+
+def profile(name: str, calls: int = 50_000) -> None:
+    """Run the agent-wait side of a CPU benchmark under pyinstrument and print where time goes."""
+    from pyinstrument import Profiler
+
+    subject = next(iter(PROFILES[name]().values()))
+    profiler = Profiler(interval=0.0001)
+    with profiler:
+        for _ in range(calls):
+            subject()
+    print(profiler.output_text(unicode=True, color=False, show_all=False))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmarks, print the table, write the JSON; non-zero when a target is missed."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--no-fail", action="store_true", help="exit 0 even if a target is missed")
+    parser.add_argument("--only", default="", help=f"comma-separated subset of {list(BENCHMARKS)}")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes: a smoke run")
+    parser.add_argument("--output", default=str(ROOT / "bench" / "results.json"))
+    parser.add_argument("--profile", choices=sorted(PROFILES), help="profile one CPU benchmark")
+    args = parser.parse_args(argv)
+    if args.profile:
+        profile(args.profile)
+        return 0
+    names = [n.strip() for n in args.only.split(",") if n.strip()] or list(BENCHMARKS)
+    unknown = sorted(set(names) - set(BENCHMARKS))
+    if unknown:
+        parser.error(f"--only: unknown benchmarks {unknown}; choose from {list(BENCHMARKS)}")
+    scale = QUICK if args.quick else Scale()
+    info = machine()
+    started = time.perf_counter()
+    results: list[Result] = []
+    for name in names:
+        print(f"running {name} ...", file=sys.stderr, flush=True)
+        results.append(BENCHMARKS[name](scale))
+    info["load_average_end"] = list(os.getloadavg()) if hasattr(os, "getloadavg") else None
+    info["duration_seconds"] = round(time.perf_counter() - started, 1)
+    print(
+        f"\nagent-wait benchmarks: {info['python']}, {info['cpus']} CPUs, "
+        f"{info.get('memory_gib', '?')} GiB, {info.get('cpu_model', '?')}; "
+        f"load {info['load_average_start']} -> {info['load_average_end']}; "
+        f"{info['duration_seconds']} s\n"
+    )
+    print(table(results))
+    missed = [r.name for r in results if r.passed is False]
+    if args.output != "-":
+        output = Path(args.output)
+        output.parent.mkdir(parents=True, exist_ok=True)
+        document = {
+            "generated_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "command": "python tests/bench/run.py " + " ".join(argv or sys.argv[1:]),
+            "quick": args.quick,
+            "machine": info,
+            "passed": not missed,
+            "missed": missed,
+            "benchmarks": {
+                r.name: {
+                    "title": r.title,
+                    "target": r.target,
+                    "ratio": r.ratio,
+                    "passed": r.passed,
+                    "summary": r.summary,
+                    "note": r.note,
+                    "raw": r.raw,
+                    **({"rows": r.rows} if r.rows else {}),
+                }
+                for r in results
+            },
+        }
+        output.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        print(f"\nwrote {output}", file=sys.stderr)
+    if missed:
+        print(f"\ntargets missed: {', '.join(missed)}", file=sys.stderr)
+        return 0 if args.no_fail else 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
