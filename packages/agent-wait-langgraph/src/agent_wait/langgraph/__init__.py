@@ -1,0 +1,75 @@
+"""agent-wait for LangGraph: ``interrupt()`` questions published as agent-wait envelopes.
+
+Gate a tool or a function a node calls, then let :func:`handle_message` be the host::
+
+    from langchain_core.tools import tool
+    from agent_wait.core import WaitPolicy, announcer
+    from agent_wait.langgraph import handle_message, wait
+
+    @tool
+    @wait(WaitPolicy(timeout="P3D", default={"action": "reject"}))
+    def issue_refund(order_id: str, amount: int) -> str:
+        return f"refunded {amount} on {order_id}"
+
+    graph = create_agent(model, [issue_refund], checkpointer=SqliteSaver(conn))
+    handled = handle_message(graph, message, announcer("sqlite", path="inbox.sqlite3"))
+
+A start message (``{"thread_id", "input"}``) runs the graph; when ``issue_refund`` is called
+it parks on ``interrupt()`` and one ``wait.created`` envelope per question is published, with
+``question_id`` = LangGraph's ``Interrupt.id``. The answer message
+(``{**envelope["reply_with"], "answer": {"action": "approve"}}``) resumes it. Bare
+``interrupt(value)`` calls and LangChain's ``HumanInTheLoopMiddleware`` are published too. See
+docs/frameworks/langgraph.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_wait.langgraph._adapter import LangGraphAdapter, questions_in
+    from agent_wait.langgraph._host import ahandle_message, handle_message, resume_command
+    from agent_wait.langgraph._routing import InterruptRoutingError
+    from agent_wait.langgraph._wait import apublish_interrupts, hitl, publish_interrupts, wait
+
+__all__ = [
+    "InterruptRoutingError",
+    "LangGraphAdapter",
+    "ahandle_message",
+    "apublish_interrupts",
+    "handle_message",
+    "hitl",
+    "publish_interrupts",
+    "questions_in",
+    "resume_command",
+    "wait",
+]
+
+# Lazy: the entry-point plugin module lives in this package, and importing it must not import
+# LangGraph (every agent-wait process loads the plugins, not every one uses LangGraph).
+_HOMES = {
+    "InterruptRoutingError": "_routing",
+    "LangGraphAdapter": "_adapter",
+    "ahandle_message": "_host",
+    "apublish_interrupts": "_wait",
+    "handle_message": "_host",
+    "hitl": "_wait",
+    "publish_interrupts": "_wait",
+    "questions_in": "_adapter",
+    "resume_command": "_host",
+    "wait": "_wait",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

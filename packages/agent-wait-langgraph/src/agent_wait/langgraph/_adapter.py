@@ -1,0 +1,231 @@
+"""The LangGraph side of ``@wait``: park on ``interrupt()``, read questions out of results."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Annotated, Any, cast, get_origin
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, InjectedToolArg
+from pydantic import AfterValidator
+
+from agent_wait.core import Question, WaitCall, WaitPolicy, question_from_value
+from agent_wait.langgraph._routing import accept, as_mapping, asked
+from langgraph.config import get_config
+from langgraph.errors import GraphInterrupt
+from langgraph.prebuilt import ToolRuntime
+from langgraph.types import GraphOutput, Interrupt, StateSnapshot, interrupt
+
+# What LangGraph injects into nodes (langgraph._internal._runnable.KWARGS_CONFIG_KEYS) and
+# LangChain into tools: `previous`, `runtime` and `callbacks` whatever their annotation;
+# `config`, `writer` and `store` when unannotated or annotated with their types; and any
+# RunnableConfig, ToolRuntime or Injected* (InjectedState, InjectedStore, InjectedToolCallId).
+_INJECTED_ANY_TYPE = frozenset({"previous", "runtime", "callbacks"})
+_INJECTED_BY_NAME = frozenset({"config", "writer", "store"})
+_INJECTED_TYPE_NAMES = ("RunnableConfig", "ToolRuntime", "Injected", "BaseStore", "StreamWriter")
+
+
+def _is_injected(param: inspect.Parameter) -> bool:
+    if param.name in _INJECTED_ANY_TYPE:
+        return True
+    annotation = param.annotation
+    if annotation is inspect.Parameter.empty:
+        return param.name in _INJECTED_BY_NAME
+    if isinstance(annotation, str):
+        # `from __future__ import annotations`: only the annotation text is available.
+        return any(name in annotation for name in _INJECTED_TYPE_NAMES)
+    if annotation is RunnableConfig:
+        return True
+    base = get_origin(annotation) or annotation
+    if isinstance(base, type) and issubclass(base, ToolRuntime):
+        return True
+    metadata: tuple[Any, ...] = getattr(annotation, "__metadata__", ())
+    if any(
+        isinstance(m, InjectedToolArg) or (isinstance(m, type) and issubclass(m, InjectedToolArg))
+        for m in metadata
+    ):
+        return True
+    # `config: RunnableConfig | None`, `store: BaseStore`, `writer: StreamWriter` (a Callable).
+    text = repr(annotation)
+    return param.name in _INJECTED_BY_NAME and any(
+        name in text for name in ("RunnableConfig", "BaseStore", "Callable")
+    )
+
+
+def _decision_types(schema: Any) -> list[str]:
+    """The decision types a per-call ``response_schema`` allows, in order."""
+    root = as_mapping(schema) or {}
+    # Several decisions: a discriminated union; one decision: that decision's object schema.
+    mapping = as_mapping((as_mapping(root.get("discriminator")) or {}).get("mapping"))
+    if mapping is not None:
+        return [str(kind) for kind in mapping]
+    kind = (as_mapping((as_mapping(root.get("properties")) or {}).get("type")) or {}).get("const")
+    return [kind] if isinstance(kind, str) else []
+
+
+def is_batch_request(value: Any) -> bool:
+    """True for a ``HumanInTheLoopMiddleware`` batched interrupt value (a ``HITLRequest``)."""
+    data = as_mapping(value)
+    return (
+        data is not None
+        and isinstance(data.get("action_requests"), list)
+        and isinstance(data.get("review_configs"), list)
+    )
+
+
+def is_tool_approval(value: Any) -> bool:
+    """True for a ``HumanInTheLoopMiddleware`` per-call interrupt value (a ``ToolApprovalRequest``)."""
+    data = as_mapping(value)
+    return data is not None and data.get("type") == "tool_approval" and "tool_call_id" in data
+
+
+def batch_actions(value: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One entry per action request: name, args, description and its allowed decisions."""
+    requests = cast("list[Mapping[str, Any]]", value["action_requests"])
+    configs = cast("list[Mapping[str, Any]]", value["review_configs"])
+    by_name = {c.get("action_name"): c for c in configs}
+    actions: list[dict[str, Any]] = []
+    for index, request in enumerate(requests):
+        # The middleware writes one review config per request, in order; match by name otherwise.
+        config = (
+            configs[index]
+            if len(configs) == len(requests)
+            else by_name.get(request.get("name"), {})
+        )
+        actions.append(
+            {
+                "name": request.get("name"),
+                "args": request.get("args", {}),
+                "description": request.get("description"),
+                "allowed_decisions": list(config.get("allowed_decisions") or []),
+            }
+        )
+    return actions
+
+
+def question_of(item: Interrupt) -> Question:
+    """The question one LangGraph ``Interrupt`` asks.
+
+    A ``@wait`` payload gives its question, policy and source; a ``HumanInTheLoopMiddleware``
+    batch becomes ``{"actions": [...]}`` with the union of the allowed decisions as
+    ``allowed_actions``; a per-call approval is published as is, with its allowed decisions; any
+    other value is the question itself, with the default policy and no source.
+    """
+    value = item.value
+    if is_batch_request(value):
+        actions = batch_actions(value)
+        allowed = list(dict.fromkeys(d for a in actions for d in a["allowed_decisions"]))
+        policy = WaitPolicy(allowed_actions=tuple(allowed)) if allowed else WaitPolicy()
+        return Question(question_id=item.id, question={"actions": actions}, policy=policy)
+    if is_tool_approval(value):
+        allowed = _decision_types(item.response_schema)
+        policy = WaitPolicy(allowed_actions=tuple(allowed)) if allowed else WaitPolicy()
+        return Question(question_id=item.id, question=value, policy=policy)
+    return question_from_value(item.id, value)
+
+
+def interrupts_in(result: Any) -> list[Interrupt]:
+    """The interrupts a LangGraph result is parked on.
+
+    Accepts the ``invoke()`` dict (``"__interrupt__"``), a ``GraphOutput`` (``version="v2"``), a
+    ``StateSnapshot`` (``graph.get_state(config)``), an ``Interrupt`` or a list of them.
+
+    Raises:
+        TypeError: Anything else.
+    """
+    if isinstance(result, GraphOutput):
+        items: Any = result.interrupts
+    elif isinstance(result, StateSnapshot):
+        items = result.interrupts
+    elif isinstance(result, Interrupt):
+        items = [result]
+    elif isinstance(result, Mapping):
+        items = cast("Mapping[str, Any]", result).get("__interrupt__", ())
+    elif isinstance(result, list | tuple):
+        items = cast("Sequence[Any]", result)
+    else:
+        raise TypeError(
+            "result: expected the invoke() dict, a GraphOutput, a StateSnapshot or a list of "
+            f"Interrupt, got {type(result).__name__}"
+        )
+    interrupts = list(cast("Iterable[Any]", items))
+    for index, entry in enumerate(interrupts):
+        if not isinstance(entry, Interrupt):
+            raise TypeError(
+                f"result interrupts[{index}]: expected a langgraph Interrupt, got {entry!r}"
+            )
+    return cast("list[Interrupt]", interrupts)
+
+
+def questions_in(result: Any) -> list[Question]:
+    """The questions a LangGraph run is parked on, in order.
+
+    Args:
+        result: The ``invoke()`` dict (with ``"__interrupt__"``), a ``GraphOutput`` from
+            ``invoke(..., version="v2")``, a ``StateSnapshot``, or a list of ``Interrupt``.
+
+    Returns:
+        One :class:`~agent_wait.core.Question` per interrupt; ``question_id`` is ``Interrupt.id``.
+    """
+    return [question_of(item) for item in interrupts_in(result)]
+
+
+class LangGraphAdapter:
+    """:class:`agent_wait.core.FrameworkAdapter` for LangGraph: parks on ``interrupt()``."""
+
+    name = "langgraph"
+
+    def park(self, call: WaitCall) -> Any:
+        """Raise LangGraph's interrupt with the call's payload, or return the answer on resume.
+
+        The answer is checked (see ``agent_wait.langgraph._routing``) inside ``interrupt()``'s
+        ``response_schema`` validation, so an answer the call refuses is never saved.
+        """
+        schema = Annotated[Any, AfterValidator(lambda value: accept(call, value))]
+        try:
+            return interrupt(call.payload, response_schema=cast("Any", schema))
+        except GraphInterrupt as raised:
+            if raised.args and raised.args[0]:
+                asked(call, cast("Sequence[Interrupt]", raised.args[0]))
+            raise
+
+    async def apark(self, call: WaitCall) -> Any:
+        """Same as :meth:`park` (``interrupt()`` is synchronous in async nodes too)."""
+        return self.park(call)
+
+    def thread_id(self, call: WaitCall) -> str:
+        """The run's ``configurable.thread_id``."""
+        try:
+            configurable = get_config().get("configurable") or {}
+        except RuntimeError as error:
+            raise RuntimeError(
+                f"@wait(mode='async') {call.name!r} was called outside a LangGraph run; it "
+                "needs the run's thread_id to derive its question id"
+            ) from error
+        thread_id = configurable.get("thread_id")
+        if thread_id is None or thread_id == "":
+            raise ValueError(
+                f"@wait(mode='async') {call.name!r}: the run config has no thread_id; invoke with "
+                "{'configurable': {'thread_id': ...}}"
+            )
+        return str(thread_id)
+
+    def hidden_parameters(self, signature: inspect.Signature) -> frozenset[str]:
+        """Parameters LangGraph or LangChain inject (config, runtime, store, injected tool args)."""
+        return frozenset(
+            name for name, param in signature.parameters.items() if _is_injected(param)
+        )
+
+    def questions_in(self, result: Any) -> list[Question]:
+        """See :func:`questions_in`."""
+        return questions_in(result)
+
+
+def check_not_a_tool(function: Any) -> None:
+    """Refuse ``@wait`` over an already-built LangChain tool (it must go below ``@tool``)."""
+    if isinstance(function, BaseTool):
+        raise TypeError(
+            f"@wait was applied to the LangChain tool {function.name!r}; put it below @tool: "
+            "@tool then @wait(...) then def ..."
+        )

@@ -1,0 +1,313 @@
+"""handle_message: the whole host of seed section 4, and the guarantees LangGraph leaves to it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, TypedDict
+
+import pytest
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from pydantic import ValidationError
+
+from agent_wait.core import (
+    AnnounceFailed,
+    BaseAnnounce,
+    MemoryAnnounce,
+    Outcome,
+    WaitEnvelope,
+    WaitPolicy,
+)
+from agent_wait.langgraph import InterruptRoutingError, handle_message, resume_command, wait
+from tests.langgraph.conftest import answer, check_envelope, clock
+
+
+class State(TypedDict, total=False):
+    order_id: str
+    amount: int
+    result: Any
+    first: Any
+    second: Any
+
+
+class Counts:
+    def __init__(self) -> None:
+        self.node = 0
+        self.body = 0
+
+
+def refund_graph(counts: Counts, policy: WaitPolicy | None = None) -> Any:
+    @wait(policy)
+    def issue_refund(order_id: str, amount: int) -> str:
+        counts.body += 1
+        return f"refunded {amount} on {order_id}"
+
+    def refund(state: State, config: RunnableConfig) -> State:
+        counts.node += 1
+        return {"result": issue_refund(state["order_id"], state["amount"])}
+
+    builder = StateGraph(State)
+    builder.add_node("refund", refund)
+    builder.add_edge(START, "refund")
+    builder.add_edge("refund", END)
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+START_MESSAGE = {"thread_id": "order-4471", "input": {"order_id": "order-4471", "amount": 41000}}
+UNASKED = "0123456789abcdef0123456789abcdef"
+
+
+def test_the_whole_loop_with_redeliveries_duplicates_and_late_answers(
+    inbox: MemoryAnnounce,
+) -> None:
+    counts = Counts()
+    policy = WaitPolicy(
+        timeout="P3D", default={"action": "reject"}, tags={"approver_group": "finance"}
+    )
+    graph = refund_graph(counts, policy)
+
+    started = handle_message(graph, START_MESSAGE, inbox, clock=clock)
+    assert started.outcome is Outcome.STARTED
+    assert started.ran
+    assert started.parked
+    [question_id] = started.question_ids
+    assert (
+        question_id
+        == graph.get_state({"configurable": {"thread_id": "order-4471"}}).interrupts[0].id
+    )
+    check_envelope(
+        inbox.envelopes[0],
+        thread_id="order-4471",
+        question_id=question_id,
+        question={"function": "issue_refund", "args": {"order_id": "order-4471", "amount": 41000}},
+        allowed_actions=["approve", "reject"],
+        expires_at="2026-09-14T09:00:00Z",
+        default={"action": "reject"},
+        source={"function": "issue_refund"},
+        tags={"approver_group": "finance"},
+    )
+    assert (counts.node, counts.body) == (1, 0)
+
+    # The start message redelivered while parked: nothing runs, the same question is republished.
+    again = handle_message(graph, json.dumps(START_MESSAGE), inbox, clock=clock)
+    assert again.outcome is Outcome.REPUBLISHED
+    assert again.result is None
+    assert not again.ran
+    assert again.question_ids == [question_id]
+    assert inbox.question_ids == [question_id, question_id]
+    assert inbox.envelopes[0].event_id != inbox.envelopes[1].event_id
+    assert (counts.node, counts.body) == (1, 0)
+
+    resumed = handle_message(graph, answer(inbox.envelopes[0], {"action": "approve"}), inbox)
+    assert resumed.outcome is Outcome.RESUMED
+    assert resumed.result["result"] == "refunded 41000 on order-4471"
+    assert not resumed.parked
+    assert (counts.node, counts.body) == (2, 1)
+
+    duplicate = handle_message(graph, answer(inbox.envelopes[0], {"action": "approve"}), inbox)
+    late = handle_message(graph, answer(inbox.envelopes[1], {"action": "reject"}), inbox)
+    for handled in (duplicate, late):
+        assert handled.outcome is Outcome.DUPLICATE
+        assert handled.result is None
+        assert handled.report.envelopes == ()
+        assert question_id in (handled.detail or "")
+    assert (counts.node, counts.body) == (2, 1)
+    assert len(inbox.envelopes) == 2
+
+
+def test_unknown_questions_run_nothing(inbox: MemoryAnnounce) -> None:
+    counts = Counts()
+    graph = refund_graph(counts)
+    handle_message(graph, START_MESSAGE, inbox)
+    for question_id in (UNASKED, "not-a-langgraph-id"):
+        handled = handle_message(
+            graph,
+            {
+                "thread_id": "order-4471",
+                "question_id": question_id,
+                "answer": {"action": "approve"},
+            },
+        )
+        assert handled.outcome is Outcome.UNKNOWN_QUESTION
+        assert "never asked" in (handled.detail or "")
+    never = handle_message(graph, {"thread_id": "elsewhere", "question_id": UNASKED, "answer": 1})
+    assert never.outcome is Outcome.UNKNOWN_QUESTION
+    assert (counts.node, counts.body) == (1, 0)
+    # Still parked on its own question, which still works.
+    resumed = handle_message(graph, answer(inbox.envelopes[0], {"action": "approve"}), inbox)
+    assert resumed.outcome is Outcome.RESUMED
+    assert counts.body == 1
+
+
+def two_question_graph(log: list[Any]) -> Any:
+    """One node asking two bare questions in a row (no @wait: plain LangGraph interrupts)."""
+
+    def ask_twice(state: State) -> State:
+        first = interrupt("first?")
+        log.append(("first", first))
+        second = interrupt("second?")
+        log.append(("second", second))
+        return {"first": first, "second": second}
+
+    builder = StateGraph(State)
+    builder.add_node("ask", ask_twice)
+    builder.add_edge(START, "ask")
+    return builder.compile(checkpointer=InMemorySaver())
+
+
+def test_a_stale_id_does_not_answer_the_next_question_of_the_same_node(
+    inbox: MemoryAnnounce,
+) -> None:
+    # Plain LangGraph (FRAMEWORK_FACTS 1): the stale id answers the node's next interrupt.
+    plain_log: list[Any] = []
+    plain = two_question_graph(plain_log)
+    cfg: RunnableConfig = {"configurable": {"thread_id": "plain"}}
+    first_id = plain.invoke({}, cfg)["__interrupt__"][0].id
+    plain.invoke(Command(resume={first_id: "yes"}), cfg)
+    plain.invoke(Command(resume={first_id: "stale"}), cfg)
+    assert ("second", "stale") in plain_log
+
+    log: list[Any] = []
+    graph = two_question_graph(log)
+    started = handle_message(graph, {"thread_id": "t", "input": {}}, inbox)
+    first = started.question_ids[0]
+    moved = handle_message(graph, {"thread_id": "t", "question_id": first, "answer": "yes"}, inbox)
+    assert moved.outcome is Outcome.RESUMED
+    [second] = moved.question_ids
+    assert second != first
+    stale = handle_message(
+        graph, {"thread_id": "t", "question_id": first, "answer": "stale"}, inbox
+    )
+    assert stale.outcome is Outcome.DUPLICATE
+    assert second in (stale.detail or "")  # it says what the thread is parked on now
+    assert ("second", "stale") not in log
+    done = handle_message(graph, {"thread_id": "t", "question_id": second, "answer": "ok"}, inbox)
+    assert done.outcome is Outcome.RESUMED
+    assert done.result == {"first": "yes", "second": "ok"}
+    # Both ids stay known after the thread finished: a late answer to either is a duplicate.
+    for question_id in (first, second):
+        late = handle_message(graph, {"thread_id": "t", "question_id": question_id, "answer": "x"})
+        assert late.outcome is Outcome.DUPLICATE
+    assert log == [("first", "yes"), ("first", "yes"), ("second", "ok")]
+
+
+def test_several_wait_calls_in_one_node_are_refused(inbox: MemoryAnnounce) -> None:
+    # The first approved refund would run again when the second question is answered.
+    runs: list[int] = []
+
+    @wait
+    def issue_refund(order_id: str, amount: int) -> str:
+        runs.append(amount)
+        return "refunded"
+
+    def refund_all(state: State) -> State:
+        return {"result": [issue_refund(state["order_id"], a) for a in (10, 20)]}
+
+    builder = StateGraph(State)
+    builder.add_node("refund_all", refund_all)
+    builder.add_edge(START, "refund_all")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    started = handle_message(graph, {"thread_id": "t", "input": {"order_id": "o"}}, inbox)
+    with pytest.raises(InterruptRoutingError, match="node 'refund_all' asked issue_refund") as info:
+        handle_message(graph, answer(inbox.envelopes[0], {"action": "approve"}), inbox)
+    assert "received its answer" in str(info.value)
+    assert runs == [10]
+    assert inbox.question_ids == started.question_ids  # the second question was not published
+
+
+def test_an_unusable_answer_is_refused_and_the_thread_still_takes_a_good_one(
+    inbox: MemoryAnnounce,
+) -> None:
+    counts = Counts()
+    graph = refund_graph(counts)
+    handle_message(graph, START_MESSAGE, inbox)
+    bad = handle_message(graph, answer(inbox.envelopes[0], {"action": "approve", "args": "x"}))
+    assert bad.outcome is Outcome.INVALID_ANSWER
+    assert "answer.args" in (bad.detail or "")
+    assert counts.body == 0
+    good = handle_message(graph, answer(inbox.envelopes[0], {"action": "approve"}), inbox)
+    assert good.outcome is Outcome.RESUMED
+    assert counts.body == 1
+
+
+def test_the_question_id_is_stable_and_the_answer_is_addressed(inbox: MemoryAnnounce) -> None:
+    counts = Counts()
+    graph = refund_graph(counts)
+    handle_message(graph, START_MESSAGE, inbox)
+    envelope = inbox.envelopes[0]
+    reply = answer(envelope, {"action": "approve"})
+    assert resume_command(reply).resume == {envelope.question_id: {"action": "approve"}}
+    cfg: RunnableConfig = {"configurable": {"thread_id": "order-4471"}}
+    addressed = resume_command(reply, pending=graph.get_state(cfg)).resume
+    assert addressed[envelope.question_id]["__agent_wait__"]["answer"] == {"action": "approve"}
+    with pytest.raises(ValueError, match="not a LangGraph interrupt id"):
+        resume_command({**reply, "question_id": "abc"})
+    with pytest.raises(ValueError, match="question_id: missing"):
+        resume_command(START_MESSAGE)
+    done = graph.invoke(resume_command(reply, pending=graph.get_state(cfg)), cfg)
+    assert done["result"] == "refunded 41000 on order-4471"
+
+
+def test_options_reply_to_and_config(inbox: MemoryAnnounce) -> None:
+    seen: list[Any] = []
+
+    @wait
+    def issue_refund(order_id: str, amount: int) -> str:
+        return "refunded"
+
+    def refund(state: State, config: RunnableConfig) -> State:
+        seen.append(config["configurable"].get("tenant"))
+        return {"result": issue_refund(state["order_id"], state["amount"])}
+
+    builder = StateGraph(State)
+    builder.add_node("refund", refund)
+    builder.add_edge(START, "refund")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    reply_to = {"queue": "approvals-in"}
+    handled = handle_message(
+        graph, START_MESSAGE, inbox, reply_to=reply_to, config={"configurable": {"tenant": "acme"}}
+    )
+    assert handled.report.envelopes[0].reply_to == reply_to
+    assert seen == ["acme"]
+    with pytest.raises(ValueError, match=r"config\.configurable\.thread_id"):
+        handle_message(graph, START_MESSAGE, inbox, config={"configurable": {"thread_id": "other"}})
+
+
+def test_bad_input_gets_a_clear_error(inbox: MemoryAnnounce) -> None:
+    builder = StateGraph(State)
+    builder.add_node("noop", lambda s: {})
+    builder.add_edge(START, "noop")
+    with pytest.raises(ValueError, match="checkpointer"):
+        handle_message(builder.compile(), START_MESSAGE, inbox)
+    with pytest.raises(TypeError, match="compiled LangGraph graph"):
+        handle_message(object(), START_MESSAGE, inbox)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    with pytest.raises(ValidationError, match="thread_id"):
+        handle_message(graph, {"input": {}}, inbox)
+    with pytest.raises(ValidationError, match="answer"):
+        handle_message(graph, b'{"thread_id": "t", "question_id": "q"}', inbox)
+
+
+class Broken(BaseAnnounce):
+    """Fault injection: a transport that refuses every envelope."""
+
+    def deliver(self, envelope: WaitEnvelope) -> None:
+        raise ConnectionError("transport down")
+
+
+def test_announcer_failures_are_reported_and_strict_raises_after_parking(
+    inbox: MemoryAnnounce,
+) -> None:
+    counts = Counts()
+    graph = refund_graph(counts)
+    handled = handle_message(graph, START_MESSAGE, [Broken(), inbox])
+    assert handled.outcome is Outcome.STARTED
+    assert not handled.report.ok
+    assert [d.ok for d in handled.report.deliveries] == [False, True]
+    with pytest.raises(AnnounceFailed, match="transport down"):
+        handle_message(graph, START_MESSAGE, [Broken(), inbox], strict=True)
+    # Still parked on the same question, published to the working announcer every time.
+    assert len(set(inbox.question_ids)) == 1
+    assert len(inbox.question_ids) == 2
