@@ -28,14 +28,17 @@ class Script:
     Attributes:
         model: The ``FunctionModel`` to give the agent.
         turns: How many prompts the model has seen.
+        schemas: The parameter JSON schema of each tool, as the model last saw them.
     """
 
     def __init__(self, *calls: tuple[str, dict[str, Any]]) -> None:
         self.calls = list(calls)
         self.turns = 0
+        self.schemas: dict[str, dict[str, Any]] = {}
         self.model = FunctionModel(self._respond)
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.schemas = {tool.name: tool.parameters_json_schema for tool in info.function_tools}
         last = messages[-1]
         assert isinstance(last, ModelRequest)
         if any(part.part_kind == "user-prompt" for part in last.parts):

@@ -117,3 +117,16 @@ def test_the_deferred_metadata_is_not_in_the_message_history(
     assert isinstance(parked.output, DeferredToolRequests)
     assert parked.output.metadata == {"wipe-1-0": {"disk": "sda"}}
     assert all(message.metadata is None for message in parked.all_messages())
+
+
+def test_a_deferred_call_needs_deferred_tool_requests_in_the_output_type(
+    script: Callable[..., Script],
+) -> None:
+    agent = Agent(script(("wipe", {"disk": "sda"})).model)
+
+    @agent.tool
+    def wipe(ctx: RunContext[None], disk: str) -> str:
+        raise ApprovalRequired
+
+    with pytest.raises(UserError, match="DeferredToolRequests"):
+        agent.run_sync("go")

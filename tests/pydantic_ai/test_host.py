@@ -401,6 +401,12 @@ def test_async_mode_through_the_host_publishes_the_same_derived_id_on_redelivery
     assert second.outcome is Outcome.STARTED
     assert inbox.question_ids == [expected, expected]
     assert refunds.runs == []
+    # The decision of an async question is the agent's to react to; the host does not route it.
+    decision = handle_message(
+        refunds.agent, answer(expected, {"action": "approve"}), None, history=history
+    )
+    assert decision.outcome is Outcome.UNKNOWN_QUESTION
+    assert refunds.runs == []
 
 
 def test_structured_start_input_reaches_the_model_as_json(

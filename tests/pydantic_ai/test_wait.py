@@ -216,9 +216,8 @@ def test_decision_parameter_receives_the_whole_answer(
     script: Callable[..., Script], verdict: Any
 ) -> None:
     received: list[Any] = []
-    agent = Agent(
-        script(("deploy", {"service": "api"})).model, output_type=[str, DeferredToolRequests]
-    )
+    model = script(("deploy", {"service": "api"}))
+    agent = Agent(model.model, output_type=[str, DeferredToolRequests])
 
     @agent.tool
     @wait(decision="verdict")
@@ -229,6 +228,8 @@ def test_decision_parameter_receives_the_whole_answer(
     parked = agent.run_sync("deploy")
     [question] = questions_in(parked)
     assert question.question == {"function": "deploy", "args": {"service": "api"}}
+    # Neither the run context nor the decision parameter is offered to the model.
+    assert model.schemas["deploy"]["properties"] == {"service": {"type": "string"}}
     results = deferred_results(
         parked, {"thread_id": "t", "question_id": question.question_id, "answer": verdict}
     )
@@ -406,3 +407,28 @@ def test_approval_required_from_other_tools_is_untouched(script: Callable[..., S
     }
     assert question.source is None
     assert question.policy == WaitPolicy()
+
+
+def test_decision_is_none_when_the_body_runs_without_asking(script: Callable[..., Script]) -> None:
+    received: list[Any] = []
+    agent = Agent(
+        script(("deploy", {"service": "api"})).model, output_type=[str, DeferredToolRequests]
+    )
+
+    @agent.tool
+    @wait(when=lambda service: service == "db", decision="verdict")
+    def deploy(ctx: RunContext[None], service: str, verdict: Any) -> str:
+        received.append(verdict)
+        return f"deployed {service}"
+
+    done = agent.run_sync("deploy")
+    assert received == [None]
+    assert questions_in(done) == []
+
+
+def test_the_run_context_is_not_in_the_schema_the_model_sees(script: Callable[..., Script]) -> None:
+    model = script(REFUND)
+    refund_agent(model, []).run_sync("refund")
+    schema = model.schemas["issue_refund"]
+    assert sorted(schema["properties"]) == ["amount", "order_id"]
+    assert schema["required"] == ["order_id", "amount"]
