@@ -1,0 +1,37 @@
+"""Amazon EventBridge announcer for agent-wait: one event per question.
+
+Use it directly::
+
+    from agent_wait.eventbridge import EventBridgeAnnounce
+
+    announce = EventBridgeAnnounce("approvals")  # source="agent-wait"
+    report = publish(questions, thread_id="order-4471", announce=announce)
+
+or by name from configuration (``agent-wait.toml``)::
+
+    [[announce]]
+    use = "eventbridge"
+    bus_name = "approvals"
+
+A rule matching ``{"source": ["agent-wait"], "detail-type": ["wait.created"]}`` receives
+every question; ``detail`` is the envelope. Options, limits and IAM permissions:
+docs/announcers/eventbridge.md.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_wait.eventbridge._announcer import EventBridgeAnnounce
+
+__all__ = ["EventBridgeAnnounce"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so importing the package (the entry point does) never imports boto3.
+    if name == "EventBridgeAnnounce":
+        from agent_wait.eventbridge._announcer import EventBridgeAnnounce
+
+        return EventBridgeAnnounce
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

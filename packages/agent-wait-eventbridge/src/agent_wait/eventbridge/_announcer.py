@@ -1,0 +1,207 @@
+"""EventBridgeAnnounce: one event per question, PutEvents in batches."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol, cast
+
+from agent_wait.core import (
+    BatchEntryFailed,
+    ClientAnnounce,
+    ClientPair,
+    ConfigError,
+    DeliveryOutcome,
+    Exchange,
+    WaitEnvelope,
+    chunk,
+    utf8_size,
+)
+
+try:
+    import boto3
+    from aiobotocore.session import AioSession
+    from botocore.exceptions import ProfileNotFound
+except ImportError as error:  # pragma: no cover - the distribution depends on both
+    raise ImportError(
+        "EventBridgeAnnounce needs boto3 and aiobotocore: pip install agent-wait-eventbridge"
+    ) from error
+
+ENTRY_LIMIT = 262_144
+"""Bytes of one entry as EventBridge counts it (UTF-8 of Source, DetailType and Detail)."""
+REQUEST_LIMIT = 262_144
+"""Bytes of all entries of one PutEvents request (why 256 KiB: see EventBridgeAnnounce)."""
+BATCH_LIMIT = 10
+"""Entries per PutEvents request (AWS)."""
+
+# botocore's pattern for EventBusName: a name, or the ARN of a bus.
+_BUS = re.compile(
+    r"^(?:arn:aws[\w-]*:events:(?P<region>[a-z]+-[a-z]+-[\w-]+):\d{12}:event-bus/)?[.\-_A-Za-z0-9]+$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    index: int
+    params: dict[str, Any]
+    size: int
+
+
+class EventBridgeAnnounce(ClientAnnounce):
+    """Puts each envelope on an EventBridge bus as one event; PutEvents in batches.
+
+    ``DetailType`` is the envelope's ``type`` (``"wait.created"``), ``Detail`` the envelope
+    JSON and ``Source`` the ``source`` option, so a rule matches questions with
+    ``{"source": ["agent-wait"], "detail-type": ["wait.created"]}`` and can route on any
+    envelope field, ``detail.tags.approver_group`` included.
+
+    Sizes are checked in UTF-8 bytes before sending, the way EventBridge counts an entry
+    (Source + DetailType + Detail): an entry over 256 KiB fails alone. A request holds at most
+    10 entries and 256 KiB in all. botocore 1.43's PutEvents reference allows 1 MB per request
+    and per entry, older EventBridge guides and several targets (SNS, Lambda async) 256 KB; 256
+    KiB is accepted everywhere and every envelope agent-wait publishes fits it. When
+    ``FailedEntryCount`` is not zero, each refused entry is a failure of its envelope in the
+    report (:class:`agent_wait.core.BatchEntryFailed` with EventBridge's error code).
+
+    Args:
+        bus_name: The event bus: a name (``"default"`` for the account's default bus) or an ARN.
+        source: The events' ``Source`` (``aws.`` is reserved for AWS services).
+        client: A boto3 EventBridge client to use (and not close) instead of building one.
+        async_client: An aiobotocore EventBridge client to use (and not close) on the async path.
+        endpoint_url: Endpoint of the built clients (LocalStack, moto, a VPC endpoint).
+        region: Region of the built clients; default: the bus ARN's, else the AWS config's.
+        profile: AWS config profile of the built clients.
+
+    Raises:
+        ConfigError: An option is invalid; the message names it and the value.
+    """
+
+    name = "eventbridge"
+
+    def __init__(
+        self,
+        bus_name: str,
+        source: str = "agent-wait",
+        *,
+        client: Any = None,
+        async_client: Any = None,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        profile: str | None = None,
+    ) -> None:
+        match = _BUS.match(bus_name) if isinstance(bus_name, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
+        if match is None or len(bus_name) > 1600:
+            raise ConfigError(
+                "bus_name: expected an event bus name (letters, digits, '.', '-', '_') or ARN, "
+                f"got {bus_name!r}"
+            )
+        if (
+            not isinstance(source, str)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not 1 <= len(source) <= 256
+            or source.lower().startswith("aws.")
+        ):
+            raise ConfigError(
+                "source: expected 1-256 characters not starting with 'aws.' (reserved for AWS "
+                f"services), got {source!r}"
+            )
+        self.bus_name = bus_name
+        self.source = source
+        if region is None:
+            region = match["region"]
+        self.clients = _client_pair("events", client, async_client, endpoint_url, region, profile)
+
+    def plan(
+        self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]
+    ) -> list[Exchange]:
+        """PutEvents requests of at most 10 entries and 256 KiB."""
+        entries: list[_Entry] = []
+        for index, envelope in enumerate(envelopes):
+            detail = envelope.to_json().decode("utf-8")
+            size = utf8_size(self.source, envelope.type, detail)
+            if size > ENTRY_LIMIT:
+                outcomes[index] = ValueError(
+                    f"the EventBridge entry of question {envelope.question_id!r} is {size} bytes "
+                    f"(Source, DetailType and Detail), over the {ENTRY_LIMIT}-byte limit"
+                )
+                continue
+            params = {
+                "EventBusName": self.bus_name,
+                "Source": self.source,
+                "DetailType": envelope.type,
+                "Detail": detail,
+            }
+            entries.append(_Entry(index, params, size))
+        batches = chunk(entries, max_count=BATCH_LIMIT, max_bytes=REQUEST_LIMIT, size=_size)
+        return [self._put(batch, outcomes) for batch in batches]
+
+    def _put(self, batch: list[_Entry], outcomes: list[DeliveryOutcome]) -> Exchange:
+        result = yield "put_events", {"Entries": [entry.params for entry in batch]}
+        if isinstance(result, BaseException):
+            for entry in batch:
+                outcomes[entry.index] = result
+            return
+        # The response lists one result per entry, in request order.
+        results = cast("Mapping[str, Any]", result).get("Entries", [])
+        for entry, answer in zip(batch, results, strict=False):
+            if answer.get("ErrorCode"):
+                outcomes[entry.index] = BatchEntryFailed(
+                    "EventBridge", answer["ErrorCode"], answer.get("ErrorMessage", "")
+                )
+            else:
+                outcomes[entry.index] = None
+
+
+def _size(entry: _Entry) -> int:
+    return entry.size
+
+
+class _Session(Protocol):
+    @property
+    def region_name(self) -> str | None: ...
+
+    def client(self, service_name: str, *, endpoint_url: str | None = None) -> Any: ...
+
+
+class _AioSession(Protocol):
+    def create_client(
+        self, service_name: str, *, region_name: str | None, endpoint_url: str | None
+    ) -> AbstractAsyncContextManager[Any]: ...
+
+
+def _client_pair(
+    service: str,
+    client: Any,
+    async_client: Any,
+    endpoint_url: str | None,
+    region: str | None,
+    profile: str | None,
+) -> ClientPair[Any, Any]:
+    given: dict[str, object] = {"endpoint_url": endpoint_url, "region": region, "profile": profile}
+    for option, value in given.items():
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise ConfigError(f"{option}: expected a non-empty string, got {value!r}")
+    if endpoint_url is not None and not endpoint_url.startswith(("http://", "https://")):
+        raise ConfigError(f"endpoint_url: expected an http(s) URL, got {endpoint_url!r}")
+    try:
+        session = cast("_Session", boto3.Session(profile_name=profile, region_name=region))
+    except ProfileNotFound as error:
+        raise ConfigError(f"profile: {profile!r} is not in the AWS config files") from error
+    if client is None and async_client is None and session.region_name is None:
+        raise ConfigError(
+            "region: no AWS region given or configured; pass region=... or set AWS_REGION"
+        )
+
+    def open_async() -> AbstractAsyncContextManager[Any]:
+        aio = cast("_AioSession", AioSession(profile=profile))
+        return aio.create_client(
+            service, region_name=session.region_name, endpoint_url=endpoint_url
+        )
+
+    return ClientPair(
+        lambda: session.client(service, endpoint_url=endpoint_url),
+        None if client is not None and async_client is None else open_async,
+        sync_client=client,
+        async_client=async_client,
+    )
