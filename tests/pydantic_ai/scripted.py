@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -62,7 +61,3 @@ class Script:
 def seen_by_model(output: str) -> dict[str, Any]:
     """What a :class:`Script` model reported seeing, by tool call id."""
     return json.loads(output)
-
-
-def ids(parts: Sequence[ToolCallPart]) -> list[str]:
-    return [part.tool_call_id for part in parts]
