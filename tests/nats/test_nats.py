@@ -14,6 +14,7 @@ from nats.js import JetStreamContext
 from agent_wait.core import (
     AnnounceFailed,
     ConfigError,
+    PublishReport,
     Question,
     WaitPolicy,
     announcer,
@@ -32,6 +33,20 @@ def question(qid: str, **tags: str) -> Question:
         question={"function": "issue_refund", "args": {"amount": 41000}},
         policy=WaitPolicy(tags=tags),
     )
+
+
+def apublish_closing(
+    announce: NatsAnnounce, questions: list[Question], thread: str = "t"
+) -> PublishReport:
+    """``apublish`` on a fresh loop, closing the loop's client before the loop ends."""
+
+    async def run() -> PublishReport:
+        try:
+            return await apublish(questions, thread, announce)
+        finally:
+            await announce.aclose()
+
+    return asyncio.run(run())
 
 
 def by_group(stream: Any) -> str:
@@ -73,9 +88,7 @@ def test_republish_is_dropped_inside_the_duplicate_window(
     with NatsAnnounce(nats_url, subject=by_group(stream), stream=stream.name) as announce:
         first = publish([question("q-1", approver_group="finance")], "t", announce, strict=True)
         again = publish([question("q-1", approver_group="finance")], "t", announce, strict=True)
-        asynchronous = asyncio.run(
-            apublish([question("q-1", approver_group="finance")], "t", announce, strict=True)
-        )
+        asynchronous = apublish_closing(announce, [question("q-1", approver_group="finance")])
     assert again.ok
     assert asynchronous.ok
     [message] = stream.messages()
@@ -123,9 +136,7 @@ def test_a_missing_tag_fails_only_that_envelope(nats_url: str, stream: Any) -> N
             question("q-3", approver_group="b"),
         ]
         report = publish(qs, "t", announce)
-        areport = asyncio.run(
-            apublish([question("q-4"), question("q-5", approver_group="c")], "t", announce)
-        )
+        areport = apublish_closing(announce, [question("q-4"), question("q-5", approver_group="c")])
     assert [d.ok for d in report.deliveries] == [True, False, True]
     assert report.failures[0].error == (
         f"LookupError: subject template {by_group(stream)!r} needs tag 'approver_group', "
@@ -201,7 +212,7 @@ def test_a_message_captured_by_another_stream_is_reported(nats_url: str, stream:
 def test_unreachable_server_is_reported_and_strict_raises(closed_port: int) -> None:
     with NatsAnnounce(f"nats://127.0.0.1:{closed_port}", timeout=2) as down:
         report = publish(sample_questions(2), "t", down)
-        areport = asyncio.run(apublish(sample_questions(1), "t", down))
+        areport = apublish_closing(down, sample_questions(1))
         with pytest.raises(AnnounceFailed):
             publish(sample_questions(1), "t", down, strict=True)
     expected = f"ConnectionError: cannot reach NATS at nats://127.0.0.1:{closed_port}: ConnectionRefusedError"

@@ -14,6 +14,7 @@ import redis
 from agent_wait.core import (
     AnnounceFailed,
     ConfigError,
+    PublishReport,
     Question,
     WaitPolicy,
     announcer,
@@ -32,6 +33,20 @@ def question(qid: str, **tags: str) -> Question:
         question={"function": "issue_refund", "args": {"amount": 41000, "note": "€ ✓"}},
         policy=WaitPolicy(timeout="P3D", default={"action": "reject"}, tags=tags),
     )
+
+
+def apublish_closing(
+    announce: RedisAnnounce, questions: list[Question], thread: str = "t"
+) -> PublishReport:
+    """``apublish`` on a fresh loop, closing the loop's client before the loop ends."""
+
+    async def run() -> PublishReport:
+        try:
+            return await apublish(questions, thread, announce)
+        finally:
+            await announce.aclose()
+
+    return asyncio.run(run())
 
 
 @pytest.fixture
@@ -95,7 +110,7 @@ def test_index_absorbs_a_republish_and_never_overwrites_the_hash(
         key = prefix + "wait.created:q-1"
         client.hset(key, "status", "answered")  # a consumer took it
         second = publish([question("q-1", approver_group="finance")], "t", indexed, strict=True)
-        asynchronous = asyncio.run(apublish([question("q-1")], "t", indexed, strict=True))
+        asynchronous = apublish_closing(indexed, [question("q-1")])
     assert second.ok
     assert asynchronous.ok
     [(entry_id, fields)] = client.xrange(stream)
@@ -149,7 +164,7 @@ def test_one_refused_entry_never_fails_the_rest_of_the_pipeline(
         with RedisAnnounce(url, stream=stream, index=True, index_prefix=prefix) as limited:
             qs = [question("ok-1"), question("denied"), question("ok-2")]
             report = publish(qs, "t", limited)
-            areport = asyncio.run(apublish([question("denied"), question("ok-3")], "t", limited))
+            areport = apublish_closing(limited, [question("denied"), question("ok-3")])
     finally:
         client.acl_deluser(user)
     assert [d.ok for d in report.deliveries] == [True, False, True]
@@ -176,7 +191,7 @@ def test_unreachable_server_is_reported_and_strict_raises(closed_port: int) -> N
     report = publish(sample_questions(2), "t", down)
     assert [d.ok for d in report.deliveries] == [False, False]
     assert all("ConnectionError" in (d.error or "") for d in report.failures)
-    areport = asyncio.run(apublish(sample_questions(1), "t", down))
+    areport = apublish_closing(down, sample_questions(1))
     assert not areport.ok
     with pytest.raises(AnnounceFailed) as raised:
         publish(sample_questions(1), "t", down, strict=True)
