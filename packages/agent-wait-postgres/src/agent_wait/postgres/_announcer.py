@@ -18,7 +18,14 @@ except ImportError as error:  # pragma: no cover - the distribution depends on p
         "PostgresAnnounce needs psycopg 3: pip install agent-wait-postgres"
     ) from error
 
-from agent_wait.core import BaseAnnounce, ClientPair, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import (
+    BaseAnnounce,
+    BatchEntryFailed,
+    ClientPair,
+    ConfigError,
+    DeliveryOutcome,
+    WaitEnvelope,
+)
 from agent_wait.postgres._schema import (
     COLUMNS,
     DEFAULT_CHANNEL,
@@ -122,7 +129,8 @@ class PostgresAnnounce(BaseAnnounce):
         """Insert the question's row unless it exists, and notify when it is new.
 
         Raises:
-            psycopg.Error: The database is unreachable or refused the row.
+            BatchEntryFailed: The database refused the row (its SQLSTATE is the ``code``).
+            psycopg.Error: The database is unreachable or the table is missing.
         """
         _raise_outcome(self.deliver_many([envelope]))
 
@@ -296,19 +304,21 @@ class _AsyncSlot:
             await conn.close()
 
 
-def _refused(error: psycopg.Error, envelope: WaitEnvelope) -> psycopg.Error:
-    """The same error type with only the server's primary message.
+def _refused(error: psycopg.Error, envelope: WaitEnvelope) -> BatchEntryFailed:
+    """The database refused one envelope's row: its SQLSTATE and primary message only.
 
     The full message's DETAIL and CONTEXT can quote the row (the question), and the report's
     error text is logged at WARNING; the original stays reachable as ``__cause__``.
     """
     primary = error.diag.message_primary or type(error).__name__
-    state = f" (SQLSTATE {error.sqlstate})" if error.sqlstate else ""
-    clean = type(error)(
-        f"PostgreSQL refused the row of question {envelope.question_id!r}: {primary}{state}"
+    refused = BatchEntryFailed(
+        "PostgreSQL",
+        error.sqlstate or type(error).__name__,
+        f"{primary} (the row of question {envelope.question_id!r})",
+        sender_fault=True,
     )
-    clean.__cause__ = error
-    return clean
+    refused.__cause__ = error
+    return refused
 
 
 def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:

@@ -20,7 +20,14 @@ except ImportError as error:  # pragma: no cover - the distribution depends on b
         "RabbitMqAnnounce needs pika and aio-pika: pip install agent-wait-rabbitmq"
     ) from error
 
-from agent_wait.core import BaseAnnounce, ClientPair, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import (
+    BaseAnnounce,
+    BatchEntryFailed,
+    ClientPair,
+    ConfigError,
+    DeliveryOutcome,
+    WaitEnvelope,
+)
 from agent_wait.rabbitmq._routing import RoutingKeyTemplate
 
 DEFAULT_URL = "amqp://guest:guest@localhost:5672/"
@@ -136,9 +143,11 @@ class RabbitMqAnnounce(BaseAnnounce):
         """Publish the envelope and wait for the broker's confirm.
 
         Raises:
-            LookupError: The exchange does not exist, no queue is bound for the routing key
-                (``mandatory``), or the routing-key template needs a tag the envelope lacks.
-            ConnectionError: The broker is unreachable or nacked the message.
+            BatchEntryFailed: The broker returned the message as unroutable (code
+                ``NO_ROUTE``, with ``mandatory``) or nacked it (``NACK``).
+            LookupError: The exchange does not exist, or the routing-key template needs a tag
+                the envelope lacks.
+            ConnectionError: The broker is unreachable.
         """
         _raise_outcome(self.deliver_many([envelope]))
 
@@ -341,8 +350,10 @@ def _explain(error: Exception, exchange: str, envelope: WaitEnvelope | None) -> 
             f"exchange {exchange!r} does not exist on the broker; declare it or set declare=true ({text})"
         )
     elif isinstance(error, pika.exceptions.NackError | aio_pika.exceptions.DeliveryError):
+        # A nack: the broker could not take the message (a full queue with reject-publish, an
+        # internal error); a later publish may succeed.
         which = f"question {envelope.question_id!r}" if envelope else "the message"
-        clearer = ConnectionError(f"the broker nacked {which}: {text}")
+        clearer = BatchEntryFailed("RabbitMQ", "NACK", f"the broker nacked {which} ({text})")
     elif isinstance(
         error, pika.exceptions.AMQPConnectionError | aio_pika.exceptions.AMQPConnectionError
     ):
@@ -353,10 +364,13 @@ def _explain(error: Exception, exchange: str, envelope: WaitEnvelope | None) -> 
     return clearer
 
 
-def _unroutable(exchange: str, key: str) -> LookupError:
-    return LookupError(
-        f"unroutable: exchange {exchange!r} has no queue bound for routing key {key!r} "
-        "(mandatory=true; bind a queue or set mandatory=false to let the broker drop it)"
+def _unroutable(exchange: str, key: str) -> BatchEntryFailed:
+    return BatchEntryFailed(
+        "RabbitMQ",
+        "NO_ROUTE",
+        f"exchange {exchange!r} has no queue bound for routing key {key!r} (mandatory=true; "
+        "bind a queue or set mandatory=false to let the broker drop it)",
+        sender_fault=True,
     )
 
 
