@@ -35,6 +35,8 @@ logger = logging.getLogger(__name__)
 PAYLOAD_KEY = "agent_wait"
 Mode = Literal["interrupt", "async"]
 F = TypeVar("F", bound=Callable[..., Any])
+_NAMED = inspect.Parameter.POSITIONAL_OR_KEYWORD
+_KEYWORD_ONLY = inspect.Parameter.KEYWORD_ONLY
 # Room an envelope needs besides the question (ids, policy, reply_with, tags); see ENVELOPE_LIMIT.
 _ENVELOPE_OVERHEAD = 2048
 
@@ -213,16 +215,70 @@ class _Wait:
         if self.decision:
             hidden.add(self.decision)
         self.hidden = frozenset(hidden)
+        # Most tool signatures have only named parameters; for those, binding and calling are
+        # done here at a fraction of Signature.bind + apply_defaults + BoundArguments.args, so a
+        # @wait(when=...) call that does not ask costs little more than the function (issue 7).
+        params = signature.parameters.values()
+        self._simple = all(p.kind in (_NAMED, _KEYWORD_ONLY) for p in params)
+        self._names = tuple(signature.parameters)
+        self._known = frozenset(self._names)
+        self._positional = tuple(p.name for p in params if p.kind is _NAMED)
+        self._keyword_only = tuple(p.name for p in params if p.kind is _KEYWORD_ONLY)
+        self._defaults = {p.name: p.default for p in params if p.default is not p.empty}
 
-    def prepare(
-        self, args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> WaitCall | inspect.BoundArguments:
-        """Bind the call; return the bound arguments if it runs without asking, else the WaitCall."""
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """All arguments by name in signature order, defaults applied.
+
+        The same as ``Signature.bind`` + ``apply_defaults``, which also raises the TypeError of a
+        call that does not fit the signature.
+        """
+        if self._simple:
+            arguments = self._bind_named(args, kwargs)
+            if arguments is not None:
+                return arguments
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        published = {k: v for k, v in bound.arguments.items() if k not in self.hidden}
+        return bound.arguments
+
+    def _bind_named(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any] | None:
+        # None for any call that does not simply fit: Signature.bind then raises its own error.
+        if len(args) > len(self._positional):
+            return None
+        arguments = dict(zip(self._names, args, strict=False))  # args may stop short
+        for key in kwargs:
+            if key in arguments or key not in self._known:
+                return None
+        if kwargs:
+            arguments.update(kwargs)
+        elif len(arguments) == len(self._names):
+            return arguments
+        defaults = self._defaults
+        try:
+            return {n: arguments[n] if n in arguments else defaults[n] for n in self._names}
+        except KeyError:  # a required argument is missing
+            return None
+
+    def run(self, arguments: dict[str, Any]) -> Any:
+        """Call the function with bound arguments (as ``BoundArguments.args`` and ``.kwargs``)."""
+        if self._simple:
+            return self.function(
+                *[arguments[n] for n in self._positional],
+                **{n: arguments[n] for n in self._keyword_only},
+            )
+        bound = inspect.BoundArguments(self.signature, arguments)
+        return self.function(*bound.args, **bound.kwargs)
+
+    def prepare(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> WaitCall | dict[str, Any]:
+        """Bind the call; return the arguments if it runs without asking, else the WaitCall."""
+        arguments = self.bind(args, kwargs)
+        published = (
+            {k: v for k, v in arguments.items() if k not in self.hidden}
+            if self.hidden
+            else arguments
+        )
         if self.when is not None and not self._asks(published):
-            return bound
+            return arguments
+        bound = inspect.BoundArguments(self.signature, arguments)
         json_args = to_jsonable(published, f"{self.name}()")
         question = {"function": self.name, "args": json_args}
         payload = wait_payload(question, self.policy, Source(function=self.name))
@@ -289,8 +345,8 @@ def _decorate(state: _Wait) -> Callable[..., Any]:
         @functools.wraps(function)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
             prepared = state.prepare(args, kwargs)
-            if isinstance(prepared, inspect.BoundArguments):
-                return await function(*prepared.args, **prepared.kwargs)
+            if not isinstance(prepared, WaitCall):
+                return await state.run(prepared)
             if state.mode == "async":
                 question, thread_id = state.pending(prepared)
                 report = await apublish([question], thread_id, state.announce, clock=state.clock)
@@ -305,8 +361,8 @@ def _decorate(state: _Wait) -> Callable[..., Any]:
         @functools.wraps(function)
         def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
             prepared = state.prepare(args, kwargs)
-            if isinstance(prepared, inspect.BoundArguments):
-                return function(*prepared.args, **prepared.kwargs)
+            if not isinstance(prepared, WaitCall):
+                return state.run(prepared)
             if state.mode == "async":
                 question, thread_id = state.pending(prepared)
                 report = publish([question], thread_id, state.announce, clock=state.clock)
