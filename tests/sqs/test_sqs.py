@@ -8,15 +8,6 @@ from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError
-from tests.aws_moto import (
-    Aws,
-    count_requests,
-    create_queue,
-    drain,
-    free_port,
-    inject_error,
-    questions,
-)
 
 from agent_wait.core import (
     AnnounceFailed,
@@ -31,6 +22,15 @@ from agent_wait.core import (
     publish,
 )
 from agent_wait.sqs import SqsAnnounce
+from tests.aws_moto import (
+    Aws,
+    count_requests,
+    create_queue,
+    drain,
+    free_port,
+    inject_error,
+    questions,
+)
 
 
 def _bodies(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
