@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatResult
+from pydantic import Field
 
 from agent_wait.core import MemoryAnnounce, WaitEnvelope
 
@@ -36,10 +38,19 @@ ULID = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
 
 
 class ScriptedChat(FakeMessagesListChatModel):
-    """LangChain's list-replaying fake chat model, usable by create_agent (which binds tools)."""
+    """LangChain's list-replaying fake chat model, usable by create_agent (which binds tools).
+
+    ``received`` keeps the messages of every model call: what the model saw.
+    """
+
+    received: list[list[BaseMessage]] = Field(default_factory=list)
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChat:  # type: ignore[override]
         return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        self.received.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
 
 
 def calls(*specs: tuple[str, dict[str, Any]]) -> AIMessage:
