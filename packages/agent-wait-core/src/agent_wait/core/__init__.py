@@ -63,6 +63,7 @@ from agent_wait.core._plugins import announcer, announcers_from_config
 from agent_wait.core._policy import Correlation, WaitPolicy
 from agent_wait.core._publish import ENVELOPE_LIMIT, Announce, apublish, build_envelope, publish
 from agent_wait.core._wait import (
+    PAYLOAD_KEY,
     FrameworkAdapter,
     WaitCall,
     WaitDecorator,
@@ -93,6 +94,7 @@ _LAZY = {
 __all__ = [
     "AWS_MESSAGE_ATTRIBUTES",
     "ENVELOPE_LIMIT",
+    "PAYLOAD_KEY",
     "AgentWaitConfig",
     "AgentWaitError",
     "Announce",

@@ -52,10 +52,10 @@ def to_jsonable(value: object, path: str = "$") -> JsonValue:
     if isinstance(value, float):
         return _number(value, path)
     if isinstance(value, Mapping):
-        mapping = cast(Mapping[object, object], value)
+        mapping = cast("Mapping[object, object]", value)
         return {_key(k, path): to_jsonable(v, f"{path}.{k}") for k, v in mapping.items()}
     if isinstance(value, list | tuple):
-        items = cast(Sequence[object], value)
+        items = cast("Sequence[object]", value)
         return [to_jsonable(v, f"{path}[{i}]") for i, v in enumerate(items)]
     return _other(value, path)
 
@@ -78,9 +78,9 @@ def _other(value: object, path: str) -> JsonValue:
     if isinstance(value, enum.Enum):
         return to_jsonable(value.value, path)
     if isinstance(value, bytes | bytearray | memoryview):
-        return base64.b64encode(bytes(cast(bytes, value))).decode("ascii")
+        return base64.b64encode(bytes(cast("bytes", value))).decode("ascii")
     if isinstance(value, set | frozenset):
-        members = cast(Iterable[object], value)
+        members = cast("Iterable[object]", value)
         return sorted((to_jsonable(v, f"{path}[]") for v in members), key=_dumps)
     if isinstance(value, BaseModel):
         return to_jsonable(value.model_dump(mode="json"), path)

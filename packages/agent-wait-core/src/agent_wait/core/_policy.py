@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
     BaseModel,
@@ -32,6 +32,9 @@ Duration = Annotated[
     Field(json_schema_extra={"type": ["string", "null"], "format": "duration"}),
 ]
 """A positive fixed-length ISO 8601 duration (``PT15M``, ``P3D``) or seconds; serialised as ISO 8601."""
+
+DurationInput = str | int | float | timedelta
+"""What a duration field accepts: ISO 8601 text, seconds, or a timedelta."""
 
 
 class Correlation(BaseModel):
@@ -66,6 +69,19 @@ class WaitPolicy(BaseModel):
     allowed_actions: tuple[str, ...] = ("approve", "reject")
     tags: dict[str, str] = Field(default_factory=dict[str, str])
     correlation: Correlation | None = None
+
+    if TYPE_CHECKING:
+        # Type checkers see the inputs the validators accept, not only the stored types.
+        def __init__(
+            self,
+            *,
+            timeout: DurationInput | None = None,
+            default: Any = None,
+            answer_ttl: DurationInput | None = None,
+            allowed_actions: Sequence[str] = ("approve", "reject"),
+            tags: Mapping[str, str] = ...,
+            correlation: Correlation | Mapping[str, str] | None = None,
+        ) -> None: ...
 
     @field_validator("allowed_actions")
     @classmethod

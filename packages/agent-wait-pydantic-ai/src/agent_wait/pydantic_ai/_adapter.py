@@ -13,11 +13,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast, get_origin
 
-from agent_wait.core import Question, WaitCall, question_from_value, to_jsonable
+from agent_wait.core import PAYLOAD_KEY, Question, WaitCall, question_from_value, to_jsonable
 from pydantic_ai import AgentRunResult, ApprovalRequired, DeferredToolRequests, RunContext
 from pydantic_ai.messages import ToolCallPart
 
-PAYLOAD_KEY = "agent_wait"
 """The key of core's parked payload (``agent_wait.core.wait_payload``) that marks it as ours."""
 DECISION_FLAG = "decision"
 """Set to True in the payload's ``agent_wait`` section when the tool has a decision parameter.
