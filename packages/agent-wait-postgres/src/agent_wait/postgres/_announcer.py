@@ -10,6 +10,7 @@ from typing import Any, Self
 
 try:
     import psycopg
+    import psycopg.errors
     from psycopg import AsyncConnection, Connection, sql
     from psycopg.conninfo import conninfo_to_dict
     from psycopg.rows import TupleRow
@@ -39,6 +40,9 @@ from agent_wait.postgres._schema import (
     table_identifier,
 )
 
+# Errors about one row's data (bad values, a constraint, an oversized key): that envelope fails
+# alone. Any other error (missing table, privileges, connection) fails the whole batch.
+_ROW_ERRORS = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded)
 _NOTIFY = sql.SQL("SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload")
 
 
@@ -168,7 +172,7 @@ class PostgresAnnounce(BaseAnnounce):
                 new = {(row[0], row[1]) for _ in cursor.results() for row in cursor.fetchall()}
                 self._notify(cursor, [e for e in envelopes if row_key(e) in new])
             return [None] * len(envelopes)
-        except psycopg.Error as error:
+        except _ROW_ERRORS as error:
             if conn.broken:
                 raise
             if len(envelopes) == 1:
@@ -182,7 +186,7 @@ class PostgresAnnounce(BaseAnnounce):
                         cursor.execute(self._insert, row)
                         if cursor.fetchone() is not None:
                             self._notify(cursor, [envelope])
-                except psycopg.Error as error:
+                except _ROW_ERRORS as error:
                     if conn.broken:
                         raise
                     outcomes.append(_refused(error, envelope))
@@ -241,7 +245,7 @@ class PostgresAnnounce(BaseAnnounce):
                     new.update((row[0], row[1]) for row in await cursor.fetchall())
                 await self._anotify(cursor, [e for e in envelopes if row_key(e) in new])
             return [None] * len(envelopes)
-        except psycopg.Error as error:
+        except _ROW_ERRORS as error:
             if conn.broken:
                 raise
             if len(envelopes) == 1:
@@ -254,7 +258,7 @@ class PostgresAnnounce(BaseAnnounce):
                         await cursor.execute(self._insert, row)
                         if await cursor.fetchone() is not None:
                             await self._anotify(cursor, [envelope])
-                except psycopg.Error as error:
+                except _ROW_ERRORS as error:
                     if conn.broken:
                         raise
                     outcomes.append(_refused(error, envelope))
