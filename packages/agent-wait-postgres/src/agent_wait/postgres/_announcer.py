@@ -169,7 +169,12 @@ class PostgresAnnounce(BaseAnnounce):
         try:
             with conn.transaction(), conn.cursor() as cursor:
                 cursor.executemany(self._insert, rows, returning=True)
-                new = {(row[0], row[1]) for _ in cursor.results() for row in cursor.fetchall()}
+                # One result set per row: its (pk, sk) when inserted, empty when it existed.
+                new: set[tuple[str, str]] = set()
+                while True:
+                    new.update((row[0], row[1]) for row in cursor.fetchall())
+                    if not cursor.nextset():
+                        break
                 self._notify(cursor, [e for e in envelopes if row_key(e) in new])
             return [None] * len(envelopes)
         except _ROW_ERRORS as error:
@@ -241,8 +246,10 @@ class PostgresAnnounce(BaseAnnounce):
             async with conn.transaction(), conn.cursor() as cursor:
                 await cursor.executemany(self._insert, rows, returning=True)
                 new: set[tuple[str, str]] = set()
-                async for _ in cursor.results():
+                while True:
                     new.update((row[0], row[1]) for row in await cursor.fetchall())
+                    if not cursor.nextset():
+                        break
                 await self._anotify(cursor, [e for e in envelopes if row_key(e) in new])
             return [None] * len(envelopes)
         except _ROW_ERRORS as error:
