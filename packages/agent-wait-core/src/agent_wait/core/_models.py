@@ -33,11 +33,14 @@ def format_utc(moment: datetime) -> str:
     Whole seconds in one fixed format keep the text sortable (DynamoDB and SQL range queries
     compare these strings).
     """
-    offset = moment.utcoffset()
-    if offset is None:
-        raise ValueError(f"datetime {moment.isoformat()!r} has no timezone; pass an aware datetime")
-    if offset:
-        moment = moment.astimezone(UTC)
+    if moment.tzinfo is not UTC:  # the usual case skips the offset lookup (runs per envelope)
+        offset = moment.utcoffset()
+        if offset is None:
+            raise ValueError(
+                f"datetime {moment.isoformat()!r} has no timezone; pass an aware datetime"
+            )
+        if offset:
+            moment = moment.astimezone(UTC)
     # isoformat is several times faster than strftime, and this runs once per envelope.
     return moment.isoformat(timespec="seconds")[:19] + "Z"
 
@@ -48,12 +51,16 @@ def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
     Envelopes are built from a validated policy and question on every publish; pydantic's own
     ``model_construct`` costs more than serialising the result.
     """
-    instance = cls.__new__(cls)
-    object.__setattr__(instance, "__dict__", values)
-    object.__setattr__(instance, "__pydantic_fields_set__", set(values))
-    object.__setattr__(instance, "__pydantic_extra__", None)
-    object.__setattr__(instance, "__pydantic_private__", None)
+    instance = _new(cls)
+    _setattr(instance, "__dict__", values)
+    _setattr(instance, "__pydantic_fields_set__", set(values))
+    _setattr(instance, "__pydantic_extra__", None)
+    _setattr(instance, "__pydantic_private__", None)
     return instance
+
+
+_new = object.__new__
+_setattr = object.__setattr__  # module-level: saves a lookup per call on the publish path
 
 
 _RFC3339 = re.compile(

@@ -34,6 +34,38 @@ Clock = Callable[[], datetime]
 _ADJUSTABLE = frozenset({"tags", "reply_to", "correlation"})
 
 
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+# Digit pairs, indexed by a 10-bit group of the ULID's 130-bit text value.
+_PAIRS = tuple(a + b for a in _CROCKFORD for b in _CROCKFORD)
+
+
+def ulid_text(raw: bytes) -> str:
+    """The 26-character text of a 16-byte ULID, exactly as ``str(ulid.ULID(raw))``.
+
+    python-ulid renders character by character, which was a fifth of building an envelope; ten
+    bits at a time is three times faster (issue 7). The ULID itself still comes from python-ulid.
+    """
+    v = int.from_bytes(raw, "big")
+    p = _PAIRS
+    return "".join(
+        (
+            p[v >> 120],
+            p[v >> 110 & 1023],
+            p[v >> 100 & 1023],
+            p[v >> 90 & 1023],
+            p[v >> 80 & 1023],
+            p[v >> 70 & 1023],
+            p[v >> 60 & 1023],
+            p[v >> 50 & 1023],
+            p[v >> 40 & 1023],
+            p[v >> 30 & 1023],
+            p[v >> 20 & 1023],
+            p[v >> 10 & 1023],
+            p[v & 1023],
+        )
+    )
+
+
 def utc_now() -> datetime:
     """The current time, aware, in UTC."""
     return datetime.now(UTC)
@@ -56,7 +88,7 @@ def build_envelope(
         WaitEnvelope,
         {
             "type": ENVELOPE_TYPE,
-            "event_id": str(ULID()),
+            "event_id": ulid_text(ULID().bytes),
             "thread_id": thread_id,
             "question_id": question.question_id,
             "question": question.question,
