@@ -311,3 +311,21 @@ def test_announcer_failures_are_reported_and_strict_raises_after_parking(
     # Still parked on the same question, published to the working announcer every time.
     assert len(set(inbox.question_ids)) == 1
     assert len(inbox.question_ids) == 2
+
+
+def test_an_answer_racing_another_handler_answers_nothing_else(
+    inbox: MemoryAnnounce, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two handlers got the same answer; the second read the state before the first resumed.
+    # LangGraph's strict resume refuses the stale id, which would otherwise answer the node's
+    # next question (FRAMEWORK_FACTS 1).
+    log: list[Any] = []
+    graph = two_question_graph(log)
+    handle_message(graph, {"thread_id": "t", "input": {}}, inbox)
+    first = inbox.envelopes[0]
+    stale_state = graph.get_state({"configurable": {"thread_id": "t"}})
+    assert handle_message(graph, answer(first, "yes"), inbox).outcome is Outcome.RESUMED
+    monkeypatch.setattr(graph, "get_state", lambda config: stale_state)  # fault injection
+    raced = handle_message(graph, answer(first, "yes again"), inbox)
+    assert raced.outcome is Outcome.DUPLICATE
+    assert log == [("first", "yes")]

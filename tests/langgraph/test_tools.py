@@ -8,17 +8,17 @@ task (FRAMEWORK_FACTS 1). These tests pin what agent-wait does with both.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import tool
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
-from langgraph.types import Command
+from langgraph.prebuilt import ToolNode, ToolRuntime, tools_condition
+from langgraph.types import Command, interrupt
 from pydantic import ValidationError
 
 from agent_wait.core import MemoryAnnounce, Outcome, WaitPolicy
@@ -286,3 +286,52 @@ async def test_create_agent_async(inbox: MemoryAnnounce) -> None:
     assert last.outcome is Outcome.RESUMED
     assert sorted(bank.runs) == [("close_account", "acc-8"), ("issue_refund", 80)]
     assert questions_in(last.result) == []
+
+
+def test_injected_tool_arguments_are_not_published(inbox: MemoryAnnounce) -> None:
+    seen: list[Any] = []
+
+    @tool
+    @wait
+    def issue_refund(
+        order_id: str,
+        amount: int,
+        tool_call_id: Annotated[str, InjectedToolCallId],
+        runtime: ToolRuntime,
+    ) -> str:
+        """Refund an order."""
+        seen.append((tool_call_id, runtime.tool_call_id))
+        return "refunded"
+
+    turn = calls(("issue_refund", {"order_id": "o-9", "amount": 9}))
+    graph = agent_graph(model(turn, AIMessage("done")), [issue_refund])
+    started = handle_message(graph, start("t9"), inbox)
+    [envelope] = started.report.envelopes
+    assert envelope.question == {
+        "function": "issue_refund",
+        "args": {"order_id": "o-9", "amount": 9},
+    }
+    handle_message(graph, answer(envelope, {"action": "approve"}), inbox)
+    assert seen == [("call_0", "call_0")]
+
+
+def test_a_bare_interrupt_in_a_tool_node_tool(inbox: MemoryAnnounce) -> None:
+    @tool
+    def ask_customer(question: str) -> str:
+        """Ask the customer something (code that never heard of agent-wait)."""
+        return f"customer says {interrupt({'ask': question})}"
+
+    turn = calls(("ask_customer", {"question": "which card?"}))
+    graph = tool_node_graph(model(turn, AIMessage("done")), [ask_customer])
+    started = handle_message(graph, start("t10"), inbox)
+    [envelope] = started.report.envelopes
+    check_envelope(
+        envelope,
+        thread_id="t10",
+        question_id=started.question_ids[0],
+        question={"ask": "which card?"},
+        allowed_actions=["approve", "reject"],
+        source=None,
+    )
+    resumed = handle_message(graph, answer(envelope, "the visa"), inbox)
+    assert tool_messages(resumed.result)["ask_customer"].content == "customer says the visa"
