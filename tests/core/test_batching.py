@@ -294,3 +294,18 @@ async def test_client_announce_runs_an_injected_sync_client_in_a_thread() -> Non
     assert len(client.calls) == 2
     with pytest.raises(ValueError, match="rejected"):
         _KeyAnnounce(client).deliver(_envelopes("bad")[0])
+
+
+async def test_client_pair_with_only_an_injected_sync_client_runs_it_in_a_thread() -> None:
+    opened: list[int] = []
+
+    @asynccontextmanager
+    async def open_async() -> AsyncIterator[_AsyncClient]:
+        opened.append(1)
+        yield _AsyncClient()
+
+    sync = _Client("injected")
+    pair = ClientPair(lambda: _Client("built"), open_async, sync_client=sync)
+    assert await pair.async_client() is None
+    assert opened == []
+    assert pair.sync() is sync

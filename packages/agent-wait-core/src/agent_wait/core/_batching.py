@@ -225,9 +225,9 @@ class ClientPair(Generic[S, A]):
 
     Args:
         build_sync: Builds the sync client (called at most once, under a lock).
-        open_async: Returns the async context manager of a new async client, or None when the
-            async path should run the sync client in a worker thread (only a sync client was
-            injected: it carries the caller's configuration).
+        open_async: Returns the async context manager of a new async client; None runs the
+            sync client in a worker thread on the async path. So does injecting only a sync
+            client: it carries the caller's configuration, which a built one would not.
         sync_client: An injected sync client.
         async_client: An injected async client.
     """
@@ -241,7 +241,7 @@ class ClientPair(Generic[S, A]):
         async_client: A | None = None,
     ) -> None:
         self._build_sync = build_sync
-        self._open_async = open_async
+        self._open_async = None if sync_client is not None and async_client is None else open_async
         self._sync = sync_client
         self._owns_sync = sync_client is None
         self._injected_async = async_client

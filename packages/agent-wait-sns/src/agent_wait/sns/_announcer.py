@@ -243,7 +243,7 @@ def _client_pair(
 
     return ClientPair(
         lambda: session.client(service, endpoint_url=endpoint_url),
-        None if client is not None and async_client is None else open_async,
+        open_async,
         sync_client=client,
         async_client=async_client,
     )
