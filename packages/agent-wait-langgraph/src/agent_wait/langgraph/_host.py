@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -28,7 +29,6 @@ from agent_wait.core import (
     parse_message,
     publish,
 )
-from agent_wait.core._publish import Clock
 from agent_wait.langgraph._adapter import (
     batch_actions,
     interrupts_in,
@@ -51,6 +51,8 @@ Graph = Pregel[Any, Any, Any, Any]
 STRICT_RESUME_KEY = "__pregel_strict_resume"
 """LangGraph's strict-resume switch (``CONFIG_KEY_STRICT_RESUME``, langgraph 1.2): a resume naming
 an interrupt that is no longer pending raises ``UnknownInterruptError`` before anything is written."""
+
+Clock = Callable[[], datetime]
 
 _INTERRUPT_ID = re.compile(r"^[0-9a-f]{32}$")
 # LangGraph's id of a task's n-th interrupt (private in langgraph 1.2; see _earlier_ids).
@@ -325,8 +327,10 @@ def handle_message(
         and the publish report.
 
     Raises:
-        InterruptRoutingError: Two questions were asked in one task (two gated tools in one
-            model turn under the prebuilt ``ToolNode``); nothing was published.
+        InterruptRoutingError: A question was asked in a task that asked or answered another
+            one in the same run (two gated tools in one model turn under the prebuilt
+            ``ToolNode``, several ``@wait`` calls in one node), or an answer reached a ``@wait``
+            call it was not addressed to; nothing was published.
         ValueError: The graph has no checkpointer, or ``config`` names another thread.
         pydantic.ValidationError: The message is malformed (the error names the field).
     """

@@ -27,8 +27,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
-from agent_wait.core import AgentWaitError, WaitCall, apply_answer, derive_question_id
-from agent_wait.core._wait import PAYLOAD_KEY
+from agent_wait.core import (
+    AgentWaitError,
+    WaitCall,
+    apply_answer,
+    derive_question_id,
+    question_from_value,
+)
 from langgraph.config import get_config
 from langgraph.types import Interrupt
 
@@ -66,23 +71,16 @@ def call_id(thread_id: str, question: Mapping[str, Any]) -> str:
     return derive_question_id(thread_id, str(question["function"]), question.get("args") or {})
 
 
-def is_wait_payload(value: Any) -> bool:
-    """True for a value a ``@wait`` call parked on (see :func:`agent_wait.core.wait_payload`)."""
-    data = as_mapping(value)
-    if data is None or PAYLOAD_KEY not in data:
-        return False
-    question = as_mapping(data.get("question"))
-    return question is not None and "function" in question
-
-
 def address(thread_id: str, pending_value: Any, answer: Any) -> Any:
     """The resume value for ``answer`` to a pending interrupt: addressed if it is a ``@wait`` one.
 
     Bare interrupts and LangChain middleware interrupts get the answer verbatim.
     """
-    if not is_wait_payload(pending_value):
+    # Only a @wait payload reads back with a source (see agent_wait.core.question_from_value).
+    asked = question_from_value("pending", pending_value)
+    question = as_mapping(asked.question)
+    if asked.source is None or question is None or "function" not in question:
         return answer
-    question = cast("Mapping[str, Any]", pending_value["question"])
     return {ADDRESS_KEY: {"to": call_id(thread_id, question), "answer": answer}}
 
 
