@@ -156,9 +156,13 @@ def _plan(agent: Agent, message: Answer | StartMessage, to_prompt: Callable[[Any
         # interrupt of the same cycle is pending, silently take the answer again.
         answered = parked.activated and question_id in parked.interrupts
         if answered or _asked_earlier(agent, question_id):
+            # What the thread waits on now goes out again: this may be the redelivery of an
+            # answer whose resume parked on the next question and whose strict publish failed,
+            # and then nobody has seen that question yet. Consumers deduplicate on question_id.
             return _Plan(
                 thread_id,
                 Outcome.DUPLICATE,
+                republish=tuple(parked.pending),
                 detail=f"question {question_id!r} of thread {thread_id!r} is no longer pending "
                 "(already answered, or late); nothing ran",
             )
@@ -223,7 +227,9 @@ def handle_message(
       interrupt response, verbatim.
     - An answer to a question no longer pending (already answered, late, or sent again while
       another question of the same cycle is pending, which Strands would silently accept) runs
-      nothing (``DUPLICATE``); one for an id the thread never asked runs nothing
+      nothing (``DUPLICATE``), and the questions the thread waits on now are published again
+      (so the redelivery of an answer whose publish failed gets the next question out); one
+      for an id the thread never asked runs nothing
       (``UNKNOWN_QUESTION``); a null answer, which Strands reads as no answer, runs nothing
       (``INVALID_ANSWER``).
 
