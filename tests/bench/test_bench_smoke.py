@@ -1,0 +1,90 @@
+"""The benchmark script's pieces run (tiny sizes). No timing is asserted: speed targets live in
+``nox -s bench`` (tests/bench/run.py), never in the test suite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.bench import run as bench
+
+
+def test_cpu_subjects_produce_what_they_compare() -> None:
+    envelope = bench.envelope_subjects()
+    ours, plain = (subject() for subject in envelope.values())
+    assert isinstance(ours, bytes)
+    assert isinstance(plain, str)
+    assert json.loads(ours).keys() == json.loads(plain).keys()
+
+    subjects, adapter = bench.wait_subjects()
+    assert [subject() for subject in subjects.values()] == ["order-1", "order-1"]
+    assert adapter.framework_calls == 0
+
+
+def test_interleaved_takes_one_sample_per_round() -> None:
+    calls: list[str] = []
+    samples = bench.interleaved(
+        {"a": lambda: calls.append("a"), "b": lambda: calls.append("b")}, 3, 4
+    )
+    assert {name: len(values) for name, values in samples.items()} == {"a": 3, "b": 3}
+    assert calls.count("a") == calls.count("b") == 3 * 4 + 1  # rounds x calls + warm-up
+    assert all(value >= 0 for values in samples.values() for value in values)
+
+
+def test_minimal_wrapper_binds_and_asks() -> None:
+    wrapper = bench.minimal_wrapper(bench.issue_refund, bench.large_amount)
+    assert wrapper("order-1", amount=5) == "order-1"
+    with pytest.raises(bench._Asked):
+        wrapper("order-1", 5000)
+    with pytest.raises(TypeError):
+        wrapper("order-1")
+
+
+@pytest.mark.parametrize("name", ["envelope", "wait", "sqlite"])
+def test_in_process_benchmarks_report(name: str) -> None:
+    result = bench.BENCHMARKS[name](bench.QUICK)
+    assert result.ratio is not None
+    assert result.ratio > 0
+    assert result.raw
+    if name == "sqlite":
+        peaks = result.raw["peak_bytes"]
+        assert peaks[str(bench.QUICK.sqlite_memory_n)] > peaks["one"] > 0
+
+
+def test_import_probe_lists_no_sdk() -> None:
+    result = bench.bench_import(bench.QUICK)
+    assert result.raw["forbidden_modules_loaded"] == []
+    assert set(result.raw["seconds"]) >= {"import pydantic", "import agent_wait.core"}
+
+
+@pytest.mark.integration
+def test_fanout_reaches_three_receivers() -> None:
+    result = bench.bench_fanout(bench.QUICK, delay=0.01)
+    assert result.passed is not None, result.note  # measured, not skipped
+    assert set(result.raw["seconds"]) == {"apublish", "publish"}
+    assert result.raw["seconds"]["apublish"]["min"] > 0
+
+
+@pytest.mark.integration
+def test_aws_counts_requests_on_moto() -> None:
+    result = bench.bench_aws(bench.QUICK)
+    measured = [row for row in result.rows if "requests" in row]
+    assert measured, result.note
+    for row in measured:
+        assert row["requests_one_at_a_time"] >= row["requests"] >= 1
+        assert row["budget"] >= 1
+
+
+def test_main_writes_results_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # main() turns plugin autoload off for the process; let monkeypatch undo that afterwards.
+    monkeypatch.setenv("AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD", "0")
+    output = tmp_path / "results.json"
+    code = bench.main(["--quick", "--only", "envelope,wait", "--no-fail", "--output", str(output)])
+    assert code == 0
+    document = json.loads(output.read_text())
+    assert set(document["benchmarks"]) == {"envelope", "wait"}
+    assert document["machine"]["cpus"] >= 1
+    for entry in document["benchmarks"].values():
+        assert {"ratio", "target", "passed", "raw"} <= set(entry)
