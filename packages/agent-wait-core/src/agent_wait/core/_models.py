@@ -53,7 +53,12 @@ def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
     """
     instance = _new(cls)
     _setattr(instance, "__dict__", values)
-    _setattr(instance, "__pydantic_fields_set__", set(values))
+    fields_set = _every_field.get(cls)
+    if fields_set is None or len(values) != len(fields_set):
+        fields_set = set(values)
+        if cls.model_config.get("frozen") and len(values) == len(cls.model_fields):
+            _every_field[cls] = fields_set
+    _setattr(instance, "__pydantic_fields_set__", fields_set)
     _setattr(instance, "__pydantic_extra__", None)
     _setattr(instance, "__pydantic_private__", None)
     return instance
@@ -61,6 +66,12 @@ def trusted(cls: type[_M], values: dict[str, Any]) -> _M:
 
 _new = object.__new__
 _setattr = object.__setattr__  # module-level: saves a lookup per call on the publish path
+_every_field: dict[type[BaseModel], set[str]] = {}
+"""Per frozen model :func:`trusted` built with every field: one fields-set for all instances.
+
+A set per envelope was almost half of its memory (issue 7). Sharing is safe because a frozen
+model never adds to its set, and ``model_copy`` copies it before changing it.
+"""
 
 
 _RFC3339 = re.compile(
