@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ulid import ULID
 
@@ -21,6 +21,9 @@ from agent_wait.core._models import (
     format_utc,
     trusted,
 )
+
+if TYPE_CHECKING:
+    from pluggy import HookImpl
 
 logger = logging.getLogger("agent_wait.publish")
 
@@ -136,8 +139,10 @@ def _prepare(
     clock: Clock | None,
 ) -> tuple[list[WaitEnvelope], dict[str, QuestionTooLarge]]:
     now = (clock or utc_now)()
+    adjusters = _adjusters()
     envelopes = [
-        _adjusted(build_envelope(q, thread_id, reply_to=reply_to, now=now)) for q in questions
+        _adjusted(build_envelope(q, thread_id, reply_to=reply_to, now=now), adjusters)
+        for q in questions
     ]
     oversize: dict[str, QuestionTooLarge] = {}
     for envelope in envelopes:
@@ -148,12 +153,23 @@ def _prepare(
     return envelopes, oversize
 
 
-def _adjusted(envelope: WaitEnvelope) -> WaitEnvelope:
+def _adjusters() -> list[HookImpl]:
     from agent_wait.core._plugins import registry
 
-    caller = registry().manager.hook.adjust_envelope
-    # Call order (pluggy runs the last registered first); each plugin sees earlier updates.
-    for impl in reversed(caller.get_hookimpls()):
+    # Call order (pluggy runs the last registered first). Looked up once per publish, not per
+    # envelope: the registry's lock and environment check were a tenth of a batch (issue 7).
+    return list(reversed(registry().manager.hook.adjust_envelope.get_hookimpls()))
+
+
+def _observers() -> list[HookImpl]:
+    from agent_wait.core._plugins import registry
+
+    return list(reversed(registry().manager.hook.delivery_outcome.get_hookimpls()))
+
+
+def _adjusted(envelope: WaitEnvelope, adjusters: Sequence[HookImpl]) -> WaitEnvelope:
+    # Each plugin sees the updates of the plugins before it.
+    for impl in adjusters:
         try:
             updates: object = impl.function(envelope=envelope)
             if updates is None:
@@ -187,6 +203,7 @@ def _record(
         zip((e.event_id for e in sendable), _expand(outcomes, len(sendable)), strict=True)
     )
     results.update(oversize)
+    observers = _observers()
     for envelope in envelopes:
         error = results[envelope.event_id]
         delivery = Delivery(
@@ -198,7 +215,7 @@ def _record(
             exception=error,
         )
         _log(delivery, thread_id)
-        _observe(delivery, envelope)
+        _observe(delivery, envelope, observers)
         deliveries.append(delivery)
     return deliveries
 
@@ -213,6 +230,8 @@ def _expand(
 
 def _log(delivery: Delivery, thread_id: str) -> None:
     # One structured line per delivery: ids only, never question content or transport secrets.
+    if delivery.ok and not logger.isEnabledFor(logging.INFO):
+        return  # the usual case: skip building the fields of a line nobody reads
     fields = {
         "announcer": delivery.announcer,
         "thread_id": thread_id,
@@ -233,12 +252,10 @@ def _log(delivery: Delivery, thread_id: str) -> None:
         )
 
 
-def _observe(delivery: Delivery, envelope: WaitEnvelope) -> None:
-    from agent_wait.core._plugins import registry
-
+def _observe(delivery: Delivery, envelope: WaitEnvelope, observers: Sequence[HookImpl]) -> None:
     # One call per plugin: pluggy stops at the first impl that raises, and one broken observer
     # must not silence the others.
-    for impl in reversed(registry().manager.hook.delivery_outcome.get_hookimpls()):
+    for impl in observers:
         try:
             impl.function(delivery=delivery, envelope=envelope)
         except Exception:
