@@ -9,15 +9,12 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from agent_wait.core import (
+from agent_wait.core import ConfigError, Question, WaitPolicy, build_envelope
+from agent_wait.core.transport import (
     AWS_MESSAGE_ATTRIBUTES,
     AttributeRules,
     ClientAnnounce,
     ClientPair,
-    ConfigError,
-    Question,
-    WaitPolicy,
-    build_envelope,
     chunk,
     fit_identifier,
     utf8_size,

@@ -18,9 +18,9 @@ from agent_wait.core import (
     announcers_from_config,
     apublish,
     build_envelope,
-    fit_identifier,
     publish,
 )
+from agent_wait.core.transport import fit_identifier
 from agent_wait.sqs import SqsAnnounce
 from tests.aws_moto import (
     Aws,

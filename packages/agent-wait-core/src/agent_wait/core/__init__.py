@@ -23,18 +23,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from agent_wait.core._announce import BaseAnnounce, Delivery, DeliveryOutcome, PublishReport
-from agent_wait.core._batching import (
-    AWS_MESSAGE_ATTRIBUTES,
-    AttributeRules,
-    BatchEntryFailed,
-    ClientAnnounce,
-    ClientPair,
-    Exchange,
-    RoutingAttributes,
-    chunk,
-    fit_identifier,
-    utf8_size,
-)
+from agent_wait.core._batching import BatchEntryFailed
 from agent_wait.core._canonical import canonical_json, derive_question_id, to_jsonable
 from agent_wait.core._durations import parse_duration
 from agent_wait.core._errors import (
@@ -92,7 +81,6 @@ _LAZY = {
 }
 
 __all__ = [
-    "AWS_MESSAGE_ATTRIBUTES",
     "ENVELOPE_LIMIT",
     "PAYLOAD_KEY",
     "AgentWaitConfig",
@@ -100,16 +88,12 @@ __all__ = [
     "Announce",
     "AnnounceFailed",
     "Answer",
-    "AttributeRules",
     "BaseAnnounce",
     "BatchEntryFailed",
-    "ClientAnnounce",
-    "ClientPair",
     "ConfigError",
     "Correlation",
     "Delivery",
     "DeliveryOutcome",
-    "Exchange",
     "FrameworkAdapter",
     "Handled",
     "InboxItem",
@@ -124,7 +108,6 @@ __all__ = [
     "Question",
     "QuestionTooLarge",
     "ReplyWith",
-    "RoutingAttributes",
     "Source",
     "SqliteAnnounce",
     "SqliteInbox",
@@ -139,10 +122,8 @@ __all__ = [
     "apublish",
     "build_envelope",
     "canonical_json",
-    "chunk",
     "default_announcers",
     "derive_question_id",
-    "fit_identifier",
     "format_utc",
     "hookimpl",
     "is_answer",
@@ -154,7 +135,6 @@ __all__ = [
     "publish",
     "question_from_value",
     "to_jsonable",
-    "utf8_size",
     "wait_payload",
 ]
 

@@ -11,16 +11,8 @@ from contextlib import AbstractAsyncContextManager
 from decimal import Decimal
 from typing import Any, Protocol, cast
 
-from agent_wait.core import (
-    ClientAnnounce,
-    ClientPair,
-    ConfigError,
-    DeliveryOutcome,
-    Exchange,
-    WaitEnvelope,
-    parse_duration,
-    utf8_size,
-)
+from agent_wait.core import ConfigError, DeliveryOutcome, WaitEnvelope, parse_duration
+from agent_wait.core.transport import ClientAnnounce, ClientPair, Exchange, utf8_size
 
 try:
     import boto3

@@ -8,17 +8,8 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
-from agent_wait.core import (
-    BatchEntryFailed,
-    ClientAnnounce,
-    ClientPair,
-    ConfigError,
-    DeliveryOutcome,
-    Exchange,
-    WaitEnvelope,
-    chunk,
-    utf8_size,
-)
+from agent_wait.core import BatchEntryFailed, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core.transport import ClientAnnounce, ClientPair, Exchange, chunk, utf8_size
 
 try:
     import boto3

@@ -19,7 +19,8 @@ try:
 except ImportError as error:  # pragma: no cover - the distribution depends on nats-py
     raise ImportError("NatsAnnounce needs nats-py: pip install agent-wait-nats") from error
 
-from agent_wait.core import BaseAnnounce, ClientPair, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core.transport import ClientPair
 from agent_wait.nats._subject import SubjectTemplate
 
 logger = logging.getLogger(__name__)

@@ -22,11 +22,11 @@ except ImportError as error:  # pragma: no cover - the distribution depends on p
 from agent_wait.core import (
     BaseAnnounce,
     BatchEntryFailed,
-    ClientPair,
     ConfigError,
     DeliveryOutcome,
     WaitEnvelope,
 )
+from agent_wait.core.transport import ClientPair
 from agent_wait.postgres._schema import (
     COLUMNS,
     DEFAULT_CHANNEL,

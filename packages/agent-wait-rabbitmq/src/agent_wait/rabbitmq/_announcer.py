@@ -23,11 +23,11 @@ except ImportError as error:  # pragma: no cover - the distribution depends on b
 from agent_wait.core import (
     BaseAnnounce,
     BatchEntryFailed,
-    ClientPair,
     ConfigError,
     DeliveryOutcome,
     WaitEnvelope,
 )
+from agent_wait.core.transport import ClientPair
 from agent_wait.rabbitmq._routing import RoutingKeyTemplate
 
 DEFAULT_URL = "amqp://guest:guest@localhost:5672/"

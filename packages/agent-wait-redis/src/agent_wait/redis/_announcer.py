@@ -13,7 +13,8 @@ try:
 except ImportError as error:  # pragma: no cover - the distribution depends on redis
     raise ImportError("RedisAnnounce needs redis-py: pip install agent-wait-redis") from error
 
-from agent_wait.core import BaseAnnounce, ClientPair, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core.transport import ClientPair
 
 DEFAULT_URL = "redis://localhost:6379/0"
 DEFAULT_STREAM = "agent-wait:questions"

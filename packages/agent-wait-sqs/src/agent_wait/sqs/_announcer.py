@@ -9,15 +9,12 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
-from agent_wait.core import (
+from agent_wait.core import BatchEntryFailed, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core.transport import (
     AWS_MESSAGE_ATTRIBUTES,
-    BatchEntryFailed,
     ClientAnnounce,
     ClientPair,
-    ConfigError,
-    DeliveryOutcome,
     Exchange,
-    WaitEnvelope,
     chunk,
     fit_identifier,
     utf8_size,

@@ -21,14 +21,8 @@ except ImportError as error:  # a broken install: say which distribution brings 
         f"agent-wait-webhook needs httpx ({error}); reinstall it: pip install agent-wait-webhook"
     ) from error
 
-from agent_wait.core import (
-    BaseAnnounce,
-    ClientPair,
-    ConfigError,
-    DeliveryOutcome,
-    WaitEnvelope,
-    parse_duration,
-)
+from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope, parse_duration
+from agent_wait.core.transport import ClientPair
 from agent_wait.webhook._errors import WebhookDeliveryError
 from agent_wait.webhook._signing import (
     ID_HEADER,

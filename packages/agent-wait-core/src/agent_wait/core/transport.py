@@ -1,0 +1,36 @@
+"""Building blocks for transport plugins: what several announcers need, without any SDK.
+
+Plugins never import each other, so logic that SQS, SNS, EventBridge, Redis, NATS, RabbitMQ and
+PostgreSQL announcers share lives here: sizes in UTF-8 bytes, batching by count and bytes, the
+routing attributes an envelope becomes, identifiers that fit a transport's character rules, a
+long-lived sync/async client pair, and :class:`ClientAnnounce`, which runs one delivery plan on
+either client. Application code does not need this module.
+"""
+
+from __future__ import annotations
+
+from agent_wait.core._batching import (
+    AWS_MESSAGE_ATTRIBUTES,
+    AttributeRules,
+    BatchEntryFailed,
+    ClientAnnounce,
+    ClientPair,
+    Exchange,
+    RoutingAttributes,
+    chunk,
+    fit_identifier,
+    utf8_size,
+)
+
+__all__ = [
+    "AWS_MESSAGE_ATTRIBUTES",
+    "AttributeRules",
+    "BatchEntryFailed",
+    "ClientAnnounce",
+    "ClientPair",
+    "Exchange",
+    "RoutingAttributes",
+    "chunk",
+    "fit_identifier",
+    "utf8_size",
+]

@@ -1,0 +1,87 @@
+"""The public API of agent_wait.core is deliberate: additions and removals show up here."""
+
+from __future__ import annotations
+
+import agent_wait.core
+
+
+def test_public_api() -> None:
+    assert sorted(agent_wait.core.__all__) == [
+        "AgentWaitConfig",
+        "AgentWaitError",
+        "Announce",
+        "AnnounceFailed",
+        "Answer",
+        "BaseAnnounce",
+        "BatchEntryFailed",
+        "ConfigError",
+        "Correlation",
+        "Delivery",
+        "DeliveryOutcome",
+        "ENVELOPE_LIMIT",
+        "FrameworkAdapter",
+        "Handled",
+        "InboxItem",
+        "InvalidAnswer",
+        "JsonlAnnounce",
+        "LogAnnounce",
+        "MemoryAnnounce",
+        "Outcome",
+        "PAYLOAD_KEY",
+        "PendingResult",
+        "PluginNotFoundError",
+        "PublishReport",
+        "Question",
+        "QuestionTooLarge",
+        "ReplyWith",
+        "Source",
+        "SqliteAnnounce",
+        "SqliteInbox",
+        "StartMessage",
+        "WaitCall",
+        "WaitDecorator",
+        "WaitEnvelope",
+        "WaitPolicy",
+        "announcer",
+        "announcers_from_config",
+        "apply_answer",
+        "apublish",
+        "build_envelope",
+        "canonical_json",
+        "default_announcers",
+        "derive_question_id",
+        "format_utc",
+        "hookimpl",
+        "is_answer",
+        "load_config",
+        "make_publish_interrupts",
+        "make_wait",
+        "parse_duration",
+        "parse_message",
+        "publish",
+        "question_from_value",
+        "to_jsonable",
+        "wait_payload",
+    ]
+
+
+def test_transport_building_blocks_for_plugins() -> None:
+    import agent_wait.core.transport
+
+    assert sorted(agent_wait.core.transport.__all__) == [
+        "AWS_MESSAGE_ATTRIBUTES",
+        "AttributeRules",
+        "BatchEntryFailed",
+        "ClientAnnounce",
+        "ClientPair",
+        "Exchange",
+        "RoutingAttributes",
+        "chunk",
+        "fit_identifier",
+        "utf8_size",
+    ]
+
+
+def test_every_public_name_resolves() -> None:
+    for name in agent_wait.core.__all__:
+        assert getattr(agent_wait.core, name) is not None, name
