@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.aws_moto import aws, moto_server  # noqa: F401 - fixtures, registered by import
+
 REGION = "us-east-1"
 # Distinctive values, so a test can search logs for them; moto accepts any non-empty keys.
 ACCESS_KEY_ID = "AKIARELIABILITY7Q3Z"

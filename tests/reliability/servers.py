@@ -144,7 +144,7 @@ class _Handler(BaseHTTPRequestHandler):
             receiver.count("bad_signature")
             self._answer(400)
             return
-        receiver.record(envelope, dict(self.headers.items()))
+        receiver.record(envelope, dict(self.headers.items()), body)
         self._answer(500 if behaviour == "processed_error" else 200)
 
     def _answer(self, status: int) -> None:
@@ -171,6 +171,7 @@ class FaultyReceiver:
         envelopes: Every envelope whose signature verified and that the receiver processed
             (answered 200, or ``processed_error``), in arrival order.
         headers: The request headers of each entry of ``envelopes``.
+        bodies: The raw request body of each entry of ``envelopes``.
         counts: How often each behaviour (and ``bad_signature``) happened.
     """
 
@@ -190,6 +191,7 @@ class FaultyReceiver:
         self.wake = threading.Event()
         self.envelopes: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.bodies: list[bytes] = []
         self.counts: Counter[str] = Counter()
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
@@ -223,11 +225,12 @@ class FaultyReceiver:
         with self._lock:
             self._connections.append(connection)
 
-    def record(self, envelope: dict[str, Any], headers: dict[str, str]) -> None:
-        """Keep an envelope the receiver processed."""
+    def record(self, envelope: dict[str, Any], headers: dict[str, str], body: bytes) -> None:
+        """Keep an envelope the receiver processed, with its request's headers and raw body."""
         with self._lock:
             self.envelopes.append(envelope)
             self.headers.append(headers)
+            self.bodies.append(body)
 
     def received(self) -> list[dict[str, Any]]:
         """A snapshot of the processed envelopes."""
