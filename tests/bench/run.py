@@ -101,7 +101,7 @@ class Scale:
     fanout_rounds: int = 21
     sqlite_memory_n: int = 10_000
     sqlite_rate_n: int = 1000
-    sqlite_rounds: int = 3
+    sqlite_rounds: int = 5
 
 
 QUICK = Scale(
