@@ -71,11 +71,13 @@ def test_transport_building_blocks_for_plugins() -> None:
     assert sorted(agent_wait.core.transport.__all__) == [
         "AWS_MESSAGE_ATTRIBUTES",
         "AttributeRules",
+        "AwsSdk",
         "BatchEntryFailed",
         "ClientAnnounce",
         "ClientPair",
         "Exchange",
         "RoutingAttributes",
+        "aws_client_pair",
         "chunk",
         "fit_identifier",
         "utf8_size",

@@ -3,12 +3,13 @@
 Plugins never import each other, so logic that SQS, SNS, EventBridge, Redis, NATS, RabbitMQ and
 PostgreSQL announcers share lives here: sizes in UTF-8 bytes, batching by count and bytes, the
 routing attributes an envelope becomes, identifiers that fit a transport's character rules, a
-long-lived sync/async client pair, and :class:`ClientAnnounce`, which runs one delivery plan on
+long-lived sync/async client pair (and its AWS construction), and :class:`ClientAnnounce`, which runs one delivery plan on
 either client. Application code does not need this module.
 """
 
 from __future__ import annotations
 
+from agent_wait.core._aws import AwsSdk, aws_client_pair
 from agent_wait.core._batching import (
     AWS_MESSAGE_ATTRIBUTES,
     AttributeRules,
@@ -25,11 +26,13 @@ from agent_wait.core._batching import (
 __all__ = [
     "AWS_MESSAGE_ATTRIBUTES",
     "AttributeRules",
+    "AwsSdk",
     "BatchEntryFailed",
     "ClientAnnounce",
     "ClientPair",
     "Exchange",
     "RoutingAttributes",
+    "aws_client_pair",
     "chunk",
     "fit_identifier",
     "utf8_size",

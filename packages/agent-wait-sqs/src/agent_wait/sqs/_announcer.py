@@ -5,16 +5,16 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, cast
+from typing import Any, cast
 
 from agent_wait.core import BatchEntryFailed, ConfigError, DeliveryOutcome, WaitEnvelope
 from agent_wait.core.transport import (
     AWS_MESSAGE_ATTRIBUTES,
+    AwsSdk,
     ClientAnnounce,
-    ClientPair,
     Exchange,
+    aws_client_pair,
     chunk,
     fit_identifier,
     utf8_size,
@@ -29,6 +29,7 @@ except ImportError as error:  # pragma: no cover - the distribution depends on b
         "SqsAnnounce needs boto3 and aiobotocore: pip install agent-wait-sqs"
     ) from error
 
+_SDK = AwsSdk(boto3.Session, AioSession, ProfileNotFound)
 logger = logging.getLogger(__name__)
 
 MESSAGE_LIMIT = 1_048_576
@@ -112,7 +113,15 @@ class SqsAnnounce(ClientAnnounce):
         self.attributes = AWS_MESSAGE_ATTRIBUTES.fixed("attributes", attributes)
         if region is None and (host := _AWS_HOST.match(queue_url)):
             region = host["region"]
-        self.clients = _client_pair("sqs", client, async_client, endpoint_url, region, profile)
+        self.clients = aws_client_pair(
+            "sqs",
+            _SDK,
+            client=client,
+            async_client=async_client,
+            endpoint_url=endpoint_url,
+            region=region,
+            profile=profile,
+        )
 
     def plan(
         self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]
@@ -192,53 +201,3 @@ class SqsAnnounce(ClientAnnounce):
 
 def _size(message: _Message) -> int:
     return message.size
-
-
-class _Session(Protocol):
-    @property
-    def region_name(self) -> str | None: ...
-
-    def client(self, service_name: str, *, endpoint_url: str | None = None) -> Any: ...
-
-
-class _AioSession(Protocol):
-    def create_client(
-        self, service_name: str, *, region_name: str | None, endpoint_url: str | None
-    ) -> AbstractAsyncContextManager[Any]: ...
-
-
-def _client_pair(
-    service: str,
-    client: Any,
-    async_client: Any,
-    endpoint_url: str | None,
-    region: str | None,
-    profile: str | None,
-) -> ClientPair[Any, Any]:
-    given: dict[str, object] = {"endpoint_url": endpoint_url, "region": region, "profile": profile}
-    for option, value in given.items():
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise ConfigError(f"{option}: expected a non-empty string, got {value!r}")
-    if endpoint_url is not None and not endpoint_url.startswith(("http://", "https://")):
-        raise ConfigError(f"endpoint_url: expected an http(s) URL, got {endpoint_url!r}")
-    try:
-        session = cast("_Session", boto3.Session(profile_name=profile, region_name=region))
-    except ProfileNotFound as error:
-        raise ConfigError(f"profile: {profile!r} is not in the AWS config files") from error
-    if client is None and async_client is None and session.region_name is None:
-        raise ConfigError(
-            "region: no AWS region given or configured; pass region=... or set AWS_REGION"
-        )
-
-    def open_async() -> AbstractAsyncContextManager[Any]:
-        aio = cast("_AioSession", AioSession(profile=profile))
-        return aio.create_client(
-            service, region_name=session.region_name, endpoint_url=endpoint_url
-        )
-
-    return ClientPair(
-        lambda: session.client(service, endpoint_url=endpoint_url),
-        open_async,
-        sync_client=client,
-        async_client=async_client,
-    )
