@@ -397,6 +397,17 @@ def test_inbox(tmp_path: Path) -> None:
     assert (code, out) == (0, "no overdue open questions\n")
 
 
+def test_inbox_columns_stay_apart_when_every_source_is_empty(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    question = Question(question_id="bare", question="ok?")
+    assert publish([question], "t", SqliteAnnounce(path=str(path))).ok
+    code, out, _ = run("inbox", "--path", str(path))
+    assert code == 0
+    header, row = out.splitlines()
+    assert header.split() == ["EXPIRES_AT", "THREAD_ID", "QUESTION_ID", "SOURCE", "ALLOWED_ACTIONS"]
+    assert row.split()[-2:] == ["-", "approve,reject"]
+
+
 def test_inbox_default_path_and_errors(tmp_path: Path) -> None:
     code, _, err = run("inbox")
     assert code == 1

@@ -309,9 +309,8 @@ def _cmd_inbox(args: argparse.Namespace) -> int:
         )
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
     for row in rows:
-        _print(
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + row[4]
-        )
+        padded = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
+        _print("  ".join([*padded, row[4]]))
     return 0
 
 
