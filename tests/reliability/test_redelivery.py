@@ -54,14 +54,6 @@ HOSTS: dict[str, HostFactory] = {
 }
 
 
-# LangGraph's handle_message answers the redelivered answer with DUPLICATE but publishes nothing,
-# so the question its first delivery parked on is never seen (the fix: republish the pending
-# interrupts on DUPLICATE, as the Pydantic AI and Strands hosts do). Strict: it fails once fixed.
-LANGGRAPH_DROPS_NEXT_QUESTION = pytest.mark.xfail(
-    strict=True, reason="agent-wait-langgraph: a redelivered answer does not republish"
-)
-
-
 @pytest.fixture(params=sorted(HOSTS))
 def host(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[ThreadHost, Ledger]:
     ledger = Ledger()
@@ -101,11 +93,8 @@ def test_an_answer_whose_publish_failed_gets_the_next_question_out_when_redelive
     host: tuple[ThreadHost, Ledger],
     receiver: FaultyReceiver,
     hook: BaseAnnounce,
-    request: pytest.FixtureRequest,
 ) -> None:
     threads, ledger = host
-    if threads.framework == "langgraph":
-        request.applymarker(LANGGRAPH_DROPS_NEXT_QUESTION)
     message = start(threads)
     thread_id = message["thread_id"]
     [first] = threads.handle(message, hook).question_ids

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
@@ -301,7 +302,9 @@ def handle_message(
     - An answer for a question the thread is waiting on resumes it with
       ``Command(resume={question_id: answer})`` (:attr:`~agent_wait.core.Outcome.RESUMED`).
       An answer to anything else runs nothing: :attr:`~agent_wait.core.Outcome.DUPLICATE` if the
-      thread asked it before (answered already, or late), else
+      thread asked it before (answered already, or late; the questions the thread waits on now
+      are then published again, so the redelivery of an answer whose publish failed gets the
+      next question out), else
       :attr:`~agent_wait.core.Outcome.UNKNOWN_QUESTION`. An answer the question cannot take (a
       ``HumanInTheLoopMiddleware`` batch with the wrong decisions, ``@wait`` ``args`` that are
       not its arguments, a per-call decision its schema refuses) is refused before anything is
@@ -352,7 +355,13 @@ def handle_message(
         target = next((i for i in pending if i.id == parsed.question_id), None)
         if target is None:
             seen = _seen(graph.get_state_history(run_config), parsed.question_id)
-            return _not_pending(seen, parsed.question_id, thread_id, pending)
+            handled = _not_pending(seen, parsed.question_id, thread_id, pending)
+            if handled.outcome is Outcome.DUPLICATE and pending:
+                # This may be the redelivery of an answer whose resume parked on the next
+                # question and whose strict publish failed: that question goes out now.
+                report = publish(questions_in(pending), thread_id, announce, **options)
+                handled = replace(handled, report=report)
+            return handled
         command = _resume(parsed, target)
         if isinstance(command, Handled):
             return command
@@ -404,7 +413,11 @@ async def ahandle_message(
         target = next((i for i in pending if i.id == parsed.question_id), None)
         if target is None:
             seen = await _aseen(graph.aget_state_history(run_config), parsed.question_id)
-            return _not_pending(seen, parsed.question_id, thread_id, pending)
+            handled = _not_pending(seen, parsed.question_id, thread_id, pending)
+            if handled.outcome is Outcome.DUPLICATE and pending:
+                report = await apublish(questions_in(pending), thread_id, announce, **options)
+                handled = replace(handled, report=report)
+            return handled
         command = _resume(parsed, target)
         if isinstance(command, Handled):
             return command
