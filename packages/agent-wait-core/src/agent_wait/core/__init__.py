@@ -22,62 +22,110 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from agent_wait.core._announce import BaseAnnounce, Delivery, DeliveryOutcome, PublishReport
-from agent_wait.core._batching import BatchEntryFailed
-from agent_wait.core._canonical import canonical_json, derive_question_id, to_jsonable
-from agent_wait.core._durations import parse_duration
-from agent_wait.core._errors import (
-    AgentWaitError,
-    AnnounceFailed,
-    ConfigError,
-    InvalidAnswer,
-    PluginNotFoundError,
-    QuestionTooLarge,
-)
-from agent_wait.core._host import Handled, Outcome
-from agent_wait.core._memory import LogAnnounce, MemoryAnnounce
-from agent_wait.core._models import (
-    Answer,
-    PendingResult,
-    Question,
-    ReplyWith,
-    Source,
-    StartMessage,
-    WaitEnvelope,
-    format_utc,
-    is_answer,
-    parse_message,
-)
-from agent_wait.core._plugins import announcer, announcers_from_config
-from agent_wait.core._policy import Correlation, WaitPolicy
-from agent_wait.core._publish import ENVELOPE_LIMIT, Announce, apublish, build_envelope, publish
-from agent_wait.core._wait import (
-    PAYLOAD_KEY,
-    FrameworkAdapter,
-    WaitCall,
-    WaitDecorator,
-    apply_answer,
-    make_publish_interrupts,
-    make_wait,
-    question_from_value,
-    wait_payload,
-)
-from agent_wait.core.hookspecs import hookimpl
-
 if TYPE_CHECKING:
+    from agent_wait.core._announce import BaseAnnounce, Delivery, DeliveryOutcome, PublishReport
+    from agent_wait.core._batching import BatchEntryFailed
+    from agent_wait.core._canonical import canonical_json, derive_question_id, to_jsonable
     from agent_wait.core._config import AgentWaitConfig, default_announcers, load_config
+    from agent_wait.core._durations import parse_duration
+    from agent_wait.core._errors import (
+        AgentWaitError,
+        AnnounceFailed,
+        ConfigError,
+        InvalidAnswer,
+        PluginNotFoundError,
+        QuestionTooLarge,
+    )
+    from agent_wait.core._host import Handled, Outcome
     from agent_wait.core._jsonl import JsonlAnnounce
+    from agent_wait.core._memory import LogAnnounce, MemoryAnnounce
+    from agent_wait.core._models import (
+        Answer,
+        PendingResult,
+        Question,
+        ReplyWith,
+        Source,
+        StartMessage,
+        WaitEnvelope,
+        format_utc,
+        is_answer,
+        parse_message,
+    )
+    from agent_wait.core._plugins import announcer, announcers_from_config
+    from agent_wait.core._policy import Correlation, WaitPolicy
+    from agent_wait.core._publish import ENVELOPE_LIMIT, Announce, apublish, build_envelope, publish
     from agent_wait.core._sqlite import InboxItem, SqliteAnnounce, SqliteInbox
+    from agent_wait.core._wait import (
+        PAYLOAD_KEY,
+        FrameworkAdapter,
+        WaitCall,
+        WaitDecorator,
+        apply_answer,
+        make_publish_interrupts,
+        make_wait,
+        question_from_value,
+        wait_payload,
+    )
+    from agent_wait.core.hookspecs import hookimpl
 
-# Imported on first access: sqlite3 and tomllib stay out of `import agent_wait.core`.
+# Every name is imported on first access (PEP 562): `import agent_wait.core` costs almost
+# nothing, and a plugin's entry-point module that imports `hookimpl` loads only the hook specs.
 _LAZY = {
     "AgentWaitConfig": "agent_wait.core._config",
+    "AgentWaitError": "agent_wait.core._errors",
+    "Announce": "agent_wait.core._publish",
+    "AnnounceFailed": "agent_wait.core._errors",
+    "Answer": "agent_wait.core._models",
+    "BaseAnnounce": "agent_wait.core._announce",
+    "BatchEntryFailed": "agent_wait.core._batching",
+    "ConfigError": "agent_wait.core._errors",
+    "Correlation": "agent_wait.core._policy",
+    "Delivery": "agent_wait.core._announce",
+    "DeliveryOutcome": "agent_wait.core._announce",
+    "ENVELOPE_LIMIT": "agent_wait.core._publish",
+    "FrameworkAdapter": "agent_wait.core._wait",
+    "Handled": "agent_wait.core._host",
     "InboxItem": "agent_wait.core._sqlite",
+    "InvalidAnswer": "agent_wait.core._errors",
     "JsonlAnnounce": "agent_wait.core._jsonl",
+    "LogAnnounce": "agent_wait.core._memory",
+    "MemoryAnnounce": "agent_wait.core._memory",
+    "Outcome": "agent_wait.core._host",
+    "PAYLOAD_KEY": "agent_wait.core._wait",
+    "PendingResult": "agent_wait.core._models",
+    "PluginNotFoundError": "agent_wait.core._errors",
+    "PublishReport": "agent_wait.core._announce",
+    "Question": "agent_wait.core._models",
+    "QuestionTooLarge": "agent_wait.core._errors",
+    "ReplyWith": "agent_wait.core._models",
+    "Source": "agent_wait.core._models",
     "SqliteAnnounce": "agent_wait.core._sqlite",
     "SqliteInbox": "agent_wait.core._sqlite",
+    "StartMessage": "agent_wait.core._models",
+    "WaitCall": "agent_wait.core._wait",
+    "WaitDecorator": "agent_wait.core._wait",
+    "WaitEnvelope": "agent_wait.core._models",
+    "WaitPolicy": "agent_wait.core._policy",
+    "announcer": "agent_wait.core._plugins",
+    "announcers_from_config": "agent_wait.core._plugins",
+    "apply_answer": "agent_wait.core._wait",
+    "apublish": "agent_wait.core._publish",
+    "build_envelope": "agent_wait.core._publish",
+    "canonical_json": "agent_wait.core._canonical",
     "default_announcers": "agent_wait.core._config",
+    "derive_question_id": "agent_wait.core._canonical",
+    "format_utc": "agent_wait.core._models",
+    "hookimpl": "agent_wait.core.hookspecs",
+    "is_answer": "agent_wait.core._models",
     "load_config": "agent_wait.core._config",
+    "make_publish_interrupts": "agent_wait.core._wait",
+    "make_wait": "agent_wait.core._wait",
+    "parse_duration": "agent_wait.core._durations",
+    "parse_message": "agent_wait.core._models",
+    "publish": "agent_wait.core._publish",
+    "question_from_value": "agent_wait.core._wait",
+    "to_jsonable": "agent_wait.core._canonical",
+    "wait_payload": "agent_wait.core._wait",
 }
 
 __all__ = [
@@ -140,12 +188,19 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
+    module = _LAZY.get(name)
+    if module is not None:
         import importlib
 
-        return getattr(importlib.import_module(_LAZY[name]), name)
+        value = getattr(importlib.import_module(module), name)
+        globals()[name] = value
+        return value
     if name == "__version__":
         from importlib.metadata import version
 
         return version("agent-wait-core")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *__all__])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -39,6 +38,8 @@ class BaseAnnounce:
 
     async def adeliver(self, envelope: WaitEnvelope) -> None:
         """Deliver one envelope without blocking the event loop (default: ``deliver`` in a thread)."""
+        import asyncio  # here, not at import: sync hosts never pay for asyncio
+
         await asyncio.to_thread(self.deliver, envelope)
 
     def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
@@ -68,6 +69,8 @@ class BaseAnnounce:
             cls.adeliver is BaseAnnounce.adeliver
             and cls.deliver_many is not BaseAnnounce.deliver_many
         ):
+            import asyncio
+
             return await asyncio.to_thread(self.deliver_many, envelopes)
         outcomes: list[DeliveryOutcome] = []
         for envelope in envelopes:

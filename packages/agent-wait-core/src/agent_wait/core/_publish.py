@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -344,6 +343,8 @@ async def apublish(
     if envelopes:
         sendable = [e for e in envelopes if e.event_id not in oversize]
         announcers = resolve_announcers(announce)
+        import asyncio  # here, not at import: sync hosts never pay for asyncio
+
         results = await asyncio.gather(*(_deliver_async(a, sendable) for a in announcers))
         for item, outcomes in zip(announcers, results, strict=True):
             deliveries.extend(_record(item, envelopes, outcomes, oversize, thread_id))
