@@ -13,7 +13,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -230,26 +230,30 @@ class SqliteAnnounce(BaseAnnounce):
     def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
         """Insert every question's row in one transaction."""
         outcomes: list[DeliveryOutcome] = []
-        rows: list[tuple[Any, ...]] = []
-        for envelope in envelopes:
-            try:
-                rows.append(self._values(envelope))
-            except Exception as error:  # noqa: BLE001 - an unserialisable envelope fails alone
-                outcomes.append(error)
-            else:
-                outcomes.append(None)
-        if not rows:
-            return outcomes
+
+        def rows() -> Iterator[tuple[Any, ...]]:
+            # Rows are built as sqlite consumes them: a large batch never holds them all at once.
+            for envelope in envelopes:
+                try:
+                    values = self._values(envelope)
+                except Exception as error:  # noqa: BLE001 - an unserialisable envelope fails alone
+                    outcomes.append(error)
+                else:
+                    outcomes.append(None)
+                    yield values
+
         try:
             with self._store.connect() as connection:
                 connection.execute("BEGIN IMMEDIATE")
                 try:
-                    connection.executemany(self._insert, rows)
+                    connection.executemany(self._insert, rows())
                 except BaseException:
                     connection.execute("ROLLBACK")
                     raise
                 connection.execute("COMMIT")
         except sqlite3.Error as error:
+            # Nothing was written; envelopes not yet reached by the generator fail the same way.
+            outcomes.extend([None] * (len(envelopes) - len(outcomes)))
             return [outcome if outcome is not None else error for outcome in outcomes]
         return outcomes
 
