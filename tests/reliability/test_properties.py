@@ -70,7 +70,10 @@ def reference_duration(text: str) -> Fraction | None:
     surrounding whitespace ignored, at least one part, ``T`` only before a time part; years
     and months (no fixed length) are not part of it.
     """
-    body = text.strip().upper()
+    body = text.strip()
+    if not body.isascii():
+        return None
+    body = body.upper()
     if not body.startswith("P"):
         return None
     date, has_time, clock = body[1:].partition("T")
@@ -219,9 +222,12 @@ def _twin(value: Any, draw: Any) -> Any:
             forms.append(float(value))
         return draw(st.sampled_from(forms))
     assert isinstance(value, float)
-    forms = [value, Decimal(repr(value))]
     if value.is_integer():
-        forms.append(int(value))
+        # Exactly equal forms (a big float's repr is shorter than its exact value).
+        forms = [value, int(value), Decimal(int(value))]
+    else:
+        # The documented rule: a float equals the Decimal of its shortest repr ("0.1").
+        forms = [value, Decimal(repr(value))]
     return draw(st.sampled_from(forms))
 
 
@@ -232,10 +238,12 @@ def twins(draw: Any) -> tuple[Any, Any]:
 
 
 @known_bug(
-    "core _canonical: an integral float from 2**53 up renders as 1e+16, the equal int as digits"
+    "core _canonical: an integral float from 2**53 up renders as 1e+16, the equal int as digits; "
+    "a Decimal whose float repr has an exponent (0.00001 -> 1e-05) renders as a string"
 )
 @SETTINGS
 @example(({"n": 2.0**53}, {"n": Decimal(2**53)}), "t", "f")
+@example(({"n": 1e-05}, {"n": Decimal("0.00001")}), "t", "f")
 @given(twins(), st.text(min_size=1, max_size=12), st.text(min_size=1, max_size=12))
 def test_ids_are_stable_under_nested_reordering_and_number_forms(
     pair: tuple[Any, Any], thread_id: str, function: str
