@@ -25,12 +25,12 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from strands import Agent, ToolContext, tool
 from strands.models import Model
 from strands.session import FileSessionManager
 
 from agent_wait.core import WaitPolicy, announcer
 from agent_wait.strands import handle_message, wait
-from strands import Agent, ToolContext, tool
 
 THRESHOLD = 1000  # cents
 

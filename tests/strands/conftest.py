@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from strands import Agent
 from strands.session import FileSessionManager
-from tests.strands.fake_model import ScriptedModel
 
 from agent_wait.core import MemoryAnnounce
-from strands import Agent
+from tests.strands.fake_model import ScriptedModel
 
 
 class CountingAgent(Agent):

@@ -10,12 +10,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from tests.strands.conftest import Threads
-from tests.strands.fake_model import Call, ScriptedModel
+from strands import ToolContext, tool
 
 from agent_wait.core import WaitPolicy
 from agent_wait.strands import interrupt_responses, questions_in, wait
-from strands import ToolContext, tool
+from tests.strands.conftest import Threads
+from tests.strands.fake_model import Call, ScriptedModel
 
 Factory = Callable[[ScriptedModel, Sequence[Any]], Threads]
 

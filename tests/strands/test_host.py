@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from strands import Agent, ToolContext, tool
 from strands.session import FileSessionManager
-from tests.strands.conftest import Threads
-from tests.strands.fake_model import Call, ScriptedModel
 
 from agent_wait.core import (
     AnnounceFailed,
@@ -24,7 +23,8 @@ from agent_wait.core import (
     WaitPolicy,
 )
 from agent_wait.strands import ahandle_message, handle_message, wait
-from strands import Agent, ToolContext, tool
+from tests.strands.conftest import Threads
+from tests.strands.fake_model import Call, ScriptedModel
 
 Factory = Callable[[ScriptedModel, Sequence[Any]], Threads]
 NOW = datetime(2026, 9, 11, 9, 0, 0, tzinfo=UTC)

@@ -8,13 +8,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.strands.conftest import Threads
-from tests.strands.fake_model import Call, ScriptedModel
+from strands import ToolContext, tool
 
 from agent_wait.core import Outcome, WaitPolicy, announcer
 from agent_wait.core._sqlite import SqliteInbox
 from agent_wait.strands import handle_message, wait
-from strands import ToolContext, tool
+from tests.strands.conftest import Threads
+from tests.strands.fake_model import Call, ScriptedModel
 
 Factory = Callable[[ScriptedModel, Sequence[Any]], Threads]
 NOW = datetime(2026, 9, 11, 9, 0, 0, tzinfo=UTC)

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from strands import Agent, ToolContext, tool
 from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
-from tests.strands.fake_model import Call, ScriptedModel
 
 from agent_wait.core import MemoryAnnounce, WaitPolicy, derive_question_id
 from agent_wait.strands import (
@@ -20,7 +20,7 @@ from agent_wait.strands import (
     questions_in,
     wait,
 )
-from strands import Agent, ToolContext, tool
+from tests.strands.fake_model import Call, ScriptedModel
 
 Factory = Callable[[ScriptedModel, Sequence[Any]], Callable[[str], Agent]]
 NOW = datetime(2026, 9, 11, 9, 0, 0, tzinfo=UTC)
