@@ -41,12 +41,6 @@ HUNDRED_YEARS = 36_525 * 86_400
 SETTINGS = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-def known_bug(reason: str) -> pytest.MarkDecorator:
-    """A bug these properties found and core has not fixed yet; its counterexample is pinned with
-    ``@example``, so the test fails every time, and passes (failing as strict XPASS) once fixed."""
-    return pytest.mark.xfail(strict=True, reason=reason)
-
-
 def _validator(kind: str) -> jsonschema.Draft202012Validator:
     schema = json.loads((SCHEMAS / f"{kind}.schema.json").read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
@@ -110,7 +104,6 @@ def iso_durations(draw: Any) -> str:
     return draw(st.sampled_from([text, text.lower(), f" {text}\n"]))
 
 
-@known_bug("core _durations: a length past timedelta's range raises OverflowError, not ValueError")
 @SETTINGS
 @example("P142857143W")
 @given(iso_durations())
@@ -131,7 +124,6 @@ def test_every_valid_iso_duration_parses_to_its_exact_length(text: str) -> None:
             WaitPolicy(timeout=text)
 
 
-@known_bug("core _durations: non-ASCII digits and letters that upper() maps to ASCII are accepted")
 @SETTINGS
 @example("P\u0663D")  # an Arabic-Indic digit three: a digit to Python, not to ISO 8601
 @example("PT1\u017f")  # LATIN SMALL LETTER LONG S, which upper() turns into "S"
@@ -156,7 +148,6 @@ def test_duration_text_is_accepted_exactly_when_it_is_valid(text: str) -> None:
             parse_duration(text, "answer_ttl")
 
 
-@known_bug("core _durations: positive seconds below a microsecond parse as a zero duration")
 @SETTINGS
 @example(1e-300)
 @given(
@@ -237,10 +228,6 @@ def twins(draw: Any) -> tuple[Any, Any]:
     return value, _twin(value, draw)
 
 
-@known_bug(
-    "core _canonical: an integral float from 2**53 up renders as 1e+16, the equal int as digits; "
-    "a Decimal whose float repr has an exponent (0.00001 -> 1e-05) renders as a string"
-)
 @SETTINGS
 @example(({"n": 2.0**53}, {"n": Decimal(2**53)}), "t", "f")
 @example(({"n": 1e-05}, {"n": Decimal("0.00001")}), "t", "f")
@@ -406,9 +393,6 @@ any_json = st.recursive(
 )
 
 
-@known_bug(
-    "core parse_message: text or bytes that are not JSON raise ValueError, not ValidationError"
-)
 @SETTINGS
 @example(b"")
 @given(

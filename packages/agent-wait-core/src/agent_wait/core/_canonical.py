@@ -98,17 +98,21 @@ def _other(value: object, path: str) -> JsonValue:
 def _number(value: float, path: str) -> JsonValue:
     if not math.isfinite(value):
         raise TypeError(f"{path}: {value!r} is not a finite number, JSON cannot carry it")
-    if value.is_integer() and abs(value) < 2**53:
+    # Every integral float, however large, is an exact integer: 1e16 renders like 10**16 and
+    # Decimal("1e16"), so the id does not depend on the number's type.
+    if value.is_integer():
         return int(value)
     return value
 
 
 def _decimal_text(value: Decimal) -> JsonValue:
-    text = format(value.normalize(), "f")
     as_float = float(value)
-    # A Decimal that the shortest float text reproduces is a JSON number like the equal float;
-    # one with more precision than a float keeps it as a string rather than lose digits.
-    return as_float if repr(as_float) == text else text
+    # A Decimal equal to the shortest text of a float is a JSON number like that float (compared
+    # as numbers: repr writes 1e-05 where the Decimal's plain text is 0.00001); one with more
+    # precision than a float keeps it as a string rather than lose digits.
+    if math.isfinite(as_float) and Decimal(repr(as_float)) == value:
+        return as_float
+    return format(value.normalize(), "f")
 
 
 def _key(key: object, path: str) -> str:

@@ -24,6 +24,7 @@ _DURATION = re.compile(
     """,
     re.VERBOSE,
 )
+_UNIT_SECONDS = {"weeks": 604_800, "days": 86_400, "hours": 3_600, "minutes": 60, "seconds": 1}
 _CALENDAR_UNITS = re.compile(r"^P(?:\d+(?:[.,]\d+)?[YM])")
 # Python's timedelta tops out near 2.7 million years; a century is already absurd for a question.
 _MAX = timedelta(days=36_525)
@@ -59,14 +60,19 @@ def parse_duration(value: object, field: str) -> timedelta:
                 f"{field}: {value!r} uses years or months, which have no fixed length; "
                 "use days or weeks (e.g. 'P30D')"
             )
-        match = _DURATION.match(text)
+        # ISO 8601 is ASCII; upper() and \d would let in other scripts' digits ("P\u0663D") and
+        # letters that upper-case to ASCII ("PT1\u017f" -> "PT1S").
+        match = _DURATION.match(text) if value.strip().isascii() else None
         if match is None:
             raise ValueError(
                 f"{field}: {value!r} is not an ISO 8601 duration such as 'PT15M', 'P3D' or "
                 "'P1DT12H', nor a number of seconds"
             )
-        parts = {k: float(v.replace(",", ".")) for k, v in match.groupdict().items() if v}
-        seconds = timedelta(**parts).total_seconds()
+        # Summed as seconds: timedelta(**parts) raises OverflowError on lengths that the range
+        # check below refuses with a proper message.
+        seconds = sum(
+            float(v.replace(",", ".")) * _UNIT_SECONDS[k] for k, v in match.groupdict().items() if v
+        )
     else:
         raise ValueError(
             f"{field}: expected an ISO 8601 duration string or seconds, got "
@@ -76,7 +82,10 @@ def parse_duration(value: object, field: str) -> timedelta:
         raise ValueError(f"{field}: duration must be positive, got {value!r}")
     if seconds > _MAX.total_seconds():
         raise ValueError(f"{field}: duration {value!r} is longer than 100 years")
-    return timedelta(seconds=seconds)
+    duration = timedelta(seconds=seconds)
+    if not duration:  # rounds to zero at timedelta's microsecond resolution
+        raise ValueError(f"{field}: duration {value!r} is shorter than a microsecond")
+    return duration
 
 
 @functools.lru_cache(maxsize=1024)

@@ -15,6 +15,7 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
+    ValidationError,
     model_validator,
 )
 from pydantic_core import from_json
@@ -234,13 +235,25 @@ def is_answer(message: object) -> bool:
     return isinstance(message, Mapping) and "question_id" in message
 
 
+def _from_json(message: str | bytes) -> object:
+    try:
+        return from_json(message)
+    except ValueError as error:
+        # Not JSON (empty, truncated, not UTF-8, nested deeper than the parser allows): refused
+        # like any other malformed message, with a ValidationError, not a bare ValueError.
+        raise ValidationError.from_exception_data(
+            "message",
+            [{"type": "json_invalid", "loc": (), "input": message, "ctx": {"error": str(error)}}],
+        ) from None
+
+
 def parse_message(message: Mapping[str, Any] | str | bytes) -> Answer | StartMessage:
     """Validate an inbound message as an :class:`Answer` or a :class:`StartMessage`.
 
     Raises:
         pydantic.ValidationError: With field-level errors.
     """
-    data: object = from_json(message) if isinstance(message, str | bytes) else message
+    data: object = _from_json(message) if isinstance(message, str | bytes) else message
     if is_answer(data):
         return Answer.model_validate(data)
     return StartMessage.model_validate(data)
