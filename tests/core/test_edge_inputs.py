@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
 from pydantic import ValidationError
 
-from agent_wait.core import WaitPolicy, canonical_json, parse_duration, parse_message
+from agent_wait.core import Answer, WaitPolicy, canonical_json, parse_duration, parse_message
 
 
 @pytest.mark.parametrize("text", ["P142857143W", "P99999999999999999999D", "PT1" + "0" * 400 + "S"])
@@ -63,3 +64,25 @@ def test_messages_that_are_not_json_are_a_validation_error(message: str | bytes)
         parse_message(message)
     [error] = refused.value.errors()
     assert error["type"] == "json_invalid"
+
+
+def _nested(depth: int) -> object:
+    value: object = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def test_an_answer_nests_as_deep_as_json_text_allows_and_no_deeper() -> None:
+    deepest = {"thread_id": "t", "question_id": "q", "answer": _nested(199)}
+    assert Answer.model_validate(deepest).answer == _nested(199)
+    assert parse_message(json.dumps(deepest)).model_dump()["answer"] == _nested(199)
+    deeper = {**deepest, "answer": _nested(200)}
+    with pytest.raises(ValidationError, match="json_invalid"):
+        parse_message(json.dumps(deeper))
+    for too_deep in (_nested(200), {"a": _nested(900)}):
+        with pytest.raises(ValidationError) as refused:
+            parse_message({"thread_id": "t", "question_id": "q", "answer": too_deep})
+        [error] = refused.value.errors()
+        assert error["loc"] == ("answer",)
+        assert "nested deeper than 199 levels" in error["msg"]

@@ -38,11 +38,6 @@ from agent_wait.core._plugins import registry
 from tests.aws_moto import Aws, create_queue, drain
 from tests.reliability.agents import LangGraphHost, Ledger, PydanticAiHost, StrandsHost, ThreadHost
 
-DEEP_ANSWERS_CRASH = pytest.mark.xfail(
-    strict=True,
-    reason="core Answer: no depth limit on an already-parsed answer (LangGraph's checkpoint "
-    "serialiser raises TypeError, canonical JSON RecursionError, Strands takes it)",
-)
 AGENT_WAIT = str(Path(sys.executable).with_name("agent-wait"))
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "schema" / "examples"
 ENVELOPE: dict[str, Any] = json.loads((EXAMPLES / "envelope.json").read_text(encoding="utf-8"))
@@ -269,7 +264,6 @@ def test_malformed_messages_are_refused_naming_the_field_and_change_nothing(
     assert inbox.envelopes == []
 
 
-@DEEP_ANSWERS_CRASH
 @pytest.mark.parametrize(
     "answer",
     [

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, cast
 
 from pydantic import (
     BaseModel,
@@ -16,6 +16,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    field_validator,
     model_validator,
 )
 from pydantic_core import from_json
@@ -202,6 +203,40 @@ class Answer(BaseModel):
     )
     answer: Any = Field(description="Received verbatim by the @wait function. Any JSON.")
     valid_until: UtcTimestamp | None = Field(default=None, description="The answer's own expiry.")
+
+    @field_validator("answer")
+    @classmethod
+    def _not_too_deep(cls, value: Any) -> Any:
+        # An answer sent as JSON text cannot nest deeper (the parser refuses it); one the host
+        # decoded itself is held to the same limit before a checkpoint serialiser or canonical
+        # JSON recurses into it and crashes.
+        if _nests_deeper(value, ANSWER_DEPTH_LIMIT):
+            raise ValueError(
+                f"nested deeper than {ANSWER_DEPTH_LIMIT} levels of arrays and objects, more than "
+                "a JSON message may carry"
+            )
+        return value
+
+
+ANSWER_DEPTH_LIMIT = 199
+"""How deep arrays and objects may nest in an answer: what the JSON parser accepts in a message."""
+
+
+def _nests_deeper(value: object, limit: int) -> bool:
+    # Iterative on purpose: recursion is what this guards against.
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: list[object] = list(cast("Mapping[object, object]", item).values())
+        elif isinstance(item, list | tuple):
+            children = list(cast("list[object] | tuple[object, ...]", item))
+        else:
+            continue
+        if depth == limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 class StartMessage(BaseModel):
