@@ -51,7 +51,8 @@ def lint(session: nox.Session) -> None:
 def typecheck(session: nox.Session) -> None:
     """Pyright, strict, on every package's src/."""
     _sync(session, "typecheck")
-    session.run("pyright")
+    # Named explicitly so a new package is checked even before pyproject's include lists it.
+    session.run("pyright", *sorted(glob.glob("packages/*/src")))
 
 
 @nox.session(python="3.11")

@@ -20,6 +20,7 @@ from typing import Any, cast
 from pydantic import TypeAdapter
 
 from agent_wait.core import (
+    PAYLOAD_KEY,
     Announce,
     Answer,
     Handled,
@@ -34,7 +35,7 @@ from agent_wait.core import (
     publish,
     to_jsonable,
 )
-from agent_wait.pydantic_ai._adapter import PAYLOAD_KEY, deferred_requests, questions_in
+from agent_wait.pydantic_ai._adapter import deferred_requests, questions_in
 from agent_wait.pydantic_ai._history import HistoryStore
 from agent_wait.pydantic_ai._results import deferred_results
 from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToolResults
