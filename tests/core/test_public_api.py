@@ -75,6 +75,7 @@ def test_transport_building_blocks_for_plugins() -> None:
         "BatchEntryFailed",
         "ClientAnnounce",
         "ClientPair",
+        "EnvelopeTemplate",
         "Exchange",
         "RoutingAttributes",
         "aws_client_pair",

@@ -2,7 +2,7 @@
 
 Plugins never import each other, so logic that SQS, SNS, EventBridge, Redis, NATS, RabbitMQ and
 PostgreSQL announcers share lives here: sizes in UTF-8 bytes, batching by count and bytes, the
-routing attributes an envelope becomes, identifiers that fit a transport's character rules, a
+routing attributes an envelope becomes, identifiers that fit a transport's character rules, destination templates, a
 long-lived sync/async client pair (and its AWS construction), and :class:`ClientAnnounce`, which runs one delivery plan on
 either client. Application code does not need this module.
 """
@@ -22,6 +22,7 @@ from agent_wait.core._batching import (
     fit_identifier,
     utf8_size,
 )
+from agent_wait.core._template import EnvelopeTemplate
 
 __all__ = [
     "AWS_MESSAGE_ATTRIBUTES",
@@ -30,6 +31,7 @@ __all__ = [
     "BatchEntryFailed",
     "ClientAnnounce",
     "ClientPair",
+    "EnvelopeTemplate",
     "Exchange",
     "RoutingAttributes",
     "aws_client_pair",

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import re
-import string
-from dataclasses import dataclass
 
 from agent_wait.core import ConfigError, WaitEnvelope
+from agent_wait.core.transport import EnvelopeTemplate
 
-_FIELDS = ("thread_id", "question_id", "type")
-_TAG = re.compile(r"^tags\[([^\[\]]+)\]$")
+_OPTION = "nats announcer option subject"
 # A subject token may not hold whitespace, the separator or a wildcard; anything else is kept.
 _NOT_IN_TOKEN = re.compile(r"[\s.*>\x00-\x1f\x7f]")
 _NO_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
-@dataclass(frozen=True, slots=True)
-class _Part:
-    literal: str
-    field: str | None  # "thread_id", "question_id", "type", or "tags[<name>]"
-    tag: str | None
+def _one_token(value: str) -> str:
+    return _NOT_IN_TOKEN.sub("_", value) or "_"
 
 
 class SubjectTemplate:
@@ -40,47 +35,22 @@ class SubjectTemplate:
 
     def __init__(self, template: str) -> None:
         if not isinstance(template, str) or not template:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"nats announcer option subject: expected a non-empty string, got {template!r}"
-            )
+            raise ConfigError(f"{_OPTION}: expected a non-empty string, got {template!r}")
         self.template = template
-        parts: list[_Part] = []
-        try:
-            parsed = list(string.Formatter().parse(template))
-        except ValueError as error:
-            raise ConfigError(
-                f"nats announcer option subject: {template!r} is not a valid template: {error}"
-            ) from error
-        for literal, field, spec, conversion in parsed:
-            tag = None
-            if field is not None:
-                match = _TAG.match(field)
-                if field not in _FIELDS and not match:
-                    raise ConfigError(
-                        f"nats announcer option subject: unknown placeholder {{{field}}} in {template!r}; "
-                        "use {thread_id}, {question_id}, {type} or {tags[<name>]}"
-                    )
-                if spec or conversion:
-                    raise ConfigError(
-                        f"nats announcer option subject: placeholder {{{field}}} in {template!r} "
-                        "takes no format spec or conversion"
-                    )
-                tag = match.group(1) if match else None
-            parts.append(_Part(literal, field, tag))
-        self._parts = tuple(parts)
+        self._template = EnvelopeTemplate(template, option=_OPTION, name="subject")
         # Check the literal structure with every placeholder standing in as a plain token part.
-        self._check(self._join("x"), template)
+        self._check(self._template.join("x"), template)
 
     @property
     def tags(self) -> tuple[str, ...]:
         """The tag names the template needs."""
-        return tuple(p.tag for p in self._parts if p.tag is not None)
+        return self._template.tags
 
     def wildcard(self) -> str:
         """The subject filter that matches every rendering: each token with a placeholder is ``*``."""
         marker = "\x00"
         return ".".join(
-            "*" if marker in token else token for token in self._join(marker).split(".")
+            "*" if marker in token else token for token in self._template.join(marker).split(".")
         )
 
     def render(self, envelope: WaitEnvelope) -> str:
@@ -89,32 +59,14 @@ class SubjectTemplate:
         Raises:
             LookupError: The template needs a tag the envelope does not carry.
         """
-        out: list[str] = []
-        for part in self._parts:
-            out.append(part.literal)
-            if part.field is None:
-                continue
-            if part.tag is not None:
-                if part.tag not in envelope.tags:
-                    raise LookupError(
-                        f"subject template {self.template!r} needs tag {part.tag!r}, but question "
-                        f"{envelope.question_id!r} has tags {sorted(envelope.tags)}"
-                    )
-                value = envelope.tags[part.tag]
-            else:
-                value = str(getattr(envelope, part.field))
-            out.append(_NOT_IN_TOKEN.sub("_", value) or "_")
-        return "".join(out)
-
-    def _join(self, stand_in: str) -> str:
-        return "".join(p.literal + (stand_in if p.field is not None else "") for p in self._parts)
+        return self._template.render(envelope, _one_token)
 
     @staticmethod
     def _check(subject: str, template: str) -> None:
         for token in subject.split("."):
             if not token or re.search(r"[\s*>]", token) or _NO_CONTROL.search(token):
                 raise ConfigError(
-                    f"nats announcer option subject: {template!r} is not a publish subject "
+                    f"{_OPTION}: {template!r} is not a publish subject "
                     f"(token {token!r}: tokens are non-empty, separated by '.', without whitespace "
                     "or the wildcards '*' and '>')"
                 )
