@@ -81,6 +81,7 @@ def test_transport_building_blocks_for_plugins() -> None:
         "aws_client_pair",
         "chunk",
         "fit_identifier",
+        "redact_url",
         "utf8_size",
     ]
 

@@ -27,7 +27,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -210,6 +210,21 @@ def scrub(text: str, options: Mapping[str, Any]) -> str:
         if secret and len(secret) >= 3:  # shorter "secrets" would blank out ordinary words
             text = text.replace(secret, REDACTED)
     return _URL_PASSWORD.sub(lambda m: m.group("head") + REDACTED, text)
+
+
+@overload
+def redact_url(value: str) -> str: ...
+@overload
+def redact_url(value: object) -> object: ...
+def redact_url(value: object) -> object:
+    """A URL with its userinfo (user, password or token) replaced by ``***``; others unchanged.
+
+    For error messages of transports whose URLs may carry credentials.
+    """
+    if isinstance(value, str) and "@" in value and "://" in value:
+        scheme, _, rest = value.partition("://")
+        return f"{scheme}://{REDACTED}@{rest.rpartition('@')[2]}"
+    return value
 
 
 def _redact_value(value: Any) -> Any:

@@ -22,6 +22,7 @@ from agent_wait.core._batching import (
     fit_identifier,
     utf8_size,
 )
+from agent_wait.core._config import redact_url
 from agent_wait.core._template import EnvelopeTemplate
 
 __all__ = [
@@ -37,5 +38,6 @@ __all__ = [
     "aws_client_pair",
     "chunk",
     "fit_identifier",
+    "redact_url",
     "utf8_size",
 ]

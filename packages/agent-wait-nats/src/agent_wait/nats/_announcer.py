@@ -20,7 +20,7 @@ except ImportError as error:  # pragma: no cover - the distribution depends on n
     raise ImportError("NatsAnnounce needs nats-py: pip install agent-wait-nats") from error
 
 from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
-from agent_wait.core.transport import ClientPair
+from agent_wait.core.transport import ClientPair, redact_url
 from agent_wait.nats._subject import SubjectTemplate
 
 logger = logging.getLogger(__name__)
@@ -222,7 +222,7 @@ class NatsAnnounce(BaseAnnounce):
         except (TimeoutError, nats.errors.NoServersError, OSError) as error:
             cause = errors[-1] if errors else error
             raise ConnectionError(
-                f"cannot reach NATS at {', '.join(_redact(s) for s in self.servers)}: {cause!r}"
+                f"cannot reach NATS at {', '.join(redact_url(s) for s in self.servers)}: {cause!r}"
             ) from error
 
     async def _ensure_stream(self, js: JetStreamContext) -> None:
@@ -299,20 +299,12 @@ def _servers(url: object) -> tuple[str, ...]:
         items.extend(url)  # pyright: ignore[reportUnknownArgumentType]
     servers = tuple(s for s in items if isinstance(s, str) and s.startswith(_SCHEMES))
     if not items or len(servers) != len(items):
-        shown: list[object] = [_redact(s) if isinstance(s, str) else s for s in items]
+        shown: list[object] = [redact_url(s) if isinstance(s, str) else s for s in items]
         raise ConfigError(
             f"nats announcer option url: expected {'/'.join(_SCHEMES)} URLs (comma-separated "
             f"or a list), got {shown if items else kind}"
         )
     return servers
-
-
-def _redact(url: str) -> str:
-    # Never echo credentials from a URL into an error message.
-    if "@" in url:
-        scheme, _, rest = url.partition("://")
-        return f"{scheme}://***@{rest.rpartition('@')[2]}"
-    return url
 
 
 def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Self
 
 try:
     import aio_pika
@@ -27,7 +27,7 @@ from agent_wait.core import (
     DeliveryOutcome,
     WaitEnvelope,
 )
-from agent_wait.core.transport import ClientPair
+from agent_wait.core.transport import ClientPair, redact_url
 from agent_wait.rabbitmq._routing import RoutingKeyTemplate
 
 DEFAULT_URL = "amqp://guest:guest@localhost:5672/"
@@ -88,13 +88,13 @@ class RabbitMqAnnounce(BaseAnnounce):
     ) -> None:
         if not isinstance(url, str) or not url.startswith(_SCHEMES):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"rabbitmq announcer option url: expected an amqp:// or amqps:// URL, got {_redact(url)!r}"
+                f"rabbitmq announcer option url: expected an amqp:// or amqps:// URL, got {redact_url(url)!r}"
             )
         try:
             self._parameters = pika.URLParameters(url)
         except (ValueError, TypeError) as error:
             raise ConfigError(
-                f"rabbitmq announcer option url: {_redact(url)!r} is not usable: {error}"
+                f"rabbitmq announcer option url: {redact_url(url)!r} is not usable: {error}"
             ) from error
         if not isinstance(exchange, str) or len(exchange.encode("utf-8")) > 255:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
@@ -377,11 +377,3 @@ def _unroutable(exchange: str, key: str) -> BatchEntryFailed:
 def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:
     if outcomes[0] is not None:
         raise outcomes[0]
-
-
-def _redact(url: Any) -> Any:
-    # Never echo a password from a URL into an error message.
-    if isinstance(url, str) and "@" in url:
-        scheme, _, rest = url.partition("://")
-        return f"{scheme}://***@{rest.rpartition('@')[2]}"
-    return url

@@ -14,7 +14,7 @@ except ImportError as error:  # pragma: no cover - the distribution depends on r
     raise ImportError("RedisAnnounce needs redis-py: pip install agent-wait-redis") from error
 
 from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
-from agent_wait.core.transport import ClientPair
+from agent_wait.core.transport import ClientPair, redact_url
 
 DEFAULT_URL = "redis://localhost:6379/0"
 DEFAULT_STREAM = "agent-wait:questions"
@@ -88,7 +88,7 @@ class RedisAnnounce(BaseAnnounce):
     ) -> None:
         if not isinstance(url, str) or not url.startswith(_SCHEMES):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"redis announcer option url: expected a {'/'.join(_SCHEMES)} URL, got {_safe(url)!r}"
+                f"redis announcer option url: expected a {'/'.join(_SCHEMES)} URL, got {redact_url(url)!r}"
             )
         _require_text("stream", stream)
         _require_text("index_prefix", index_prefix)
@@ -230,11 +230,3 @@ def _require_positive(option: str, value: object) -> None:
         raise ConfigError(
             f"redis announcer option {option}: expected a positive number, got {value!r}"
         )
-
-
-def _safe(url: object) -> object:
-    # Never echo a password from a URL into an error message.
-    if isinstance(url, str) and "@" in url:
-        scheme, _, rest = url.partition("://")
-        return f"{scheme}://***@{rest.rpartition('@')[2]}"
-    return url
