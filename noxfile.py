@@ -14,6 +14,11 @@ import nox
 
 ROOT = Path(__file__).parent
 PYTHONS = ["3.11", "3.12", "3.13"]
+# Distribution suffixes (agent-wait-<name>); the test directory is the import name (tests/pydantic_ai).
+PACKAGES = sorted(
+    p.parent.name.removeprefix("agent-wait-")
+    for p in ROOT.glob("packages/agent-wait-*/pyproject.toml")
+)
 
 nox.options.default_venv_backend = "uv"
 nox.options.sessions = ["lint", "typecheck", "arch", "tests"]
@@ -37,6 +42,43 @@ def tests(session: nox.Session) -> None:
     """Run the whole test suite against real servers (moto, HTTP, Redis, NATS, RabbitMQ, PostgreSQL)."""
     _sync(session, "test")
     session.run("pytest", *(session.posargs or ["tests", "-q", "-p", "no:cacheprovider"]))
+
+
+@nox.session(python="3.11")
+@nox.parametrize("package", PACKAGES)
+def tests_package(session: nox.Session, package: str) -> None:
+    """One distribution alone (plus agent-wait-core): it declares what it imports, its tests lean on no sibling."""
+    env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location}
+    # Exact syncs (no --inexact): a reused env must not keep a sibling from an earlier run.
+    # First without the test group, whose tools (moto, langchain, uvicorn...) could mask an undeclared import.
+    session.run_install("uv", "sync", "--package", f"agent-wait-{package}", "--locked", env=env)
+    session.run("python", "-c", _IMPORT_ALL, f"agent_wait.{package.replace('-', '_')}")
+    session.run_install(
+        "uv", "sync", "--package", f"agent-wait-{package}", "--group", "test", "--locked", env=env
+    )
+    paths = (
+        ["tests/core"]
+        if package == "core"
+        else ["tests/core", f"tests/{package.replace('-', '_')}"]
+    )
+    session.run("pytest", *paths, "-q", "-p", "no:cacheprovider", *session.posargs)
+
+
+# Imports every module of one package, run with only its declared dependencies installed. A bare
+# ModuleNotFoundError is an undeclared import; an ImportError the module raises itself is a
+# deliberate install hint for an optional extra (agent_wait.core.testing needs pytest) and is shown.
+_IMPORT_ALL = """
+import importlib, pkgutil, sys
+root = importlib.import_module(sys.argv[1])
+for info in pkgutil.walk_packages(root.__path__, root.__name__ + "."):
+    try:
+        importlib.import_module(info.name)
+    except ModuleNotFoundError:
+        raise
+    except ImportError as error:
+        print(f"{info.name}: optional, not importable here: {error}")
+print(sys.argv[1], "and its modules import with only declared dependencies")
+"""
 
 
 @nox.session(python="3.11")

@@ -20,6 +20,7 @@ from agent_wait.core._cli import main, schema_text
 from agent_wait.core._sqlite import SqliteAnnounce
 from agent_wait.core.hookspecs import RegisterTarget
 from agent_wait.core.testing import registered_plugin, sample_questions
+from tests.core._installed import needs_example_plugin
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "schema" / "examples"
 SEED_ENVELOPE: dict[str, Any] = json.loads((EXAMPLES / "envelope.json").read_text(encoding="utf-8"))
@@ -80,6 +81,7 @@ def test_console_script_is_installed() -> None:
     assert result.stdout.decode() == schema_text("envelope")
 
 
+@needs_example_plugin
 def test_plugins_text_lists_the_third_party_distribution() -> None:
     code, out, _ = run("plugins")
     assert code == 0
@@ -91,6 +93,7 @@ def test_plugins_text_lists_the_third_party_distribution() -> None:
     assert any(row.split()[:2] == ["sqlite", "agent-wait-core"] for row in out.splitlines())
 
 
+@needs_example_plugin
 def test_plugins_json() -> None:
     code, out, _ = run("plugins", "--json")
     assert code == 0
@@ -299,6 +302,7 @@ def test_config_check_default(tmp_path: Path) -> None:
     assert "ok: agent_wait.core._sqlite.SqliteAnnounce named 'sqlite'" in out
 
 
+@needs_example_plugin
 def test_config_check_file(tmp_path: Path) -> None:
     (tmp_path / "agent-wait.toml").write_text(
         f'[[announce]]\nuse = "jsonl"\npath = "{tmp_path / "q.jsonl"}"\n\n'

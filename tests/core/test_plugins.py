@@ -26,6 +26,7 @@ from agent_wait.core import (
 from agent_wait.core._config import load_config
 from agent_wait.core._plugins import PluginRegistry, _not_installed, registry
 from agent_wait.core.testing import AnnouncerContract
+from tests.core._installed import needs_example_plugin
 
 # SDKs that loading plugins must never import (each plugin imports its SDK only when used).
 HEAVY = [
@@ -81,6 +82,7 @@ def test_import_loads_no_plugin_and_no_sdk() -> None:
     assert found == {"plugins": [], "plugin_modules": [], "heavy": [], "embedded": []}
 
 
+@needs_example_plugin
 def test_loading_plugins_imports_no_sdk() -> None:
     # One entry point at a time, so a failure names the plugin that pulled the SDK in.
     found = run_python(
@@ -118,6 +120,7 @@ def test_loading_plugins_imports_no_sdk() -> None:
     )
 
 
+@needs_example_plugin
 def test_autoload_off_loads_only_what_is_named(tmp_path: Path) -> None:
     found = run_python(
         f"""
@@ -166,6 +169,7 @@ def broken_distribution(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return "broken_thing"
 
 
+@needs_example_plugin
 def test_broken_plugin_is_skipped_and_logged_when_autoloaded(
     broken_distribution: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -191,6 +195,7 @@ def test_broken_plugin_raises_with_its_name_when_requested(broken_distribution: 
     assert broken_distribution not in registry().plugins
 
 
+@needs_example_plugin
 def test_requesting_an_absent_plugin() -> None:
     with pytest.raises(
         PluginNotFoundError, match=r"unknown plugin 'no_such_plugin'; installed: .*example_file"
@@ -198,6 +203,7 @@ def test_requesting_an_absent_plugin() -> None:
         PluginRegistry().load(["no_such_plugin"])
 
 
+@needs_example_plugin
 def test_unknown_announcer_message() -> None:
     with pytest.raises(PluginNotFoundError) as raised:
         announcer("exmaple_file")
@@ -235,6 +241,7 @@ def test_import_paths_are_refused(name: str) -> None:
         announcer(name)
 
 
+@needs_example_plugin
 def test_unknown_option_is_named() -> None:
     with pytest.raises(
         ConfigError,
@@ -246,6 +253,7 @@ def test_unknown_option_is_named() -> None:
 # --- the third-party example distribution ----------------------------------------------------
 
 
+@needs_example_plugin
 def test_example_is_discovered_by_entry_point() -> None:
     reg = registry()
     loaded = reg.plugins["example_file"]
@@ -260,6 +268,7 @@ def test_example_is_discovered_by_entry_point() -> None:
     assert hooks == {"register_announcers", "adjust_envelope", "delivery_outcome"}
 
 
+@needs_example_plugin
 def test_example_is_configurable_by_name(tmp_path: Path) -> None:
     (tmp_path / "agent-wait.toml").write_text(
         f'[[announce]]\nuse = "example_file"\ndirectory = "{tmp_path / "questions"}"\n'
@@ -272,6 +281,7 @@ def test_example_is_configurable_by_name(tmp_path: Path) -> None:
     assert json.loads(written.read_text()) == report.envelopes[0].to_dict()
 
 
+@needs_example_plugin
 def test_example_hooks_are_called(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     outcomes = tmp_path / "outcomes.jsonl"
     monkeypatch.setenv("AGENT_WAIT_EXAMPLE_OUTCOMES", str(outcomes))
@@ -311,6 +321,7 @@ class TestMemoryContract(AnnouncerContract):
         return [json.loads(e.to_json()) for e in announcer.envelopes]
 
 
+@needs_example_plugin
 class TestExampleFileContract(AnnouncerContract):
     """What a third party writes: the kit, its announcer by name, and a read-back."""
 

@@ -1,0 +1,23 @@
+"""Skip markers for core tests that need a distribution ``nox -s tests_package`` leaves out."""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, distribution
+
+import pytest
+
+
+def _installed(name: str) -> bool:
+    try:
+        distribution(name)
+    except PackageNotFoundError:
+        return False
+    return True
+
+
+# The third-party example plugin (tests/plugins/agent-wait-example) is a workspace member, so
+# `nox -s tests` installs it; a one-distribution env (`nox -s tests_package`) does not.
+needs_example_plugin = pytest.mark.skipif(
+    not _installed("agent-wait-example-thirdparty"),
+    reason="needs agent-wait-example-thirdparty (tests/plugins/agent-wait-example), not installed here",
+)
