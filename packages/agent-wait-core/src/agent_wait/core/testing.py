@@ -463,6 +463,10 @@ class AdapterContract:
 
     def _function(self, *args: Any, decision: bool = False, **options: Any) -> Any:
         function = self.define(self.wait(*args, **options), self._body, decision=decision)
+        assert self.hidden_parameter, (
+            f"{type(self).__name__} must set hidden_parameter to the parameter its framework "
+            "injects (the kit checks it is never published)"
+        )
         state = getattr(function, "__agent_wait__", None)
         assert state is not None, "define() did not return the function the decorator built"
         params = inspect.signature(state.function).parameters
