@@ -1,4 +1,4 @@
-"""Development sessions: tests on 3.11-3.13, lint, typecheck, arch, docs, bench, demo.
+"""Development sessions: tests on 3.11-3.13, tests_package, lowest, lint, typecheck, arch, docs, bench, demo.
 
 Run ``nox -l`` for the list. Every session installs into its own environment with uv;
 nothing is installed into the system Python.
@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import glob
 import os
+import tomllib
 from pathlib import Path
 
 import nox
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).parent
 PYTHONS = ["3.11", "3.12", "3.13"]
@@ -44,26 +48,6 @@ def tests(session: nox.Session) -> None:
     session.run("pytest", *(session.posargs or ["tests", "-q", "-p", "no:cacheprovider"]))
 
 
-@nox.session(python="3.11")
-@nox.parametrize("package", PACKAGES)
-def tests_package(session: nox.Session, package: str) -> None:
-    """One distribution alone (plus agent-wait-core): it declares what it imports, its tests lean on no sibling."""
-    env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location}
-    # Exact syncs (no --inexact): a reused env must not keep a sibling from an earlier run.
-    # First without the test group, whose tools (moto, langchain, uvicorn...) could mask an undeclared import.
-    session.run_install("uv", "sync", "--package", f"agent-wait-{package}", "--locked", env=env)
-    session.run("python", "-c", _IMPORT_ALL, f"agent_wait.{package.replace('-', '_')}")
-    session.run_install(
-        "uv", "sync", "--package", f"agent-wait-{package}", "--group", "test", "--locked", env=env
-    )
-    paths = (
-        ["tests/core"]
-        if package == "core"
-        else ["tests/core", f"tests/{package.replace('-', '_')}"]
-    )
-    session.run("pytest", *paths, "-q", "-p", "no:cacheprovider", *session.posargs)
-
-
 # Imports every module of one package, run with only its declared dependencies installed. A bare
 # ModuleNotFoundError is an undeclared import; an ImportError the module raises itself is a
 # deliberate install hint for an optional extra (agent_wait.core.testing needs pytest) and is shown.
@@ -79,6 +63,63 @@ for info in pkgutil.walk_packages(root.__path__, root.__name__ + "."):
         print(f"{info.name}: optional, not importable here: {error}")
 print(sys.argv[1], "and its modules import with only declared dependencies")
 """
+
+
+def _package_tests(package: str) -> list[str]:
+    """tests/core plus the package's own test directory (named like its import: tests/pydantic_ai)."""
+    if package == "core":
+        return ["tests/core"]
+    return ["tests/core", f"tests/{package.replace('-', '_')}"]
+
+
+@nox.session(python="3.11")
+@nox.parametrize("package", PACKAGES)
+def tests_package(session: nox.Session, package: str) -> None:
+    """One distribution alone (plus agent-wait-core): it declares what it imports, its tests lean on no sibling."""
+    env = {"UV_PROJECT_ENVIRONMENT": session.virtualenv.location}
+    # Exact syncs (no --inexact): a reused env must not keep a sibling from an earlier run.
+    # First without the test group, whose tools (moto, langchain, uvicorn...) could mask an undeclared import.
+    session.run_install("uv", "sync", "--package", f"agent-wait-{package}", "--locked", env=env)
+    session.run("python", "-c", _IMPORT_ALL, f"agent_wait.{package.replace('-', '_')}")
+    session.run_install(
+        "uv", "sync", "--package", f"agent-wait-{package}", "--group", "test", "--locked", env=env
+    )
+    session.run(
+        "pytest", *_package_tests(package), "-q", "-p", "no:cacheprovider", *session.posargs
+    )
+
+
+def _locked_test_group() -> list[str]:
+    """The test group's requirements, each pinned to its uv.lock version (extras and markers kept)."""
+    locked = {
+        canonicalize_name(package["name"]): package["version"]
+        for package in tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))["package"]
+        if "version" in package
+    }
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    pinned = []
+    for line in project["dependency-groups"]["test"]:
+        requirement = Requirement(line)
+        requirement.specifier = SpecifierSet(f"=={locked[canonicalize_name(requirement.name)]}")
+        pinned.append(str(requirement))
+    return pinned
+
+
+@nox.session(python="3.11")
+@nox.parametrize("package", PACKAGES)
+def lowest(session: nox.Session, package: str) -> None:
+    """One distribution (plus core) with each of its direct dependencies at the declared floor."""
+    # Per package, not all at once: a sibling's stricter requirement on a shared dependency
+    # (pydantic, anyio) would lift it above the floor under test. The test tools are pinned to
+    # their locked versions: this checks the distributions' floors, not the test group's
+    # (at its floor, moto 5.1.0 fails SQS, SNS and EventBridge tests that pass on the locked moto).
+    editables = ["-e", "packages/agent-wait-core"]
+    if package != "core":
+        editables += ["-e", f"packages/agent-wait-{package}"]
+    session.install("--resolution", "lowest-direct", *_locked_test_group(), *editables)
+    session.run(
+        "pytest", *_package_tests(package), "-q", "-p", "no:cacheprovider", *session.posargs
+    )
 
 
 @nox.session(python="3.11")
