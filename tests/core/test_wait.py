@@ -303,3 +303,25 @@ def test_wait_call_names_the_decision_parameter(adapter: FakeAdapter) -> None:
         with pytest.raises(Parked):
             function(5)
     assert [call.decision for call in seen] == ["verdict", None]
+
+
+def test_check_hook_sees_every_target_and_doc_is_kept(adapter: FakeAdapter) -> None:
+    seen: list[tuple[object, str]] = []
+
+    def check(target: object, decision: str) -> None:
+        seen.append((target, decision))
+        if target == "not a function":
+            raise TypeError("refused by the framework")
+
+    wait = make_wait(adapter, check=check, doc="Framework docs.")
+    assert wait.__doc__ == "Framework docs."
+
+    def bare() -> None: ...
+
+    def called(verdict: Any = None) -> None: ...
+
+    wait(bare)
+    wait(decision="verdict")(called)
+    assert seen == [(bare, "decision"), (called, "verdict")]
+    with pytest.raises(TypeError, match="refused by the framework"):
+        wait("not a function")  # type: ignore[call-overload]

@@ -397,8 +397,21 @@ class WaitDecorator(Protocol):
     def __call__(self, policy: Any = None, /, **options: Any) -> Any: ...
 
 
-def make_wait(adapter: FrameworkAdapter) -> WaitDecorator:
+def make_wait(
+    adapter: FrameworkAdapter,
+    *,
+    check: Callable[[Any, str], object] | None = None,
+    doc: str | None = None,
+) -> WaitDecorator:
     """Build the ``wait`` decorator of a framework.
+
+    Args:
+        adapter: The framework's adapter.
+        check: Called as ``check(target, decision)`` with everything about to be decorated
+            (and with anything passed bare that is not a policy), so a framework can refuse
+            its own mistakes (``@wait`` above its ``@tool``) when the module loads, not when the
+            model first calls the tool.
+        doc: The framework's docstring for the returned ``wait``.
 
     The returned ``wait(policy=None, *, mode="interrupt", announce=None, decision="decision",
     when=None)`` works bare (``@wait``) or called (``@wait(WaitPolicy(timeout="P3D"))``), on
@@ -418,16 +431,24 @@ def make_wait(adapter: FrameworkAdapter) -> WaitDecorator:
     """
 
     def wait(policy: Any = None, /, **options: Any) -> Any:
-        if callable(policy) and not isinstance(policy, WaitPolicy | Mapping):
-            return _decorate(_Wait(adapter, policy, WaitPolicy.coerce(None), **_defaults({})))
-        resolved = WaitPolicy.coerce(cast("WaitPolicy | Mapping[str, Any] | None", policy))
         settings = _defaults(options)
+        if policy is not None and not isinstance(policy, WaitPolicy | Mapping):
+            # Bare @wait: the target itself came as the first argument.
+            if check is not None:
+                check(policy, settings["decision"])
+            if callable(policy):
+                return _decorate(_Wait(adapter, policy, WaitPolicy.coerce(None), **settings))
+        resolved = WaitPolicy.coerce(cast("WaitPolicy | Mapping[str, Any] | None", policy))
 
         def decorator(function: F) -> F:
+            if check is not None:
+                check(function, settings["decision"])
             return cast("F", _decorate(_Wait(adapter, function, resolved, **settings)))
 
         return decorator
 
+    if doc is not None:
+        wait.__doc__ = doc
     return cast("WaitDecorator", wait)
 
 

@@ -3,111 +3,68 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
-from datetime import datetime
-from typing import Any, Literal, TypeVar, cast, overload
 
-from agent_wait.core import Announce, WaitPolicy, make_publish_interrupts, make_wait
+from agent_wait.core import make_publish_interrupts, make_wait
 from agent_wait.langgraph._adapter import LangGraphAdapter, check_not_a_tool
 
-F = TypeVar("F", bound=Callable[..., Any])
-
 ADAPTER = LangGraphAdapter()
-_core_wait = make_wait(ADAPTER)
 
 
-def _checked(function: Callable[..., Any], decision: str) -> Callable[..., Any]:
+def _checked(function: object, decision: str) -> None:
     # Both mistakes would otherwise surface only when the graph first calls the function.
-    check_not_a_tool(function)
+    check_not_a_tool(function)  # a LangChain tool is not callable: it would pass as a policy
+    if not callable(function):
+        return
     param = inspect.signature(function).parameters.get(decision)
     if param is not None and param.default is inspect.Parameter.empty:
         # The parameter is hidden from the tool schema and from LangGraph, so nobody passes it:
         # the call binds only with a default (which a call that runs without asking receives).
         raise TypeError(
-            f"@wait(decision={decision!r}) on {function.__name__!r}: give the {decision!r} "
+            f"@wait(decision={decision!r}) on {getattr(function, '__name__', function)!r}: give the {decision!r} "
             f"parameter a default (e.g. `{decision}: Any = None`); LangGraph calls it without one"
         )
-    return function
 
 
-@overload
-def wait(policy: F, /) -> F: ...
-@overload
-def wait(
-    policy: WaitPolicy | Mapping[str, Any] | None = None,
-    /,
-    *,
-    mode: Literal["interrupt", "async"] = "interrupt",
-    announce: Announce = None,
-    decision: str = "decision",
-    when: Callable[..., Any] | None = None,
-    clock: Callable[[], datetime] | None = None,
-) -> Callable[[F], F]: ...
-def wait(
-    policy: Any = None,
-    /,
-    *,
-    mode: Literal["interrupt", "async"] = "interrupt",
-    announce: Announce = None,
-    decision: str = "decision",
-    when: Callable[..., Any] | None = None,
-    clock: Callable[[], datetime] | None = None,
-) -> Any:
-    """Ask a human before a LangGraph node, tool or helper function runs.
+_WAIT_DOC = """Ask a human before a LangGraph node, tool or helper function runs.
 
-    Works bare (``@wait``) or called, on sync and async functions. On a LangChain tool put it
-    below ``@tool``; in a node, call the decorated function from the node (or decorate the node
-    function itself)::
+Works bare (``@wait``) or called, on sync and async functions. On a LangChain tool put it
+below ``@tool``; in a node, call the decorated function from the node (or decorate the node
+function itself)::
 
-        @tool
-        @wait(WaitPolicy(timeout="P3D", tags={"approver_group": "finance"}))
-        def issue_refund(order_id: str, amount: int) -> str: ...
+    @tool
+    @wait(WaitPolicy(timeout="P3D", tags={"approver_group": "finance"}))
+    def issue_refund(order_id: str, amount: int) -> str: ...
 
-    Parameters LangGraph or LangChain inject (``config``, ``runtime``, ``store``, ``writer``,
-    ``InjectedState``/``InjectedToolCallId`` arguments, ``ToolRuntime``) are never published.
+Parameters LangGraph or LangChain inject (``config``, ``runtime``, ``store``, ``writer``,
+``InjectedState``/``InjectedToolCallId`` arguments, ``ToolRuntime``) are never published.
 
-    Args:
-        policy: The :class:`~agent_wait.core.WaitPolicy` (or a mapping of its fields); None for
-            the default policy.
-        mode: ``"interrupt"``: the call parks on LangGraph's ``interrupt()`` (the graph needs a
-            checkpointer); the host publishes it (:func:`publish_interrupts` or
-            :func:`handle_message`) and the question id is ``Interrupt.id``. On resume LangGraph
-            runs the node again from the start and the call receives the answer. ``"async"``:
-            the call publishes its question itself under ``sha256(thread_id | function |
-            args)`` (``thread_id`` from the run config) and returns ``{"status":
-            "pending_approval", "question_id", "function"}`` without running.
-        announce: Where async mode publishes (required there).
-        decision: The name of a parameter (hidden from tool schemas; give it a default) that
-            receives the whole answer; the body then always runs. Without one,
-            ``{"action": "approve"}`` runs the body, ``{"action": "approve", "args": {...}}``
-            runs it with those arguments, and anything else is returned in its place.
-        when: A predicate over the published arguments; False runs the body without asking. It
-            runs again on resume, so it must be deterministic; if it raises, the call asks.
-        clock: Returns "now" (aware), for ``expires_at`` in async mode.
+Args:
+    policy: The :class:`~agent_wait.core.WaitPolicy` (or a mapping of its fields); None for
+        the default policy.
+    mode: ``"interrupt"``: the call parks on LangGraph's ``interrupt()`` (the graph needs a
+        checkpointer); the host publishes it (:func:`publish_interrupts` or
+        :func:`handle_message`) and the question id is ``Interrupt.id``. On resume LangGraph
+        runs the node again from the start and the call receives the answer. ``"async"``:
+        the call publishes its question itself under ``sha256(thread_id | function |
+        args)`` (``thread_id`` from the run config) and returns ``{"status":
+        "pending_approval", "question_id", "function"}`` without running.
+    announce: Where async mode publishes (required there).
+    decision: The name of a parameter (hidden from tool schemas; give it a default) that
+        receives the whole answer; the body then always runs. Without one,
+        ``{"action": "approve"}`` runs the body, ``{"action": "approve", "args": {...}}``
+        runs it with those arguments, and anything else is returned in its place.
+    when: A predicate over the published arguments; False runs the body without asking. It
+        runs again on resume, so it must be deterministic; if it raises, the call asks.
+    clock: Returns "now" (aware), for ``expires_at`` in async mode.
 
-    Returns:
-        The decorated function, or a decorator.
+Returns:
+    The decorated function, or a decorator.
 
-    Raises:
-        TypeError: ``@wait`` was put above ``@tool``, or the decision parameter has no default.
-    """
-    check_not_a_tool(policy)  # a LangChain tool is not callable: it would pass as a policy
-    if callable(policy) and not isinstance(policy, WaitPolicy | Mapping):
-        return _core_wait(_checked(cast("Callable[..., Any]", policy), decision))
-    decorator = _core_wait(
-        cast("WaitPolicy | Mapping[str, Any] | None", policy),
-        mode=mode,
-        announce=announce,
-        decision=decision,
-        when=when,
-        clock=clock,
-    )
+Raises:
+    TypeError: ``@wait`` was put above ``@tool``, or the decision parameter has no default.
+"""
 
-    def apply(function: Callable[..., Any]) -> Any:
-        return decorator(_checked(function, decision))
-
-    return apply
-
+wait = make_wait(ADAPTER, check=_checked, doc=_WAIT_DOC)
 
 hitl = wait
 """Alias of :func:`wait`."""

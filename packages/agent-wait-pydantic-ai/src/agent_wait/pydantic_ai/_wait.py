@@ -2,110 +2,64 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from datetime import datetime
-from typing import Any, Literal, TypeVar, cast, overload
-
-from agent_wait.core import Announce, WaitPolicy, make_publish_interrupts, make_wait
+from agent_wait.core import make_publish_interrupts, make_wait
 from agent_wait.pydantic_ai._adapter import ADAPTER
 from pydantic_ai import Tool
 
-F = TypeVar("F", bound=Callable[..., Any])
 
-_core_wait = make_wait(ADAPTER)
-
-
-def _checked(function: Callable[..., Any]) -> Callable[..., Any]:
+def _checked(function: object, decision: str) -> None:
     # Above @agent.tool the decorator would wrap a registered tool the agent never calls through us.
     if isinstance(function, Tool):
         raise TypeError(
             f"@wait was applied to the Pydantic AI Tool {function.name!r}; decorate the function "
             "first: @agent.tool on top, then @wait(...), then def ...(ctx: RunContext[...], ...)"
         )
-    return function
 
 
-@overload
-def wait(policy: F, /) -> F: ...
-@overload
-def wait(
-    policy: WaitPolicy | Mapping[str, Any] | None = None,
-    /,
-    *,
-    mode: Literal["interrupt", "async"] = "interrupt",
-    announce: Announce = None,
-    decision: str = "decision",
-    when: Callable[..., Any] | None = None,
-    clock: Callable[[], datetime] | None = None,
-) -> Callable[[F], F]: ...
-def wait(
-    policy: Any = None,
-    /,
-    *,
-    mode: Literal["interrupt", "async"] = "interrupt",
-    announce: Announce = None,
-    decision: str = "decision",
-    when: Callable[..., Any] | None = None,
-    clock: Callable[[], datetime] | None = None,
-) -> Any:
-    """Ask a human before a Pydantic AI tool runs.
+_WAIT_DOC = """Ask a human before a Pydantic AI tool runs.
 
-    Put it below ``@agent.tool``; the tool's first parameter is the ``RunContext``, which is
-    never published::
+Put it below ``@agent.tool``; the tool's first parameter is the ``RunContext``, which is
+never published::
 
-        @agent.tool
-        @wait(WaitPolicy(timeout="P3D", tags={"approver_group": "finance"}))
-        def issue_refund(ctx: RunContext[None], order_id: str, amount: int) -> str: ...
+    @agent.tool
+    @wait(WaitPolicy(timeout="P3D", tags={"approver_group": "finance"}))
+    def issue_refund(ctx: RunContext[None], order_id: str, amount: int) -> str: ...
 
-    Works bare (``@wait``) or called, on sync and async tools. The agent's ``output_type``
-    must include ``DeferredToolRequests`` (``output_type=[str, DeferredToolRequests]``).
+Works bare (``@wait``) or called, on sync and async tools. The agent's ``output_type``
+must include ``DeferredToolRequests`` (``output_type=[str, DeferredToolRequests]``).
 
-    Args:
-        policy: The :class:`~agent_wait.core.WaitPolicy` (or a mapping of its fields); None for
-            the default policy.
-        mode: ``"interrupt"``: the call raises ``ApprovalRequired(metadata=<payload>)``, the run
-            ends with ``DeferredToolRequests`` and the host publishes it
-            (:func:`publish_interrupts` or :func:`handle_message`); the question id is the
-            ``tool_call_id``. On the approved re-run the answer is read from
-            ``ctx.tool_call_metadata`` (the host's ``DeferredToolResults.metadata``; none means
-            ``{"action": "approve"}``). ``"async"``: the call publishes its question itself
-            under ``sha256(thread_id | function | args)``, with the thread id read from the
-            run's ``deps`` (attribute or key ``thread_id``), and returns ``{"status":
-            "pending_approval", "question_id", "function"}`` to the model without running.
-        announce: Where async mode publishes (required there).
-        decision: The name of a parameter (hidden from the model) that
-            receives the whole answer; the body then always runs. Without one, ``{"action":
-            "approve"}`` runs the body, ``{"action": "approve", "args": {...}}`` runs it with
-            those arguments changed, and anything else never calls it: the host denies the
-            call and the model receives the answer as JSON.
-        when: A predicate over the published arguments; False runs the body without asking. It
-            runs again on the approved re-run, so it must be deterministic; if it raises, the
-            call asks.
-        clock: Returns "now" (aware), for ``expires_at`` in async mode.
+Args:
+    policy: The :class:`~agent_wait.core.WaitPolicy` (or a mapping of its fields); None for
+        the default policy.
+    mode: ``"interrupt"``: the call raises ``ApprovalRequired(metadata=<payload>)``, the run
+        ends with ``DeferredToolRequests`` and the host publishes it
+        (:func:`publish_interrupts` or :func:`handle_message`); the question id is the
+        ``tool_call_id``. On the approved re-run the answer is read from
+        ``ctx.tool_call_metadata`` (the host's ``DeferredToolResults.metadata``; none means
+        ``{"action": "approve"}``). ``"async"``: the call publishes its question itself
+        under ``sha256(thread_id | function | args)``, with the thread id read from the
+        run's ``deps`` (attribute or key ``thread_id``), and returns ``{"status":
+        "pending_approval", "question_id", "function"}`` to the model without running.
+    announce: Where async mode publishes (required there).
+    decision: The name of a parameter (hidden from the model) that
+        receives the whole answer; the body then always runs. Without one, ``{"action":
+        "approve"}`` runs the body, ``{"action": "approve", "args": {...}}`` runs it with
+        those arguments changed, and anything else never calls it: the host denies the
+        call and the model receives the answer as JSON.
+    when: A predicate over the published arguments; False runs the body without asking. It
+        runs again on the approved re-run, so it must be deterministic; if it raises, the
+        call asks.
+    clock: Returns "now" (aware), for ``expires_at`` in async mode.
 
-    Returns:
-        The decorated function, or a decorator.
+Returns:
+    The decorated function, or a decorator.
 
-    Raises:
-        TypeError: ``@wait`` was put above ``@agent.tool`` (on a ``Tool``), or the function's
-            first parameter is not annotated ``RunContext[...]``.
-    """
-    if callable(policy) and not isinstance(policy, WaitPolicy | Mapping):
-        return _core_wait(_checked(cast("Callable[..., Any]", policy)))
-    decorator = _core_wait(
-        cast("WaitPolicy | Mapping[str, Any] | None", policy),
-        mode=mode,
-        announce=announce,
-        decision=decision,
-        when=when,
-        clock=clock,
-    )
+Raises:
+    TypeError: ``@wait`` was put above ``@agent.tool`` (on a ``Tool``), or the function's
+        first parameter is not annotated ``RunContext[...]``.
+"""
 
-    def apply(function: Callable[..., Any]) -> Any:
-        return decorator(_checked(function))
-
-    return apply
-
+wait = make_wait(ADAPTER, check=_checked, doc=_WAIT_DOC)
 
 hitl = wait
 """Alias of :func:`wait`."""
