@@ -55,9 +55,9 @@ def test_help_everywhere(command: list[str]) -> None:
     assert len(out.splitlines()) > 4
 
 
-def test_no_command_prints_help() -> None:
+def test_no_command_prints_help_and_succeeds() -> None:
     code, out, _ = run()
-    assert code == 2
+    assert code == 0
     assert "plugins" in out
     assert "validate" in out
 
@@ -413,9 +413,17 @@ def test_inbox_columns_stay_apart_when_every_source_is_empty(tmp_path: Path) -> 
 
 
 def test_inbox_default_path_and_errors(tmp_path: Path) -> None:
-    code, _, err = run("inbox")
+    code, out, err = run("inbox")
+    assert (code, err) == (0, "")
+    assert out == (
+        f"no questions yet (no inbox at {tmp_path / 'agent-wait-home' / 'inbox.sqlite3'}; "
+        "see --path)\n"
+    )
+    assert run("inbox", "--json") == (0, "[]\n", "")
+    assert not (tmp_path / "agent-wait-home").exists()  # reading never creates the inbox
+    code, _, err = run("inbox", "--path", str(tmp_path))
     assert code == 1
-    assert f"no inbox at {tmp_path / 'agent-wait-home' / 'inbox.sqlite3'}" in err
+    assert f"{tmp_path}: not a file" in err
     _inbox(tmp_path / "agent-wait-home" / "inbox.sqlite3")
     assert len(run("inbox")[1].splitlines()) == 4
     code, _, err = run("inbox", "--overdue", "--now", "yesterday")

@@ -214,14 +214,15 @@ def test_unknown_announcer_message() -> None:
 
 
 def test_unknown_first_party_name_says_what_to_install() -> None:
-    message = _not_installed("announcer", "sns", ["memory", "sqlite"])
-    assert (
-        message
-        == (
-            "unknown announcer 'sns'; installed: memory, sqlite It is provided by agent-wait-sns: "
-            "pip install agent-wait-sns"
-        )
-        or "pip install agent-wait-sns" in message
+    message = _not_installed("announcer", "webhook", ["jsonl", "log", "memory", "sqlite", "sqs"])
+    assert message == (
+        "unknown announcer 'webhook'; installed: jsonl, log, memory, sqlite, sqs; "
+        "'webhook' is provided by agent-wait-webhook (pip install agent-wait-webhook)"
+    )
+    # Each part is its own clause, the suggestion last.
+    assert _not_installed("announcer", "sns", ["memory", "sqs"]) == (
+        "unknown announcer 'sns'; installed: memory, sqs; 'sns' is provided by agent-wait-sns "
+        "(pip install agent-wait-sns); did you mean 'sqs'?"
     )
 
 

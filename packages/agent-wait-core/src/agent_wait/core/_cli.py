@@ -273,8 +273,12 @@ def _cmd_inbox(args: argparse.Namespace) -> int:
     from agent_wait.core._sqlite import SqliteInbox, default_inbox_path
 
     path = Path(args.path).expanduser() if args.path else default_inbox_path()
+    if not path.exists():
+        # Nothing was published there yet: an empty inbox, not an error.
+        _print("[]" if args.json else f"no questions yet (no inbox at {path}; see --path)")
+        return 0
     if not path.is_file():
-        _error(f"no inbox at {path} (nothing published there yet; see --path)")
+        _error(f"{path}: not a file (see --path)")
         return 1
     try:
         with SqliteInbox(path, table=args.table) as inbox:
@@ -442,8 +446,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
+        # Like pip and docker: asking for nothing in particular is asking for help.
         parser.print_help()
-        return 2
+        return 0
     handler_log = logging.StreamHandler(sys.stderr)
     if not args.verbose:
         handler_log.setFormatter(_BriefFormatter("agent-wait: %(levelname)s: %(message)s"))

@@ -223,14 +223,14 @@ def registry() -> PluginRegistry:
 
 def _not_installed(kind: str, name: str, installed: Iterable[str]) -> str:
     names = sorted(installed)
-    message = f"unknown {kind} {name!r}; installed: {', '.join(names) or 'none'}"
-    close = difflib.get_close_matches(name, names, n=1)
-    if close:
-        message += f"; did you mean {close[0]!r}?"
+    parts = [f"unknown {kind} {name!r}", f"installed: {', '.join(names) or 'none'}"]
     dist = KNOWN_DISTRIBUTIONS.get(name)
     if dist:
-        message += f" It is provided by {dist}: pip install {dist}"
-    return message
+        parts.append(f"{name!r} is provided by {dist} (pip install {dist})")
+    close = difflib.get_close_matches(name, names, n=1)
+    if close:
+        parts.append(f"did you mean {close[0]!r}?")
+    return "; ".join(parts)
 
 
 def announcer(name: str, /, **options: Any) -> BaseAnnounce:
