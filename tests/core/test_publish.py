@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import Sequence
 
 import pytest
@@ -137,6 +138,44 @@ async def test_apublish_uses_a_sync_batching_announcer_off_the_loop() -> None:
 async def test_apublish_strict() -> None:
     with pytest.raises(AnnounceFailed):
         await apublish(questions(1), "t1", Broken(), strict=True)
+
+
+NOWHERE = "no announcer: 2 question(s) ['q0', 'q1'] were delivered nowhere"
+
+
+def test_strict_publish_to_no_announcer_raises() -> None:
+    with pytest.raises(AnnounceFailed, match=re.escape(NOWHERE)) as info:
+        publish(questions(2), "t1", [], strict=True)
+    assert info.value.report.question_ids == ["q0", "q1"]
+    assert info.value.report.deliveries == ()
+
+
+def test_publish_to_no_announcer_warns_and_is_not_ok(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="agent_wait"):
+        report = publish(questions(2), "t1", [])
+    assert not report.ok
+    assert report.failures == []
+    with pytest.raises(AnnounceFailed, match=re.escape(NOWHERE)):
+        report.raise_for_failures()
+    [record] = caplog.records
+    assert record.levelno == logging.WARNING
+    assert "no announcer" in record.getMessage()
+    assert "['q0', 'q1']" in record.getMessage()
+
+
+async def test_apublish_to_no_announcer_warns_or_raises(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="agent_wait"):
+        report = await apublish(questions(2), "t1", [])
+    assert not report.ok
+    assert "no announcer" in caplog.text
+    with pytest.raises(AnnounceFailed, match=re.escape(NOWHERE)):
+        await apublish(questions(2), "t1", [], strict=True)
+
+
+def test_no_questions_to_no_announcer_is_fine(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="agent_wait"):
+        assert publish([], "t1", [], strict=True).ok
+    assert caplog.records == []
 
 
 def test_oversize_question_is_reported_for_that_envelope_only() -> None:

@@ -150,7 +150,12 @@ class PublishReport:
 
     @property
     def ok(self) -> bool:
-        """True when every envelope reached every announcer."""
+        """True when every envelope reached every announcer, and there was one to reach.
+
+        Envelopes with no delivery at all (published with ``announce=[]``) went nowhere: not ok.
+        """
+        if self.envelopes and not self.deliveries:
+            return False
         return all(d.ok for d in self.deliveries)
 
     @property

@@ -45,15 +45,21 @@ class InvalidAnswer(AgentWaitError, ValueError):
 
 
 class AnnounceFailed(AgentWaitError):
-    """Raised by ``publish(..., strict=True)`` after every announcer was tried and one failed.
+    """Raised by ``publish(..., strict=True)`` when a delivery failed or there was no announcer.
 
-    ``report`` holds every outcome, so the host can log it and leave its inbound message
+    Every announcer is tried first. ``report`` holds every outcome, so the host can log it and leave its inbound message
     unacknowledged to have it redelivered.
     """
 
     def __init__(self, report: PublishReport) -> None:
+        self.report = report
+        if report.envelopes and not report.deliveries:
+            super().__init__(
+                f"no announcer: {len(report.envelopes)} question(s) {report.question_ids} were "
+                "delivered nowhere; pass announce=... with at least one announcer"
+            )
+            return
         failures = report.failures
         summary = "; ".join(f"{d.announcer} -> {d.question_id}: {d.error}" for d in failures[:5])
         more = f" (+{len(failures) - 5} more)" if len(failures) > 5 else ""
         super().__init__(f"{len(failures)} deliveries failed: {summary}{more}")
-        self.report = report

@@ -289,6 +289,19 @@ async def _deliver_async(
         return error
 
 
+def _somewhere(
+    announcers: list[BaseAnnounce], envelopes: Sequence[WaitEnvelope]
+) -> list[BaseAnnounce]:
+    # No announcer means the questions go nowhere: the report is not ok (strict raises).
+    if not announcers:
+        logger.warning(
+            "agent-wait: no announcer; %d question(s) %s were not delivered anywhere",
+            len(envelopes),
+            [e.question_id for e in envelopes],
+        )
+    return announcers
+
+
 def publish(
     questions: Iterable[Question],
     thread_id: str,
@@ -309,7 +322,9 @@ def publish(
         reply_to: A hint for where answers go, copied into every envelope.
         clock: Returns "now" (aware); ``expires_at`` is measured from it.
         strict: Raise :class:`AnnounceFailed` after every announcer was tried if any delivery
-            failed, so the host can leave its inbound message unacknowledged.
+            failed, or if there was no announcer at all (``announce=[]``), so the host can
+            leave its inbound message unacknowledged. Without ``strict`` an empty announcer list
+            logs a WARNING and the report is not ``ok``.
 
     Returns:
         The report: the envelopes and one outcome per announcer and envelope. Announcer errors
@@ -319,7 +334,8 @@ def publish(
     deliveries: list[Delivery] = []
     if envelopes:
         sendable = [e for e in envelopes if e.event_id not in oversize]
-        for item in resolve_announcers(announce):
+        announcers = _somewhere(resolve_announcers(announce), envelopes)
+        for item in announcers:
             outcomes = _deliver_sync(item, sendable)
             deliveries.extend(_record(item, envelopes, outcomes, oversize, thread_id))
     report = PublishReport(tuple(envelopes), tuple(deliveries))
@@ -342,7 +358,7 @@ async def apublish(
     deliveries: list[Delivery] = []
     if envelopes:
         sendable = [e for e in envelopes if e.event_id not in oversize]
-        announcers = resolve_announcers(announce)
+        announcers = _somewhere(resolve_announcers(announce), envelopes)
         import asyncio  # here, not at import: sync hosts never pay for asyncio
 
         results = await asyncio.gather(*(_deliver_async(a, sendable) for a in announcers))

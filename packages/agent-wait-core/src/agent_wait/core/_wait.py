@@ -25,7 +25,7 @@ from typing import Any, Literal, Protocol, TypeVar, cast, overload
 
 from agent_wait.core._announce import PublishReport
 from agent_wait.core._canonical import derive_question_id, to_jsonable
-from agent_wait.core._errors import InvalidAnswer, QuestionTooLarge
+from agent_wait.core._errors import AnnounceFailed, InvalidAnswer, QuestionTooLarge
 from agent_wait.core._models import PendingResult, Question, Source
 from agent_wait.core._policy import WaitPolicy
 from agent_wait.core._publish import ENVELOPE_LIMIT, Announce, Clock, apublish, publish
@@ -319,10 +319,10 @@ class _Wait:
         if not report.ok:
             # The call returns normally (the run must go on); the failure is in the log and hooks.
             logger.error(
-                "@wait(mode='async') %r: %d deliveries of question %s failed",
+                "@wait(mode='async') %r: question %s was not delivered: %s",
                 self.name,
-                len(report.failures),
                 question.question_id,
+                AnnounceFailed(report),
             )
         return PendingResult(question_id=question.question_id, function=self.name).model_dump()
 
