@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +150,29 @@ def test_empty_path_is_refused(path: str) -> None:
 def test_home_is_expanded(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
     assert JsonlAnnounce("~/q.jsonl").path == tmp_path / "q.jsonl"
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    # The usual umask, under which a file created without an explicit mode is world-readable.
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file modes")
+@pytest.mark.usefixtures("umask_022")
+def test_a_created_file_is_private_and_an_existing_one_keeps_its_mode(tmp_path: Path) -> None:
+    path = tmp_path / "new" / "questions.jsonl"
+    publish(sample_questions(1), "t", JsonlAnnounce(path), strict=True)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+    existing = tmp_path / "audit.jsonl"
+    existing.write_text("")
+    existing.chmod(0o644)
+    publish(sample_questions(1), "t", JsonlAnnounce(existing), strict=True)
+    assert stat.S_IMODE(existing.stat().st_mode) == 0o644
+    assert len(read_lines(existing)) == 1

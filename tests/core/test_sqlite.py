@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
+import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -321,3 +324,44 @@ def test_stored_envelope_round_trips(tmp_path: Path) -> None:
         report.envelopes, key=lambda e: e.question_id
     )
     assert all(isinstance(e, WaitEnvelope) for e in stored)
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    # The usual umask, under which a file created without an explicit mode is world-readable.
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file modes")
+@pytest.mark.usefixtures("umask_022")
+def test_a_created_inbox_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    monkeypatch.setenv("AGENT_WAIT_HOME", str(home))
+    with SqliteAnnounce() as sink:
+        publish(sample_questions(2), "t", sink, strict=True)
+        # While the connection is open the WAL and shared-memory files exist too.
+        created = [
+            home / name for name in ("inbox.sqlite3", "inbox.sqlite3-wal", "inbox.sqlite3-shm")
+        ]
+        assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in created} == {
+            p.name: 0o600 for p in created
+        }
+    assert stat.S_IMODE(home.stat().st_mode) == 0o700
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file modes")
+@pytest.mark.usefixtures("umask_022")
+def test_an_existing_inbox_keeps_its_owners_modes(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o755)
+    path = shared / "team.sqlite3"
+    sqlite3.connect(path).close()
+    path.chmod(0o640)
+    with SqliteAnnounce(path) as sink:
+        publish(sample_questions(1), "t", sink, strict=True)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+    assert stat.S_IMODE(shared.stat().st_mode) == 0o755

@@ -17,7 +17,9 @@ class JsonlAnnounce(BaseAnnounce):
     line is never interleaved with another writer's, whether the writers are threads or
     processes. ``deliver_many`` writes all its lines in one write. The file is opened per
     delivery, so log rotation (moving the file away) is safe. The parent directory is created
-    when missing. Each line ends in a newline; JSON text never contains a raw one.
+    when missing. A file it creates is readable by its owner only (``0600``, a created directory
+    ``0700``); an existing file keeps its mode. Each line ends in a newline; JSON text never
+    contains a raw one.
 
     Args:
         path: The file to append to (``~`` is expanded). Relative paths are relative to the
@@ -58,11 +60,13 @@ class JsonlAnnounce(BaseAnnounce):
 
     def _append(self, data: bytes) -> None:
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
+        # A file we create is the owner's only (0600, in a 0700 directory): questions carry
+        # whatever the agent asked about. An existing file keeps its owner's mode.
         try:
-            fd = os.open(self.path, flags, 0o666)
+            fd = os.open(self.path, flags, 0o600)
         except FileNotFoundError:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, flags, 0o666)
+            self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(self.path, flags, 0o600)
         try:
             written = os.write(fd, data)
         finally:

@@ -14,7 +14,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -48,6 +48,7 @@ FIELDS = (
 )
 _TEXT_FIELDS = frozenset({"type", "event_id", "thread_id", "question_id", "answer_ttl"})
 _COLUMNS = ("pk", "sk", "status", *FIELDS, "envelope")
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -65,6 +66,18 @@ def default_inbox_path(environ: Mapping[str, str] | None = None) -> Path:
     data = env.get("XDG_DATA_HOME")
     base = Path(data).expanduser() if data else Path.home() / ".local" / "share"
     return base / "agent-wait" / "inbox.sqlite3"
+
+
+def _create_private(path: Path) -> None:
+    """Create the database file (and its directory) readable by its owner only.
+
+    Questions carry whatever the agent asked about, so a file we create is ``0600`` in a
+    ``0700`` directory (SQLite gives its ``-wal`` and ``-shm`` files the database's mode). A
+    file or directory that already exists keeps the mode its owner gave it.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600))
 
 
 def _json_text(value: Any) -> str | None:
@@ -134,7 +147,7 @@ class _Store:
             yield self._connection
 
     def _open(self) -> sqlite3.Connection:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _create_private(self.path)
         # Autocommit mode: writes take the lock up front with BEGIN IMMEDIATE, so the busy
         # timeout applies instead of failing on a read-to-write lock upgrade.
         connection = sqlite3.connect(
@@ -189,7 +202,9 @@ class SqliteAnnounce(BaseAnnounce):
     Args:
         path: The database file. Default: ``$AGENT_WAIT_HOME/inbox.sqlite3``, else
             ``$XDG_DATA_HOME/agent-wait/inbox.sqlite3``, else
-            ``~/.local/share/agent-wait/inbox.sqlite3``. Its directory is created.
+            ``~/.local/share/agent-wait/inbox.sqlite3``. A file (and directory) it creates is
+            readable by its owner only (``0600``, directory ``0700``); an existing one keeps
+            its mode.
         table: The table name (created if missing).
         timeout: Seconds to wait for another writer's lock before failing.
     """
