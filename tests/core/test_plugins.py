@@ -74,7 +74,8 @@ def test_import_loads_no_plugin_and_no_sdk() -> None:
                                      if m.startswith("agent_wait_example")
                                      or (m.startswith("agent_wait.") and not m.startswith("agent_wait.core"))),
             "heavy": [m for m in {HEAVY!r} if m in sys.modules],
-            "embedded": [m for m in ("agent_wait.core._sqlite", "agent_wait.core._config", "sqlite3", "tomllib")
+            "embedded": [m for m in ("agent_wait.core._sqlite", "agent_wait.core._config", "sqlite3", "tomllib",
+                                     "platformdirs")
                          if m in sys.modules],
         }}))
         """

@@ -257,9 +257,14 @@ def test_processes_write_concurrently(tmp_path: Path) -> None:
 def test_default_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     home = tmp_path / "home"
     assert default_inbox_path({"AGENT_WAIT_HOME": str(home)}) == home / "inbox.sqlite3"
-    assert default_inbox_path({"XDG_DATA_HOME": "/data"}) == Path("/data/agent-wait/inbox.sqlite3")
-    monkeypatch.setenv("HOME", str(tmp_path))
-    assert default_inbox_path({}) == tmp_path / ".local/share/agent-wait/inbox.sqlite3"
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    # AGENT_WAIT_HOME wins over the platform directory.
+    assert default_inbox_path({"AGENT_WAIT_HOME": str(home)}) == home / "inbox.sqlite3"
+    monkeypatch.setenv("AGENT_WAIT_HOME", "")
+    from platformdirs import user_data_path
+
+    expected = user_data_path("agent-wait", appauthor=False) / "inbox.sqlite3"
+    assert default_inbox_path() == default_inbox_path({}) == expected
     # The test environment sets AGENT_WAIT_HOME (tests/conftest.py); announcers read it at build time.
     monkeypatch.setenv("AGENT_WAIT_HOME", str(home))
     sink = SqliteAnnounce()
@@ -334,6 +339,37 @@ def umask_022() -> Iterator[None]:
         yield
     finally:
         os.umask(old)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the Linux paths")
+def test_the_linux_default_path_is_where_it_always_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AGENT_WAIT_HOME")
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert default_inbox_path() == tmp_path / ".local/share/agent-wait/inbox.sqlite3"
+    monkeypatch.setenv("XDG_DATA_HOME", "/data")
+    assert default_inbox_path() == Path("/data/agent-wait/inbox.sqlite3")
+    assert SqliteAnnounce().path == Path("/data/agent-wait/inbox.sqlite3")
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX HOME")
+def test_the_default_path_is_the_platforms_data_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import platformdirs
+    from platformdirs.macos import MacOS
+
+    # platformdirs picks its class by sys.platform when imported: macOS's, selected here.
+    monkeypatch.setattr(platformdirs, "PlatformDirs", MacOS)
+    monkeypatch.delenv("AGENT_WAIT_HOME")
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    macos = tmp_path / "Library" / "Application Support" / "agent-wait" / "inbox.sqlite3"
+    assert default_inbox_path() == macos
+    monkeypatch.setenv("AGENT_WAIT_HOME", str(tmp_path / "mine"))
+    assert default_inbox_path() == tmp_path / "mine" / "inbox.sqlite3"
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="POSIX file modes")

@@ -53,19 +53,23 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
 def default_inbox_path(environ: Mapping[str, str] | None = None) -> Path:
-    """Where the embedded inbox lives when no ``path`` is given.
+    r"""Where the embedded inbox lives when no ``path`` is given.
 
-    ``$AGENT_WAIT_HOME/inbox.sqlite3``, else ``$XDG_DATA_HOME/agent-wait/inbox.sqlite3``, else
-    ``~/.local/share/agent-wait/inbox.sqlite3``. Read at call time, so a changed environment
-    is seen by the next announcer built.
+    ``$AGENT_WAIT_HOME/inbox.sqlite3`` when ``AGENT_WAIT_HOME`` is set in ``environ`` (default:
+    the process environment), else ``inbox.sqlite3`` in the platform's user data directory for
+    ``agent-wait`` (``platformdirs.user_data_path``, which reads the process environment):
+    ``$XDG_DATA_HOME/agent-wait`` or ``~/.local/share/agent-wait`` on Linux,
+    ``~/Library/Application Support/agent-wait`` on macOS, ``%LOCALAPPDATA%\agent-wait`` on
+    Windows. Read at call time, so a changed environment is seen by the next announcer built.
     """
     env = os.environ if environ is None else environ
     home = env.get(HOME_ENV)
     if home:
         return Path(home).expanduser() / "inbox.sqlite3"
-    data = env.get("XDG_DATA_HOME")
-    base = Path(data).expanduser() if data else Path.home() / ".local" / "share"
-    return base / "agent-wait" / "inbox.sqlite3"
+    # Here, not at import: only the embedded default needs it.
+    from platformdirs import user_data_path
+
+    return user_data_path("agent-wait", appauthor=False) / "inbox.sqlite3"
 
 
 def _create_private(path: Path) -> None:
@@ -201,8 +205,8 @@ class SqliteAnnounce(BaseAnnounce):
 
     Args:
         path: The database file. Default: ``$AGENT_WAIT_HOME/inbox.sqlite3``, else
-            ``$XDG_DATA_HOME/agent-wait/inbox.sqlite3``, else
-            ``~/.local/share/agent-wait/inbox.sqlite3``. A file (and directory) it creates is
+            ``inbox.sqlite3`` in the platform's user data directory (see
+            :func:`default_inbox_path`; ``~/.local/share/agent-wait`` on Linux). A file (and directory) it creates is
             readable by its owner only (``0600``, directory ``0700``); an existing one keeps
             its mode.
         table: The table name (created if missing).
