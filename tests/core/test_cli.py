@@ -149,6 +149,31 @@ def test_validate_the_seed_messages(tmp_path: Path) -> None:
     assert out.startswith("<stdin>: valid start message")
 
 
+MISTYPED_ANSWER = {"thread_id": "t-1", "questionid": "q-1", "answer": {"action": "approve"}}
+
+
+def test_validate_warns_about_a_start_message_that_looks_like_an_answer() -> None:
+    data = json.dumps(MISTYPED_ANSWER).encode()
+    code, out, err = run("validate", "-", stdin=data)
+    assert code == 0
+    assert out == "<stdin>: valid start message (thread t-1)\n"
+    assert err.splitlines() == [
+        "agent-wait: <stdin>: warning: start message has key 'questionid', not 'question_id': it "
+        "starts or republishes the thread instead of answering; did you mean question_id?",
+        "agent-wait: <stdin>: warning: start message carries 'answer' but no 'question_id': it "
+        "starts or republishes the thread instead of answering; did you mean to send question_id?",
+    ]
+    code, out, err = run("validate", "--strict", "-", stdin=data)
+    assert (code, out) == (1, "")
+    assert err.endswith("agent-wait: <stdin>: refused under --strict: 2 warning(s)\n")
+    # A clean start message passes --strict.
+    clean = json.dumps({"thread_id": "t-1", "input": {"question": "refund?"}}).encode()
+    assert run("validate", "--strict", "-", stdin=clean)[:2] == (
+        0,
+        "<stdin>: valid start message (thread t-1)\n",
+    )
+
+
 def test_validate_reports_field_level_errors(tmp_path: Path) -> None:
     bad = {
         **SEED_ENVELOPE,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import logging
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -17,6 +19,7 @@ from agent_wait.core import (
     WaitPolicy,
     build_envelope,
     is_answer,
+    message_warnings,
     parse_message,
 )
 
@@ -195,6 +198,50 @@ def test_parse_message_distinguishes_answers_and_starts() -> None:
     assert answer.answer == {"action": "approve"}
     start = parse_message({"thread_id": "t", "input": {"amount": 1}})
     assert isinstance(start, StartMessage)
+
+
+@pytest.mark.parametrize(
+    ("message", "keys"),
+    [
+        ({"thread_id": "t", "questionid": "q", "answer": 1}, ["'questionid'", "answer"]),
+        ({"thread_id": "t", "questionId": "q"}, ["'questionId'"]),
+        ({"thread_id": "t", "question-id": "q"}, ["'question-id'"]),
+        ({"thread_id": "t", "qestion_id": "q"}, ["'qestion_id'"]),
+        ({"thread_id": "t", "answer": {"action": "approve"}}, ["answer"]),
+    ],
+)
+def test_message_warnings_flag_a_mistyped_answer(message: dict[str, Any], keys: list[str]) -> None:
+    warnings = message_warnings(message)
+    assert len(warnings) == len(keys)
+    for warning, key in zip(warnings, keys, strict=True):
+        assert key in warning
+        assert "did you mean" in warning
+        assert "question_id" in warning
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        {"thread_id": "t", "input": {"answer": 1, "questionid": 2}},  # inside input: the agent's
+        {"thread_id": "t", "question": "refund?", "questions": []},  # related words, not typos
+        {"thread_id": "t", "question_id": "q", "answer": 1},  # a real answer
+        ["not", "a", "mapping"],
+    ],
+)
+def test_message_warnings_leave_clean_messages_alone(message: Any) -> None:
+    assert message_warnings(message) == []
+
+
+def test_parse_message_logs_a_mistyped_answer(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.WARNING, logger="agent_wait"):
+        start = parse_message('{"thread_id": "t-9", "questionid": "q", "answer": 1}')
+    assert isinstance(start, StartMessage)  # the contract: no question_id, a start message
+    assert [r.name for r in caplog.records] == ["agent_wait.messages"] * 2
+    assert all(r.levelno == logging.WARNING for r in caplog.records)
+    # One line per key, in the message's order.
+    assert "thread 't-9'" in caplog.records[0].getMessage()
+    assert "'questionid'" in caplog.records[0].getMessage()
+    assert "'answer'" in caplog.records[1].getMessage()
 
 
 def test_answer_requires_its_fields_and_keeps_null_answer() -> None:

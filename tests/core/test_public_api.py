@@ -56,6 +56,7 @@ def test_public_api() -> None:
         "load_config",
         "make_publish_interrupts",
         "make_wait",
+        "message_warnings",
         "parse_duration",
         "parse_message",
         "publish",

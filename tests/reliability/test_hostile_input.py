@@ -8,6 +8,7 @@ saved, nothing published.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -299,6 +300,25 @@ def test_a_huge_answer_is_applied_verbatim(parked: tuple[ThreadHost, Ledger, str
     assert handled.outcome.value == "resumed"
     assert ledger.count("issue_refund", thread_id) == 0
     assert len(handled.question_ids) == 1
+
+
+def test_a_mistyped_answer_is_a_start_message_and_every_host_logs_a_warning(
+    parked: tuple[ThreadHost, Ledger, str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # Without question_id the contract makes it a start message: the parked thread's question
+    # is republished and nothing is answered, but the host says why it probably was not meant.
+    host, ledger, thread_id, question_id = parked
+    message = {"thread_id": thread_id, "questionid": question_id, "answer": {"action": "approve"}}
+    with caplog.at_level(logging.WARNING, logger="agent_wait"):
+        handled = host.handle(message, MemoryAnnounce())
+    assert handled.outcome.value == "republished"
+    assert handled.question_ids == [question_id]
+    assert ledger.runs == []
+    warnings = [r.getMessage() for r in caplog.records if r.name == "agent_wait.messages"]
+    assert len(warnings) == 2
+    assert "'questionid'" in warnings[0]
+    assert "did you mean question_id?" in warnings[0]
+    assert thread_id in warnings[0]
 
 
 @pytest.mark.parametrize(

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         WaitEnvelope,
         format_utc,
         is_answer,
+        message_warnings,
         parse_message,
     )
     from agent_wait.core._plugins import announcer, announcers_from_config
@@ -120,6 +121,7 @@ _LAZY = {
     "load_config": "agent_wait.core._config",
     "make_publish_interrupts": "agent_wait.core._wait",
     "make_wait": "agent_wait.core._wait",
+    "message_warnings": "agent_wait.core._models",
     "parse_duration": "agent_wait.core._durations",
     "parse_message": "agent_wait.core._models",
     "publish": "agent_wait.core._publish",
@@ -178,6 +180,7 @@ __all__ = [
     "load_config",
     "make_publish_interrupts",
     "make_wait",
+    "message_warnings",
     "parse_duration",
     "parse_message",
     "publish",

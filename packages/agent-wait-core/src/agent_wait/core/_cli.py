@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
 from agent_wait.core._errors import AgentWaitError
-from agent_wait.core._models import Answer, StartMessage, WaitEnvelope
+from agent_wait.core._models import Answer, StartMessage, WaitEnvelope, message_warnings
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_MODELS: dict[str, type[BaseModel]] = {
@@ -226,6 +226,12 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             f"{label}: valid answer (question {validated.question_id}, thread {validated.thread_id})"
         )
     else:
+        warnings = message_warnings(fields)
+        for warning in warnings:
+            _error(f"{label}: warning: {warning}")
+        if warnings and args.strict:
+            _error(f"{label}: refused under --strict: {len(warnings)} warning(s)")
+            return 1
         _print(f"{label}: valid start message (thread {fields.get('thread_id')})")
     return 0
 
@@ -374,7 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="validate an envelope, answer or start message",
         description="Validate one JSON message from FILE (or '-' for stdin). Exit 0 when valid, "
         "1 with field-level errors otherwise. The kind is detected: an envelope has "
-        "type 'wait.created', an answer has question_id, anything else is a start message.",
+        "type 'wait.created', an answer has question_id, anything else is a start message. "
+        "A start message that carries 'answer' or a key close to 'question_id' (a mistyped "
+        "answer) is valid but warned about on stderr; --strict makes that an error.",
     )
     validate.add_argument("file", metavar="FILE", help="a JSON file, or - for stdin")
     validate.add_argument(
@@ -388,6 +396,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=_positive,
         default=DEFAULT_MAX_BYTES,
         help=f"refuse larger input (default: {DEFAULT_MAX_BYTES})",
+    )
+    validate.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 on warnings too (a start message that looks like a mistyped answer)",
     )
     validate.set_defaults(handler=_cmd_validate)
 

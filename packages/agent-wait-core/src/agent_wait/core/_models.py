@@ -5,6 +5,8 @@ Field names, order, types and null semantics follow docs/message-formats.md exac
 
 from __future__ import annotations
 
+import difflib
+import logging
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -25,6 +27,7 @@ from agent_wait.core._durations import format_duration, parse_duration
 from agent_wait.core._policy import Correlation, WaitPolicy
 
 ENVELOPE_TYPE = "wait.created"
+_logger = logging.getLogger("agent_wait.messages")
 _M = TypeVar("_M", bound=BaseModel)
 _ULID = r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$"
 
@@ -282,8 +285,50 @@ def _from_json(message: str | bytes) -> object:
         ) from None
 
 
+def message_warnings(message: object) -> list[str]:
+    """What looks wrong in a start message that is probably a mistyped answer.
+
+    A message without ``question_id`` is a start message, so an answer whose id key is misspelt
+    (``questionid``, ``questionId``, ``question-id``) starts or republishes the thread instead
+    of answering. Returns one line per suspicious key: ``answer`` itself, and any key close to
+    ``question_id``. Empty for answers, for anything that is not a mapping, and for clean start
+    messages.
+    """
+    if is_answer(message) or not isinstance(message, Mapping):
+        return []
+    found: list[str] = []
+    for key in cast("Mapping[object, Any]", message):
+        if not isinstance(key, str) or key in _START_KEYS:
+            continue
+        if key == "answer":
+            found.append(
+                "start message carries 'answer' but no 'question_id': it starts or republishes "
+                "the thread instead of answering; did you mean to send question_id?"
+            )
+        elif _close_to_question_id(key):
+            found.append(
+                f"start message has key {key!r}, not 'question_id': it starts or republishes the "
+                "thread instead of answering; did you mean question_id?"
+            )
+    return found
+
+
+_START_KEYS = frozenset({"thread_id", "input"})
+
+
+def _close_to_question_id(key: str) -> bool:
+    normal = key.strip().lower().replace("-", "_").replace(" ", "_")
+    # 0.85 catches one dropped, doubled or swapped character, not merely related words
+    # ("question", "questions").
+    return bool(difflib.get_close_matches(normal, ["question_id"], n=1, cutoff=0.85))
+
+
 def parse_message(message: Mapping[str, Any] | str | bytes) -> Answer | StartMessage:
     """Validate an inbound message as an :class:`Answer` or a :class:`StartMessage`.
+
+    A start message that looks like a mistyped answer (see :func:`message_warnings`) is
+    returned as a start message, as the contract says, and each warning is logged at WARNING
+    on ``agent_wait.messages``, so every ``handle_message`` reports it.
 
     Raises:
         pydantic.ValidationError: With field-level errors.
@@ -291,7 +336,10 @@ def parse_message(message: Mapping[str, Any] | str | bytes) -> Answer | StartMes
     data: object = _from_json(message) if isinstance(message, str | bytes) else message
     if is_answer(data):
         return Answer.model_validate(data)
-    return StartMessage.model_validate(data)
+    start = StartMessage.model_validate(data)
+    for warning in message_warnings(data):
+        _logger.warning("thread %r: %s", start.thread_id, warning)
+    return start
 
 
 class Question(BaseModel):
