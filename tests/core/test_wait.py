@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from agent_wait.core import (
+    ENVELOPE_LIMIT,
     InvalidAnswer,
     MemoryAnnounce,
     Question,
@@ -18,6 +19,7 @@ from agent_wait.core import (
     derive_question_id,
     make_publish_interrupts,
     make_wait,
+    publish,
     question_from_value,
 )
 
@@ -241,6 +243,63 @@ def test_oversize_question_fails_at_ask_time(adapter: FakeAdapter) -> None:
 
     with pytest.raises(QuestionTooLarge, match="reference"):
         f("x" * 300_000)
+
+
+def test_a_long_thread_id_counts_at_ask_time(adapter: FakeAdapter) -> None:
+    # The envelope carries the thread id twice (thread_id and reply_with): a question that fits
+    # beside a short one is undeliverable beside a 1,000-character one, and must be refused
+    # before the run parks rather than fail at publish (and again on every redelivery).
+    @make_wait(adapter)
+    def f(blob: str) -> None: ...
+
+    blob = "x" * (ENVELOPE_LIMIT - 2300)
+    with pytest.raises(Parked) as parked:
+        f(blob)  # beside "thread-1" it fits
+    long_thread = "t" * 1000
+    question = Question(question_id="0" * 32, question=parked.value.payload["question"])
+    report = publish([question], long_thread, MemoryAnnounce())
+    [failure] = report.failures
+    assert isinstance(failure.exception, QuestionTooLarge)  # what the run would have met
+
+    adapter.thread = long_thread
+    with pytest.raises(QuestionTooLarge) as refused:
+        f(blob)
+    message = str(refused.value)
+    assert f"over the {ENVELOPE_LIMIT}-byte limit of the SNS announcer" in message
+    assert "thread id, which the envelope carries twice, is 1000 characters" in message
+    assert f"makes an envelope of {refused.value.size} bytes" in message
+    assert refused.value.size > ENVELOPE_LIMIT
+    assert "asked by 'f'" in message
+
+
+@pytest.mark.parametrize("thread_length", [1, 36, 1000, 20_000])
+def test_what_passes_at_ask_time_is_deliverable(adapter: FakeAdapter, thread_length: int) -> None:
+    adapter.thread = "t" * thread_length
+    memory = MemoryAnnounce()
+
+    @make_wait(adapter)(WaitPolicy(timeout="P3D", tags={"approver_group": "finance"}))
+    def f(blob: str) -> None: ...
+
+    def asks(size: int) -> dict[str, Any] | None:
+        try:
+            f("x" * size)
+        except Parked as parked:
+            return parked.payload
+        except QuestionTooLarge:
+            return None
+        raise AssertionError("neither parked nor refused")
+
+    low, high = 0, ENVELOPE_LIMIT  # asks(low) parks, asks(high) is refused
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if asks(middle) is not None else (low, middle)
+    payload = asks(low)
+    assert payload is not None
+    question = question_from_value("0" * 64, payload)
+    report = publish([question], adapter.thread, memory, reply_to={"queue": "approvals"})
+    assert report.ok, report.failures
+    # The room left for what ask time cannot see stays small.
+    assert len(memory.envelopes[0].to_json()) > ENVELOPE_LIMIT - 2048
 
 
 async def test_async_functions(adapter: FakeAdapter) -> None:

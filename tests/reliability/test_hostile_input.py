@@ -388,6 +388,39 @@ def test_an_oversize_question_is_refused_at_ask_time_and_nothing_parks(
     assert ledger.runs == []
 
 
+@pytest.mark.integration
+def test_a_question_too_large_beside_its_long_thread_id_never_parks(aws: Aws) -> None:
+    # The envelope carries the thread id twice. With a 1,000-character thread id this question
+    # is a few hundred bytes over SNS's limit; refused when asked, nothing parks, so no strict
+    # redelivery can meet the same failure again. Beside a short thread id it is delivered.
+    sns, sqs = aws.client("sns"), aws.client("sqs")
+    topic = sns.create_topic(Name="approvals")["TopicArn"]
+    queue_url, queue_arn = create_queue(sqs, "approvals-raw")
+    sns.subscribe(
+        TopicArn=topic,
+        Protocol="sqs",
+        Endpoint=queue_arn,
+        Attributes={"RawMessageDelivery": "true"},
+    )
+    ledger = Ledger()
+    host = LangGraphHost(ledger)
+    long_thread, short_thread = "t" * 1000, "order-4471"
+    order = {"order_id": "o" * (ENVELOPE_LIMIT - 2300), "amount": 1}
+    with announcer("sns", topic_arn=topic, **aws.options) as sns_announce:
+        with pytest.raises(QuestionTooLarge) as refused:
+            host.handle({"thread_id": long_thread, "input": order}, sns_announce)
+        assert host.pending(long_thread) == set()
+        handled = host.handle({"thread_id": short_thread, "input": order}, sns_announce)
+    message = str(refused.value)
+    assert f"over the {ENVELOPE_LIMIT}-byte limit of the SNS announcer" in message
+    assert "is 1000 characters" in message
+    assert refused.value.size > ENVELOPE_LIMIT
+    assert ledger.runs == []
+    [delivered] = drain(sqs, queue_url)
+    assert json.loads(delivered["Body"])["thread_id"] == short_thread
+    assert host.pending(short_thread) == set(handled.question_ids)
+
+
 def test_an_oversize_bare_question_is_a_reported_failure_not_a_crash() -> None:
     inbox = MemoryAnnounce()
     big = Question(question_id="q-big", question={"blob": "x" * ENVELOPE_LIMIT})

@@ -29,12 +29,25 @@ class QuestionTooLarge(AgentWaitError, ValueError):
     Publish a reference (an id or URL the approver can resolve) instead of the payload itself.
     """
 
-    def __init__(self, size: int, limit: int, function: str | None = None) -> None:
+    def __init__(
+        self,
+        size: int,
+        limit: int,
+        function: str | None = None,
+        *,
+        thread_id_length: int | None = None,
+    ) -> None:
         where = f" asked by {function!r}" if function else ""
+        thread = (
+            ""
+            if thread_id_length is None
+            else f" (its thread id, which the envelope carries twice, is {thread_id_length} characters)"
+        )
         super().__init__(
-            f"the question{where} makes an envelope of {size} bytes, over the {limit}-byte limit "
-            "of the smallest transport (SNS); publish a reference to the data (an id or URL the "
-            "approver can resolve) instead of the data itself"
+            f"the question{where} makes an envelope of {size} bytes{thread}, over the "
+            f"{limit}-byte limit of the SNS announcer, the smallest transport agent-wait ships "
+            "and the limit every announcer is held to; publish a reference to the data (an id or "
+            "URL the approver can resolve) instead of the data itself"
         )
         self.size = size
         self.limit = limit

@@ -148,7 +148,9 @@ def _prepare(
         size = len(envelope.to_json())
         if size > ENVELOPE_LIMIT:
             function = envelope.source.function if envelope.source else None
-            oversize[envelope.event_id] = QuestionTooLarge(size, ENVELOPE_LIMIT, function)
+            oversize[envelope.event_id] = QuestionTooLarge(
+                size, ENVELOPE_LIMIT, function, thread_id_length=len(thread_id)
+            )
     return envelopes, oversize
 
 

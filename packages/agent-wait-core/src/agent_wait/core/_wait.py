@@ -26,9 +26,16 @@ from typing import Any, Literal, Protocol, TypeVar, cast, overload
 from agent_wait.core._announce import PublishReport
 from agent_wait.core._canonical import derive_question_id, to_jsonable
 from agent_wait.core._errors import AnnounceFailed, InvalidAnswer, QuestionTooLarge
-from agent_wait.core._models import PendingResult, Question, Source
+from agent_wait.core._models import PendingResult, Question, Source, trusted
 from agent_wait.core._policy import WaitPolicy
-from agent_wait.core._publish import ENVELOPE_LIMIT, Announce, Clock, apublish, publish
+from agent_wait.core._publish import (
+    ENVELOPE_LIMIT,
+    Announce,
+    Clock,
+    apublish,
+    build_envelope,
+    publish,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -37,8 +44,13 @@ Mode = Literal["interrupt", "async"]
 F = TypeVar("F", bound=Callable[..., Any])
 _NAMED = inspect.Parameter.POSITIONAL_OR_KEYWORD
 _KEYWORD_ONLY = inspect.Parameter.KEYWORD_ONLY
-# Room an envelope needs besides the question (ids, policy, reply_with, tags); see ENVELOPE_LIMIT.
-_ENVELOPE_OVERHEAD = 2048
+# What the ask-time size check cannot see yet, so it leaves room for it: a thread id the
+# framework cannot tell before the run parks (Pydantic AI without deps.thread_id), and the
+# framework's own question id (it appears twice, as question_id and in reply_with).
+_THREAD_ID_ROOM = 256
+_QUESTION_ID_ROOM = 128
+# Bytes for what only publish adds: a reply_to hint and adjust_envelope hook changes.
+_PUBLISH_ROOM = 1024
 
 
 @dataclass(frozen=True)
@@ -84,7 +96,12 @@ class FrameworkAdapter(Protocol):
         ...
 
     def thread_id(self, call: WaitCall) -> str:
-        """The current run's thread id (async mode). Raise a clear error when there is none."""
+        """The current run's thread id. Raise a clear error when there is none.
+
+        Async mode needs it to derive the question id. Interrupt mode asks too, before the run
+        parks, so the size check counts the real thread id; raising there only means the
+        framework cannot tell it yet.
+        """
         ...
 
     def hidden_parameters(self, signature: inspect.Signature) -> frozenset[str]:
@@ -285,7 +302,7 @@ class _Wait:
         call = WaitCall(
             self.function, self.name, bound, json_args, self.policy, payload, self.decision
         )
-        self._check_size(question)
+        self._check_size(call)
         return call
 
     def _asks(self, published: dict[str, Any]) -> bool:
@@ -296,13 +313,41 @@ class _Wait:
             logger.exception("@wait(when=...) predicate of %r raised; asking anyway", self.name)
             return True
 
-    def _check_size(self, question: dict[str, Any]) -> None:
-        from agent_wait.core._canonical import canonical_json
+    def _check_size(self, call: WaitCall) -> None:
+        """Refuse, before the run parks, a question whose envelope no announcer would take.
 
-        size = len(canonical_json(question).encode("utf-8")) + _ENVELOPE_OVERHEAD
-        size += len(canonical_json(self.policy.model_dump(mode="json")).encode("utf-8"))
+        The envelope is built as publish will build it, with the run's thread id when the
+        framework can tell it now, so a question refused at publish time (after parking, and
+        again on every redelivery) is refused here instead.
+        """
+        thread_id = self._thread_id_now(call)
+        question = trusted(
+            Question,
+            {
+                "question_id": "q" * _QUESTION_ID_ROOM,
+                "question": call.payload["question"],
+                "policy": self.policy,
+                "asked_at": None,
+                "source": Source(function=self.name),
+            },
+        )
+        envelope = build_envelope(question, thread_id or "t" * _THREAD_ID_ROOM)
+        size = len(envelope.to_json()) + _PUBLISH_ROOM
         if size > ENVELOPE_LIMIT:
-            raise QuestionTooLarge(size, ENVELOPE_LIMIT, self.name)
+            raise QuestionTooLarge(
+                size,
+                ENVELOPE_LIMIT,
+                self.name,
+                thread_id_length=None if thread_id is None else len(thread_id),
+            )
+
+    def _thread_id_now(self, call: WaitCall) -> str | None:
+        # Async mode always has one (pending() needs it); in interrupt mode some frameworks can
+        # tell it before the run parks (LangGraph's config, Strands' session id) and some not.
+        try:
+            return self.adapter.thread_id(call)
+        except Exception:  # noqa: BLE001 - no thread id yet: the check leaves room for one
+            return None
 
     def pending(self, call: WaitCall) -> tuple[Question, str]:
         thread_id = self.adapter.thread_id(call)
