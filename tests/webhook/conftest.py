@@ -22,6 +22,10 @@ class Step:
 
     ``stall_body`` sends the status line and headers, then stalls halfway through the body.
 
+    ``trickle=s`` sends the status line, the headers and the body one byte every ``s`` seconds;
+    ``trickle_body=s`` sends the status line and headers at once, then the body that way. Each
+    byte arrives well within any per-read timeout, so only a bound on the whole exchange ends it.
+
     ``meet=n`` holds the request until n requests of that path are in flight at once (or 5 s
     pass), so a test can tell concurrent delivery from sequential without measuring time.
     """
@@ -31,6 +35,8 @@ class Step:
     hang: bool = False
     meet: int = 0
     stall_body: bool = False
+    trickle: float = 0.0
+    trickle_body: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,9 @@ class _Handler(BaseHTTPRequestHandler):
                 # Leave before answering: the client frees its slot only after the answer.
                 receiver.in_flight[self.path] -= 1
         payload = b'{"ok": true}' if step.status < 300 else b"scripted"
+        if step.trickle or step.trickle_body:
+            self._trickle(step, payload)
+            return
         self.send_response(step.status)
         for name, value in step.headers.items():
             self.send_header(name, value)
@@ -115,6 +124,28 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.wfile.write(payload)
+
+    def _trickle(self, step: Step, payload: bytes) -> None:
+        # Long enough that trickling all of it takes far more than any test's budget.
+        body = payload + b" " * 200
+        head = (
+            f"HTTP/1.1 {step.status} Trickle\r\nX-Padding: {'x' * 100}\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n"
+        ).encode()
+        if step.trickle_body:
+            self.wfile.write(head)
+            slow, interval = body, step.trickle_body
+        else:
+            slow, interval = head + body, step.trickle
+        self.close_connection = True
+        try:
+            for i in range(len(slow)):
+                self.wfile.write(slow[i : i + 1])
+                self.wfile.flush()
+                if self.server.receiver.release.wait(interval):
+                    return
+        except OSError:  # the client gave up and closed the connection
+            return
 
     def log_message(self, format: str, *args: object) -> None:
         pass

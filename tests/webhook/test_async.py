@@ -82,6 +82,39 @@ async def test_async_hang_is_reported_within_the_budget(receiver: Receiver) -> N
         assert "total_timeout of 1 s used up" in (failure.error or "")
 
 
+@pytest.mark.parametrize(
+    ("retries", "reason"),
+    [(0, "timed out after 1.0 s (1 attempt)"), (5, "total_timeout of 3 s used up")],
+)
+async def test_async_trickled_headers_are_cut_off_within_the_budget(
+    receiver: Receiver, retries: int, reason: str
+) -> None:
+    # Every byte arrives within the 1 s step timeout: only a bound on the exchange ends it.
+    url = receiver.script("/trickle", Step(trickle=0.4))
+    async with WebhookAnnounce(url, timeout=1, total_timeout=3, retries=retries, **FAST) as hook:
+        started = time.monotonic()
+        report = await apublish([make_question()], "order-4471", hook)
+        elapsed = time.monotonic() - started
+    assert elapsed < 3 + 2
+    [failure] = report.failures
+    assert isinstance(failure.exception, WebhookDeliveryError)
+    assert failure.exception.status_code is None
+    assert reason in str(failure.exception)
+    assert len(receiver.requests("/trickle")) == failure.exception.attempts
+
+
+async def test_async_trickled_body_after_a_2xx_is_cut_off_at_total_timeout(
+    receiver: Receiver,
+) -> None:
+    url = receiver.script("/trickle", Step(200, trickle_body=0.4))
+    async with WebhookAnnounce(url, timeout=1, total_timeout=3, retries=0) as hook:
+        started = time.monotonic()
+        report = await apublish([make_question()], "order-4471", hook)
+        elapsed = time.monotonic() - started
+    assert elapsed < 3 + 2
+    assert report.ok
+
+
 async def test_async_accepted_but_stalled_body_counts_as_delivered(receiver: Receiver) -> None:
     url = receiver.script("/stall", Step(202, stall_body=True))
     started = time.monotonic()

@@ -23,6 +23,7 @@ except ImportError as error:  # a broken install: say which distribution brings 
 
 from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope, parse_duration
 from agent_wait.core.transport import ClientPair
+from agent_wait.webhook._deadline import bounded, deadline_client
 from agent_wait.webhook._errors import WebhookDeliveryError
 from agent_wait.webhook._signing import (
     ID_HEADER,
@@ -245,7 +246,7 @@ class WebhookAnnounce(BaseAnnounce):
         self.max_concurrency = _count(max_concurrency, "max_concurrency", minimum=1)
         # Built on first use, reused for every envelope; an async client per event loop.
         self._clients = ClientPair[httpx.Client, httpx.AsyncClient](
-            lambda: httpx.Client(follow_redirects=False, headers=_user_agent()),
+            lambda: deadline_client(follow_redirects=False, headers=_user_agent()),
             lambda: httpx.AsyncClient(follow_redirects=False, headers=_user_agent()),
         )
 
@@ -343,14 +344,16 @@ class WebhookAnnounce(BaseAnnounce):
         request = client.build_request(
             "POST", self.url, content=body, headers=headers, timeout=timeout
         )
-        response = client.send(request, stream=True)
+        # As on the async path: the attempt ends after `timeout` even if every read is quick.
+        with bounded(time.monotonic() + timeout):
+            response = client.send(request, stream=True)
         try:
             # The status decides the outcome; a body that fails to arrive only costs the connection.
-            with suppress(httpx.HTTPError):
+            with suppress(httpx.HTTPError), bounded(deadline):
                 drained = 0
                 for chunk in response.iter_raw():
                     drained += len(chunk)
-                    if drained > _DRAIN_LIMIT or time.monotonic() > deadline:
+                    if drained > _DRAIN_LIMIT:
                         break
         finally:
             response.close()
