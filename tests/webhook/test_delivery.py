@@ -186,6 +186,25 @@ def test_trickled_headers_are_cut_off_within_the_budget(
     assert len(receiver.requests("/trickle")) == failure.exception.attempts
 
 
+def test_trickled_headers_through_an_environment_proxy_are_cut_off(
+    receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The receiver plays the HTTP proxy, so the request line carries the absolute URL.
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", receiver.base_url)
+    target = "http://receiver.invalid/trickle"
+    receiver.scripts[target] = [Step(trickle=0.4)]
+    with WebhookAnnounce(target, timeout=1, total_timeout=3, retries=0) as hook:
+        started = time.monotonic()
+        report = publish([make_question()], "order-4471", hook)
+        elapsed = time.monotonic() - started
+    assert elapsed < 3 + 2
+    assert len(receiver.requests(target)) == 1
+    [failure] = report.failures
+    assert "timed out after 1.0 s (1 attempt)" in (failure.error or "")
+
+
 def test_trickled_body_after_a_2xx_is_cut_off_at_total_timeout(receiver: Receiver) -> None:
     url = receiver.script("/trickle", Step(200, trickle_body=0.4))
     with WebhookAnnounce(url, timeout=1, total_timeout=3, retries=0) as hook:
