@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import random
+import re
 import time
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
@@ -50,8 +51,14 @@ _RESERVED = frozenset(
         ID_HEADER,
         TIMESTAMP_HEADER,
         SIGNATURE_HEADER,
+        "User-Agent",
     )
 )
+# RFC 9110 field names are tokens.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+# httpx sends str values as ASCII, and h11 refuses control characters and leading or trailing
+# whitespace; inner spaces and tabs are fine.
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _MAX_BACKOFF = 10.0
 # Below this, another attempt cannot complete anyway; report instead of trying.
 _MIN_ATTEMPT = 0.05
@@ -165,7 +172,8 @@ class _Attempts:
         if isinstance(outcome, httpx.TimeoutException | TimeoutError):
             self._last = (f"timed out after {timeout:.1f} s", None)
             return True, None
-        detail = str(outcome)[:200] or "no detail"
+        # Scrubbed before it is cut short, so no prefix of a header value survives either.
+        detail = self._announcer.redact(str(outcome))[:200] or "no detail"
         self._last = (f"request failed ({type(outcome).__name__}: {detail})", None)
         retryable = isinstance(
             outcome, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ProxyError
@@ -204,8 +212,10 @@ class WebhookAnnounce(BaseAnnounce):
             the decoded bytes), or any other string (its UTF-8 bytes are the key), or bytes.
         secret_env: Name of an environment variable holding the secret, read now (instead of
             ``secret``, so config files need not contain it).
-        headers: Extra request headers (e.g. ``Authorization``); the contract headers above
-            cannot be overridden.
+        headers: Extra request headers (e.g. ``Authorization``): ASCII values without line
+            breaks, control characters or surrounding whitespace. The contract headers above,
+            ``User-Agent``, ``Content-Length``, ``Host`` and ``Transfer-Encoding`` cannot be
+            overridden (in any letter case). Values are masked in every error.
         timeout: Bound on each network step of one attempt: seconds, a timedelta or an ISO 8601
             duration (``"PT10S"``).
         retries: Attempts after the first one (0 = no retry).
@@ -217,7 +227,7 @@ class WebhookAnnounce(BaseAnnounce):
 
     Raises:
         ConfigError: An option is invalid or ``secret_env`` is unset; the message names the
-            option and its value (never a secret).
+            option and its value (never a secret, never a header value).
     """
 
     name = "webhook"
@@ -319,6 +329,20 @@ class WebhookAnnounce(BaseAnnounce):
     def __repr__(self) -> str:
         signed = " signed" if self.signed else ""
         return f"<{type(self).__name__} {self.name!r} {self.origin}{signed}>"
+
+    def redact(self, text: str) -> str:
+        """``text`` with every extra header value (as given or as a Python literal) masked.
+
+        A transport error may quote the request's header values, e.g. httpx's
+        ``Illegal header value b'Bearer ...'``; such a value is usually a credential.
+        """
+        for value in self._headers.values():
+            forms = {value, value.strip(), repr(value)[1:-1]}
+            forms.add(repr(value.encode("utf-8", "backslashreplace"))[2:-1])
+            # Very short values are not secrets, and masking them would garble the message.
+            for form in sorted((f for f in forms if len(f) >= 4), key=len, reverse=True):
+                text = text.replace(form, "***")
+        return text
 
     def _request_headers(self, envelope: WaitEnvelope, body: bytes) -> dict[str, str]:
         headers = {
@@ -443,19 +467,41 @@ def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
         )
     checked: dict[str, str] = {}
     for name, value in headers.items():
-        if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"headers: header names must be non-empty strings, got {name!r}")
+        if not isinstance(name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"headers: header names must be strings, got {name!r}")
+        if not _HEADER_NAME.fullmatch(name):
+            shown = repr(name) if len(name) <= 64 else repr(name[:64]) + "..."
+            raise ConfigError(
+                f"headers: {shown} is not a valid HTTP header name (letters, digits and "
+                "!#$%&'*+-.^_`|~ only)"
+            )
         if name.lower() in _RESERVED:
             raise ConfigError(
                 f"headers: {name!r} is set by the webhook announcer and cannot be overridden"
             )
+        # The value is never shown: extra headers often carry credentials.
         if not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            # The value is not shown: extra headers often carry credentials.
             raise ConfigError(
                 f"headers: the value of {name!r} must be a string, got {type(value).__name__}"
             )
+        problem = _header_value_problem(value)
+        if problem is not None:
+            raise ConfigError(f"headers: the value of {name!r} {problem} (the value is not shown)")
         checked[name] = value
     return checked
+
+
+def _header_value_problem(value: str) -> str | None:
+    if not value.isascii():
+        return "contains a non-ASCII character"
+    if value != value.strip(" \t\r\n\v\f"):
+        return (
+            "starts or ends with whitespace (a value read from a file often keeps its "
+            "trailing newline: strip it)"
+        )
+    if _CONTROL.search(value):
+        return "contains a line break or control character"
+    return None
 
 
 def _seconds(value: object, field: str) -> float:
