@@ -94,3 +94,28 @@ def test_example_rejects_unsigned_wrong_secret_and_tampered(
     assert response.status_code == 400
     assert "no signature matches" in response.json()["error"]
     assert [e["question_id"] for e in example.inbox] == ["q-8"]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("webhook-timestamp", "9" * 400),
+        ("webhook-timestamp", "9" * 5000),
+        ("webhook-signature", "v1,\u00e9t\u00e9"),
+    ],
+)
+def test_example_answers_hostile_headers_with_400(
+    example: ModuleType, served: str, name: str, value: str
+) -> None:
+    headers = {
+        "content-type": "application/json",
+        "webhook-id": "msg-1",
+        "webhook-timestamp": str(int(time.time())),
+        "webhook-signature": "v1,AAAA",
+        name: value,
+    }
+    # httpx sends str header values as ASCII; the raw bytes carry any other text.
+    raw = {k: v.encode("utf-8") for k, v in headers.items()}
+    response = httpx.post(served, content=b"{}", headers=raw)
+    assert response.status_code == 400
+    assert example.inbox == []

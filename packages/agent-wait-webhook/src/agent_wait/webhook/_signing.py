@@ -9,7 +9,6 @@ httpx.
 from __future__ import annotations
 
 import base64
-import binascii
 import hashlib
 import hmac
 import json
@@ -92,7 +91,7 @@ def _decode(secret: str, field: str) -> bytes:
     try:
         # Standard Webhooks libraries accept unpadded base64; pad before the strict decode.
         return base64.b64decode(encoded + "=" * (-len(encoded) % 4), validate=True)
-    except binascii.Error:
+    except ValueError:  # binascii.Error, or non-ASCII text
         raise ConfigError(
             f"{field}: a secret starting with {SECRET_PREFIX!r} must be base64 after the prefix"
         ) from None
@@ -128,8 +127,9 @@ def verify(
         The body parsed as a JSON object (for agent-wait, the envelope as a dict).
 
     Raises:
-        WebhookVerificationError: The request is not authentic or not fresh; the message says
-            why.
+        WebhookVerificationError: The request is not authentic or not fresh, or a header or the
+            body is malformed (whatever its length or characters); the message says why. No
+            other exception comes from request content.
         ConfigError: A secret is empty or malformed, or ``tolerance``/``now`` is invalid.
     """
     if tolerance < timedelta(0):
@@ -139,7 +139,10 @@ def verify(
     keys = [SigningKey(s, "secrets") for s in _secrets(secret)]
     if not keys:
         raise ConfigError("secrets: expected at least one secret, got none")
-    data = body.encode("utf-8") if isinstance(body, str) else body
+    try:
+        data = body.encode("utf-8") if isinstance(body, str) else body
+    except UnicodeEncodeError:  # lone surrogates: not text any sender could have signed
+        raise WebhookVerificationError("the body is not valid UTF-8 text") from None
     lowered = {name.lower(): value for name, value in headers.items()}
     msg_id, stamp, signatures = (
         lowered.get(name, "").strip() for name in (ID_HEADER, TIMESTAMP_HEADER, SIGNATURE_HEADER)
@@ -151,6 +154,10 @@ def verify(
     ):
         if not value:
             raise WebhookVerificationError(f"missing header {name}")
+    try:
+        msg_id.encode("utf-8")
+    except UnicodeEncodeError:
+        raise WebhookVerificationError(f"header {ID_HEADER}: not valid UTF-8 text") from None
     timestamp = _check_timestamp(stamp, tolerance, now or datetime.now(UTC))
     offered = _offered_signatures(signatures)
     if not offered:
@@ -170,10 +177,16 @@ def _secrets(secret: Secret | Iterable[Secret]) -> list[Secret]:
     return list(secret)
 
 
+# Unix seconds stay below 10**15 for thirty million years; longer digit strings overflow a
+# float (or Python's int parsing limit) before any tolerance check could refuse them.
+_MAX_TIMESTAMP_DIGITS = 15
+
+
 def _check_timestamp(stamp: str, tolerance: timedelta, now: datetime) -> int:
-    if not stamp.isascii() or not stamp.isdigit():
+    if not stamp.isascii() or not stamp.isdigit() or len(stamp) > _MAX_TIMESTAMP_DIGITS:
+        shown = repr(stamp[:32]) + ("..." if len(stamp) > 32 else "")
         raise WebhookVerificationError(
-            f"header {TIMESTAMP_HEADER}: expected integer Unix seconds, got {stamp[:32]!r}"
+            f"header {TIMESTAMP_HEADER}: expected integer Unix seconds, got {shown}"
         )
     timestamp = int(stamp)
     skew = timestamp - now.timestamp()
@@ -195,7 +208,7 @@ def _offered_signatures(header: str) -> list[bytes]:
             continue
         try:
             offered.append(base64.b64decode(encoded, validate=True))
-        except binascii.Error:
+        except ValueError:  # binascii.Error, or non-ASCII text
             continue
     return offered
 
@@ -203,6 +216,8 @@ def _offered_signatures(header: str) -> list[bytes]:
 def _json_object(data: bytes) -> dict[str, Any]:
     try:
         parsed: object = json.loads(data)
+    except RecursionError:
+        raise WebhookVerificationError("the signed body is JSON nested too deeply") from None
     except ValueError as error:
         raise WebhookVerificationError(f"the signed body is not valid JSON ({error})") from None
     if not isinstance(parsed, dict):
