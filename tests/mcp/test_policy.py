@@ -144,6 +144,12 @@ def test_request_from_arguments() -> None:
         ({"seconds": 5, "user_message": "x" * 1001}, "user_message", "1001 characters"),
         ({"seconds": 5, "user_message": "m", "reason": ["a"]}, "reason", "got list"),
         (None, "seconds", "seconds is required"),
+        ({"seconds": 10**9 + 1, "user_message": "m"}, "seconds", "got 1000000001"),
+        ({"seconds": 10**5000, "user_message": "m"}, "seconds", "got a 5001-digit number"),
+        ({"seconds": -(10**5000), "user_message": "m"}, "seconds", "got a 5001-digit number"),
+        ({"seconds": 1e300, "user_message": "m"}, "seconds", "got a 301-digit number"),
+        ({"seconds": float("inf"), "user_message": "m"}, "seconds", "got inf"),
+        ({"seconds": float("nan"), "user_message": "m"}, "seconds", "got nan"),
     ],
 )
 def test_invalid_request_names_field(
@@ -303,6 +309,26 @@ def test_finish_never_charges_more_than_granted() -> None:
     p = policy(FakeClock(), max_seconds_per_turn=10)
     p.finish(p.admit(req(4), user="u1", turn="t1"), 9.0)
     assert p.admit(req(10), user="u1", turn="t1").granted_seconds == 6
+
+
+@pytest.mark.parametrize("waited", [float("nan"), float("inf"), float("-inf")])
+def test_finish_refuses_a_non_finite_wait_and_keeps_the_grant_open(waited: float) -> None:
+    p = policy(FakeClock(), max_seconds_per_turn=10)
+    grant = p.admit(req(4), user="u1", turn="t1")
+    with pytest.raises(
+        ValueError, match=f"waited_seconds must be a finite number of seconds, got {waited}"
+    ):
+        p.finish(grant, waited)
+    p.finish(grant, 1.0)  # the grant is still open and settles normally
+    assert p.admit(req(10), user="u1", turn="t1").granted_seconds == 9
+
+
+@pytest.mark.parametrize("waited", ["1", None, True, [1]])
+def test_finish_refuses_a_non_number(waited: object) -> None:
+    p = policy(FakeClock())
+    grant = p.admit(req(4), user="u1", turn="t1")
+    with pytest.raises(TypeError, match="waited_seconds must be a number of seconds, got"):
+        p.finish(grant, waited)  # type: ignore[arg-type]
 
 
 def test_idle_state_is_forgotten() -> None:

@@ -8,6 +8,7 @@ tests share one server process (on a free port of 127.0.0.1) and stay apart by u
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import socket
@@ -27,6 +28,8 @@ import pytest
 from mcp.client import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
+
+from agent_wait.mcp import PauseLimits, PausePolicy, build_server
 
 pytestmark = pytest.mark.integration
 
@@ -397,6 +400,7 @@ async def test_listing_and_input_errors(server: Server) -> None:
     assert tool.name == "agent_wait"
     assert tool.input_schema["required"] == ["seconds", "user_message"]
     assert tool.input_schema["properties"]["seconds"]["type"] == "integer"
+    assert tool.input_schema["properties"]["seconds"]["maximum"] == 1_000_000_000
     assert tool.output_schema is not None
     assert "at most 2 s per call, 3 s and 3 calls per turn" in (tool.description or "")
 
@@ -407,6 +411,53 @@ async def test_listing_and_input_errors(server: Server) -> None:
     assert "'agent-wait/turn_id'" in text(bad_turn)
     fields = [re.search(r"field=(\S+)", line)[1] for line in server.audit(user)]  # type: ignore[index]
     assert fields == [field for _, field in INVALID]
+
+
+async def test_seconds_beyond_any_cap_are_refused_before_anything_is_charged(
+    server: Server,
+) -> None:
+    user, turn = ids()
+    async with server.connect() as client:
+        result = await call(client, 10**9 + 1, user=user, turn=turn)
+        after = await call(client, 1, user=user, turn=turn)
+
+    assert refusal(result) == "invalid_input"
+    assert text(result) == "seconds must be a whole number from 1 to 1000000000, got 1000000001"
+    data = after.structured_content
+    assert data is not None, text(after)
+    # Nothing of the refused call was charged: the turn lost one call and one second, for `after`.
+    assert (data["turn_calls_remaining"], data["turn_seconds_remaining"]) == (2, 2)
+    lines = server.audit(user)
+    assert len(lines) == 2, lines
+    assert "outcome=invalid field=seconds" in lines[0]
+    assert "outcome=completed" in lines[1]
+
+
+@pytest.mark.parametrize("seconds", [10**5000, -(10**5000)], ids=["huge", "negative-huge"])
+async def test_an_unprintable_seconds_gets_exactly_one_audit_line(
+    seconds: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    # In process: the arguments reach the server as Python objects. Over stdio or HTTP the SDK's
+    # JSON reader never hands an integer of more than 4300 digits to the server at all.
+    policy = PausePolicy(PauseLimits(max_seconds_per_call=1))
+    user, turn = ids()
+    with caplog.at_level(logging.INFO, logger="agent_wait.mcp"):
+        async with Client(build_server(policy)) as client:
+            result = await call(client, seconds, user=user, turn=turn)
+            after = await call(client, 1, user=user, turn=turn)
+
+    assert refusal(result) == "invalid_input"
+    assert text(result) == (
+        "seconds must be a whole number from 1 to 1000000000, got a 5001-digit number"
+    )
+    assert after.structured_content is not None, text(after)
+    assert after.structured_content["turn_calls_remaining"] == 4  # the refused call cost nothing
+    audit = [r.getMessage() for r in caplog.records if "agent_wait audit" in r.getMessage()]
+    assert len(audit) == 2, audit
+    assert audit[0] == f"agent_wait audit outcome=invalid field=seconds user={user!r} turn={turn!r}"
+    assert "outcome=completed" in audit[1]
+    assert "Logging error" not in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
 
 
 async def test_kill_switch_refuses(disabled_server: Server) -> None:

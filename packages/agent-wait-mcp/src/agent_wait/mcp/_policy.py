@@ -33,6 +33,8 @@ MAX_TEXT_LENGTH = 1000
 _RATE_WINDOW_SECONDS = 60.0
 # Bounds every integer setting so deadlines stay finite floats (1e9 s is ~31 years).
 _MAX_SETTING = 1_000_000_000
+MAX_REQUEST_SECONDS = _MAX_SETTING
+"""Largest ``seconds`` accepted: no cap can be higher, so nothing larger could be granted."""
 # Below 10 ms a heartbeat floods the client without telling the user anything new.
 _MIN_HEARTBEAT_MS = 10
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -197,10 +199,16 @@ class PauseRequest:
         if not isinstance(seconds, int) or isinstance(seconds, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise InvalidPauseRequest(
                 "seconds",
-                f"seconds must be a whole number of seconds, 1 or more; got {seconds!r}",
+                f"seconds must be a whole number of seconds, 1 or more; got {_show(seconds)}",
             )
-        if seconds < 1:
-            raise InvalidPauseRequest("seconds", f"seconds must be 1 or more, got {seconds!r}")
+        # Refused before anything is charged: it keeps audit lines and results printable
+        # (Python refuses to print an int of more than 4300 digits).
+        if not 1 <= seconds <= MAX_REQUEST_SECONDS:
+            raise InvalidPauseRequest(
+                "seconds",
+                f"seconds must be a whole number from 1 to {MAX_REQUEST_SECONDS}, "
+                f"got {_show(seconds)}",
+            )
         _check_text("user_message", self.user_message, required=True)
         _check_text("reason", self.reason, required=False)
 
@@ -239,6 +247,17 @@ class PauseRequest:
             user_message=args["user_message"],  # pyright: ignore[reportArgumentType]
             reason=args.get("reason"),  # pyright: ignore[reportArgumentType]
         )
+
+
+def _show(value: object) -> str:
+    """A short rendering of a rejected value: huge numbers by their size, long reprs cut."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**30:
+        digits = int(abs(value).bit_length() * math.log10(2)) + 1
+        if abs(value) < 10 ** (digits - 1):  # the estimate can be one too high
+            digits -= 1
+        return f"a {digits}-digit number"
+    shown = repr(value)
+    return shown if len(shown) <= 64 else shown[:64] + "..."
 
 
 def _check_text(field: str, value: object, *, required: bool) -> None:
@@ -424,8 +443,23 @@ class PausePolicy:
 
         Args:
             grant: What :meth:`admit` returned.
-            waited_seconds: How long the caller actually waited.
+            waited_seconds: How long the caller actually waited (negative counts as 0, more
+                than granted as the grant).
+
+        Raises:
+            TypeError: ``waited_seconds`` is not a number.
+            ValueError: ``waited_seconds`` is NaN or infinite; the grant stays open.
         """
+        if not isinstance(waited_seconds, int | float) or isinstance(waited_seconds, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(
+                f"waited_seconds must be a number of seconds, got "
+                f"{type(waited_seconds).__name__} {_show(waited_seconds)}"
+            )
+        # A NaN would poison the turn's budget and break every later call of the turn.
+        if isinstance(waited_seconds, float) and not math.isfinite(waited_seconds):
+            raise ValueError(
+                f"waited_seconds must be a finite number of seconds, got {waited_seconds!r}"
+            )
         with self._lock:
             state = self._open.pop(grant.grant_id, None)
             if state is not None:

@@ -18,6 +18,7 @@ import anyio
 import mcp.types as types
 from agent_wait.core import format_utc
 from agent_wait.mcp._policy import (
+    MAX_REQUEST_SECONDS,
     MAX_TEXT_LENGTH,
     InvalidPauseRequest,
     PauseConfigError,
@@ -121,6 +122,7 @@ def _tool(limits: PauseLimits) -> types.Tool:
                 "seconds": {
                     "type": "integer",
                     "minimum": 1,
+                    "maximum": MAX_REQUEST_SECONDS,
                     "description": "Whole seconds to wait; may be shortened by server caps.",
                 },
                 "user_message": {
