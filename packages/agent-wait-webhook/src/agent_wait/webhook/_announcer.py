@@ -8,7 +8,7 @@ import os
 import random
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -104,8 +104,9 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
 class _Attempts:
     """The retry policy of one envelope: attempt count, total budget, backoff, verdicts."""
 
-    def __init__(self, announcer: WebhookAnnounce) -> None:
+    def __init__(self, announcer: WebhookAnnounce, masked: Collection[str]) -> None:
         self._announcer = announcer
+        self._masked = masked
         self.deadline = time.monotonic() + announcer.total_timeout
         self.count = 0
         self._last: tuple[str, int | None] = ("was not attempted", None)
@@ -173,7 +174,7 @@ class _Attempts:
             self._last = (f"timed out after {timeout:.1f} s", None)
             return True, None
         # Scrubbed before it is cut short, so no prefix of a header value survives either.
-        detail = self._announcer.redact(str(outcome))[:200] or "no detail"
+        detail = _redact(str(outcome), self._masked)[:200] or "no detail"
         self._last = (f"request failed ({type(outcome).__name__}: {detail})", None)
         retryable = isinstance(
             outcome, httpx.NetworkError | httpx.RemoteProtocolError | httpx.ProxyError
@@ -273,7 +274,7 @@ class WebhookAnnounce(BaseAnnounce):
         """
         body = envelope.to_json()
         client = self._clients.sync()
-        attempts = _Attempts(self)
+        attempts = _Attempts(self, self._headers.values())
         while True:
             timeout = attempts.start()
             outcome: _Reply | Exception
@@ -291,7 +292,7 @@ class WebhookAnnounce(BaseAnnounce):
         body = envelope.to_json()
         client = await self._clients.async_client()
         assert client is not None  # an async factory is given, so never the thread fallback
-        attempts = _Attempts(self)
+        attempts = _Attempts(self, self._headers.values())
         while True:
             timeout = attempts.start()
             outcome: _Reply | Exception
@@ -329,20 +330,6 @@ class WebhookAnnounce(BaseAnnounce):
     def __repr__(self) -> str:
         signed = " signed" if self.signed else ""
         return f"<{type(self).__name__} {self.name!r} {self.origin}{signed}>"
-
-    def redact(self, text: str) -> str:
-        """``text`` with every extra header value (as given or as a Python literal) masked.
-
-        A transport error may quote the request's header values, e.g. httpx's
-        ``Illegal header value b'Bearer ...'``; such a value is usually a credential.
-        """
-        for value in self._headers.values():
-            forms = {value, value.strip(), repr(value)[1:-1]}
-            forms.add(repr(value.encode("utf-8", "backslashreplace"))[2:-1])
-            # Very short values are not secrets, and masking them would garble the message.
-            for form in sorted((f for f in forms if len(f) >= 4), key=len, reverse=True):
-                text = text.replace(form, "***")
-        return text
 
     def _request_headers(self, envelope: WaitEnvelope, body: bytes) -> dict[str, str]:
         headers = {
@@ -410,6 +397,21 @@ class WebhookAnnounce(BaseAnnounce):
         finally:
             await response.aclose()
         return _Reply.of(response)
+
+
+def _redact(text: str, values: Collection[str]) -> str:
+    """``text`` with every header value (as given or as a Python literal) masked as ``***``.
+
+    A transport error may quote the request's header values, e.g. httpx's
+    ``Illegal header value b'Bearer ...'``; such a value is usually a credential.
+    """
+    for value in values:
+        forms = {value, value.strip(), repr(value)[1:-1]}
+        forms.add(repr(value.encode("utf-8", "backslashreplace"))[2:-1])
+        # Very short values are not secrets, and masking them would garble the message.
+        for form in sorted((f for f in forms if len(f) >= 4), key=len, reverse=True):
+            text = text.replace(form, "***")
+    return text
 
 
 def _user_agent() -> dict[str, str]:
