@@ -122,6 +122,32 @@ def lowest(session: nox.Session, package: str) -> None:
     )
 
 
+AWS_PACKAGES = ["sqs", "sns", "eventbridge", "dynamodb"]
+
+
+@nox.session(python="3.11")
+@nox.parametrize(
+    ("install", "resolution"),
+    [
+        ("without-async", "highest"),
+        ("without-async", "lowest-direct"),
+        ("with-async", "highest"),
+    ],
+    ids=["sync-newest", "sync-oldest", "async"],
+)
+def aws_extra(session: nox.Session, install: str, resolution: str) -> None:
+    """The AWS announcers installed without their [async] extra (newest and oldest boto3), and with it."""
+    # A fresh environment of the four distributions and moto only (no test group, which brings
+    # aiobotocore): sync publish works, and the async path reports the extra to install.
+    extra = "[async]" if install == "with-async" else ""
+    editables = ["-e", "packages/agent-wait-core"]
+    for package in AWS_PACKAGES:
+        editables += ["-e", f"packages/agent-wait-{package}{extra}"]
+    moto = [r for r in _locked_test_group() if canonicalize_name(Requirement(r).name) == "moto"]
+    session.install("--resolution", resolution, *moto, *editables)
+    session.run("python", "tests/install/aws_extra.py", install)
+
+
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
     """Ruff lint and format check."""

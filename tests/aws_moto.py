@@ -16,16 +16,18 @@ and access denied are faults a moto server cannot produce on demand).
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,7 @@ class MotoServer:
     def __init__(self) -> None:
         self.url = ""
         self._process: subprocess.Popen[bytes] | None = None
+        self._recording: Path | None = None
         self._users = 0
         self._lock = threading.Lock()
 
@@ -90,13 +93,21 @@ class MotoServer:
                     self._process.kill()
                     self._process.wait()
                 self._process = None
+                if self._recording is not None:
+                    self._recording.unlink(missing_ok=True)
+                    self._recording = None
 
     def _start(self) -> None:
         port = free_port()
+        # moto's request recorder writes to the server's working directory unless told where.
+        descriptor, recording = tempfile.mkstemp(prefix="moto-recording-")
+        os.close(descriptor)
+        self._recording = Path(recording)
         process = subprocess.Popen(
             [_executable(), "-H", "127.0.0.1", "-p", str(port)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
+            env={**os.environ, "MOTO_RECORDER_FILEPATH": recording},
         )
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + _STARTUP_SECONDS
@@ -122,6 +133,25 @@ class MotoServer:
         request = urllib.request.Request(f"{self.url}/moto-api/reset", method="POST")
         with urllib.request.urlopen(request, timeout=10) as response:
             assert response.status == 200
+
+    def _recorder(self, action: str) -> bytes:
+        method = "GET" if action == "download-recording" else "POST"
+        request = urllib.request.Request(f"{self.url}/moto-api/recorder/{action}", method=method)
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.read()
+
+    @contextmanager
+    def recording(self) -> Iterator[list[dict[str, Any]]]:
+        """Record the requests the server receives in the block (method, url, headers)."""
+        requests: list[dict[str, Any]] = []
+        self._recorder("reset-recording")
+        self._recorder("start-recording")
+        try:
+            yield requests
+        finally:
+            self._recorder("stop-recording")
+            lines = self._recorder("download-recording").decode("utf-8").splitlines()
+            requests.extend(json.loads(line) for line in lines if line.strip())
 
 
 _SERVER = MotoServer()

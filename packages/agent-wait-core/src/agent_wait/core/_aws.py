@@ -1,31 +1,42 @@
 """The client pair of an AWS announcer, built from SDK pieces the plugin passes in.
 
-Core imports no AWS SDK; each AWS plugin owns boto3 and aiobotocore and hands them to
-:func:`aws_client_pair`, so the option checks and session handling exist once.
+Core imports no AWS SDK; each AWS plugin owns boto3 (and, through its ``[async]`` extra,
+aiobotocore) and hands them to :func:`aws_client_pair`, so the option checks, the client
+configuration and session handling exist once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol, cast
 
 from agent_wait.core._batching import ClientPair
 from agent_wait.core._errors import ConfigError
+
+RETRY_MODE = "standard"
+"""botocore retry mode of the clients agent-wait builds (botocore's own default is ``legacy``)."""
 
 
 class _Session(Protocol):
     @property
     def region_name(self) -> str | None: ...
 
-    def client(self, service_name: str, *, endpoint_url: str | None = None) -> Any: ...
+    def client(
+        self, service_name: str, *, endpoint_url: str | None = None, config: Any = None
+    ) -> Any: ...
 
 
 class _AioSession(Protocol):
     def create_client(
-        self, service_name: str, *, region_name: str | None, endpoint_url: str | None
+        self, service_name: str, *, region_name: str | None, endpoint_url: str | None, config: Any
     ) -> AbstractAsyncContextManager[Any]: ...
+
+
+class _Config(Protocol):
+    def merge(self, other_config: Any) -> _Config: ...
 
 
 @dataclass(frozen=True)
@@ -34,13 +45,61 @@ class AwsSdk:
 
     Attributes:
         session: ``boto3.Session``.
-        aio_session: ``aiobotocore.session.AioSession``.
+        aio_session: Returns ``aiobotocore.session.AioSession``, importing it only when the async
+            path first needs a client; an ImportError becomes an install hint naming the extra.
         profile_not_found: ``botocore.exceptions.ProfileNotFound``.
+        config: ``botocore.config.Config``.
+        distribution: The plugin's distribution (``agent-wait-sqs``), named in the install hint.
     """
 
     session: Callable[..., Any]
-    aio_session: Callable[..., Any]
+    aio_session: Callable[[], Callable[..., Any]]
     profile_not_found: type[Exception]
+    config: Callable[..., Any]
+    distribution: str
+
+
+def user_agent_extra() -> str:
+    """The User-Agent suffix of agent-wait's AWS clients: ``agent-wait/<core version>``."""
+    try:
+        return f"agent-wait/{version('agent-wait-core')}"
+    except PackageNotFoundError:  # a source checkout that was never installed
+        return "agent-wait/unknown"
+
+
+def client_config(sdk: AwsSdk, config: Any = None) -> Any:
+    """agent-wait's botocore Config (standard retries, User-Agent suffix), ``config`` merged over it.
+
+    Args:
+        sdk: The plugin's SDK pieces.
+        config: None, a ``botocore.config.Config``, or a mapping of its keyword arguments (what a
+            TOML table gives); its values win over agent-wait's.
+
+    Raises:
+        ConfigError: ``config`` is neither, or the mapping has an option Config refuses.
+    """
+    ours = cast(
+        "_Config",
+        sdk.config(retries={"mode": RETRY_MODE}, user_agent_extra=user_agent_extra()),
+    )
+    if config is None:
+        return ours
+    if isinstance(config, Mapping):
+        options = dict(cast("Mapping[str, Any]", config))
+        try:
+            config = sdk.config(**options)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(f"config: botocore's Config refused the table: {error}") from error
+    elif not isinstance(config, cast("type", sdk.config)):
+        raise ConfigError(
+            f"config: expected a botocore.config.Config or a table of its options, got {config!r}"
+        )
+    merged = ours.merge(config)
+    # merge() replaces the retries table whole: a caller's {"max_attempts": 10} keeps our mode.
+    retries = cast("dict[str, Any] | None", getattr(merged, "retries", None))
+    if retries is not None and "mode" not in retries:
+        merged = merged.merge(sdk.config(retries={"mode": RETRY_MODE, **retries}))
+    return merged
 
 
 def aws_client_pair(
@@ -52,12 +111,19 @@ def aws_client_pair(
     endpoint_url: str | None = None,
     region: str | None = None,
     profile: str | None = None,
+    config: Any = None,
 ) -> ClientPair[Any, Any]:
     """Validate the connection options and return the lazily built boto3/aiobotocore pair.
+
+    The built clients use botocore's ``standard`` retry mode and add ``agent-wait/<version>`` to
+    the User-Agent; ``config`` (see :func:`client_config`) is merged over that. Injected clients
+    are used as they are.
 
     Raises:
         ConfigError: An option is empty or malformed, the profile does not exist, or no region is
             given or configured (and no client was injected); the message names the option.
+        ImportError: (from the async path, on first use) aiobotocore is not installed; the
+            message names the ``[async]`` extra to install.
     """
     given: dict[str, object] = {"endpoint_url": endpoint_url, "region": region, "profile": profile}
     for option, value in given.items():
@@ -65,6 +131,7 @@ def aws_client_pair(
             raise ConfigError(f"{option}: expected a non-empty string, got {value!r}")
     if endpoint_url is not None and not endpoint_url.startswith(("http://", "https://")):
         raise ConfigError(f"endpoint_url: expected an http(s) URL, got {endpoint_url!r}")
+    built_config = client_config(sdk, config)
     try:
         session = cast("_Session", sdk.session(profile_name=profile, region_name=region))
     except sdk.profile_not_found as error:
@@ -75,13 +142,23 @@ def aws_client_pair(
         )
 
     def open_async() -> AbstractAsyncContextManager[Any]:
-        aio = cast("_AioSession", sdk.aio_session(profile=profile))
+        try:
+            aio_session = sdk.aio_session()
+        except ImportError as error:
+            raise ImportError(
+                f"the async path (apublish) of {sdk.distribution} needs aiobotocore: "
+                f"pip install '{sdk.distribution}[async]'"
+            ) from error
+        aio = cast("_AioSession", aio_session(profile=profile))
         return aio.create_client(
-            service, region_name=session.region_name, endpoint_url=endpoint_url
+            service,
+            region_name=session.region_name,
+            endpoint_url=endpoint_url,
+            config=built_config,
         )
 
     return ClientPair(
-        lambda: session.client(service, endpoint_url=endpoint_url),
+        lambda: session.client(service, endpoint_url=endpoint_url, config=built_config),
         open_async,
         sync_client=client,
         async_client=async_client,

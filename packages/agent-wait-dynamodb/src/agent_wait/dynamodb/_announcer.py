@@ -21,15 +21,21 @@ from agent_wait.core.transport import (
 
 try:
     import boto3
-    from aiobotocore.session import AioSession
     from boto3.dynamodb.types import TypeSerializer
+    from botocore.config import Config
     from botocore.exceptions import ClientError, ProfileNotFound
-except ImportError as error:  # pragma: no cover - the distribution depends on both
-    raise ImportError(
-        "DynamoDbAnnounce needs boto3 and aiobotocore: pip install agent-wait-dynamodb"
-    ) from error
+except ImportError as error:  # pragma: no cover - the distribution depends on boto3
+    raise ImportError("DynamoDbAnnounce needs boto3: pip install agent-wait-dynamodb") from error
 
-_SDK = AwsSdk(boto3.Session, AioSession, ProfileNotFound)
+
+def _aio_session() -> type[Any]:
+    # Imported on the async path's first use: aiobotocore is the [async] extra.
+    from aiobotocore.session import AioSession
+
+    return AioSession
+
+
+_SDK = AwsSdk(boto3.Session, _aio_session, ProfileNotFound, Config, "agent-wait-dynamodb")
 
 logger = logging.getLogger(__name__)
 
@@ -103,6 +109,8 @@ class DynamoDbAnnounce(ClientAnnounce):
         endpoint_url: Endpoint of the built clients (DynamoDB Local, moto, a VPC endpoint).
         region: Region of the built clients; default: the AWS config's.
         profile: AWS config profile of the built clients.
+        config: A ``botocore.config.Config`` (or a table of its options) merged over the built
+            clients' own: standard retries and an ``agent-wait/<version>`` User-Agent suffix.
 
     Raises:
         ConfigError: An option is invalid; the message names it and the value.
@@ -121,6 +129,7 @@ class DynamoDbAnnounce(ClientAnnounce):
         endpoint_url: str | None = None,
         region: str | None = None,
         profile: str | None = None,
+        config: Any = None,
     ) -> None:
         if not isinstance(table_name, str) or not _TABLE_NAME.match(table_name):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
@@ -159,6 +168,7 @@ class DynamoDbAnnounce(ClientAnnounce):
             endpoint_url=endpoint_url,
             region=region,
             profile=profile,
+            config=config,
         )
 
     def plan(

@@ -19,14 +19,22 @@ from agent_wait.core.transport import (
 
 try:
     import boto3
-    from aiobotocore.session import AioSession
+    from botocore.config import Config
     from botocore.exceptions import ProfileNotFound
-except ImportError as error:  # pragma: no cover - the distribution depends on both
+except ImportError as error:  # pragma: no cover - the distribution depends on boto3
     raise ImportError(
-        "EventBridgeAnnounce needs boto3 and aiobotocore: pip install agent-wait-eventbridge"
+        "EventBridgeAnnounce needs boto3: pip install agent-wait-eventbridge"
     ) from error
 
-_SDK = AwsSdk(boto3.Session, AioSession, ProfileNotFound)
+
+def _aio_session() -> type[Any]:
+    # Imported on the async path's first use: aiobotocore is the [async] extra.
+    from aiobotocore.session import AioSession
+
+    return AioSession
+
+
+_SDK = AwsSdk(boto3.Session, _aio_session, ProfileNotFound, Config, "agent-wait-eventbridge")
 
 ENTRY_LIMIT = 262_144
 """Bytes of one entry as EventBridge counts it (UTF-8 of Source, DetailType and Detail)."""
@@ -72,6 +80,8 @@ class EventBridgeAnnounce(ClientAnnounce):
         endpoint_url: Endpoint of the built clients (LocalStack, moto, a VPC endpoint).
         region: Region of the built clients; default: the bus ARN's, else the AWS config's.
         profile: AWS config profile of the built clients.
+        config: A ``botocore.config.Config`` (or a table of its options) merged over the built
+            clients' own: standard retries and an ``agent-wait/<version>`` User-Agent suffix.
 
     Raises:
         ConfigError: An option is invalid; the message names it and the value.
@@ -89,6 +99,7 @@ class EventBridgeAnnounce(ClientAnnounce):
         endpoint_url: str | None = None,
         region: str | None = None,
         profile: str | None = None,
+        config: Any = None,
     ) -> None:
         match = _BUS.match(bus_name) if isinstance(bus_name, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
         if match is None or len(bus_name) > 1600:
@@ -117,6 +128,7 @@ class EventBridgeAnnounce(ClientAnnounce):
             endpoint_url=endpoint_url,
             region=region,
             profile=profile,
+            config=config,
         )
 
     def plan(

@@ -22,14 +22,20 @@ from agent_wait.core.transport import (
 
 try:
     import boto3
-    from aiobotocore.session import AioSession
+    from botocore.config import Config
     from botocore.exceptions import ProfileNotFound
-except ImportError as error:  # pragma: no cover - the distribution depends on both
-    raise ImportError(
-        "SnsAnnounce needs boto3 and aiobotocore: pip install agent-wait-sns"
-    ) from error
+except ImportError as error:  # pragma: no cover - the distribution depends on boto3
+    raise ImportError("SnsAnnounce needs boto3: pip install agent-wait-sns") from error
 
-_SDK = AwsSdk(boto3.Session, AioSession, ProfileNotFound)
+
+def _aio_session() -> type[Any]:
+    # Imported on the async path's first use: aiobotocore is the [async] extra.
+    from aiobotocore.session import AioSession
+
+    return AioSession
+
+
+_SDK = AwsSdk(boto3.Session, _aio_session, ProfileNotFound, Config, "agent-wait-sns")
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +83,8 @@ class SnsAnnounce(ClientAnnounce):
         endpoint_url: Endpoint of the built clients (LocalStack, moto, a VPC endpoint).
         region: Region of the built clients; default: the topic ARN's.
         profile: AWS config profile of the built clients.
+        config: A ``botocore.config.Config`` (or a table of its options) merged over the built
+            clients' own: standard retries and an ``agent-wait/<version>`` User-Agent suffix.
 
     Raises:
         ConfigError: An option is invalid; the message names it and the value.
@@ -94,6 +102,7 @@ class SnsAnnounce(ClientAnnounce):
         endpoint_url: str | None = None,
         region: str | None = None,
         profile: str | None = None,
+        config: Any = None,
     ) -> None:
         match = _TOPIC_ARN.match(topic_arn) if isinstance(topic_arn, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
         if match is None:
@@ -112,6 +121,7 @@ class SnsAnnounce(ClientAnnounce):
             endpoint_url=endpoint_url,
             region=match["region"] if region is None else region,
             profile=profile,
+            config=config,
         )
 
     def plan(

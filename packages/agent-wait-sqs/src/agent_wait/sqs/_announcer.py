@@ -22,14 +22,20 @@ from agent_wait.core.transport import (
 
 try:
     import boto3
-    from aiobotocore.session import AioSession
+    from botocore.config import Config
     from botocore.exceptions import ProfileNotFound
-except ImportError as error:  # pragma: no cover - the distribution depends on both
-    raise ImportError(
-        "SqsAnnounce needs boto3 and aiobotocore: pip install agent-wait-sqs"
-    ) from error
+except ImportError as error:  # pragma: no cover - the distribution depends on boto3
+    raise ImportError("SqsAnnounce needs boto3: pip install agent-wait-sqs") from error
 
-_SDK = AwsSdk(boto3.Session, AioSession, ProfileNotFound)
+
+def _aio_session() -> type[Any]:
+    # Imported on the async path's first use: aiobotocore is the [async] extra.
+    from aiobotocore.session import AioSession
+
+    return AioSession
+
+
+_SDK = AwsSdk(boto3.Session, _aio_session, ProfileNotFound, Config, "agent-wait-sqs")
 logger = logging.getLogger(__name__)
 
 MESSAGE_LIMIT = 1_048_576
@@ -71,6 +77,8 @@ class SqsAnnounce(ClientAnnounce):
         endpoint_url: Endpoint of the built clients (LocalStack, moto, a VPC endpoint).
         region: Region of the built clients; default: the queue URL's, else the AWS config's.
         profile: AWS config profile of the built clients.
+        config: A ``botocore.config.Config`` (or a table of its options) merged over the built
+            clients' own: standard retries and an ``agent-wait/<version>`` User-Agent suffix.
 
     Raises:
         ConfigError: An option is invalid; the message names it and the value.
@@ -89,6 +97,7 @@ class SqsAnnounce(ClientAnnounce):
         endpoint_url: str | None = None,
         region: str | None = None,
         profile: str | None = None,
+        config: Any = None,
     ) -> None:
         match = _QUEUE_URL.match(queue_url) if isinstance(queue_url, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
         if match is None:
@@ -121,6 +130,7 @@ class SqsAnnounce(ClientAnnounce):
             endpoint_url=endpoint_url,
             region=region,
             profile=profile,
+            config=config,
         )
 
     def plan(
