@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import glob
 import os
+import shutil
+import tarfile
 import tomllib
+import zipfile
 from pathlib import Path
 
 import nox
@@ -90,17 +93,30 @@ def tests_package(session: nox.Session, package: str) -> None:
 
 
 def _locked_test_group() -> list[str]:
-    """The test group's requirements, each pinned to its uv.lock version (extras and markers kept)."""
+    """The test group's requirements as uv pip arguments, each pinned to its uv.lock version.
+
+    Extras and markers are kept; a requirement the root pyproject sources from a path (the
+    fixture plugin under tests/plugins/) is installed editable from there, never from an index.
+    """
     locked = {
         canonicalize_name(package["name"]): package["version"]
         for package in tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))["package"]
         if "version" in package
     }
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    pinned = []
+    paths = {
+        canonicalize_name(name): source["path"]
+        for name, source in project["tool"]["uv"].get("sources", {}).items()
+        if "path" in source
+    }
+    pinned: list[str] = []
     for line in project["dependency-groups"]["test"]:
         requirement = Requirement(line)
-        requirement.specifier = SpecifierSet(f"=={locked[canonicalize_name(requirement.name)]}")
+        name = canonicalize_name(requirement.name)
+        if name in paths:
+            pinned += ["-e", paths[name]]
+            continue
+        requirement.specifier = SpecifierSet(f"=={locked[name]}")
         pinned.append(str(requirement))
     return pinned
 
@@ -143,9 +159,49 @@ def aws_extra(session: nox.Session, install: str, resolution: str) -> None:
     editables = ["-e", "packages/agent-wait-core"]
     for package in AWS_PACKAGES:
         editables += ["-e", f"packages/agent-wait-{package}{extra}"]
-    moto = [r for r in _locked_test_group() if canonicalize_name(Requirement(r).name) == "moto"]
+    moto = [r for r in _locked_test_group() if r.startswith("moto")]
     session.install("--resolution", resolution, *moto, *editables)
     session.run("python", "tests/install/aws_extra.py", install)
+
+
+def _check_dist(dist: Path) -> None:
+    """Exactly one wheel and one sdist per released distribution, each carrying the license."""
+    expected = {f"agent_wait_{package.replace('-', '_')}-" for package in PACKAGES}
+    wheels = sorted(dist.glob("*.whl"))
+    sdists = sorted(dist.glob("*.tar.gz"))
+    for kind, files in (("wheel", wheels), ("sdist", sdists)):
+        built = {f.name.split("-")[0] + "-" for f in files}
+        if built != expected:
+            raise RuntimeError(
+                f"{kind}s built: {sorted(built)}; the release set is {sorted(expected)}"
+            )
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            if not any(n.endswith(".dist-info/licenses/LICENSE") for n in archive.namelist()):
+                raise RuntimeError(f"{wheel.name} has no dist-info/licenses/LICENSE")
+    for sdist in sdists:
+        with tarfile.open(sdist) as archive:
+            if f"{sdist.name.removesuffix('.tar.gz')}/LICENSE" not in archive.getnames():
+                raise RuntimeError(f"{sdist.name} has no LICENSE")
+
+
+@nox.session(python="3.11")
+def build(session: nox.Session) -> None:
+    """Build the release set (every packages/agent-wait-*, wheel and sdist) into dist/ and check it."""
+    dist = ROOT / "dist"
+    shutil.rmtree(dist, ignore_errors=True)
+    session.run_install(
+        "uv",
+        "sync",
+        "--only-group",
+        "build",
+        "--locked",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
+    # The workspace members are the release set; the test fixture plugin is not one of them.
+    session.run("uv", "build", "--all-packages", "--out-dir", str(dist), "--no-create-gitignore")
+    _check_dist(dist)
+    session.run("twine", "check", "--strict", *sorted(str(f) for f in dist.iterdir()))
 
 
 @nox.session(python="3.11")

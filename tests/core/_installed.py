@@ -15,8 +15,8 @@ def _installed(name: str) -> bool:
     return True
 
 
-# The third-party example plugin (tests/plugins/agent-wait-example) is a workspace member, so
-# `nox -s tests` installs it; a one-distribution env (`nox -s tests_package`) does not.
+# The third-party example plugin (tests/plugins/agent-wait-example) is in the test group, so
+# `nox -s tests` and `nox -s tests_package` install it; an environment without the group does not.
 needs_example_plugin = pytest.mark.skipif(
     not _installed("agent-wait-example-thirdparty"),
     reason="needs agent-wait-example-thirdparty (tests/plugins/agent-wait-example), not installed here",
