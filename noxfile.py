@@ -244,5 +244,14 @@ def bench(session: nox.Session) -> None:
 @nox.session(python="3.11")
 def demo(session: nox.Session) -> None:
     """The refund agent demo: LangGraph, offline, on the embedded sqlite inbox."""
-    _sync(session, "test")
+    # Only what the demo imports: agent-wait-langgraph brings core, langgraph and langchain-core.
+    session.run_install(
+        "uv",
+        "sync",
+        "--package",
+        "agent-wait-langgraph",
+        "--no-default-groups",
+        "--locked",
+        env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+    )
     session.run("python", "docs/examples/langgraph_refund.py", *session.posargs)
