@@ -17,6 +17,8 @@ import nats
 import pytest
 from nats.js import JetStreamContext
 
+from tests.servers import unavailable
+
 NATS_URL = "nats://127.0.0.1:4222"
 T = TypeVar("T")
 
@@ -76,9 +78,12 @@ def nats_url() -> str:
     try:
         with_jetstream(check)
     except Exception as error:
-        pytest.fail(
-            f"NATS with JetStream is not reachable at {NATS_URL} ({error!r}); start nats-server -js",
-            pytrace=False,
+        unavailable(
+            f"NATS at {NATS_URL}",
+            4222,
+            error,
+            start="start nats-server -js",
+            prepare="the server is up: restart it with JetStream enabled (nats-server -js)",
         )
     return NATS_URL
 

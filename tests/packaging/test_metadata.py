@@ -106,3 +106,13 @@ def test_aws_announcers_keep_aiobotocore_in_the_async_extra(name: str) -> None:
     # Wide enough for the oldest tested boto3 and any later 1.x: it never forces a downgrade.
     boto3 = SpecifierSet(requirements["boto3"].removeprefix("boto3"))
     assert {"1.35.0", "1.44.8", "1.99.0"} <= set(boto3.filter(["1.35.0", "1.44.8", "1.99.0"]))
+
+
+def test_pyright_checks_every_package_src() -> None:
+    # nox -s typecheck and a plain `pyright` both read this list; a package missing from it
+    # would go unchecked by both.
+    root = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    expected = sorted(f"packages/{p.name}/src" for p in PACKAGES)
+    assert sorted(root["tool"]["pyright"]["include"]) == expected
+    noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
+    assert 'session.run("pyright", "--pythonpath"' in noxfile

@@ -15,6 +15,7 @@ import pytest
 from psycopg import sql
 
 from agent_wait.postgres import create_schema
+from tests.servers import unavailable
 
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -25,8 +26,15 @@ def postgres_url() -> str:
     try:
         psycopg.connect(POSTGRES_URL, connect_timeout=3).close()
     except psycopg.Error as error:
-        pytest.fail(
-            f"PostgreSQL is not reachable at {POSTGRES_URL} ({error}); start it", pytrace=False
+        unavailable(
+            f"PostgreSQL at {POSTGRES_URL}",
+            5432,
+            error,
+            start="start PostgreSQL",
+            prepare=(
+                "the server is up: create the database and trust user postgres from 127.0.0.1 "
+                "(createdb -h 127.0.0.1 -U postgres test)"
+            ),
         )
     return POSTGRES_URL
 

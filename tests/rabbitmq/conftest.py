@@ -18,6 +18,8 @@ import pika.exceptions
 import pytest
 from pika.adapters.blocking_connection import BlockingChannel
 
+from tests.servers import unavailable
+
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
 
@@ -65,9 +67,12 @@ def amqp_url() -> str:
     try:
         pika.BlockingConnection(pika.URLParameters(AMQP_URL)).close()
     except pika.exceptions.AMQPError as error:
-        pytest.fail(
-            f"RabbitMQ is not reachable at 127.0.0.1:5672 ({error!r}); start rabbitmq-server",
-            pytrace=False,
+        unavailable(
+            "RabbitMQ at amqp://guest@127.0.0.1:5672/",
+            5672,
+            error,
+            start="start rabbitmq-server",
+            prepare="the broker is up: it must accept guest/guest on the default vhost",
         )
     return AMQP_URL
 

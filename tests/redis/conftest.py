@@ -9,6 +9,8 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from tests.servers import unavailable
+
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
@@ -18,8 +20,12 @@ def redis_url() -> str:
     try:
         redis.Redis.from_url(REDIS_URL, socket_connect_timeout=3).ping()
     except redis.RedisError as error:
-        pytest.fail(
-            f"Redis is not reachable at {REDIS_URL} ({error}); start redis-server", pytrace=False
+        unavailable(
+            f"Redis at {REDIS_URL}",
+            6379,
+            error,
+            start="start redis-server",
+            prepare="the server is up but does not answer PING without a password",
         )
     return REDIS_URL
 
