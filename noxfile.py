@@ -92,17 +92,22 @@ def tests_package(session: nox.Session, package: str) -> None:
     )
 
 
+def _locked_versions() -> dict[str, str]:
+    """Every package's version in uv.lock, by canonical name."""
+    return {
+        canonicalize_name(package["name"]): package["version"]
+        for package in tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))["package"]
+        if "version" in package
+    }
+
+
 def _locked_test_group() -> list[str]:
     """The test group's requirements as uv pip arguments, each pinned to its uv.lock version.
 
     Extras and markers are kept; a requirement the root pyproject sources from a path (the
     fixture plugin under tests/plugins/) is installed editable from there, never from an index.
     """
-    locked = {
-        canonicalize_name(package["name"]): package["version"]
-        for package in tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))["package"]
-        if "version" in package
-    }
+    locked = _locked_versions()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     paths = {
         canonicalize_name(name): source["path"]
@@ -202,6 +207,42 @@ def build(session: nox.Session) -> None:
     session.run("uv", "build", "--all-packages", "--out-dir", str(dist), "--no-create-gitignore")
     _check_dist(dist)
     session.run("twine", "check", "--strict", *sorted(str(f) for f in dist.iterdir()))
+
+
+def _copy_renamed(source: Path, target: Path, old: str, new: str) -> None:
+    """Copy a directory tree, renaming ``old`` (and its capitalised form) in paths and text."""
+    for path in sorted(source.rglob("*")):
+        if "__pycache__" in path.parts or path.is_dir():
+            continue
+        relative = str(path.relative_to(source)).replace(old, new)
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        text = path.read_text(encoding="utf-8")
+        text = text.replace(old, new).replace(old.capitalize(), new.capitalize())
+        destination.write_text(text, encoding="utf-8")
+
+
+@nox.session(python="3.11")
+def template(session: nox.Session) -> None:
+    """The plugin template, copied and renamed as its README says, passes its tests and pyright."""
+    target = Path(session.create_tmp()) / "agent-wait-acme"
+    shutil.rmtree(target, ignore_errors=True)
+    _copy_renamed(ROOT / "packages" / "_template", target, "template", "acme")
+    locked = _locked_versions()
+    session.install(
+        f"pytest=={locked['pytest']}",
+        f"pyright=={locked['pyright']}",
+        "-e",
+        str(ROOT / "packages" / "agent-wait-core"),
+        "-e",
+        f"{target}[test]",
+    )
+    session.chdir(target)
+    session.run("pytest", "-q", "-p", "no:cacheprovider")
+    session.run("pyright", "--pythonpath", str(Path(session.bin) / "python"))
+    listed = session.run("agent-wait", "plugins", silent=True)
+    if not isinstance(listed, str) or "agent-wait-acme" not in listed:
+        session.error(f"agent-wait plugins does not list agent-wait-acme:\n{listed}")
 
 
 @nox.session(python="3.11")

@@ -1,0 +1,22 @@
+"""An agent-wait announcer plugin: ``TemplateAnnounce``, configurable as ``use = "template"``.
+
+The entry point names ``agent_wait.template._plugin``; Python imports this package first, so
+nothing here imports the announcer (or its transport library) eagerly.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_wait.template._announcer import TemplateAnnounce
+
+__all__ = ["TemplateAnnounce"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "TemplateAnnounce":
+        from agent_wait.template._announcer import TemplateAnnounce
+
+        return TemplateAnnounce
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
