@@ -1,4 +1,4 @@
-"""Development sessions: tests on 3.11-3.13, tests_package, lowest, lint, typecheck, arch, docs, bench, demo.
+"""Development sessions: tests on 3.11-3.13, tests_package, lowest, aws_extra, lint, typecheck, arch, docs, template, build, bench, demo.
 
 Run ``nox -l`` for the list. Every session installs into its own environment with uv;
 nothing is installed into the system Python.
@@ -177,7 +177,7 @@ def _check_dist(dist: Path) -> None:
     sdists = sorted(dist.glob("*.tar.gz"))
     for kind, files in (("wheel", wheels), ("sdist", sdists)):
         built = {f.name.split("-")[0] + "-" for f in files}
-        if built != expected:
+        if built != expected or len(files) != len(expected):
             raise RuntimeError(
                 f"{kind}s built: {sorted(built)}; the release set is {sorted(expected)}"
             )
