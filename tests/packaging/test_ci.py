@@ -1,0 +1,32 @@
+""".ci/run runs the README's test command verbatim, the checks before it, and stops on failure."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _readme_test_command() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    quickstart = readme[readme.index("## Quickstart") :]
+    match = re.search(r"^# the tests .*\n(.+)$", quickstart, re.MULTILINE)
+    assert match, "the README Quickstart has no '# the tests' command"
+    return match.group(1)
+
+
+def test_ci_runs_the_readme_test_command_verbatim_after_the_checks() -> None:
+    lines = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    command = _readme_test_command()
+    assert command.endswith("nox -s tests")
+    assert command in lines
+    checks = next(line for line in lines if re.match(r"^\.tools/bin/nox -s lint ", line))
+    assert {"lint", "typecheck", "arch", "docs"} <= set(checks.split()[2:])
+    assert lines.index(checks) < lines.index(command)
+
+
+def test_ci_stops_at_the_first_failure() -> None:
+    script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "\nset -euo pipefail\n" in script
+    assert "CREATE DATABASE test" in script
