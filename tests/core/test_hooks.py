@@ -11,10 +11,14 @@ from typing import Any
 import pytest
 
 from agent_wait.core import (
+    AnnounceFailed,
+    Answer,
     BaseAnnounce,
     ConfigError,
     Delivery,
+    Handled,
     MemoryAnnounce,
+    Outcome,
     Question,
     WaitEnvelope,
     WaitPolicy,
@@ -25,7 +29,9 @@ from agent_wait.core import (
 )
 from agent_wait.core._plugins import registry
 from agent_wait.core.hookspecs import RegisterTarget
+from agent_wait.core.host import handle_message
 from agent_wait.core.testing import registered_plugin
+from tests.core.test_host import Ledger, reply
 
 HOOKS_DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins" / "hooks.md"
 
@@ -42,6 +48,7 @@ def hook_names() -> list[str]:
 def test_hookspecs_exist() -> None:
     assert hook_names() == [
         "adjust_envelope",
+        "answer_handled",
         "delivery_outcome",
         "register_adapters",
         "register_announcers",
@@ -221,3 +228,42 @@ def test_hook_delivery_outcome(caplog: pytest.LogCaptureFixture) -> None:
         "an observer must not change the outcome"
     )
     assert "delivery_outcome hook of plugin 'test-broken-observer' failed" in caplog.text
+
+
+def test_hook_answer_handled(caplog: pytest.LogCaptureFixture) -> None:
+    seen: list[tuple[str, Outcome, list[str], bool]] = []
+
+    class Observer:
+        @hookimpl
+        def answer_handled(self, answer: Answer, handled: Handled) -> None:
+            seen.append(
+                (answer.question_id, handled.outcome, handled.question_ids, handled.report.ok)
+            )
+
+    class Broken:
+        @hookimpl
+        def answer_handled(self, answer: Answer, handled: Handled) -> None:
+            raise RuntimeError("audit log down")
+
+    ledger, inbox = Ledger(asks=3), MemoryAnnounce()
+    with (
+        caplog.at_level(logging.ERROR, logger="agent_wait"),
+        registered_plugin(Observer(), "test-answers"),
+        registered_plugin(Broken(), "test-broken-answers"),
+    ):
+        handle_message(ledger, {"thread_id": "t", "input": 1}, inbox)
+        handle_message(ledger, {"thread_id": "t", "input": 1}, inbox)
+        for message in (reply("t-q5"), reply("t-q1", "yes"), reply("t-q1"), reply("t-q1")):
+            handle_message(ledger, message, inbox)
+        with pytest.raises(AnnounceFailed):
+            handle_message(ledger, reply("t-q2"), Refund("ops"), strict=True)
+    assert seen == [
+        ("t-q5", Outcome.UNKNOWN_QUESTION, [], True),
+        ("t-q1", Outcome.INVALID_ANSWER, [], True),
+        ("t-q1", Outcome.RESUMED, ["t-q2"], True),
+        ("t-q1", Outcome.DUPLICATE, ["t-q2"], True),
+        # A strict publish that failed: observed with the failed report before it raises.
+        ("t-q2", Outcome.RESUMED, ["t-q3"], False),
+    ], "start messages are not observed; every answer is, once"
+    assert ledger.runs == ["start t", "resume t ['t-q1']", "resume t ['t-q2']"]
+    assert caplog.text.count("answer_handled hook of plugin 'test-broken-answers' failed") == 5

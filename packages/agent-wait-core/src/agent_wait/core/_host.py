@@ -1,12 +1,42 @@
-"""What a framework's ``handle_message`` returns: the run result, the publish report, the outcome."""
+"""The host state machine every framework's ``handle_message`` runs, written once.
+
+:func:`plan` decides what one inbound message does to a thread (start, resume, hold, republish,
+or refuse it as a duplicate, an unknown question or an invalid answer) from what the framework
+reports; it performs no IO itself. It is a generator that yields the IO it needs as
+:data:`Step` values (load the thread, look in its history, run, hold an answer, publish) and receives
+each result, like the transport ``Exchange``. :func:`handle_message` and :func:`ahandle_message`
+perform those steps on a :class:`Host` or an :class:`AsyncHost`. A framework supplies only what
+differs: what its thread waits on, whether it asked a question before, its answer checks, its
+start and resume, and ``questions_in``.
+"""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent_wait.core._announce import PublishReport
+from agent_wait.core._errors import AgentWaitError, AnnounceFailed, InvalidAnswer
+from agent_wait.core._models import Answer, Question, StartMessage, parse_message
+from agent_wait.core._publish import Announce, Clock, apublish, publish
+
+if TYPE_CHECKING:
+    from pluggy import HookImpl
+
+logger = logging.getLogger("agent_wait.host")
+
+ThreadT = TypeVar("ThreadT")
+ResultT = TypeVar("ResultT")
+_ThreadIn = TypeVar("_ThreadIn", contravariant=True)
+_ResultIn = TypeVar("_ResultIn", contravariant=True)
+
+Step = tuple[str, tuple[Any, ...]]
+"""One piece of IO :func:`plan` needs: a host method name (or ``"publish"``) and its arguments."""
+
+Message = Answer | StartMessage | Mapping[str, Any] | str | bytes
 
 
 class Outcome(StrEnum):
@@ -20,7 +50,8 @@ class Outcome(StrEnum):
     """A start message arrived while the thread was parked: nothing ran, the pending questions
     were published again with their same question ids."""
     DUPLICATE = "duplicate"
-    """An answer for a question that is no longer pending (already answered, or late): nothing ran."""
+    """An answer for a question that is no longer pending (already answered, or late): nothing
+    ran; the questions the thread waits on now were published again."""
     UNKNOWN_QUESTION = "unknown_question"
     """An answer for a question id this thread never asked: nothing ran."""
     INVALID_ANSWER = "invalid_answer"
@@ -60,3 +91,325 @@ class Handled:
     def question_ids(self) -> list[str]:
         """The ids of the questions published for this message."""
         return self.report.question_ids
+
+
+class QuestionNotPending(AgentWaitError):
+    """Raised by a host's ``resume`` when the framework finds the question no longer pending.
+
+    Another handler answered it between the read and the resume; :func:`plan` reports the answer
+    as :attr:`Outcome.DUPLICATE`.
+    """
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """What a thread waits on, as its framework reports it before anything runs.
+
+    Attributes:
+        questions: The pending questions, in publish order (empty: the thread is not parked).
+        held: Answers already stored for some of them, by question id (only for a framework
+            that resumes once every pending question is answered).
+    """
+
+    questions: Sequence[Question] = ()
+    held: Mapping[str, Any] = field(default_factory=dict[str, Any])
+
+    @property
+    def ids(self) -> list[str]:
+        """The pending question ids, in publish order."""
+        return [q.question_id for q in self.questions]
+
+    @property
+    def unanswered(self) -> list[Question]:
+        """The pending questions without a held answer: what the thread waits on."""
+        return [q for q in self.questions if q.question_id not in self.held]
+
+
+class _HostBase(Protocol[_ThreadIn, _ResultIn]):
+    holds_answers: bool = False
+    """True if the framework resumes only with every pending question answered: an answer to
+    one of several is held (:meth:`Host.hold`) until the last arrives. False: each answer
+    resumes its own question."""
+
+    def waiting(self, thread: _ThreadIn) -> Waiting:
+        """What the loaded thread waits on (no IO)."""
+        ...
+
+    def check(self, thread: _ThreadIn, answer: Answer) -> Any:
+        """The value to resume (or hold) with, or :class:`InvalidAnswer` naming the problem.
+
+        Called only for a pending question, before anything is saved (no IO). Raise for an
+        answer the framework would choke on or save and be poisoned by.
+        """
+        ...
+
+    def questions_in(self, result: _ResultIn) -> list[Question]:
+        """The questions a run parked on (empty when it finished)."""
+        ...
+
+
+class Host(_HostBase[ThreadT, ResultT], Protocol[ThreadT, ResultT]):
+    """What a framework supplies to :func:`handle_message` (one instance per message is fine)."""
+
+    def load(self, thread_id: str) -> ThreadT:
+        """The thread's state (a graph snapshot, a stored history, an agent on its session)."""
+        ...
+
+    def asked(self, thread: ThreadT, question_id: str) -> bool:
+        """Whether the thread asked ``question_id`` before (it is not pending now).
+
+        True makes the answer a duplicate, False an unknown question; either way nothing runs.
+        """
+        ...
+
+    def hold(self, thread: ThreadT, answers: Mapping[str, Any]) -> None:
+        """Store ``answers`` (question id to checked value) until the rest arrive.
+
+        Only called when :attr:`holds_answers` is true; a host that sets it implements this.
+        """
+        raise TypeError(f"{type(self).__name__} sets holds_answers but does not implement hold()")
+
+    def start(self, thread: ThreadT, message: StartMessage) -> ResultT:
+        """Run the agent for a start message on a thread that is not parked; save the run."""
+        ...
+
+    def resume(self, thread: ThreadT, answers: Mapping[str, Any]) -> ResultT:
+        """Resume with ``answers`` (question id to checked value, in publish order); save the run.
+
+        Raises:
+            InvalidAnswer: The framework refused the answer before saving anything.
+            QuestionNotPending: The question was answered meanwhile; nothing ran.
+        """
+        ...
+
+
+class AsyncHost(_HostBase[ThreadT, ResultT], Protocol[ThreadT, ResultT]):
+    """What a framework supplies to :func:`ahandle_message`: :class:`Host` with async IO."""
+
+    async def load(self, thread_id: str) -> ThreadT:
+        """See :meth:`Host.load`."""
+        ...
+
+    async def asked(self, thread: ThreadT, question_id: str) -> bool:
+        """See :meth:`Host.asked`."""
+        ...
+
+    async def hold(self, thread: ThreadT, answers: Mapping[str, Any]) -> None:
+        """See :meth:`Host.hold`."""
+        raise TypeError(f"{type(self).__name__} sets holds_answers but does not implement hold()")
+
+    async def start(self, thread: ThreadT, message: StartMessage) -> ResultT:
+        """See :meth:`Host.start`."""
+        ...
+
+    async def resume(self, thread: ThreadT, answers: Mapping[str, Any]) -> ResultT:
+        """See :meth:`Host.resume`."""
+        ...
+
+
+def plan(
+    host: Host[Any, Any] | AsyncHost[Any, Any], message: Answer | StartMessage
+) -> Generator[Step, Any, Handled]:
+    """The decision for one message, as a generator of the IO it needs.
+
+    Each yielded :data:`Step` is ``(name, args)``: ``"publish"`` with ``(questions, thread_id)``,
+    or the host method to call (``load``, ``asked``, ``hold``, ``start``, ``resume``). Send back
+    its result, or throw in its exception; the generator returns the :class:`Handled`.
+    :func:`handle_message` and :func:`ahandle_message` are the two runners.
+    """
+    thread_id = message.thread_id
+    thread = yield ("load", (thread_id,))
+    waiting = host.waiting(thread)
+    if isinstance(message, StartMessage):
+        if waiting.ids:
+            detail = (
+                f"thread {thread_id!r} is parked on {waiting.ids}; nothing ran, its pending "
+                "questions were published again under the same ids"
+            )
+            return (
+                yield from _publish(Outcome.REPUBLISHED, waiting.unanswered, message, detail=detail)
+            )
+        result = yield ("start", (thread, message))
+        return (yield from _publish(Outcome.STARTED, host.questions_in(result), message, result))
+    handled = yield from _answer(host, thread, waiting, message)
+    _answered(message, handled)
+    return handled
+
+
+def _answer(
+    host: Host[Any, Any] | AsyncHost[Any, Any], thread: Any, waiting: Waiting, answer: Answer
+) -> Generator[Step, Any, Handled]:
+    thread_id, question_id = answer.thread_id, answer.question_id
+    where = f"question {question_id!r} of thread {thread_id!r}"
+    if question_id in waiting.held:
+        detail = f"{where} is already answered (the first answer stands); nothing ran"
+        return (yield from _publish(Outcome.DUPLICATE, waiting.unanswered, answer, detail=detail))
+    if question_id not in waiting.ids:
+        if not (yield ("asked", (thread, question_id))):
+            detail = f"thread {thread_id!r} never asked question {question_id!r}; nothing ran"
+            return Handled(Outcome.UNKNOWN_QUESTION, detail=detail)
+        # The questions the thread waits on now go out again: this may be the redelivery of an
+        # answer whose resume parked on the next question and whose strict publish failed.
+        # Consumers deduplicate on question_id.
+        state = f"it waits on {waiting.ids}" if waiting.ids else "it is not parked"
+        detail = f"{where} is no longer pending (already answered, or late; {state}); nothing ran"
+        return (yield from _publish(Outcome.DUPLICATE, waiting.unanswered, answer, detail=detail))
+    try:
+        value = host.check(thread, answer)
+    except InvalidAnswer as error:
+        return _refused(where, error)
+    answers = {question_id: value}
+    if host.holds_answers:
+        held = {**waiting.held, question_id: value}
+        answers = {i: held[i] for i in waiting.ids if i in held}
+        remaining = [i for i in waiting.ids if i not in held]
+        if remaining:
+            yield ("hold", (thread, answers))
+            detail = (
+                f"answer to {question_id!r} held; thread {thread_id!r} resumes once {remaining} "
+                "are answered too"
+            )
+            return Handled(Outcome.HELD, detail=detail)
+    try:
+        result = yield ("resume", (thread, answers))
+    except QuestionNotPending:
+        detail = f"{where} was answered meanwhile by another handler; nothing ran"
+        return Handled(Outcome.DUPLICATE, detail=detail)
+    except InvalidAnswer as error:
+        return _refused(where, error)
+    return (yield from _publish(Outcome.RESUMED, host.questions_in(result), answer, result))
+
+
+def _refused(where: str, error: InvalidAnswer) -> Handled:
+    return Handled(
+        Outcome.INVALID_ANSWER,
+        detail=f"{where}: the answer was refused before anything was saved: {error}",
+    )
+
+
+def _publish(
+    outcome: Outcome,
+    questions: Sequence[Question],
+    message: Answer | StartMessage,
+    result: Any = None,
+    *,
+    detail: str | None = None,
+) -> Generator[Step, Any, Handled]:
+    if not questions and outcome not in (Outcome.STARTED, Outcome.RESUMED):
+        return Handled(outcome, result, PublishReport(), detail)
+    try:
+        report = yield ("publish", (list(questions), message.thread_id))
+    except AnnounceFailed as failed:
+        # The outcome stands (a resume was saved): observers hear of it before the host leaves
+        # the message unacknowledged.
+        if isinstance(message, Answer):
+            _answered(message, Handled(outcome, result, failed.report, detail))
+        raise
+    return Handled(outcome, result, report, detail)
+
+
+def _answered(answer: Answer, handled: Handled) -> None:
+    if not handled.ran:
+        # Ids and the outcome only: the detail may quote the answer, which is the consumer's content.
+        logger.info(
+            "agent-wait host: %s (thread %s, question %s)",
+            handled.outcome.value,
+            answer.thread_id,
+            answer.question_id,
+        )
+    for impl in _answer_observers():
+        # One call per plugin: one broken observer must not silence the others or the host.
+        try:
+            impl.function(answer=answer, handled=handled)
+        except Exception:
+            logger.exception("answer_handled hook of plugin %r failed", impl.plugin_name)
+
+
+def _answer_observers() -> list[HookImpl]:
+    from agent_wait.core._plugins import registry
+
+    return list(reversed(registry().manager.hook.answer_handled.get_hookimpls()))
+
+
+def _parse(message: Message) -> Answer | StartMessage:
+    return message if isinstance(message, Answer | StartMessage) else parse_message(message)
+
+
+def handle_message(
+    host: Host[Any, Any],
+    message: Message,
+    announce: Announce = None,
+    *,
+    strict: bool = False,
+    reply_to: Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
+) -> Handled:
+    """Run :func:`plan` for one inbound message, performing its steps on ``host``.
+
+    Args:
+        host: The framework's :class:`Host`.
+        message: The inbound message: a dict, JSON text or bytes (validated with
+            :func:`~agent_wait.core.parse_message`), or a parsed message.
+        announce: Where questions are published (None: the configured default).
+        strict: Raise :class:`~agent_wait.core.AnnounceFailed` after every announcer was tried
+            if a delivery failed (the run is saved), so the host leaves the message
+            unacknowledged; its redelivery republishes what the thread waits on.
+        reply_to: A hint for where answers go, copied into every envelope.
+        clock: Returns "now" (aware); ``expires_at`` is measured from it.
+
+    Raises:
+        pydantic.ValidationError: The message is neither an answer nor a start message.
+        AnnounceFailed: ``strict`` and a delivery failed.
+    """
+    steps = plan(host, _parse(message))
+    sent: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            name, args = steps.send(sent) if error is None else steps.throw(error)
+        except StopIteration as done:
+            handled: Handled = done.value
+            return handled
+        try:
+            if name == "publish":
+                questions, thread_id = args
+                sent = publish(
+                    questions, thread_id, announce, reply_to=reply_to, clock=clock, strict=strict
+                )
+            else:
+                sent = getattr(host, name)(*args)
+            error = None
+        except Exception as caught:  # noqa: BLE001 - thrown into the plan, which decides
+            sent, error = None, caught
+
+
+async def ahandle_message(
+    host: AsyncHost[Any, Any],
+    message: Message,
+    announce: Announce = None,
+    *,
+    strict: bool = False,
+    reply_to: Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
+) -> Handled:
+    """Async :func:`handle_message`: awaits the host's IO, announcers delivered concurrently."""
+    steps = plan(host, _parse(message))
+    sent: Any = None
+    error: Exception | None = None
+    while True:
+        try:
+            name, args = steps.send(sent) if error is None else steps.throw(error)
+        except StopIteration as done:
+            handled: Handled = done.value
+            return handled
+        try:
+            if name == "publish":
+                questions, thread_id = args
+                sent = await apublish(
+                    questions, thread_id, announce, reply_to=reply_to, clock=clock, strict=strict
+                )
+            else:
+                sent = await getattr(host, name)(*args)
+            error = None
+        except Exception as caught:  # noqa: BLE001 - thrown into the plan, which decides
+            sent, error = None, caught

@@ -19,7 +19,8 @@ import pluggy
 
 if TYPE_CHECKING:
     from agent_wait.core._announce import Delivery
-    from agent_wait.core._models import WaitEnvelope
+    from agent_wait.core._host import Handled
+    from agent_wait.core._models import Answer, WaitEnvelope
 
 PROJECT = "agent_wait"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -84,6 +85,24 @@ def delivery_outcome(delivery: Delivery, envelope: WaitEnvelope) -> None:
     Args:
         delivery: The outcome.
         envelope: The envelope that was (or was not) delivered.
+
+    Added in 0.1.
+    """
+
+
+@hookspec
+def answer_handled(answer: Answer, handled: Handled) -> None:
+    """Observe what a framework's ``handle_message`` did with each answer (metrics, audit).
+
+    Called once per answer that got an outcome (resumed, held, duplicate, unknown question,
+    invalid answer), after the run was saved and its questions published; when a strict publish
+    failed, before ``AnnounceFailed`` propagates, with the failed report. Not called for start
+    messages, nor when handling raised before an outcome. Exceptions are logged and ignored.
+
+    Args:
+        answer: The answer message.
+        handled: The outcome, the run's result (None when nothing ran), the publish report
+            and, when nothing ran, why.
 
     Added in 0.1.
     """

@@ -1,19 +1,19 @@
-"""The whole LangGraph host of seed section 4 in one call, with the guarantees LangGraph leaves out.
+"""The LangGraph host in one call, on core's host state machine, with what LangGraph leaves out.
 
-LangGraph alone (FRAMEWORK_FACTS sections 1-2): a stale id can answer the *next* interrupt of
+LangGraph alone: a stale id can answer the *next* interrupt of
 the same node; a start message redelivered to a parked thread mints a new interrupt id and
 orphans the published one; a malformed ``HumanInTheLoopMiddleware`` batch answer is saved and
 poisons the thread; and under the prebuilt ``ToolNode`` an answer can reach another tool.
-:func:`handle_message` reads the thread's state before it runs anything and closes each of these.
+:func:`handle_message` reads the thread's state before it runs anything and closes each of these;
+the decisions (start, resume, republish, duplicate...) are ``agent_wait.core.host``'s.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Mapping
+from collections.abc import Callable, Generator, Iterable, Mapping
 from contextlib import contextmanager
-from dataclasses import replace
-from datetime import datetime
+from dataclasses import dataclass
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -24,12 +24,13 @@ from agent_wait.core import (
     Announce,
     Answer,
     Handled,
-    Outcome,
+    InvalidAnswer,
+    Question,
     StartMessage,
-    apublish,
     parse_message,
-    publish,
 )
+from agent_wait.core import host as core_host
+from agent_wait.core.host import AsyncHost, Clock, Host, QuestionNotPending, Waiting
 from agent_wait.langgraph._adapter import (
     batch_actions,
     interrupts_in,
@@ -52,8 +53,6 @@ Graph = Pregel[Any, Any, Any, Any]
 STRICT_RESUME_KEY = "__pregel_strict_resume"
 """LangGraph's strict-resume switch (``CONFIG_KEY_STRICT_RESUME``, langgraph 1.2): a resume naming
 an interrupt that is no longer pending raises ``UnknownInterruptError`` before anything is written."""
-
-Clock = Callable[[], datetime]
 
 _INTERRUPT_ID = re.compile(r"^[0-9a-f]{32}$")
 # LangGraph's id of a task's n-th interrupt (private in langgraph 1.2; see _earlier_ids).
@@ -78,7 +77,7 @@ def resume_command(
     """The ``Command`` that resumes a thread with one answer: ``Command(resume={question_id: answer})``.
 
     Args:
-        answer_message: The answer message (seed section 2): ``{"thread_id", "question_id",
+        answer_message: The answer message: ``{"thread_id", "question_id",
             "answer"}``, as a dict, JSON text or :class:`~agent_wait.core.Answer`.
         pending: Optional: the thread's pending interrupts (``graph.get_state(config)``, its
             ``.interrupts``, or the last run's result). When the question is a ``@wait`` one,
@@ -202,38 +201,14 @@ def _logged() -> Generator[RunLog]:
         RUN_LOG.reset(token)
 
 
-def _check_routing(log: RunLog, result: Any, thread_id: str) -> None:
-    problems = log.problems(interrupts_in(result))
-    if problems:
-        raise InterruptRoutingError(
-            f"thread {thread_id!r}: {'; '.join(problems)}. LangGraph matches answers to a task's "
-            "interrupt() calls by the order they run, so an answer could reach the wrong call, and "
-            "a call approved earlier in the task runs again when it resumes. Nothing was "
-            "published. Ask one question per task: langchain.agents.create_agent runs each tool "
-            "call as its own task; otherwise let the model call one gated tool per turn "
-            "(bind_tools(..., parallel_tool_calls=False)) or give each @wait call its own node. "
-            "This thread stays parked and should be abandoned"
-        )
-
-
-def _refused(error: ValidationError, question_id: str, thread_id: str) -> Handled:
+def _refused(error: ValidationError, question_id: str, thread_id: str) -> InvalidAnswer:
     for detail in error.errors():
         cause = (detail.get("ctx") or {}).get("error")
         if isinstance(cause, Misaddressed):
             raise InterruptRoutingError(
                 f"thread {thread_id!r}, question {question_id}: {cause}"
             ) from error
-    return Handled(
-        Outcome.INVALID_ANSWER,
-        detail=f"question {question_id}: the answer was refused before it was saved: {error}",
-    )
-
-
-def _resume(answer: Answer, target: Interrupt) -> Command[Any] | Handled:
-    problem = answer_problem(target, answer.answer)
-    if problem:
-        return Handled(Outcome.INVALID_ANSWER, detail=f"question {target.id}: {problem}")
-    return Command(resume={target.id: address(answer.thread_id, target.value, answer.answer)})
+    return InvalidAnswer(str(error))
 
 
 def _seen(snapshots: Iterable[StateSnapshot], question_id: str) -> bool:
@@ -268,18 +243,113 @@ def _earlier_ids(task: PregelTask, interrupt_id: str) -> list[str]:
     return []
 
 
-def _not_pending(seen: bool, question_id: str, thread_id: str, pending: list[Interrupt]) -> Handled:
-    if seen:
-        state = f"parked on {[i.id for i in pending]}" if pending else "not parked"
-        return Handled(
-            Outcome.DUPLICATE,
-            detail=f"question {question_id} of thread {thread_id!r} was already answered or the "
-            f"thread moved on (it is {state}); nothing ran",
+@dataclass(frozen=True)
+class _Thread:
+    thread_id: str
+    config: RunnableConfig
+    pending: list[Interrupt]
+
+    def target(self, question_id: str) -> Interrupt:
+        return next(i for i in self.pending if i.id == question_id)
+
+
+class _Host:
+    """What LangGraph adds to core's host: state from the checkpointer, strict resumes."""
+
+    # Any: pyright reads Pregel.invoke's overloads as partially unknown (``Command[Unknown]``).
+    graph: Any
+
+    def __init__(self, graph: Graph, config: RunnableConfig | Mapping[str, Any] | None) -> None:
+        self.graph = graph
+        self.config = config
+
+    def waiting(self, thread: _Thread) -> Waiting:
+        return Waiting(questions_in(thread.pending))
+
+    def check(self, thread: _Thread, answer: Answer) -> Any:
+        problem = answer_problem(thread.target(answer.question_id), answer.answer)
+        if problem:
+            raise InvalidAnswer(problem)
+        return answer.answer
+
+    def questions_in(self, result: Any) -> list[Question]:
+        return questions_in(result)
+
+    def _command(self, thread: _Thread, answers: Mapping[str, Any]) -> Command[Any]:
+        [(question_id, value)] = answers.items()
+        target = thread.target(question_id)
+        return Command(resume={question_id: address(thread.thread_id, target.value, value)})
+
+
+@contextmanager
+def _resuming(thread: _Thread, answers: Mapping[str, Any]) -> Generator[RunLog]:
+    try:
+        with _logged() as log:
+            yield log
+    except UnknownInterruptError as error:
+        # Answered by a concurrent handler between our read and the resume.
+        raise QuestionNotPending(str(error)) from error
+    except ValidationError as error:
+        if not is_invalid_resume(error):
+            raise
+        [question_id] = answers
+        raise _refused(error, question_id, thread.thread_id) from error
+
+
+def _checked(log: RunLog, result: Any, thread: _Thread) -> Any:
+    problems = log.problems(interrupts_in(result))
+    if problems:
+        raise InterruptRoutingError(
+            f"thread {thread.thread_id!r}: {'; '.join(problems)}. LangGraph matches answers to a task's "
+            "interrupt() calls by the order they run, so an answer could reach the wrong call, and "
+            "a call approved earlier in the task runs again when it resumes. Nothing was "
+            "published. Ask one question per task: langchain.agents.create_agent runs each tool "
+            "call as its own task; otherwise let the model call one gated tool per turn "
+            "(bind_tools(..., parallel_tool_calls=False)) or give each @wait call its own node. "
+            "This thread stays parked and should be abandoned"
         )
-    return Handled(
-        Outcome.UNKNOWN_QUESTION,
-        detail=f"thread {thread_id!r} never asked question {question_id}; nothing ran",
-    )
+    return result
+
+
+class _SyncHost(_Host, Host[_Thread, Any]):
+    def load(self, thread_id: str) -> _Thread:
+        config = _run_config(self.config, thread_id)
+        return _Thread(thread_id, config, list(self.graph.get_state(config).interrupts))
+
+    def asked(self, thread: _Thread, question_id: str) -> bool:
+        return _seen(self.graph.get_state_history(thread.config), question_id)
+
+    def start(self, thread: _Thread, message: StartMessage) -> Any:
+        with _logged() as log:
+            result = self.graph.invoke(message.input, thread.config)
+        return _checked(log, result, thread)
+
+    def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
+        command = self._command(thread, answers)
+        with _resuming(thread, answers) as log:
+            result = self.graph.invoke(command, _strict(thread.config))
+        return _checked(log, result, thread)
+
+
+class _AsyncHost(_Host, AsyncHost[_Thread, Any]):
+    async def load(self, thread_id: str) -> _Thread:
+        config = _run_config(self.config, thread_id)
+        return _Thread(thread_id, config, list((await self.graph.aget_state(config)).interrupts))
+
+    async def asked(self, thread: _Thread, question_id: str) -> bool:
+        history = [s async for s in self.graph.aget_state_history(thread.config)]
+        return _seen(history, question_id)
+
+    async def start(self, thread: _Thread, message: StartMessage) -> Any:
+        with _logged() as log:
+            result = await self.graph.ainvoke(message.input, thread.config)
+        return _checked(log, result, thread)
+
+    async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
+        command = self._command(thread, answers)
+        with _resuming(thread, answers) as log:
+            result = await self.graph.ainvoke(command, _strict(thread.config))
+        return _checked(log, result, thread)
 
 
 def handle_message(
@@ -337,48 +407,10 @@ def handle_message(
         ValueError: The graph has no checkpointer, or ``config`` names another thread.
         pydantic.ValidationError: The message is malformed (the error names the field).
     """
-    graph = _check_graph(graph)
-    parsed = message if isinstance(message, Answer | StartMessage) else parse_message(message)
-    thread_id = parsed.thread_id
-    run_config = _run_config(config, thread_id)
-    pending = list(graph.get_state(run_config).interrupts)
-    options: dict[str, Any] = {"reply_to": reply_to, "strict": strict, "clock": clock}
-
-    if isinstance(parsed, StartMessage):
-        if pending:
-            report = publish(questions_in(pending), thread_id, announce, **options)
-            return Handled(Outcome.REPUBLISHED, report=report, detail=_republished(pending))
-        with _logged() as log:
-            result = graph.invoke(parsed.input, run_config)
-        outcome = Outcome.STARTED
-    else:
-        target = next((i for i in pending if i.id == parsed.question_id), None)
-        if target is None:
-            seen = _seen(graph.get_state_history(run_config), parsed.question_id)
-            handled = _not_pending(seen, parsed.question_id, thread_id, pending)
-            if handled.outcome is Outcome.DUPLICATE and pending:
-                # This may be the redelivery of an answer whose resume parked on the next
-                # question and whose strict publish failed: that question goes out now.
-                report = publish(questions_in(pending), thread_id, announce, **options)
-                handled = replace(handled, report=report)
-            return handled
-        command = _resume(parsed, target)
-        if isinstance(command, Handled):
-            return command
-        try:
-            with _logged() as log:
-                result = graph.invoke(command, _strict(run_config))
-        except UnknownInterruptError:
-            # Answered by a concurrent handler between our read and the resume.
-            return _not_pending(True, parsed.question_id, thread_id, [])
-        except ValidationError as error:
-            if not is_invalid_resume(error):
-                raise
-            return _refused(error, target.id, thread_id)
-        outcome = Outcome.RESUMED
-    _check_routing(log, result, thread_id)
-    report = publish(questions_in(result), thread_id, announce, **options)
-    return Handled(outcome, result=result, report=report)
+    host = _SyncHost(_check_graph(graph), config)
+    return core_host.handle_message(
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock
+    )
 
 
 async def ahandle_message(
@@ -395,54 +427,7 @@ async def ahandle_message(
 
     Use it with async checkpointers (``AsyncSqliteSaver``) and async nodes and tools.
     """
-    graph = _check_graph(graph)
-    parsed = message if isinstance(message, Answer | StartMessage) else parse_message(message)
-    thread_id = parsed.thread_id
-    run_config = _run_config(config, thread_id)
-    pending = list((await graph.aget_state(run_config)).interrupts)
-    options: dict[str, Any] = {"reply_to": reply_to, "strict": strict, "clock": clock}
-
-    if isinstance(parsed, StartMessage):
-        if pending:
-            report = await apublish(questions_in(pending), thread_id, announce, **options)
-            return Handled(Outcome.REPUBLISHED, report=report, detail=_republished(pending))
-        with _logged() as log:
-            result = await graph.ainvoke(parsed.input, run_config)
-        outcome = Outcome.STARTED
-    else:
-        target = next((i for i in pending if i.id == parsed.question_id), None)
-        if target is None:
-            seen = await _aseen(graph.aget_state_history(run_config), parsed.question_id)
-            handled = _not_pending(seen, parsed.question_id, thread_id, pending)
-            if handled.outcome is Outcome.DUPLICATE and pending:
-                report = await apublish(questions_in(pending), thread_id, announce, **options)
-                handled = replace(handled, report=report)
-            return handled
-        command = _resume(parsed, target)
-        if isinstance(command, Handled):
-            return command
-        try:
-            with _logged() as log:
-                result = await graph.ainvoke(command, _strict(run_config))
-        except UnknownInterruptError:
-            return _not_pending(True, parsed.question_id, thread_id, [])
-        except ValidationError as error:
-            if not is_invalid_resume(error):
-                raise
-            return _refused(error, target.id, thread_id)
-        outcome = Outcome.RESUMED
-    _check_routing(log, result, thread_id)
-    report = await apublish(questions_in(result), thread_id, announce, **options)
-    return Handled(outcome, result=result, report=report)
-
-
-async def _aseen(snapshots: AsyncIterator[StateSnapshot], question_id: str) -> bool:
-    collected = [snapshot async for snapshot in snapshots]
-    return _seen(collected, question_id)
-
-
-def _republished(pending: list[Interrupt]) -> str:
-    return (
-        f"the thread is parked on {len(pending)} question(s) {[i.id for i in pending]}; nothing ran, "
-        "they were published again under the same ids"
+    host = _AsyncHost(_check_graph(graph), config)
+    return await core_host.ahandle_message(
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock
     )

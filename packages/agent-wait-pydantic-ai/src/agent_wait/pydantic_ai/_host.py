@@ -1,4 +1,4 @@
-"""The whole Pydantic AI host of seed section 4 in one call: load, run or resume, store, publish.
+"""The Pydantic AI host in one call, on core's host state machine: load, run or resume, store.
 
 Pydantic AI keeps no state between runs, so everything :func:`handle_message` needs to know
 about a parked thread lives in its stored history: the pending calls are the last response's
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from pydantic import TypeAdapter
@@ -25,23 +24,19 @@ from agent_wait.core import (
     Answer,
     Handled,
     InvalidAnswer,
-    Outcome,
-    PublishReport,
     Question,
     StartMessage,
-    apublish,
     canonical_json,
-    parse_message,
-    publish,
     to_jsonable,
 )
+from agent_wait.core import host as core_host
+from agent_wait.core.host import AsyncHost, Clock, Host, Waiting
 from agent_wait.pydantic_ai._adapter import deferred_requests, questions_in
 from agent_wait.pydantic_ai._history import HistoryStore
 from agent_wait.pydantic_ai._results import deferred_results
 from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import ModelMessage, ModelResponse
 
-Clock = Callable[[], datetime]
 _REQUESTS: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)
 # handle_message supplies these itself; a caller passing one would silently fight it.
 _RESERVED = frozenset({"user_prompt", "message_history", "deferred_tool_results"})
@@ -58,16 +53,6 @@ class Parked:
 
     requests: DeferredToolRequests
     answers: dict[str, Any]
-
-    @property
-    def ids(self) -> list[str]:
-        """The pending question ids, in publish order."""
-        return [q.question_id for q in questions_in(self.requests)]
-
-    @property
-    def unanswered(self) -> list[Question]:
-        """The pending questions that have no held answer yet."""
-        return [q for q in questions_in(self.requests) if q.question_id not in self.answers]
 
 
 def _last_response(messages: Sequence[ModelMessage]) -> int | None:
@@ -170,95 +155,104 @@ def _prompt(message: StartMessage) -> str | None:
 
 
 @dataclass(frozen=True)
-class _Plan:
-    """What to do with one message, decided before anything runs."""
-
+class _Thread:
     thread_id: str
-    outcome: Outcome
-    prompt: str | None = None
-    results: DeferredToolResults | None = None
-    save: list[ModelMessage] | None = None
-    republish: list[Question] = field(default_factory=list[Question])
-    detail: str | None = None
-
-    @property
-    def runs(self) -> bool:
-        return self.outcome in (Outcome.STARTED, Outcome.RESUMED)
+    messages: list[ModelMessage]
+    state: Parked | None
 
 
-def _plan(message: Answer | StartMessage, messages: list[ModelMessage]) -> _Plan:
-    thread_id = message.thread_id
-    state = parked(thread_id, messages)
-    if isinstance(message, StartMessage):
-        if state is not None:
-            return _Plan(
-                thread_id,
-                Outcome.REPUBLISHED,
-                republish=state.unanswered,
-                detail=f"thread {thread_id!r} is parked; its pending questions were published again",
+class _Host:
+    """What Pydantic AI adds to core's host: state from the stored history, answers held."""
+
+    holds_answers = True
+
+    def __init__(self, agent: Agent[Any, Any], history: HistoryStore, options: dict[str, Any]):
+        self.agent = agent
+        self.history = history
+        self.options = options
+
+    def _load(self, thread_id: str, messages: list[ModelMessage]) -> _Thread:
+        return _Thread(thread_id, messages, parked(thread_id, messages))
+
+    def waiting(self, thread: _Thread) -> Waiting:
+        if thread.state is None:
+            return Waiting()
+        return Waiting(questions_in(thread.state.requests), thread.state.answers)
+
+    def check(self, thread: _Thread, answer: Answer) -> Any:
+        assert thread.state is not None  # only pending questions are checked
+        try:
+            value = to_jsonable(answer.answer, "answer")
+            deferred_results(
+                thread.state.requests, _answer(thread.thread_id, answer.question_id, value)
             )
-        return _Plan(thread_id, Outcome.STARTED, prompt=_prompt(message))
-    return _plan_answer(message, messages, state)
+        except TypeError as error:
+            raise InvalidAnswer(str(error)) from error
+        return value
+
+    def questions_in(self, result: AgentRunResult[Any]) -> list[Question]:
+        return questions_in(result)
+
+    def _held(self, thread: _Thread, answers: Mapping[str, Any]) -> list[ModelMessage]:
+        assert thread.state is not None
+        return recorded(thread.messages, thread.state.requests, answers)
+
+    def _run_args(self, thread: _Thread, answers: Mapping[str, Any]) -> dict[str, Any]:
+        assert thread.state is not None
+        results = deferred_results(
+            thread.state.requests, *(_answer(thread.thread_id, i, v) for i, v in answers.items())
+        )
+        return {"message_history": thread.messages or None, "deferred_tool_results": results}
 
 
-def _plan_answer(message: Answer, messages: list[ModelMessage], state: Parked | None) -> _Plan:
-    thread_id, question_id = message.thread_id, message.question_id
-    # Republishing what is still pending on a duplicate is harmless (consumers deduplicate on
-    # question_id) and is how the questions of a resume whose strict publish failed get out when
-    # the host lets the answer be redelivered.
-    still = [] if state is None else state.unanswered
-    if state is None or question_id not in state.ids:
-        if _asked(messages, question_id):
-            return _Plan(
-                thread_id,
-                Outcome.DUPLICATE,
-                republish=still,
-                detail=f"question {question_id!r} of thread {thread_id!r} is no longer pending; nothing ran",
-            )
-        return _Plan(
-            thread_id,
-            Outcome.UNKNOWN_QUESTION,
-            detail=f"thread {thread_id!r} never asked question {question_id!r}; nothing ran",
-        )
-    if question_id in state.answers:
-        return _Plan(
-            thread_id,
-            Outcome.DUPLICATE,
-            republish=still,
-            detail=f"question {question_id!r} of thread {thread_id!r} is already answered (the first "
-            "answer stands); nothing ran",
-        )
-    try:
-        answer = to_jsonable(message.answer, "answer")
-        deferred_results(state.requests, _answer(thread_id, question_id, answer))
-    except (InvalidAnswer, TypeError) as error:
-        return _Plan(thread_id, Outcome.INVALID_ANSWER, detail=str(error))
-    answers = {**state.answers, question_id: answer}
-    remaining = [i for i in state.ids if i not in answers]
-    if remaining:
-        return _Plan(
-            thread_id,
-            Outcome.HELD,
-            save=recorded(messages, state.requests, answers),
-            detail=f"answer to {question_id!r} held; thread {thread_id!r} resumes once {remaining} "
-            "are answered too",
-        )
-    results = deferred_results(
-        state.requests, *(_answer(thread_id, i, answers[i]) for i in state.ids)
-    )
-    return _Plan(thread_id, Outcome.RESUMED, results=results)
+class _SyncHost(_Host, Host[_Thread, AgentRunResult[Any]]):
+    def load(self, thread_id: str) -> _Thread:
+        return self._load(thread_id, self.history.load(thread_id))
+
+    def asked(self, thread: _Thread, question_id: str) -> bool:
+        return _asked(thread.messages, question_id)
+
+    def hold(self, thread: _Thread, answers: Mapping[str, Any]) -> None:
+        self.history.save(thread.thread_id, self._held(thread, answers))
+
+    def start(self, thread: _Thread, message: StartMessage) -> AgentRunResult[Any]:
+        history = thread.messages or None
+        result = self.agent.run_sync(_prompt(message), message_history=history, **self.options)
+        self.history.save(thread.thread_id, _after_run(result))
+        return result
+
+    def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentRunResult[Any]:
+        result = self.agent.run_sync(None, **self._run_args(thread, answers), **self.options)
+        self.history.save(thread.thread_id, _after_run(result))
+        return result
+
+
+class _AsyncHost(_Host, AsyncHost[_Thread, AgentRunResult[Any]]):
+    # The history store is called in a worker thread: a blocking store must not stall the loop.
+
+    async def load(self, thread_id: str) -> _Thread:
+        return self._load(thread_id, await asyncio.to_thread(self.history.load, thread_id))
+
+    async def asked(self, thread: _Thread, question_id: str) -> bool:
+        return _asked(thread.messages, question_id)
+
+    async def hold(self, thread: _Thread, answers: Mapping[str, Any]) -> None:
+        await asyncio.to_thread(self.history.save, thread.thread_id, self._held(thread, answers))
+
+    async def start(self, thread: _Thread, message: StartMessage) -> AgentRunResult[Any]:
+        history = thread.messages or None
+        result = await self.agent.run(_prompt(message), message_history=history, **self.options)
+        await asyncio.to_thread(self.history.save, thread.thread_id, _after_run(result))
+        return result
+
+    async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentRunResult[Any]:
+        result = await self.agent.run(None, **self._run_args(thread, answers), **self.options)
+        await asyncio.to_thread(self.history.save, thread.thread_id, _after_run(result))
+        return result
 
 
 def _answer(thread_id: str, question_id: str, answer: Any) -> Answer:
     return Answer(thread_id=thread_id, question_id=question_id, answer=answer)
-
-
-def _parse(
-    message: Mapping[str, Any] | str | bytes | Answer | StartMessage,
-) -> Answer | StartMessage:
-    if isinstance(message, Answer | StartMessage):
-        return message
-    return parse_message(message)
 
 
 def _check_options(run_options: Mapping[str, Any]) -> None:
@@ -268,10 +262,6 @@ def _check_options(run_options: Mapping[str, Any]) -> None:
             f"handle_message() sets {reserved} itself from the message and the stored history; "
             "do not pass them"
         )
-
-
-def _skipped(plan: _Plan, report: PublishReport) -> Handled:
-    return Handled(plan.outcome, None, report, plan.detail)
 
 
 def handle_message(
@@ -333,32 +323,10 @@ def handle_message(
         TypeError: ``run_options`` names an argument handle_message sets itself.
     """
     _check_options(run_options)
-    parsed = _parse(message)
-    messages = history.load(parsed.thread_id)
-    plan = _plan(parsed, messages)
-    if not plan.runs:
-        if plan.save is not None:
-            history.save(plan.thread_id, plan.save)
-        report = publish(
-            plan.republish, plan.thread_id, announce, reply_to=reply_to, strict=strict, clock=clock
-        )
-        return _skipped(plan, report)
-    result = agent.run_sync(
-        plan.prompt,
-        message_history=messages or None,
-        deferred_tool_results=plan.results,
-        **run_options,
+    host = _SyncHost(agent, history, run_options)
+    return core_host.handle_message(
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock
     )
-    history.save(plan.thread_id, _after_run(result))
-    report = publish(
-        questions_in(result),
-        plan.thread_id,
-        announce,
-        reply_to=reply_to,
-        strict=strict,
-        clock=clock,
-    )
-    return Handled(plan.outcome, result, report)
 
 
 async def ahandle_message(
@@ -378,29 +346,7 @@ async def ahandle_message(
     event loop. Same arguments, guarantees and result as :func:`handle_message`.
     """
     _check_options(run_options)
-    parsed = _parse(message)
-    messages = await asyncio.to_thread(history.load, parsed.thread_id)
-    plan = _plan(parsed, messages)
-    if not plan.runs:
-        if plan.save is not None:
-            await asyncio.to_thread(history.save, plan.thread_id, plan.save)
-        report = await apublish(
-            plan.republish, plan.thread_id, announce, reply_to=reply_to, strict=strict, clock=clock
-        )
-        return _skipped(plan, report)
-    result = await agent.run(
-        plan.prompt,
-        message_history=messages or None,
-        deferred_tool_results=plan.results,
-        **run_options,
+    host = _AsyncHost(agent, history, run_options)
+    return await core_host.ahandle_message(
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock
     )
-    await asyncio.to_thread(history.save, plan.thread_id, _after_run(result))
-    report = await apublish(
-        questions_in(result),
-        plan.thread_id,
-        announce,
-        reply_to=reply_to,
-        strict=strict,
-        clock=clock,
-    )
-    return Handled(plan.outcome, result, report)

@@ -1,4 +1,4 @@
-"""The whole Strands host of seed section 4 in one call: run or resume, then publish."""
+"""The Strands host in one call, on core's host state machine: run or resume, then publish."""
 
 from __future__ import annotations
 
@@ -7,20 +7,11 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any, cast
 
-from agent_wait.core import (
-    Announce,
-    Answer,
-    Handled,
-    Outcome,
-    PublishReport,
-    StartMessage,
-    apublish,
-    parse_message,
-    publish,
-)
+from agent_wait.core import Announce, Answer, Handled, InvalidAnswer, Question, StartMessage
+from agent_wait.core import host as core_host
+from agent_wait.core.host import AsyncHost, Clock, Host, Waiting
 from agent_wait.strands._adapter import questions_in, questions_of
 from strands import Agent
 from strands.agent.agent_result import AgentResult
@@ -29,7 +20,6 @@ from strands.interrupt import Interrupt
 logger = logging.getLogger(__name__)
 
 AgentFactory = Callable[[str], "Agent | Awaitable[Agent]"]
-Clock = Callable[[], datetime]
 
 
 def interrupt_responses(*answers: Answer | Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -86,7 +76,7 @@ class _Parked:
 def _parked(agent: Agent) -> _Parked:
     # Strands 1.62 exposes the restored interrupt state only as `Agent._interrupt_state` (its own
     # session code reads it the same way); there is no public accessor. Reading it is what lets
-    # us refuse a duplicate answer that Strands would silently accept (FRAMEWORK_FACTS 4).
+    # us refuse a duplicate answer that Strands would silently accept.
     state = getattr(agent, "_interrupt_state", None)
     if state is None:
         raise RuntimeError(
@@ -113,7 +103,7 @@ def _prompt(value: Any) -> Any:
     """Turn a start message's ``input`` into a Strands prompt.
 
     Text, content-block or message lists and None (continue the conversation) are Strands
-    prompts already; any other JSON (the seed's ``{"order_id": ..., "amount": ...}``) becomes
+    prompts already; any other JSON (``{"order_id": ..., "amount": ...}``) becomes
     its JSON text.
     """
     if value is None or isinstance(value, str | list):
@@ -121,64 +111,75 @@ def _prompt(value: Any) -> Any:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _asked(agent: Agent, parked: _Parked, question_id: str) -> bool:
+    # Strands itself would raise for an answer not in the interrupt state (KeyError), or, while
+    # another interrupt of the same cycle is pending, silently take the answer again.
+    answered = parked.activated and question_id in parked.interrupts
+    return answered or _asked_earlier(agent, question_id)
+
+
 @dataclass(frozen=True)
-class _Plan:
-    """What to do with one message: run the agent with ``prompt``, or answer without running."""
-
-    thread_id: str
-    outcome: Outcome
-    prompt: Any = None
-    republish: tuple[Interrupt, ...] = ()
-    detail: str | None = None
-
-    @property
-    def runs(self) -> bool:
-        return self.outcome in (Outcome.STARTED, Outcome.RESUMED)
+class _Thread:
+    agent: Agent
+    parked: _Parked
 
 
-def _plan(agent: Agent, message: Answer | StartMessage, to_prompt: Callable[[Any], Any]) -> _Plan:
-    thread_id = message.thread_id
-    parked = _parked(agent)
-    if isinstance(message, StartMessage):
-        if parked.pending:
-            return _Plan(
-                thread_id,
-                Outcome.REPUBLISHED,
-                republish=tuple(parked.pending),
-                detail=f"thread {thread_id!r} is waiting on {len(parked.pending)} question(s); "
-                "published them again instead of starting",
+class _Host:
+    """What Strands adds to core's host: the agent's interrupt state, its prompts."""
+
+    def __init__(self, agent_factory: Callable[[str], Any], prompt: Callable[[Any], Any]) -> None:
+        self.agent_factory = agent_factory
+        self.prompt = prompt
+
+    def waiting(self, thread: _Thread) -> Waiting:
+        return Waiting(questions_of(thread.parked.pending))
+
+    def check(self, thread: _Thread, answer: Answer) -> Any:
+        if answer.answer is None:
+            raise InvalidAnswer(
+                "the answer is null, which Strands treats as no answer (it would ask again); "
+                "send a JSON value"
             )
-        return _Plan(thread_id, Outcome.STARTED, prompt=to_prompt(message.input))
-    question_id = message.question_id
-    pending_ids = {i.id for i in parked.pending}
-    if question_id not in pending_ids:
-        # Strands would raise here (not in interrupt state, KeyError), or, while another
-        # interrupt of the same cycle is pending, silently take the answer again.
-        answered = parked.activated and question_id in parked.interrupts
-        if answered or _asked_earlier(agent, question_id):
-            # What the thread waits on now goes out again: this may be the redelivery of an
-            # answer whose resume parked on the next question and whose strict publish failed,
-            # and then nobody has seen that question yet. Consumers deduplicate on question_id.
-            return _Plan(
-                thread_id,
-                Outcome.DUPLICATE,
-                republish=tuple(parked.pending),
-                detail=f"question {question_id!r} of thread {thread_id!r} is no longer pending "
-                "(already answered, or late); nothing ran",
-            )
-        return _Plan(
-            thread_id,
-            Outcome.UNKNOWN_QUESTION,
-            detail=f"thread {thread_id!r} never asked question {question_id!r}; nothing ran",
-        )
-    if message.answer is None:
-        return _Plan(
-            thread_id,
-            Outcome.INVALID_ANSWER,
-            detail=f"answer to question {question_id!r} is null, which Strands treats as no answer "
-            "(it would ask again); send a JSON value",
-        )
-    return _Plan(thread_id, Outcome.RESUMED, prompt=interrupt_responses(message))
+        return answer.answer
+
+    def questions_in(self, result: AgentResult) -> list[Question]:
+        return questions_in(result)
+
+
+def _responses(answers: Mapping[str, Any]) -> Any:
+    # Any: the dicts are Strands' InterruptResponseContent, which its types cannot see.
+    return interrupt_responses(*({"question_id": i, "answer": v} for i, v in answers.items()))
+
+
+class _SyncHost(_Host, Host[_Thread, AgentResult]):
+    def load(self, thread_id: str) -> _Thread:
+        agent = _checked_agent(self.agent_factory(thread_id), thread_id)
+        return _Thread(agent, _parked(agent))
+
+    def asked(self, thread: _Thread, question_id: str) -> bool:
+        return _asked(thread.agent, thread.parked, question_id)
+
+    def start(self, thread: _Thread, message: StartMessage) -> AgentResult:
+        return thread.agent(self.prompt(message.input))
+
+    def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentResult:
+        return thread.agent(_responses(answers))
+
+
+class _AsyncHost(_Host, AsyncHost[_Thread, AgentResult]):
+    async def load(self, thread_id: str) -> _Thread:
+        built = self.agent_factory(thread_id)
+        agent = _checked_agent(await built if inspect.isawaitable(built) else built, thread_id)
+        return _Thread(agent, _parked(agent))
+
+    async def asked(self, thread: _Thread, question_id: str) -> bool:
+        return _asked(thread.agent, thread.parked, question_id)
+
+    async def start(self, thread: _Thread, message: StartMessage) -> AgentResult:
+        return await thread.agent.invoke_async(self.prompt(message.input))
+
+    async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentResult:
+        return await thread.agent.invoke_async(_responses(answers))
 
 
 def _checked_agent(agent: object, thread_id: str) -> Agent:
@@ -198,12 +199,6 @@ def _checked_agent(agent: object, thread_id: str) -> Agent:
     return agent
 
 
-def _handled(plan: _Plan, result: AgentResult | None, report: PublishReport) -> Handled:
-    if plan.outcome in (Outcome.DUPLICATE, Outcome.UNKNOWN_QUESTION, Outcome.INVALID_ANSWER):
-        logger.info("agent-wait strands host: %s (%s)", plan.outcome.value, plan.thread_id)
-    return Handled(plan.outcome, result, report, plan.detail)
-
-
 def handle_message(
     agent_factory: Callable[[str], Agent],
     message: Mapping[str, Any] | str | bytes,
@@ -216,8 +211,8 @@ def handle_message(
 ) -> Handled:
     """Run or resume a Strands agent for one inbound message, then publish what it parked on.
 
-    The message is an answer (it has ``question_id``) or a start message (seed sections 2
-    and 3). ``agent_factory(thread_id)`` builds the agent with its persistence, typically
+    The message is an answer (it has ``question_id``) or a start message (see the message
+    formats). ``agent_factory(thread_id)`` builds the agent with its persistence, typically
     ``Agent(..., session_manager=FileSessionManager(session_id=thread_id, storage_dir=...))``;
     a fresh instance resumes where the last one parked.
 
@@ -255,19 +250,10 @@ def handle_message(
     Raises:
         pydantic.ValidationError: The message is neither an answer nor a start message.
     """
-    parsed = parse_message(message)
-    agent = _checked_agent(agent_factory(parsed.thread_id), parsed.thread_id)
-    plan = _plan(agent, parsed, prompt)
-    result: AgentResult | None = None
-    if plan.runs:
-        result = agent(plan.prompt)
-        questions = questions_in(result)
-    else:
-        questions = questions_of(plan.republish)
-    report = publish(
-        questions, plan.thread_id, announce, reply_to=reply_to, strict=strict, clock=clock
+    host = _SyncHost(agent_factory, prompt)
+    return core_host.handle_message(
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock
     )
-    return _handled(plan, result, report)
 
 
 async def ahandle_message(
@@ -284,17 +270,7 @@ async def ahandle_message(
 
     ``agent_factory`` may be a coroutine function.
     """
-    parsed = parse_message(message)
-    built = agent_factory(parsed.thread_id)
-    agent = _checked_agent(await built if inspect.isawaitable(built) else built, parsed.thread_id)
-    plan = _plan(agent, parsed, prompt)
-    result: AgentResult | None = None
-    if plan.runs:
-        result = await agent.invoke_async(plan.prompt)
-        questions = questions_in(result)
-    else:
-        questions = questions_of(plan.republish)
-    report = await apublish(
-        questions, plan.thread_id, announce, reply_to=reply_to, strict=strict, clock=clock
+    host = _AsyncHost(agent_factory, prompt)
+    return await core_host.ahandle_message(
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock
     )
-    return _handled(plan, result, report)

@@ -1,0 +1,43 @@
+"""Building blocks for framework hosts: the one state machine behind every ``handle_message``.
+
+A framework package implements :class:`Host` (and :class:`AsyncHost`) with what differs between
+frameworks: :meth:`~Host.load` a thread, report what it :meth:`~Host.waiting` on, whether it
+:meth:`~Host.asked` a question before, :meth:`~Host.check` an answer, :meth:`~Host.start`,
+:meth:`~Host.resume` (and :meth:`~Host.hold` for frameworks that resume only with every pending
+question answered), and ``questions_in``. :func:`handle_message` / :func:`ahandle_message` then
+decide and act: start, resume, republish, duplicate, unknown question, invalid answer, held,
+publish what the run parked on, and report every answer's outcome to ``answer_handled`` hooks.
+:func:`plan` is the decision itself, free of IO. Application code does not need this module.
+"""
+
+from __future__ import annotations
+
+from agent_wait.core._host import (
+    AsyncHost,
+    Handled,
+    Host,
+    Message,
+    Outcome,
+    QuestionNotPending,
+    Step,
+    Waiting,
+    ahandle_message,
+    handle_message,
+    plan,
+)
+from agent_wait.core._publish import Clock
+
+__all__ = [
+    "AsyncHost",
+    "Clock",
+    "Handled",
+    "Host",
+    "Message",
+    "Outcome",
+    "QuestionNotPending",
+    "Step",
+    "Waiting",
+    "ahandle_message",
+    "handle_message",
+    "plan",
+]
