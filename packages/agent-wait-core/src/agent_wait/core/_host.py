@@ -13,9 +13,10 @@ start and resume, and ``questions_in``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from agent_wait.core._announce import PublishReport
@@ -331,6 +332,43 @@ def _answer_observers() -> list[HookImpl]:
     return list(reversed(registry().manager.hook.answer_handled.get_hookimpls()))
 
 
+class _IO:
+    """Performs one step: publishes, or calls the host method it names."""
+
+    def __init__(self, host: object, publisher: Callable[..., Any]) -> None:
+        self.host = host
+        self.publisher = publisher
+
+    def __call__(self, step: Step) -> Any:
+        name, args = step
+        return self.publisher(*args) if name == "publish" else getattr(self.host, name)(*args)
+
+
+class _Driver:
+    """Steps through :func:`plan` for a runner, which only performs each step's IO."""
+
+    def __init__(self, steps: Generator[Step, Any, Handled]) -> None:
+        self._steps = steps
+        self._sent: Any = None
+        self._error: Exception | None = None
+
+    def next(self) -> Step | Handled:
+        """The next step, or what the plan returned."""
+        try:
+            if self._error is None:
+                return self._steps.send(self._sent)
+            return self._steps.throw(self._error)
+        except StopIteration as done:
+            handled: Handled = done.value
+            return handled
+
+    def send(self, result: Any) -> None:
+        self._sent, self._error = result, None
+
+    def throw(self, error: Exception) -> None:
+        self._sent, self._error = None, error
+
+
 def _parse(message: Message) -> Answer | StartMessage:
     return message if isinstance(message, Answer | StartMessage) else parse_message(message)
 
@@ -361,26 +399,16 @@ def handle_message(
         pydantic.ValidationError: The message is neither an answer nor a start message.
         AnnounceFailed: ``strict`` and a delivery failed.
     """
-    steps = plan(host, _parse(message))
-    sent: Any = None
-    error: Exception | None = None
-    while True:
+    io = _IO(
+        host, partial(publish, announce=announce, reply_to=reply_to, clock=clock, strict=strict)
+    )
+    driver = _Driver(plan(host, _parse(message)))
+    while not isinstance(step := driver.next(), Handled):
         try:
-            name, args = steps.send(sent) if error is None else steps.throw(error)
-        except StopIteration as done:
-            handled: Handled = done.value
-            return handled
-        try:
-            if name == "publish":
-                questions, thread_id = args
-                sent = publish(
-                    questions, thread_id, announce, reply_to=reply_to, clock=clock, strict=strict
-                )
-            else:
-                sent = getattr(host, name)(*args)
-            error = None
-        except Exception as caught:  # noqa: BLE001 - thrown into the plan, which decides
-            sent, error = None, caught
+            driver.send(io(step))
+        except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
+            driver.throw(error)
+    return step
 
 
 async def ahandle_message(
@@ -393,23 +421,13 @@ async def ahandle_message(
     clock: Clock | None = None,
 ) -> Handled:
     """Async :func:`handle_message`: awaits the host's IO, announcers delivered concurrently."""
-    steps = plan(host, _parse(message))
-    sent: Any = None
-    error: Exception | None = None
-    while True:
+    io = _IO(
+        host, partial(apublish, announce=announce, reply_to=reply_to, clock=clock, strict=strict)
+    )
+    driver = _Driver(plan(host, _parse(message)))
+    while not isinstance(step := driver.next(), Handled):
         try:
-            name, args = steps.send(sent) if error is None else steps.throw(error)
-        except StopIteration as done:
-            handled: Handled = done.value
-            return handled
-        try:
-            if name == "publish":
-                questions, thread_id = args
-                sent = await apublish(
-                    questions, thread_id, announce, reply_to=reply_to, clock=clock, strict=strict
-                )
-            else:
-                sent = await getattr(host, name)(*args)
-            error = None
-        except Exception as caught:  # noqa: BLE001 - thrown into the plan, which decides
-            sent, error = None, caught
+            driver.send(await io(step))
+        except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
+            driver.throw(error)
+    return step
