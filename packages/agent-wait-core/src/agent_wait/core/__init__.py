@@ -14,7 +14,7 @@ Publish the questions a run parked on::
 
 Framework packages (``agent-wait-langgraph``, ``agent-wait-pydantic-ai``,
 ``agent-wait-strands``) build ``@wait`` and ``publish_interrupts`` on :func:`make_wait` and
-:func:`make_publish_interrupts`. Transport packages register announcers through the
+:func:`make_publish_interrupts`, and ``handle_message`` on :mod:`agent_wait.core.host`. Transport packages register announcers through the
 ``agent_wait`` entry-point group; configure them by name (see docs/configuration.md).
 """
 
