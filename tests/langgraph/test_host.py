@@ -14,13 +14,16 @@ from pydantic import ValidationError
 
 from agent_wait.core import (
     AnnounceFailed,
+    Answer,
     BaseAnnounce,
     MemoryAnnounce,
     Outcome,
     WaitEnvelope,
     WaitPolicy,
 )
+from agent_wait.core.host import QuestionNotPending, plan
 from agent_wait.langgraph import InterruptRoutingError, handle_message, resume_command, wait
+from agent_wait.langgraph._host import _SyncHost  # pyright: ignore[reportPrivateUsage]
 from tests.langgraph.conftest import answer, check_envelope, clock
 
 
@@ -329,3 +332,25 @@ def test_an_answer_racing_another_handler_answers_nothing_else(
     raced = handle_message(graph, answer(first, "yes again"), inbox)
     assert raced.outcome is Outcome.DUPLICATE
     assert log == [("first", "yes")]
+
+
+def test_an_answer_taken_by_a_concurrent_handler_is_a_duplicate(inbox: MemoryAnnounce) -> None:
+    # Two handlers read the same parked state; the first resumes. The second one's resume is
+    # strict, so LangGraph refuses it before writing anything, and core reports a duplicate.
+    counts = Counts()
+    graph = refund_graph(counts)
+    envelope = handle_message(graph, START_MESSAGE, inbox).report.envelopes[0]
+    late = _SyncHost(graph, None)
+    steps = plan(late, Answer(thread_id="order-4471", question_id=envelope.question_id, answer={}))
+    name, args = steps.send(None)
+    name, args = steps.send(late.load(*args))
+    assert name == "resume"
+    assert handle_message(graph, answer(envelope, {"action": "approve"}), inbox).ran
+    with pytest.raises(QuestionNotPending) as refused:
+        late.resume(*args)
+    with pytest.raises(StopIteration) as done:
+        steps.throw(refused.value)
+    handled = done.value.value
+    assert handled.outcome is Outcome.DUPLICATE
+    assert "answered meanwhile" in (handled.detail or "")
+    assert (counts.node, counts.body) == (2, 1)
