@@ -103,6 +103,8 @@ class Scale:
     sqlite_memory_n: int = 10_000
     sqlite_rate_n: int = 1000
     sqlite_rounds: int = 5
+    puts_n: int = 100
+    puts_rounds: int = 3
 
 
 QUICK = Scale(
@@ -115,6 +117,8 @@ QUICK = Scale(
     sqlite_memory_n=30,
     sqlite_rate_n=10,
     sqlite_rounds=1,
+    puts_n=4,
+    puts_rounds=1,
 )
 
 
@@ -626,6 +630,127 @@ def _now() -> datetime:
 
 
 # --------------------------------------------------------------------------------------------
+# 4b. DynamoDB: concurrent conditional puts behind 20 ms of latency
+
+
+async def delay_proxy(target: str, delay: float) -> tuple[asyncio.Server, str]:
+    """A loopback TCP proxy to ``target`` (``http://host:port``) that holds every chunk a client
+    sends for ``delay`` seconds before passing it on (answers pass at once).
+
+    A request reaches the server ``delay`` after it was sent, as over a network with that
+    one-way latency; requests on separate connections are delayed side by side, not in turn.
+    """
+    host, port = target.removeprefix("http://").split(":")
+    loop = asyncio.get_running_loop()
+
+    async def forward(
+        source: asyncio.StreamReader, sink: asyncio.StreamWriter, hold: float
+    ) -> None:
+        pending: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
+
+        async def release() -> None:
+            while (item := await pending.get()) is not None:
+                due, data = item
+                await asyncio.sleep(max(0.0, due - loop.time()))
+                sink.write(data)
+                await sink.drain()
+
+        releasing = asyncio.create_task(release())
+        try:
+            while data := await source.read(65536):
+                pending.put_nowait((loop.time() + hold, data))
+        finally:
+            pending.put_nowait(None)
+            await releasing
+            sink.close()
+
+    async def handle(client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
+        server_in, server_out = await asyncio.open_connection(host, int(port))
+        await asyncio.gather(
+            forward(client_in, server_out, delay),
+            forward(server_in, client_out, 0.0),
+            return_exceptions=True,
+        )
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+
+
+def bench_dynamodb_puts(scale: Scale, delay: float = 0.02) -> Result:
+    """``apublish`` of N questions to DynamoDB: concurrent puts versus one at a time, 20 ms each."""
+    title = "4b. DynamoDB apublish of 100 questions, 20 ms per request: concurrent / one at a time"
+    try:
+        from aiobotocore.config import AioConfig
+        from aiobotocore.session import AioSession
+
+        from agent_wait.dynamodb import DynamoDbAnnounce, create_table
+        from tests.aws_moto import CREDENTIALS, REGION, MotoServer
+    except ImportError as error:
+        return _skipped("dynamodb_puts", title, f"agent-wait-dynamodb or moto: {error}")
+    import boto3
+
+    server = MotoServer().acquire()
+    try:
+        server.reset()
+        setup = boto3.Session(region_name=REGION, **CREDENTIALS).client(
+            "dynamodb", endpoint_url=server.url
+        )
+        create_table(setup, "bench-puts")
+
+        async def measure() -> dict[str, list[float]]:
+            proxy, url = await delay_proxy(server.url, delay)
+            seconds: dict[str, list[float]] = {"concurrent": [], "one_at_a_time": []}
+            config = AioConfig(max_pool_connections=16)
+            creator = AioSession().create_client(
+                "dynamodb", region_name=REGION, endpoint_url=url, config=config, **CREDENTIALS
+            )
+            try:
+                async with creator as client:
+                    for index in range(scale.puts_rounds + 1):  # the first round warms up
+                        modes = list(seconds) if index % 2 == 0 else list(reversed(seconds))
+                        for mode in modes:
+                            announce = DynamoDbAnnounce(
+                                "bench-puts",
+                                async_client=client,
+                                max_concurrency=16 if mode == "concurrent" else 1,
+                            )
+                            batch = sample_questions(scale.puts_n, prefix=f"{mode}-{index}")
+                            start = time.perf_counter()
+                            report = await apublish(batch, THREAD, announce, clock=_now)
+                            elapsed = time.perf_counter() - start
+                            if not report.ok:
+                                raise RuntimeError(f"dynamodb: {report.failures[:3]}")
+                            if index:
+                                seconds[mode].append(elapsed)
+            finally:
+                proxy.close()
+                await proxy.wait_closed()
+            return seconds
+
+        seconds = asyncio.run(measure())
+    finally:
+        server.release()
+    concurrent = statistics.median(seconds["concurrent"])
+    sequential = statistics.median(seconds["one_at_a_time"])
+    ratio = concurrent / sequential
+    return Result(
+        name="dynamodb_puts",
+        title=title,
+        raw={
+            "questions": scale.puts_n,
+            "delay_per_request_seconds": delay,
+            "max_concurrency": 16,
+            "seconds": {name: _stats(values) for name, values in seconds.items()},
+            "rounds": scale.puts_rounds,
+        },
+        ratio=ratio,
+        target="<= 0.3",
+        passed=ratio <= 0.3,
+        summary=f"{_ms(concurrent)} concurrent vs {_ms(sequential)} one at a time",
+    )
+
+
+# --------------------------------------------------------------------------------------------
 # 5. Fan-out to three slow webhook receivers
 
 
@@ -873,6 +998,7 @@ BENCHMARKS: dict[str, Callable[[Scale], Result]] = {
     "wait": bench_wait,
     "import": bench_import,
     "aws": bench_aws,
+    "dynamodb_puts": bench_dynamodb_puts,
     "fanout": bench_fanout,
     "sqlite": bench_sqlite,
 }

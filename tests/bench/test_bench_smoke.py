@@ -3,11 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
 
+from agent_wait.core import PublishReport
 from tests.bench import run as bench
 
 
@@ -21,6 +24,12 @@ def test_cpu_subjects_produce_what_they_compare() -> None:
     subjects, adapter = bench.wait_subjects()
     assert [subject() for subject in subjects.values()] == ["order-1", "order-1"]
     assert adapter.framework_calls == 0
+
+    published, built = (subject() for subject in bench.publish_subjects().values())
+    assert isinstance(published, PublishReport)
+    assert published.ok
+    assert len(published.deliveries) == 1
+    assert isinstance(built, bytes)
 
 
 def test_interleaved_takes_one_sample_per_round() -> None:
@@ -42,7 +51,7 @@ def test_minimal_wrapper_binds_and_asks() -> None:
         wrapper("order-1")
 
 
-@pytest.mark.parametrize("name", ["envelope", "wait", "sqlite"])
+@pytest.mark.parametrize("name", ["envelope", "publish", "wait", "sqlite"])
 def test_in_process_benchmarks_report(name: str) -> None:
     result = bench.BENCHMARKS[name](bench.QUICK)
     assert result.ratio is not None
@@ -51,6 +60,33 @@ def test_in_process_benchmarks_report(name: str) -> None:
     if name == "sqlite":
         peaks = result.raw["peak_bytes"]
         assert peaks[str(bench.QUICK.sqlite_memory_n)] > peaks["one"] > 0
+
+
+async def test_delay_proxy_holds_requests_and_passes_answers() -> None:
+    async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while data := await reader.read(100):
+            writer.write(data.upper())
+            await writer.drain()
+        writer.close()
+
+    upstream = await asyncio.start_server(echo, "127.0.0.1", 0)
+    port = upstream.sockets[0].getsockname()[1]
+    proxy, url = await bench.delay_proxy(f"http://127.0.0.1:{port}", 0.05)
+    reader, writer = await asyncio.open_connection(*url.removeprefix("http://").split(":"))
+    start = time.perf_counter()
+    writer.write(b"ping")
+    assert await reader.read(100) == b"PING"
+    assert time.perf_counter() - start >= 0.05
+    writer.close()
+    proxy.close()
+    upstream.close()
+
+
+@pytest.mark.integration
+def test_dynamodb_puts_run_on_moto_behind_the_proxy() -> None:
+    result = bench.bench_dynamodb_puts(bench.QUICK, delay=0.005)
+    assert result.passed is not None, result.note
+    assert set(result.raw["seconds"]) == {"concurrent", "one_at_a_time"}
 
 
 def test_import_probe_lists_no_sdk() -> None:

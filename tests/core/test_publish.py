@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import time
 from collections.abc import Sequence
 
 import pytest
@@ -12,10 +13,12 @@ import pytest
 from agent_wait.core import (
     AnnounceFailed,
     BaseAnnounce,
+    DeliveryFailed,
     DeliveryOutcome,
     MemoryAnnounce,
     Question,
     QuestionTooLarge,
+    Receipt,
     WaitEnvelope,
     WaitPolicy,
     apublish,
@@ -208,3 +211,61 @@ def test_logs_carry_ids_never_question_content(caplog: pytest.LogCaptureFixture)
         publish([secret_question], "t1", [MemoryAnnounce(), Broken()])
     assert "q-secret" in caplog.text
     assert "123-45-6789" not in caplog.text
+
+
+class Receipted(BaseAnnounce):
+    """Takes 10 ms per call and says what the transport said: an id and the attempts."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def deliver(self, envelope: WaitEnvelope) -> Receipt:
+        time.sleep(0.01)
+        self.sent += 1
+        return Receipt(f"msg-{self.sent}", 2)
+
+    def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        time.sleep(0.01)
+        return [
+            Receipt("msg-batch-0", 1),
+            DeliveryFailed("throttled", retryable=True, code="ThrottlingException", attempts=3),
+        ]
+
+
+def test_deliveries_carry_duration_attempts_and_message_id() -> None:
+    sink = Receipted()
+    one = publish(questions(1), "t1", [sink, MemoryAnnounce()])
+    receipted, memory = one.deliveries
+    assert (receipted.message_id, receipted.attempts) == ("msg-1", 2)
+    assert receipted.duration is not None
+    assert receipted.duration >= 0.01
+    assert (memory.message_id, memory.attempts) == (None, None)
+    assert memory.duration is not None
+    assert memory.duration >= 0
+
+    batch = publish(questions(2), "t1", sink)
+    ok, failed = batch.deliveries
+    assert (ok.ok, ok.message_id, ok.attempts) == (True, "msg-batch-0", 1)
+    assert (failed.ok, failed.message_id, failed.attempts) == (False, None, 3)
+    assert isinstance(failed.exception, DeliveryFailed)
+    assert failed.exception.retryable
+    assert failed.exception.code == "ThrottlingException"
+    # The envelopes of one batch share the duration of the call that carried them.
+    assert ok.duration == failed.duration
+    assert ok.duration is not None
+    assert ok.duration >= 0.01
+
+
+async def test_async_deliveries_carry_receipts() -> None:
+    report = await apublish(questions(1), "t1", Receipted())
+    (delivery,) = report.deliveries
+    assert (delivery.message_id, delivery.attempts) == ("msg-1", 2)
+    assert delivery.duration is not None
+    assert delivery.duration >= 0.01
+
+
+def test_a_question_too_large_has_no_duration() -> None:
+    big = Question(question_id="big", question="x" * (300 * 1024))
+    (failure,) = publish([big], "t1", MemoryAnnounce()).deliveries
+    assert isinstance(failure.exception, QuestionTooLarge)
+    assert failure.duration is None

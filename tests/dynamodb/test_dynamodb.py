@@ -15,7 +15,9 @@ from botocore.exceptions import ClientError
 from agent_wait.core import (
     AnnounceFailed,
     ConfigError,
+    DeliveryFailed,
     Question,
+    Receipt,
     WaitPolicy,
     announcer,
     announcers_from_config,
@@ -204,7 +206,7 @@ def test_an_oversized_item_and_an_oversized_key_fail_alone(aws: Aws) -> None:
     assert "over DynamoDB's 409600-byte (400 KB) item limit" in str(outcomes[0])
     assert isinstance(outcomes[1], ValueError)
     assert "row key pk" in str(outcomes[1])
-    assert outcomes[2] is None
+    assert isinstance(outcomes[2], Receipt)
     assert table.scan()["Count"] == 1
 
 
@@ -270,8 +272,10 @@ async def test_access_denied_and_throttling_are_reported(aws: Aws, code: str) ->
         # The first put is refused, the second one still goes through.
         assert [d.ok for d in report.deliveries] == [False, True]
         error = report.failures[0].exception
-        assert isinstance(error, ClientError)
-        assert error.response["Error"]["Code"] == code
+        assert isinstance(error, DeliveryFailed)
+        assert isinstance(error.__cause__, ClientError)
+        assert error.code == code
+        assert error.retryable is code.startswith(("Throttling", "Provisioned"))
     else:
         assert report.ok  # botocore retried the throttled put and it went through
     assert len(injected) == 1
@@ -323,3 +327,74 @@ def test_configured_by_name_from_toml(aws: Aws) -> None:
     assert _row(table, "t-1", "q")["ttl"] == int(
         (PUBLISHED + timedelta(hours=1, days=7)).timestamp()
     )
+
+
+async def test_apublish_sends_the_puts_concurrently_and_reports_each_question(aws: Aws) -> None:
+    """100 questions on the async path: puts overlap, every row lands, each outcome is its own."""
+    table = _table(aws)
+    many = questions(100)
+    # Ten questions were published (and answered) before: their puts fail the condition.
+    answered_before = many[-10:]
+    assert publish(answered_before, "t-1", DynamoDbAnnounce(TABLE, **aws.options), strict=True).ok
+    for question in answered_before:
+        table.update_item(
+            Key={"pk": "THREAD#t-1", "sk": f"WAIT#{question.question_id}"},
+            UpdateExpression="SET #s = :answered",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":answered": "answered"},
+        )
+    in_flight = 0
+    peak = 0
+
+    def sending(**_: Any) -> None:
+        nonlocal in_flight, peak
+        in_flight += 1
+        peak = max(peak, in_flight)
+
+    def answered(**_: Any) -> None:
+        nonlocal in_flight
+        in_flight -= 1
+
+    async with aws.aclient("dynamodb", max_attempts=1) as client:
+        client.meta.events.register("before-send.dynamodb.PutItem", sending)
+        client.meta.events.register("after-call.dynamodb.PutItem", answered)
+        client.meta.events.register("after-call-error.dynamodb.PutItem", answered)
+        # The first five puts sent are refused (an injected access error): only they fail.
+        inject_error(client, "dynamodb", "PutItem", code="AccessDeniedException", times=5)
+        report = await apublish(many, "t-1", DynamoDbAnnounce(TABLE, async_client=client))
+    assert 1 < peak <= 16, f"puts in flight at once: {peak}"
+    assert len(report.deliveries) == 100
+    assert [d.question_id for d in report.deliveries] == [q.question_id for q in many]
+    failed = report.failures
+    assert len(failed) == 5
+    for failure in failed:
+        assert isinstance(failure.exception, DeliveryFailed)
+        assert (failure.exception.code, failure.exception.retryable) == (
+            "AccessDeniedException",
+            False,
+        )
+    refused = {d.question_id for d in failed}
+    assert refused.isdisjoint(q.question_id for q in answered_before)
+    rows = {item["sk"]: item["status"] for item in table.scan()["Items"]}
+    assert set(rows) == {f"WAIT#{q.question_id}" for q in many if q.question_id not in refused}
+    # The duplicates count as delivered and leave the answered rows as they were.
+    for question in answered_before:
+        assert rows[f"WAIT#{question.question_id}"] == "answered"
+    assert all(d.ok for d in report.deliveries if d.question_id not in refused)
+
+
+async def test_max_concurrency_one_sends_the_puts_in_order(aws: Aws) -> None:
+    _table(aws)
+    many = questions(20)
+    async with aws.aclient("dynamodb") as client:
+        sent = count_requests(client, "dynamodb", "PutItem")
+        announce = DynamoDbAnnounce(TABLE, async_client=client, max_concurrency=1)
+        report = await apublish(many, "t-1", announce)
+    assert report.ok
+    assert [call["Item"]["question_id"]["S"] for call in sent] == [q.question_id for q in many]
+
+
+@pytest.mark.parametrize("value", [0, 257, True, 2.5, "16"])
+def test_max_concurrency_is_validated(value: object) -> None:
+    with pytest.raises(ConfigError, match=r"max_concurrency: expected an integer from 1 to 256"):
+        DynamoDbAnnounce(TABLE, client=object(), max_concurrency=value)  # pyright: ignore[reportArgumentType]

@@ -13,6 +13,8 @@ from agent_wait.core import (
     AnnounceFailed,
     BatchEntryFailed,
     ConfigError,
+    DeliveryFailed,
+    Receipt,
     announcer,
     announcers_from_config,
     apublish,
@@ -118,7 +120,7 @@ def test_requests_stay_within_256_kib_and_an_oversized_entry_fails_alone(aws: Aw
     outcomes = announce.deliver_many([huge, fine])
     assert isinstance(outcomes[0], ValueError)
     assert "over the 262144-byte limit" in str(outcomes[0])
-    assert outcomes[1] is None
+    assert isinstance(outcomes[1], Receipt)
     assert len(_details(sqs, url)) == 6
 
 
@@ -202,8 +204,10 @@ async def test_access_denied_and_throttling_are_reported(aws: Aws, code: str) ->
     report = publish(questions(2), "t-1", EventBridgeAnnounce("approvals", client=events))
     assert len(report.failures) == 2
     error = report.failures[0].exception
-    assert isinstance(error, ClientError)
-    assert error.response["Error"]["Code"] == code
+    assert isinstance(error, DeliveryFailed)
+    assert isinstance(error.__cause__, ClientError)
+    assert error.code == code
+    assert error.retryable is code.startswith(("Throttling", "Provisioned"))
     async with aws.aclient("events", max_attempts=1) as client:
         inject_error(client, "eventbridge", "PutEvents", code=code)
         with pytest.raises(AnnounceFailed):

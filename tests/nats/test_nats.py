@@ -14,6 +14,7 @@ from nats.js import JetStreamContext
 from agent_wait.core import (
     AnnounceFailed,
     ConfigError,
+    DeliveryFailed,
     PublishReport,
     Question,
     WaitPolicy,
@@ -215,9 +216,15 @@ def test_unreachable_server_is_reported_and_strict_raises(closed_port: int) -> N
         areport = apublish_closing(down, sample_questions(1))
         with pytest.raises(AnnounceFailed):
             publish(sample_questions(1), "t", down, strict=True)
-    expected = f"ConnectionError: cannot reach NATS at nats://127.0.0.1:{closed_port}: ConnectionRefusedError"
+    expected = (
+        "DeliveryFailed: NATS: ConnectionError: cannot reach NATS at "
+        f"nats://127.0.0.1:{closed_port}: ConnectionRefusedError"
+    )
     assert [d.ok for d in report.deliveries] == [False, False]
-    assert all((d.error or "").startswith(expected) for d in (*report.failures, *areport.failures))
+    for failure in (*report.failures, *areport.failures):
+        assert (failure.error or "").startswith(expected)
+        assert isinstance(failure.exception, DeliveryFailed)
+        assert failure.exception.retryable
 
 
 async def test_sync_publish_works_inside_a_running_event_loop(nats_url: str, stream: Any) -> None:

@@ -18,6 +18,7 @@ from agent_wait.core import (
     AnnounceFailed,
     BatchEntryFailed,
     ConfigError,
+    DeliveryFailed,
     PublishReport,
     Question,
     WaitPolicy,
@@ -270,7 +271,12 @@ def test_missing_table_is_reported_and_create_table_makes_it(
         with PostgresAnnounce(postgres_url, table=table) as plain:
             report = publish(sample_questions(2), "t", plain)
         assert [d.ok for d in report.deliveries] == [False, False]
-        assert (report.failures[0].error or "").startswith("UndefinedTable: relation")
+        missing = report.failures[0]
+        assert (missing.error or "").startswith(
+            "DeliveryFailed: PostgreSQL: UndefinedTable: relation"
+        )
+        assert isinstance(missing.exception, DeliveryFailed)
+        assert (missing.exception.code, missing.exception.retryable) == ("42P01", False)
         with PostgresAnnounce(postgres_url, table=table, create_table=True) as creating:
             assert publish(sample_questions(2), "t", creating).ok
             assert apublish_closing(creating, sample_questions(1)).ok
@@ -286,7 +292,11 @@ def test_unreachable_server_is_reported_and_strict_raises(closed_port: int) -> N
         with pytest.raises(AnnounceFailed):
             publish(sample_questions(1), "t", down, strict=True)
     for failure in (*report.failures, *areport.failures):
-        assert (failure.error or "").startswith("OperationalError: connection failed")
+        assert (failure.error or "").startswith(
+            "DeliveryFailed: PostgreSQL: OperationalError: connection failed"
+        )
+        assert isinstance(failure.exception, DeliveryFailed)
+        assert failure.exception.retryable
     assert len(report.failures) == 2
 
 

@@ -12,6 +12,7 @@ from agent_wait.core import (
     AnnounceFailed,
     BatchEntryFailed,
     ConfigError,
+    DeliveryFailed,
     PublishReport,
     Question,
     WaitPolicy,
@@ -210,7 +211,9 @@ def test_unreachable_broker_is_reported_and_strict_raises(closed_port: int) -> N
     failures = [*report.failures, *areport.failures]
     assert len(failures) == 4
     for failure in failures:
-        assert (failure.error or "").startswith("ConnectionError: cannot reach RabbitMQ")
+        assert (failure.error or "").startswith("DeliveryFailed: cannot reach RabbitMQ")
+        assert isinstance(failure.exception, DeliveryFailed)
+        assert failure.exception.retryable
         assert "guest:guest" not in (failure.error or "")
 
 

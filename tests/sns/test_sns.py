@@ -13,7 +13,9 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 from agent_wait.core import (
     AnnounceFailed,
     ConfigError,
+    DeliveryFailed,
     Question,
+    Receipt,
     announcer,
     announcers_from_config,
     apublish,
@@ -175,7 +177,7 @@ def test_attributes_count_toward_the_limit_and_fail_only_their_envelope(aws: Aws
     outcomes = announce.deliver_many([big, small])
     assert isinstance(outcomes[0], ValueError)
     assert "(message, subject and attributes), over SNS's 262144-byte limit" in str(outcomes[0])
-    assert outcomes[1] is None
+    assert isinstance(outcomes[1], Receipt)
     report = publish([questions(1, payload="x" * (262_144 - base - 10))[0]], "t-1", announce)
     assert "over SNS's 262144-byte limit" in (report.failures[0].error or "")
     assert [json.loads(m["Body"])["event_id"] for m in drain(sqs, url)] == [small.event_id]
@@ -285,7 +287,10 @@ async def test_a_server_that_is_down_is_reported(
     assert len(report.failures) == 2
     assert all("Could not connect" in (d.error or "") for d in report.failures)
     if not asynchronous:
-        assert isinstance(report.failures[0].exception, EndpointConnectionError)
+        exception = report.failures[0].exception
+        assert isinstance(exception, DeliveryFailed)
+        assert exception.retryable
+        assert isinstance(exception.__cause__, EndpointConnectionError)
 
 
 @pytest.mark.parametrize(("code", "status"), [("AuthorizationError", 403), ("Throttling", 400)])
@@ -296,8 +301,10 @@ def test_access_denied_and_throttling_are_reported(aws: Aws, code: str, status: 
     with pytest.raises(AnnounceFailed) as info:
         publish(questions(1), "t-1", SnsAnnounce(topic_arn, client=sns), strict=True)
     exception = info.value.report.failures[0].exception
-    assert isinstance(exception, ClientError)
-    assert exception.response["Error"]["Code"] == code
+    assert isinstance(exception, DeliveryFailed)
+    assert isinstance(exception.__cause__, ClientError)
+    assert exception.code == code
+    assert exception.retryable is code.startswith(("Throttling", "Provisioned"))
     assert drain(sqs, url) == []
 
 

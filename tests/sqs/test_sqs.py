@@ -13,7 +13,9 @@ from agent_wait.core import (
     AnnounceFailed,
     BatchEntryFailed,
     ConfigError,
+    DeliveryFailed,
     Question,
+    Receipt,
     announcer,
     announcers_from_config,
     apublish,
@@ -128,9 +130,9 @@ def test_batches_are_cut_by_utf8_bytes_and_an_oversized_message_fails_alone(aws:
     huge = build_envelope(questions(1, payload="é" * 530_000)[0], "t-1")
     small = build_envelope(questions(1)[0], "t-1")
     outcomes = announce.deliver_many([big[0], huge, big[1], small])
-    assert outcomes[0] is None
-    assert outcomes[2] is None
-    assert outcomes[3] is None
+    assert isinstance(outcomes[0], Receipt)
+    assert isinstance(outcomes[2], Receipt)
+    assert isinstance(outcomes[3], Receipt)
     assert isinstance(outcomes[1], ValueError)
     assert "over SQS's 1048576-byte limit" in str(outcomes[1])
     assert [len(call["Entries"]) for call in batches] == [1, 2]
@@ -308,7 +310,11 @@ def test_a_server_that_is_down_is_reported(aws: Aws, monkeypatch: pytest.MonkeyP
     down = f"http://127.0.0.1:{free_port()}"
     announce = SqsAnnounce(f"{down}/123456789012/approvals", endpoint_url=down, region="us-east-1")
     report = publish(questions(2), "t-1", announce)
-    assert [type(d.exception) for d in report.failures] == [EndpointConnectionError] * 2
+    assert [type(d.exception) for d in report.failures] == [DeliveryFailed] * 2
+    for failure in report.failures:
+        assert isinstance(failure.exception, DeliveryFailed)
+        assert failure.exception.retryable
+        assert isinstance(failure.exception.__cause__, EndpointConnectionError)
     with pytest.raises(AnnounceFailed):
         publish(questions(1), "t-1", announce, strict=True)
 
@@ -332,8 +338,10 @@ def test_access_denied_and_throttling_are_reported(aws: Aws, code: str, status: 
     injected = inject_error(sqs, "sqs", "SendMessageBatch", code=code, status=status)
     report = publish(questions(2), "t-1", SqsAnnounce(url, client=sqs))
     assert [type(d.exception) for d in report.failures] == [type(report.failures[0].exception)] * 2
-    assert isinstance(report.failures[0].exception, ClientError)
-    assert report.failures[0].exception.response["Error"]["Code"] == code
+    assert isinstance(report.failures[0].exception, DeliveryFailed)
+    assert isinstance(report.failures[0].exception.__cause__, ClientError)
+    assert report.failures[0].exception.code == code
+    assert report.failures[0].exception.retryable is code.startswith(("Throttling", "Provisioned"))
     # botocore retried the throttled request, not the denied one.
     assert len(injected) == (2 if code.startswith("Throttling") else 1)
     assert drain(sqs, url) == []
@@ -350,8 +358,10 @@ async def test_access_denied_and_throttling_are_reported_on_the_async_path(
         with pytest.raises(AnnounceFailed) as info:
             await apublish(questions(1), "t-1", announce, strict=True)
     exception = info.value.report.failures[0].exception
-    assert isinstance(exception, ClientError)
-    assert exception.response["Error"]["Code"] == code
+    assert isinstance(exception, DeliveryFailed)
+    assert isinstance(exception.__cause__, ClientError)
+    assert exception.code == code
+    assert exception.retryable is code.startswith(("Throttling", "Provisioned"))
 
 
 def test_configured_by_name_from_toml(aws: Aws) -> None:

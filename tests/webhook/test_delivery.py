@@ -11,7 +11,7 @@ from email.utils import format_datetime
 import pytest
 import standardwebhooks
 
-from agent_wait.core import AnnounceFailed, publish
+from agent_wait.core import AnnounceFailed, DeliveryFailed, publish
 from agent_wait.webhook import WebhookAnnounce, WebhookDeliveryError, verify
 from agent_wait.webhook._announcer import retry_after_seconds
 
@@ -66,9 +66,10 @@ def test_500_then_200_is_retried(receiver: Receiver) -> None:
     url = receiver.script("/flaky", Step(500), Step(503), Step(200))
     envelope = make_envelope()
     with WebhookAnnounce(url, secret=SECRET, retries=3, **FAST) as hook:
-        hook.deliver(envelope)
+        receipt = hook.deliver(envelope)
     attempts = receiver.requests("/flaky")
     assert len(attempts) == 3
+    assert receipt.attempts == 3
     # Every attempt is the same message: same body and webhook-id, each validly signed.
     assert {a.body for a in attempts} == {envelope.to_json()}
     assert {a.headers["webhook-id"] for a in attempts} == {envelope.event_id}
@@ -87,6 +88,9 @@ def test_retries_are_bounded(receiver: Receiver) -> None:
     error = caught.value
     assert (error.status_code, error.attempts) == (502, 3)
     assert "HTTP 502 Bad Gateway" in str(error)
+    # Only the retry budget ran out: the same delivery may pass later.
+    assert isinstance(error, DeliveryFailed)
+    assert (error.retryable, error.code) == (True, "502")
 
 
 @pytest.mark.parametrize("status", [400, 401, 403, 404, 409, 422])
@@ -100,6 +104,7 @@ def test_other_4xx_is_not_retried(receiver: Receiver, status: int) -> None:
     assert len(receiver.requests("/reject")) == 1
     assert caught.value.status_code == status
     assert caught.value.attempts == 1
+    assert caught.value.retryable is False
 
 
 def test_redirect_is_not_followed(receiver: Receiver) -> None:
@@ -234,6 +239,8 @@ def test_connection_refused_is_reported(closed_port: int) -> None:
     assert failure.question_id == "q-1"
     assert isinstance(failure.exception, WebhookDeliveryError)
     assert failure.exception.attempts == 2  # a connection error is retried
+    assert failure.exception.retryable
+    assert failure.attempts == 2
     assert "ConnectError" in failure.exception.reason
     assert f"http://127.0.0.1:{closed_port} request failed" in str(failure.exception)
 

@@ -23,7 +23,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from agent_wait.core._announce import BaseAnnounce, Delivery, DeliveryOutcome, PublishReport
+    from agent_wait.core._announce import (
+        BaseAnnounce,
+        Delivery,
+        DeliveryOutcome,
+        PublishReport,
+        Receipt,
+    )
     from agent_wait.core._batching import BatchEntryFailed
     from agent_wait.core._canonical import canonical_json, derive_question_id, to_jsonable
     from agent_wait.core._config import AgentWaitConfig, default_announcers, load_config
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
         AgentWaitError,
         AnnounceFailed,
         ConfigError,
+        DeliveryFailed,
         InvalidAnswer,
         PluginNotFoundError,
         QuestionTooLarge,
@@ -82,6 +89,7 @@ _LAZY = {
     "ConfigError": "agent_wait.core._errors",
     "Correlation": "agent_wait.core._policy",
     "Delivery": "agent_wait.core._announce",
+    "DeliveryFailed": "agent_wait.core._errors",
     "DeliveryOutcome": "agent_wait.core._announce",
     "ENVELOPE_LIMIT": "agent_wait.core._publish",
     "FrameworkAdapter": "agent_wait.core._wait",
@@ -96,6 +104,7 @@ _LAZY = {
     "PendingResult": "agent_wait.core._models",
     "PluginNotFoundError": "agent_wait.core._errors",
     "PublishReport": "agent_wait.core._announce",
+    "Receipt": "agent_wait.core._announce",
     "Question": "agent_wait.core._models",
     "QuestionTooLarge": "agent_wait.core._errors",
     "ReplyWith": "agent_wait.core._models",
@@ -143,6 +152,7 @@ __all__ = [
     "ConfigError",
     "Correlation",
     "Delivery",
+    "DeliveryFailed",
     "DeliveryOutcome",
     "FrameworkAdapter",
     "Handled",
@@ -157,6 +167,7 @@ __all__ = [
     "PublishReport",
     "Question",
     "QuestionTooLarge",
+    "Receipt",
     "ReplyWith",
     "Source",
     "SqliteAnnounce",

@@ -9,8 +9,24 @@ from typing import Any, Self
 
 from agent_wait.core._models import WaitEnvelope
 
-DeliveryOutcome = BaseException | None
-"""Per-envelope result of ``deliver_many``: None when delivered, else the exception."""
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """What the transport said about an envelope it took, returned by ``deliver``.
+
+    Attributes:
+        message_id: The transport's id of the message (SQS or SNS ``MessageId``, EventBridge
+            ``EventId``, a Redis stream id...), when it gives one.
+        attempts: How many times the transport was tried, when the announcer knows.
+    """
+
+    message_id: str | None = None
+    attempts: int | None = None
+
+
+DeliveryOutcome = Receipt | BaseException | None
+"""Per-envelope result of ``deliver_many``: a :class:`Receipt` or None when delivered, else the
+exception."""
 
 
 class BaseAnnounce:
@@ -19,6 +35,8 @@ class BaseAnnounce:
     Subclass it and write :meth:`deliver`. Override :meth:`adeliver` for a native async client,
     and :meth:`deliver_many` / :meth:`adeliver_many` when the transport can batch. Raising from
     any of them is safe: :func:`agent_wait.core.publish` contains it and records it in the report.
+    Raise :class:`agent_wait.core.DeliveryFailed` for the transport's own errors, saying whether a
+    retry may succeed, and return a :class:`Receipt` when the transport gives a message id.
 
     Attributes:
         name: How the announcer appears in reports and logs. Announcers built from config get
@@ -32,15 +50,15 @@ class BaseAnnounce:
         if not cls.__dict__.get("name"):
             cls.name = cls.__name__
 
-    def deliver(self, envelope: WaitEnvelope) -> None:
-        """Deliver one envelope, raising on failure."""
+    def deliver(self, envelope: WaitEnvelope) -> Receipt | None:
+        """Deliver one envelope, raising on failure; return a :class:`Receipt` or None."""
         raise NotImplementedError(f"{type(self).__name__} must implement deliver()")
 
-    async def adeliver(self, envelope: WaitEnvelope) -> None:
+    async def adeliver(self, envelope: WaitEnvelope) -> Receipt | None:
         """Deliver one envelope without blocking the event loop (default: ``deliver`` in a thread)."""
         import asyncio  # here, not at import: sync hosts never pay for asyncio
 
-        await asyncio.to_thread(self.deliver, envelope)
+        return await asyncio.to_thread(self.deliver, envelope)
 
     def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
         """Deliver several envelopes; return one outcome per envelope, in order.
@@ -51,11 +69,9 @@ class BaseAnnounce:
         outcomes: list[DeliveryOutcome] = []
         for envelope in envelopes:
             try:
-                self.deliver(envelope)
+                outcomes.append(self.deliver(envelope))
             except Exception as error:  # noqa: BLE001 - each envelope's failure is its own outcome
                 outcomes.append(error)
-            else:
-                outcomes.append(None)
         return outcomes
 
     async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
@@ -75,11 +91,9 @@ class BaseAnnounce:
         outcomes: list[DeliveryOutcome] = []
         for envelope in envelopes:
             try:
-                await self.adeliver(envelope)
+                outcomes.append(await self.adeliver(envelope))
             except Exception as error:  # noqa: BLE001 - each envelope's failure is its own outcome
                 outcomes.append(error)
-            else:
-                outcomes.append(None)
         return outcomes
 
     def close(self) -> None:

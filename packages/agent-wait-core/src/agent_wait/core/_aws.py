@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, Protocol, cast
 
-from agent_wait.core._batching import ClientPair
-from agent_wait.core._errors import ConfigError
+from agent_wait.core._announce import Receipt
+from agent_wait.core._batching import RETRYABLE_CODES, ClientPair
+from agent_wait.core._errors import ConfigError, DeliveryFailed
 
 RETRY_MODE = "standard"
 """botocore retry mode of the clients agent-wait builds (botocore's own default is ``legacy``)."""
@@ -50,6 +51,10 @@ class AwsSdk:
         profile_not_found: ``botocore.exceptions.ProfileNotFound``.
         config: ``botocore.config.Config``.
         distribution: The plugin's distribution (``agent-wait-sqs``), named in the install hint.
+        client_error: ``botocore.exceptions.ClientError``: the service answered with an error.
+        sdk_error: ``botocore.exceptions.BotoCoreError``: the SDK failed before an answer.
+        connection_errors: The ``BotoCoreError`` subclasses worth retrying (connection errors
+            and timeouts: ``botocore.exceptions.ConnectionError`` and ``HTTPClientError``).
     """
 
     session: Callable[..., Any]
@@ -57,6 +62,39 @@ class AwsSdk:
     profile_not_found: type[Exception]
     config: Callable[..., Any]
     distribution: str
+    client_error: type[Exception] | None = None
+    sdk_error: type[Exception] | None = None
+    connection_errors: tuple[type[Exception], ...] = ()
+
+    def classify(self, service: str, error: BaseException) -> BaseException:
+        """The :class:`DeliveryFailed` of an SDK exception; any other exception unchanged.
+
+        A service error is retryable when its HTTP status is 5xx or 429 or its code is a
+        throttling or server-fault code; an SDK error when it is a connection error or timeout.
+        """
+        if self.client_error is not None and isinstance(error, self.client_error):
+            response = cast("dict[str, Any]", getattr(error, "response", None) or {})
+            code = str(response.get("Error", {}).get("Code") or "") or None
+            status = response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+            retryable = code in RETRYABLE_CODES or (
+                isinstance(status, int) and (status >= 500 or status == 429)
+            )
+            failed = DeliveryFailed(
+                f"{service}: {type(error).__name__}: {error}",
+                retryable=retryable,
+                code=code or (str(status) if status else None),
+                attempts=_attempts(response),
+            )
+        elif self.sdk_error is not None and isinstance(error, self.sdk_error):
+            failed = DeliveryFailed(
+                f"{service}: {type(error).__name__}: {error}",
+                retryable=isinstance(error, self.connection_errors),
+                code=type(error).__name__,
+            )
+        else:
+            return error
+        failed.__cause__ = error
+        return failed
 
 
 def user_agent_extra() -> str:
@@ -100,6 +138,17 @@ def client_config(sdk: AwsSdk, config: Any = None) -> Any:
     if retries is not None and "mode" not in retries:
         merged = merged.merge(sdk.config(retries={"mode": RETRY_MODE, **retries}))
     return merged
+
+
+def aws_receipt(response: object, message_id: str | None = None) -> Receipt:
+    """The :class:`Receipt` of a successful AWS call: the message id and the SDK's attempts."""
+    metadata = cast("dict[str, Any]", response) if isinstance(response, dict) else {}
+    return Receipt(message_id, _attempts(metadata))
+
+
+def _attempts(response: dict[str, Any]) -> int | None:
+    retries = response.get("ResponseMetadata", {}).get("RetryAttempts")
+    return retries + 1 if isinstance(retries, int) else None
 
 
 def aws_client_pair(
@@ -162,4 +211,5 @@ def aws_client_pair(
         open_async,
         sync_client=client,
         async_client=async_client,
+        classify=lambda error: sdk.classify(service, error),
     )

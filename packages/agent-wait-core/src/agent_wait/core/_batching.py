@@ -19,8 +19,8 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome
-from agent_wait.core._errors import AgentWaitError, ConfigError
+from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome, Receipt
+from agent_wait.core._errors import ConfigError, DeliveryFailed
 from agent_wait.core._models import WaitEnvelope
 
 T = TypeVar("T")
@@ -203,6 +203,10 @@ AWS_MESSAGE_ATTRIBUTES = AttributeRules(
 characters, no leading, trailing or doubled ``.``, no ``AWS.``/``Amazon.`` prefix."""
 
 
+def _unchanged(error: BaseException) -> BaseException:
+    return error
+
+
 class SupportsClose(Protocol):
     """A client with a ``close()`` method."""
 
@@ -230,6 +234,9 @@ class ClientPair(Generic[S, A]):
             client: it carries the caller's configuration, which a built one would not.
         sync_client: An injected sync client.
         async_client: An injected async client.
+        classify: Maps an exception the SDK raised to the error to report, typically a
+            :class:`~agent_wait.core.DeliveryFailed` saying whether a retry may succeed; other
+            exceptions are returned unchanged.
     """
 
     def __init__(
@@ -239,7 +246,9 @@ class ClientPair(Generic[S, A]):
         *,
         sync_client: S | None = None,
         async_client: A | None = None,
+        classify: Callable[[BaseException], BaseException] | None = None,
     ) -> None:
+        self.classify: Callable[[BaseException], BaseException] = classify or _unchanged
         self._build_sync = build_sync
         self._open_async = None if sync_client is not None and async_client is None else open_async
         self._sync = sync_client
@@ -300,7 +309,29 @@ class ClientPair(Generic[S, A]):
         self.close()
 
 
-class BatchEntryFailed(AgentWaitError):
+RETRYABLE_CODES = frozenset(
+    {
+        "InternalError",
+        "InternalFailure",
+        "InternalServerError",
+        "KMSThrottlingException",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "RequestThrottled",
+        "RequestThrottledException",
+        "ServiceUnavailable",
+        "SlowDown",
+        "ThrottledException",
+        "Throttling",
+        "ThrottlingException",
+        "TooManyRequestsException",
+        "TransactionInProgressException",
+    }
+)
+"""AWS error codes of throttling and server faults: the same request may succeed later."""
+
+
+class BatchEntryFailed(DeliveryFailed):
     """A transport refused one entry of a batch request; the other entries are unaffected.
 
     Attributes:
@@ -308,14 +339,20 @@ class BatchEntryFailed(AgentWaitError):
         code: The transport's error code for the entry.
         detail: The transport's error message for the entry.
         sender_fault: True when the entry itself is at fault, None when not reported.
+        retryable: True when the service says it was not the entry's fault (``SenderFault`` false)
+            or the code is a throttling or server error.
     """
+
+    code: str
 
     def __init__(
         self, service: str, code: str, detail: str, sender_fault: bool | None = None
     ) -> None:
-        super().__init__(f"{service} refused the entry: {code}: {detail}")
+        retryable = code in RETRYABLE_CODES if sender_fault is None else not sender_fault
+        super().__init__(
+            f"{service} refused the entry: {code}: {detail}", retryable=retryable, code=code
+        )
         self.service = service
-        self.code = code
         self.detail = detail
         self.sender_fault = sender_fault
 
@@ -335,14 +372,18 @@ class ClientAnnounce(BaseAnnounce):
     A subclass sets ``self.clients`` (a :class:`ClientPair`) and writes :meth:`plan`. The same
     plan runs on the sync client (:meth:`deliver`, :meth:`deliver_many`) and on the async one
     (:meth:`adeliver`, :meth:`adeliver_many`), so the two paths cannot drift apart. Exchanges run
-    one after the other, which keeps FIFO transports in question order. When only a sync client
-    was injected, the async path runs the sync one in a worker thread.
+    one after the other, which keeps FIFO transports in question order, unless the subclass
+    sets ``max_concurrency`` above 1: then the async path keeps up to that many exchanges in
+    flight, for transports whose requests are independent. When only a sync client was
+    injected, the async path runs the sync one in a worker thread.
 
     Attributes:
         clients: The announcer's clients.
+        max_concurrency: Exchanges in flight at once on the async path (default 1: in order).
     """
 
     clients: ClientPair[Any, Any]
+    max_concurrency: int = 1
 
     def plan(
         self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]
@@ -360,13 +401,13 @@ class ClientAnnounce(BaseAnnounce):
         """
         raise NotImplementedError(f"{type(self).__name__} must implement plan()")
 
-    def deliver(self, envelope: WaitEnvelope) -> None:
+    def deliver(self, envelope: WaitEnvelope) -> Receipt | None:
         """Deliver one envelope, raising its error."""
-        _raise(self.deliver_many([envelope])[0])
+        return _raise(self.deliver_many([envelope])[0])
 
-    async def adeliver(self, envelope: WaitEnvelope) -> None:
+    async def adeliver(self, envelope: WaitEnvelope) -> Receipt | None:
         """Deliver one envelope through the async client, raising its error."""
-        _raise((await self.adeliver_many([envelope]))[0])
+        return _raise((await self.adeliver_many([envelope]))[0])
 
     def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
         """Deliver several envelopes in as few requests as the transport allows."""
@@ -376,7 +417,7 @@ class ClientAnnounce(BaseAnnounce):
         if exchanges:
             client = self.clients.sync()
             crashes = [_run(exchange, client) for exchange in exchanges]
-        return _settled(outcomes, crashes)
+        return _settled(outcomes, crashes, self.clients.classify)
 
     async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
         """Async :meth:`deliver_many`: the async client, never a blocking call on the loop."""
@@ -384,8 +425,18 @@ class ClientAnnounce(BaseAnnounce):
         if client is None:
             return await asyncio.to_thread(self.deliver_many, envelopes)
         outcomes: list[DeliveryOutcome] = [_PENDING] * len(envelopes)
-        crashes = [await _arun(exchange, client) for exchange in self.plan(envelopes, outcomes)]
-        return _settled(outcomes, crashes)
+        exchanges = self.plan(envelopes, outcomes)
+        if self.max_concurrency > 1 and len(exchanges) > 1:
+            gate = asyncio.Semaphore(self.max_concurrency)
+
+            async def run(exchange: Exchange) -> BaseException | None:
+                async with gate:
+                    return await _arun(exchange, client)
+
+            crashes = list(await asyncio.gather(*(run(e) for e in exchanges)))
+        else:
+            crashes = [await _arun(exchange, client) for exchange in exchanges]
+        return _settled(outcomes, crashes, self.clients.classify)
 
     def close(self) -> None:
         """Close the clients this announcer built (injected ones stay open)."""
@@ -399,18 +450,23 @@ class ClientAnnounce(BaseAnnounce):
 _PENDING = _NotDelivered("the announcer neither sent nor rejected this envelope")
 
 
-def _raise(outcome: DeliveryOutcome) -> None:
-    if outcome is not None:
+def _raise(outcome: DeliveryOutcome) -> Receipt | None:
+    if isinstance(outcome, BaseException):
         raise outcome
+    return outcome
 
 
 def _settled(
-    outcomes: list[DeliveryOutcome], crashes: list[BaseException | None]
+    outcomes: list[DeliveryOutcome],
+    crashes: list[BaseException | None],
+    classify: Callable[[BaseException], BaseException],
 ) -> list[DeliveryOutcome]:
     # Each exchange sets all of its slots unless it crashed, so slots still pending belong to
-    # a crashed exchange: they get its error rather than a silent success.
+    # a crashed exchange: they get its error rather than a silent success. The exchanges see
+    # the SDK's own exceptions (to recognise a duplicate, say); the report gets them classified.
     crash = next((c for c in crashes if c is not None), _PENDING)
-    return [crash if outcome is _PENDING else outcome for outcome in outcomes]
+    settled = (crash if outcome is _PENDING else outcome for outcome in outcomes)
+    return [classify(o) if isinstance(o, Exception) else o for o in settled]
 
 
 def _run(exchange: Exchange, client: Any) -> BaseException | None:

@@ -57,6 +57,34 @@ class InvalidAnswer(AgentWaitError, ValueError):
     """An answer cannot be applied to the function that asked (for example unknown argument names)."""
 
 
+class DeliveryFailed(AgentWaitError):
+    """A transport refused an envelope or could not be reached.
+
+    Announcers raise it (``from`` the SDK's own exception, kept as ``__cause__``) instead of
+    their SDK's error types, so hosts and retry policies handle one type whatever the transport.
+
+    Attributes:
+        retryable: True when the same delivery may succeed later: throttling, a server error
+            (5xx), a connection error or timeout. False when it will not without a change:
+            access denied, a missing queue or topic, a validation error.
+        code: The transport's error code or HTTP status, when it gives one.
+        attempts: How many times the transport was tried, when known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retryable: bool,
+        code: str | None = None,
+        attempts: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.code = code
+        self.attempts = attempts
+
+
 class AnnounceFailed(AgentWaitError):
     """Raised by ``publish(..., strict=True)`` when a delivery failed or there was no announcer.
 

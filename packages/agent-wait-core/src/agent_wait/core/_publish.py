@@ -10,9 +10,15 @@ from typing import TYPE_CHECKING, Any
 
 from ulid import ULID
 
-from agent_wait.core._announce import BaseAnnounce, Delivery, DeliveryOutcome, PublishReport
+from agent_wait.core._announce import (
+    BaseAnnounce,
+    Delivery,
+    DeliveryOutcome,
+    PublishReport,
+    Receipt,
+)
 from agent_wait.core._durations import format_duration
-from agent_wait.core._errors import AnnounceFailed, QuestionTooLarge
+from agent_wait.core._errors import AnnounceFailed, DeliveryFailed, QuestionTooLarge
 from agent_wait.core._hooks import PublishHooks, adjust_envelope, delivery_outcome
 from agent_wait.core._models import (
     ENVELOPE_TYPE,
@@ -193,8 +199,18 @@ def _record(
             delivery = Delivery(
                 name, envelope.question_id, envelope.event_id, True, None, None, duration
             )
-            if verbose:
-                _log(delivery, thread_id)
+        elif isinstance(outcome, Receipt):
+            delivery = Delivery(
+                name,
+                envelope.question_id,
+                envelope.event_id,
+                True,
+                None,
+                None,
+                duration,
+                outcome.attempts,
+                outcome.message_id,
+            )
         else:
             delivery = Delivery(
                 name,
@@ -204,9 +220,11 @@ def _record(
                 f"{type(outcome).__name__}: {outcome}",
                 outcome,
                 None if isinstance(outcome, QuestionTooLarge) else duration,
+                outcome.attempts if isinstance(outcome, DeliveryFailed) else None,
             )
-            _log(delivery, thread_id)
         deliveries.append(delivery)
+        if verbose or not delivery.ok:
+            _log(delivery, thread_id)
         if observe is not None:
             delivery_outcome(observe, delivery, envelope)
 
@@ -262,8 +280,8 @@ def _deliver_sync(
 ) -> Sequence[DeliveryOutcome] | BaseException:
     try:
         if len(envelopes) == 1:
-            announcer.deliver(envelopes[0])
-            return _DELIVERED
+            receipt = announcer.deliver(envelopes[0])
+            return _DELIVERED if receipt is None else (receipt,)
         return announcer.deliver_many(envelopes) if envelopes else ()
     except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run
         return error
@@ -280,8 +298,9 @@ async def _deliver_async(
     start = perf_counter()
     try:
         if len(envelopes) == 1:
-            await announcer.adeliver(envelopes[0])
-            outcomes: Sequence[DeliveryOutcome] | BaseException = [None]
+            outcomes: Sequence[DeliveryOutcome] | BaseException = [
+                await announcer.adeliver(envelopes[0])
+            ]
         else:
             outcomes = await announcer.adeliver_many(envelopes)
     except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run

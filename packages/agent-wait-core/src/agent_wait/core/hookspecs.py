@@ -65,8 +65,10 @@ def adjust_envelope(envelope: WaitEnvelope) -> dict[str, Any] | None:
     """Adjust an envelope before any announcer sees it.
 
     Return a dict of field updates (only ``tags``, ``reply_to`` and ``correlation`` may change)
-    or None. Updates from several plugins apply in hook call order; an update is validated, and a
-    hook that raises or returns an invalid update is logged and skipped: it never blocks a publish.
+    or None. Updates from several plugins apply in hook call order, each plugin seeing the earlier
+    ones applied; an update is validated, and a hook that raises or returns an invalid update is
+    logged and skipped: it never blocks a publish. The call's result is the list of updates, which
+    a ``wrapper=True`` implementation may replace.
 
     Args:
         envelope: The envelope as built (with earlier plugins' updates applied).
@@ -80,7 +82,8 @@ def delivery_outcome(delivery: Delivery, envelope: WaitEnvelope) -> None:
     """Observe each delivery outcome (for metrics and tracing).
 
     Called once per announcer and envelope after the attempt. Exceptions are logged and
-    ignored.
+    ignored, one implementation at a time (wrappers included), so one broken observer never
+    silences the others.
 
     Args:
         delivery: The outcome.

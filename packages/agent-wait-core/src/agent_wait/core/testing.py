@@ -69,7 +69,7 @@ except ImportError as error:  # pragma: no cover - depends on the environment
 
 from ulid import ULID
 
-from agent_wait.core._announce import BaseAnnounce, PublishReport
+from agent_wait.core._announce import BaseAnnounce, PublishReport, Receipt
 from agent_wait.core._canonical import derive_question_id
 from agent_wait.core._errors import AnnounceFailed
 from agent_wait.core._host import Handled, Outcome
@@ -244,14 +244,22 @@ class AnnouncerContract:
     ) -> None:
         """If this fails, ``deliver_many()`` breaks its contract.
 
-        It must return a list as long as its input, None for each delivered envelope.
-        ``publish`` treats any other shape as a failure of the whole batch.
+        It must return a list as long as its input, None or a :class:`Receipt` for each
+        delivered envelope (a receipt's ``message_id`` a non-empty string or None, its
+        ``attempts`` at least 1 or None). ``publish`` treats any other shape as a failure of the
+        whole batch.
         """
         report = publish(sample_questions(4), self._thread(), contract_announcer)
         outcomes = contract_announcer.deliver_many(list(report.envelopes))
         assert isinstance(outcomes, list), f"deliver_many returned {type(outcomes).__name__}"  # pyright: ignore[reportUnnecessaryIsInstance]
         assert len(outcomes) == 4, f"deliver_many returned {len(outcomes)} outcomes for 4 envelopes"
-        assert outcomes == [None] * 4, f"outcomes: {outcomes!r}"
+        for outcome in outcomes:
+            assert outcome is None or isinstance(outcome, Receipt), f"outcomes: {outcomes!r}"
+            if isinstance(outcome, Receipt):
+                assert outcome.message_id is None or (
+                    isinstance(outcome.message_id, str) and outcome.message_id  # pyright: ignore[reportUnnecessaryIsInstance]
+                ), f"receipt message_id: {outcome.message_id!r}"
+                assert outcome.attempts is None or outcome.attempts >= 1, f"receipt: {outcome!r}"
 
     def test_async_path(self, contract_announcer: BaseAnnounce) -> None:
         """If this fails, ``apublish`` (``adeliver`` / ``adeliver_many``) is broken.

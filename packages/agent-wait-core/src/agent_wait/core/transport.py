@@ -9,7 +9,7 @@ either client. Application code does not need this module.
 
 from __future__ import annotations
 
-from agent_wait.core._aws import AwsSdk, aws_client_pair
+from agent_wait.core._aws import AwsSdk, aws_client_pair, aws_receipt
 from agent_wait.core._batching import (
     AWS_MESSAGE_ATTRIBUTES,
     AttributeRules,
@@ -36,6 +36,7 @@ __all__ = [
     "Exchange",
     "RoutingAttributes",
     "aws_client_pair",
+    "aws_receipt",
     "chunk",
     "fit_identifier",
     "redact_url",

@@ -16,6 +16,7 @@ from agent_wait.core.transport import (
     ClientAnnounce,
     Exchange,
     aws_client_pair,
+    aws_receipt,
     utf8_size,
 )
 
@@ -23,7 +24,13 @@ try:
     import boto3
     from boto3.dynamodb.types import TypeSerializer
     from botocore.config import Config
-    from botocore.exceptions import ClientError, ProfileNotFound
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        HTTPClientError,
+        ProfileNotFound,
+    )
+    from botocore.exceptions import ConnectionError as BotoConnectionError
 except ImportError as error:  # pragma: no cover - the distribution depends on boto3
     raise ImportError("DynamoDbAnnounce needs boto3: pip install agent-wait-dynamodb") from error
 
@@ -35,10 +42,22 @@ def _aio_session() -> type[Any]:
     return AioSession
 
 
-_SDK = AwsSdk(boto3.Session, _aio_session, ProfileNotFound, Config, "agent-wait-dynamodb")
+_SDK = AwsSdk(
+    boto3.Session,
+    _aio_session,
+    ProfileNotFound,
+    Config,
+    "agent-wait-dynamodb",
+    client_error=ClientError,
+    sdk_error=BotoCoreError,
+    connection_errors=(BotoConnectionError, HTTPClientError),
+)
 
 logger = logging.getLogger(__name__)
 
+DEFAULT_CONCURRENCY = 16
+"""Conditional puts in flight at once on the async path."""
+MAX_CONCURRENCY = 256
 NO_EXPIRY = "9999-12-31T23:59:59Z"
 """``expires_at`` of a row whose question has none: never before "now" in a range query."""
 ITEM_LIMIT = 409_600
@@ -98,6 +117,10 @@ class DynamoDbAnnounce(ClientAnnounce):
 
     An item over 400 KB or a key over DynamoDB's key size fails alone, before sending.
 
+    DynamoDB has no conditional batch write, so each question is its own ``PutItem``. The puts
+    are independent: the sync path sends them one after the other, the async path up to
+    ``max_concurrency`` at once.
+
     Args:
         table_name: The table (name or ARN); create it with :func:`create_table`.
         ttl_attribute: Name of the table's TTL attribute; each row gets it as epoch seconds.
@@ -111,6 +134,10 @@ class DynamoDbAnnounce(ClientAnnounce):
         profile: AWS config profile of the built clients.
         config: A ``botocore.config.Config`` (or a table of its options) merged over the built
             clients' own: standard retries and an ``agent-wait/<version>`` User-Agent suffix.
+        max_concurrency: Puts in flight at once on the async path (default 16; 1 sends them
+            one after the other). A built client has botocore's pool of 10 connections, so
+            more than 10 queue for one; set ``config={"max_pool_connections": 16}`` (or pass
+            an ``async_client``) to go beyond.
 
     Raises:
         ConfigError: An option is invalid; the message names it and the value.
@@ -130,6 +157,7 @@ class DynamoDbAnnounce(ClientAnnounce):
         region: str | None = None,
         profile: str | None = None,
         config: Any = None,
+        max_concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
         if not isinstance(table_name, str) or not _TABLE_NAME.match(table_name):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
@@ -157,9 +185,19 @@ class DynamoDbAnnounce(ClientAnnounce):
             )
         except ValueError as error:
             raise ConfigError(str(error)) from error
+        if (
+            not isinstance(max_concurrency, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or isinstance(max_concurrency, bool)
+            or not 1 <= max_concurrency <= MAX_CONCURRENCY
+        ):
+            raise ConfigError(
+                f"max_concurrency: expected an integer from 1 to {MAX_CONCURRENCY}, "
+                f"got {max_concurrency!r}"
+            )
         self.table_name = table_name
         self.ttl_attribute = ttl_attribute
         self.ttl_after = seconds
+        self.max_concurrency = max_concurrency
         self.clients = aws_client_pair(
             "dynamodb",
             _SDK,
@@ -224,7 +262,7 @@ class DynamoDbAnnounce(ClientAnnounce):
         if _already_written(result):
             logger.debug("question %s already has its row; left as it is", envelope.question_id)
             result = None
-        outcomes[index] = result if isinstance(result, BaseException) else None
+        outcomes[index] = result if isinstance(result, BaseException) else aws_receipt(result)
 
 
 def _already_written(result: object) -> bool:

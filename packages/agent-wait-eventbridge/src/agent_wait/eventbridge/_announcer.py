@@ -13,6 +13,7 @@ from agent_wait.core.transport import (
     ClientAnnounce,
     Exchange,
     aws_client_pair,
+    aws_receipt,
     chunk,
     utf8_size,
 )
@@ -20,7 +21,13 @@ from agent_wait.core.transport import (
 try:
     import boto3
     from botocore.config import Config
-    from botocore.exceptions import ProfileNotFound
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        HTTPClientError,
+        ProfileNotFound,
+    )
+    from botocore.exceptions import ConnectionError as BotoConnectionError
 except ImportError as error:  # pragma: no cover - the distribution depends on boto3
     raise ImportError(
         "EventBridgeAnnounce needs boto3: pip install agent-wait-eventbridge"
@@ -34,7 +41,16 @@ def _aio_session() -> type[Any]:
     return AioSession
 
 
-_SDK = AwsSdk(boto3.Session, _aio_session, ProfileNotFound, Config, "agent-wait-eventbridge")
+_SDK = AwsSdk(
+    boto3.Session,
+    _aio_session,
+    ProfileNotFound,
+    Config,
+    "agent-wait-eventbridge",
+    client_error=ClientError,
+    sdk_error=BotoCoreError,
+    connection_errors=(BotoConnectionError, HTTPClientError),
+)
 
 ENTRY_LIMIT = 262_144
 """Bytes of one entry as EventBridge counts it (UTF-8 of Source, DetailType and Detail)."""
@@ -169,7 +185,7 @@ class EventBridgeAnnounce(ClientAnnounce):
                     "EventBridge", answer["ErrorCode"], answer.get("ErrorMessage", "")
                 )
             else:
-                outcomes[entry.index] = None
+                outcomes[entry.index] = aws_receipt(result, answer.get("EventId"))
 
 
 def _size(entry: _Entry) -> int:

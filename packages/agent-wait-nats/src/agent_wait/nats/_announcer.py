@@ -19,7 +19,14 @@ try:
 except ImportError as error:  # pragma: no cover - the distribution depends on nats-py
     raise ImportError("NatsAnnounce needs nats-py: pip install agent-wait-nats") from error
 
-from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import (
+    BaseAnnounce,
+    ConfigError,
+    DeliveryFailed,
+    DeliveryOutcome,
+    Receipt,
+    WaitEnvelope,
+)
 from agent_wait.core.transport import ClientPair, redact_url
 from agent_wait.nats._subject import SubjectTemplate
 
@@ -119,20 +126,23 @@ class NatsAnnounce(BaseAnnounce):
             )
         return headers
 
-    def deliver(self, envelope: WaitEnvelope) -> None:
+    def deliver(self, envelope: WaitEnvelope) -> Receipt:
         """Publish the envelope and wait for the ack (a duplicate ack counts as delivered).
+
+        Returns:
+            The receipt with the stream sequence number the ack carries.
 
         Raises:
             LookupError: The subject template needs a tag the envelope lacks, or no stream
                 stores the subject.
-            ConnectionError: No server could be reached.
-            nats.errors.Error: The publish failed or timed out.
+            DeliveryFailed: No server could be reached, or the publish failed or timed out
+                (``retryable`` for timeouts, connection errors and an unavailable JetStream).
         """
-        _raise_outcome(self.deliver_many([envelope]))
+        return _raise_outcome(self.deliver_many([envelope]))
 
-    async def adeliver(self, envelope: WaitEnvelope) -> None:
+    async def adeliver(self, envelope: WaitEnvelope) -> Receipt:
         """Async :meth:`deliver`."""
-        _raise_outcome(await self.adeliver_many([envelope]))
+        return _raise_outcome(await self.adeliver_many([envelope]))
 
     def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
         """Publish every envelope concurrently on the private loop; one outcome per envelope."""
@@ -155,7 +165,7 @@ class NatsAnnounce(BaseAnnounce):
         try:
             js = await self._jetstream(conn)
         except Exception as error:  # noqa: BLE001 - no connection: every envelope's outcome
-            return [error] * len(envelopes)
+            return [_classified(error)] * len(envelopes)
         results = await asyncio.gather(
             *(self._publish(js, e) for e in envelopes), return_exceptions=True
         )
@@ -163,10 +173,10 @@ class NatsAnnounce(BaseAnnounce):
         for result in results:
             if isinstance(result, BaseException) and not isinstance(result, Exception):
                 raise result  # cancellation and interpreter exits are not delivery outcomes
-            outcomes.append(result)
+            outcomes.append(_classified(result) if isinstance(result, Exception) else result)
         return outcomes
 
-    async def _publish(self, js: JetStreamContext, envelope: WaitEnvelope) -> None:
+    async def _publish(self, js: JetStreamContext, envelope: WaitEnvelope) -> Receipt:
         subject = self.subject.render(envelope)
         try:
             ack = await js.publish(
@@ -186,6 +196,7 @@ class NatsAnnounce(BaseAnnounce):
                 envelope.dedupe_key,
                 ack.stream,
             )
+        return Receipt(str(ack.seq), 1)
 
     async def _jetstream(self, conn: _Connection) -> JetStreamContext:
         async with conn.lock:
@@ -307,9 +318,37 @@ def _servers(url: object) -> tuple[str, ...]:
     return servers
 
 
-def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:
-    if outcomes[0] is not None:
-        raise outcomes[0]
+def _raise_outcome(outcomes: list[DeliveryOutcome]) -> Receipt:
+    outcome = outcomes[0]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    assert outcome is not None  # every publish returns its receipt
+    return outcome
+
+
+def _classified(error: Exception) -> Exception:
+    """nats-py's errors (and no reachable server) as :class:`DeliveryFailed`; others unchanged."""
+    if not isinstance(error, nats.errors.Error | ConnectionError):
+        return error
+    # A 503 from JetStream means no responders or a stream without a leader: it may pass.
+    unavailable = isinstance(error, nats.js.errors.APIError) and error.code == 503  # pyright: ignore[reportUnknownMemberType]
+    retryable = unavailable or isinstance(
+        error,
+        ConnectionError
+        | nats.errors.TimeoutError
+        | nats.errors.NoRespondersError
+        | nats.errors.ConnectionClosedError
+        | nats.errors.NoServersError
+        | nats.errors.StaleConnectionError,
+    )
+    failed = DeliveryFailed(
+        f"NATS: {type(error).__name__}: {error}",
+        retryable=retryable,
+        code=type(error).__name__,
+        attempts=1,
+    )
+    failed.__cause__ = error
+    return failed
 
 
 def _require_positive(option: str, value: object) -> None:

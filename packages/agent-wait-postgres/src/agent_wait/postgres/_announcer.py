@@ -23,6 +23,7 @@ from agent_wait.core import (
     BaseAnnounce,
     BatchEntryFailed,
     ConfigError,
+    DeliveryFailed,
     DeliveryOutcome,
     WaitEnvelope,
 )
@@ -134,7 +135,7 @@ class PostgresAnnounce(BaseAnnounce):
 
         Raises:
             BatchEntryFailed: The database refused the row (its SQLSTATE is the ``code``).
-            psycopg.Error: The database is unreachable or the table is missing.
+            DeliveryFailed: The database is unreachable (``retryable``) or the table is missing.
         """
         _raise_outcome(self.deliver_many([envelope]))
 
@@ -150,7 +151,7 @@ class PostgresAnnounce(BaseAnnounce):
                     conn = slot.conn = self._connect()
                 return self._write(conn, envelopes)
             except psycopg.Error as error:
-                return [error] * len(envelopes)
+                return [_unavailable(error)] * len(envelopes)
 
     def _connect(self) -> Connection[TupleRow]:
         conn = psycopg.Connection.connect(self.url, **self._connect_args())
@@ -226,7 +227,7 @@ class PostgresAnnounce(BaseAnnounce):
                     conn = slot.conn = await self._aconnect()
                 return await self._awrite(conn, envelopes)
             except psycopg.Error as error:
-                return [error] * len(envelopes)
+                return [_unavailable(error)] * len(envelopes)
 
     async def _aconnect(self) -> AsyncConnection[TupleRow]:
         conn = await psycopg.AsyncConnection.connect(self.url, **self._connect_args())
@@ -332,6 +333,28 @@ def _refused(error: psycopg.Error, envelope: WaitEnvelope) -> BatchEntryFailed:
     return refused
 
 
+def _unavailable(error: psycopg.Error) -> DeliveryFailed:
+    """The database could not take the batch: unreachable, or the statement itself failed.
+
+    Retryable: connection errors (SQLSTATE class 08 or no SQLSTATE: never connected),
+    transaction rollbacks (40: serialization failure, deadlock), insufficient resources (53)
+    and operator intervention (57: shutdown, query cancelled). Not: a missing table, no
+    privilege, anything else.
+    """
+    state = error.sqlstate
+    retryable = (state is None and isinstance(error, psycopg.OperationalError)) or (
+        state is not None and state[:2] in {"08", "40", "53", "57"}
+    )
+    failed = DeliveryFailed(
+        f"PostgreSQL: {type(error).__name__}: {error.diag.message_primary or error}",
+        retryable=retryable,
+        code=state or type(error).__name__,
+        attempts=1,
+    )
+    failed.__cause__ = error
+    return failed
+
+
 def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:
-    if outcomes[0] is not None:
+    if isinstance(outcomes[0], BaseException):
         raise outcomes[0]

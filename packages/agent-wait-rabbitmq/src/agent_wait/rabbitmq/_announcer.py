@@ -24,6 +24,7 @@ from agent_wait.core import (
     BaseAnnounce,
     BatchEntryFailed,
     ConfigError,
+    DeliveryFailed,
     DeliveryOutcome,
     WaitEnvelope,
 )
@@ -147,7 +148,7 @@ class RabbitMqAnnounce(BaseAnnounce):
                 ``NO_ROUTE``, with ``mandatory``) or nacked it (``NACK``).
             LookupError: The exchange does not exist, or the routing-key template needs a tag
                 the envelope lacks.
-            ConnectionError: The broker is unreachable.
+            DeliveryFailed: The broker is unreachable (``retryable``) or closed the channel.
         """
         _raise_outcome(self.deliver_many([envelope]))
 
@@ -353,11 +354,20 @@ def _explain(error: Exception, exchange: str, envelope: WaitEnvelope | None) -> 
         # A nack: the broker could not take the message (a full queue with reject-publish, an
         # internal error); a later publish may succeed.
         which = f"question {envelope.question_id!r}" if envelope else "the message"
-        clearer = BatchEntryFailed("RabbitMQ", "NACK", f"the broker nacked {which} ({text})")
+        clearer = BatchEntryFailed(
+            "RabbitMQ", "NACK", f"the broker nacked {which} ({text})", sender_fault=False
+        )
     elif isinstance(
         error, pika.exceptions.AMQPConnectionError | aio_pika.exceptions.AMQPConnectionError
     ):
-        clearer = ConnectionError(f"cannot reach RabbitMQ: {error!r}")
+        clearer = DeliveryFailed(
+            f"cannot reach RabbitMQ: {error!r}", retryable=True, code=type(error).__name__
+        )
+    elif isinstance(error, pika.exceptions.AMQPError | aio_pika.exceptions.AMQPError):
+        # A channel the broker closed (access refused, a precondition failed): not by itself.
+        clearer = DeliveryFailed(
+            f"RabbitMQ: {type(error).__name__}: {text}", retryable=False, code=type(error).__name__
+        )
     if clearer is None:
         return error
     clearer.__cause__ = error
@@ -375,5 +385,5 @@ def _unroutable(exchange: str, key: str) -> BatchEntryFailed:
 
 
 def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:
-    if outcomes[0] is not None:
+    if isinstance(outcomes[0], BaseException):
         raise outcomes[0]

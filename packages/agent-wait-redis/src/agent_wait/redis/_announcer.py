@@ -13,7 +13,14 @@ try:
 except ImportError as error:  # pragma: no cover - the distribution depends on redis
     raise ImportError("RedisAnnounce needs redis-py: pip install agent-wait-redis") from error
 
-from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import (
+    BaseAnnounce,
+    ConfigError,
+    DeliveryFailed,
+    DeliveryOutcome,
+    Receipt,
+    WaitEnvelope,
+)
 from agent_wait.core.transport import ClientPair, redact_url
 
 DEFAULT_URL = "redis://localhost:6379/0"
@@ -125,17 +132,20 @@ class RedisAnnounce(BaseAnnounce):
         fields.update({f"tag:{name}": value for name, value in envelope.tags.items()})
         return fields
 
-    def deliver(self, envelope: WaitEnvelope) -> None:
+    def deliver(self, envelope: WaitEnvelope) -> Receipt | None:
         """Add the envelope's entry (or skip it as a republish when ``index`` holds it).
 
-        Raises:
-            redis.RedisError: The server is unreachable or refused the command.
-        """
-        _raise_outcome(self.deliver_many([envelope]))
+        Returns:
+            The receipt with the stream entry id; None for a skipped republish.
 
-    async def adeliver(self, envelope: WaitEnvelope) -> None:
+        Raises:
+            DeliveryFailed: The server is unreachable (retryable) or refused the command.
+        """
+        return _raise_outcome(self.deliver_many([envelope]))
+
+    async def adeliver(self, envelope: WaitEnvelope) -> Receipt | None:
         """Async :meth:`deliver` (redis.asyncio)."""
-        _raise_outcome(await self.adeliver_many([envelope]))
+        return _raise_outcome(await self.adeliver_many([envelope]))
 
     def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
         """Add every envelope in one pipeline; one outcome per envelope, in order."""
@@ -147,7 +157,7 @@ class RedisAnnounce(BaseAnnounce):
                 pipe.execute_command(*self._command(envelope))  # pyright: ignore[reportUnknownMemberType]
             replies = pipe.execute(raise_on_error=False)
         except redis.RedisError as error:
-            return [error] * len(envelopes)
+            return [_failed(error)] * len(envelopes)
         finally:
             pipe.reset()
         return _outcomes(replies)
@@ -159,7 +169,7 @@ class RedisAnnounce(BaseAnnounce):
         try:
             client = await self._clients.async_client()
         except redis.RedisError as error:
-            return [error] * len(envelopes)
+            return [_failed(error)] * len(envelopes)
         assert client is not None  # built here, never None
         pipe: AsyncPipeline = client.pipeline(transaction=False)  # pyright: ignore[reportUnknownMemberType]
         try:
@@ -167,7 +177,7 @@ class RedisAnnounce(BaseAnnounce):
                 pipe.execute_command(*self._command(envelope))  # pyright: ignore[reportUnknownMemberType]
             replies = await pipe.execute(raise_on_error=False)
         except redis.RedisError as error:
-            return [error] * len(envelopes)
+            return [_failed(error)] * len(envelopes)
         finally:
             await pipe.reset()
         return _outcomes(replies)
@@ -206,12 +216,36 @@ class RedisAnnounce(BaseAnnounce):
 
 def _outcomes(replies: list[Any]) -> list[DeliveryOutcome]:
     # A reply is an entry id, None for a skipped republish, or the command's own error.
-    return [reply if isinstance(reply, Exception) else None for reply in replies]
+    return [_outcome(reply) for reply in replies]
 
 
-def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:
-    if outcomes[0] is not None:
-        raise outcomes[0]
+def _outcome(reply: object) -> DeliveryOutcome:
+    if isinstance(reply, Exception):
+        return _failed(reply)
+    if isinstance(reply, bytes):
+        return Receipt(reply.decode("ascii"), 1)
+    return None if reply is None else Receipt(str(reply), 1)
+
+
+def _failed(error: Exception) -> DeliveryFailed:
+    # Connection errors and timeouts (loading and busy servers included) may pass later; a
+    # command the server refused (a wrong type, a script error, OOM) will not by itself.
+    retryable = isinstance(error, redis.ConnectionError | redis.TimeoutError)
+    failed = DeliveryFailed(
+        f"Redis: {type(error).__name__}: {error}",
+        retryable=retryable,
+        code=type(error).__name__,
+        attempts=1,
+    )
+    failed.__cause__ = error
+    return failed
+
+
+def _raise_outcome(outcomes: list[DeliveryOutcome]) -> Receipt | None:
+    outcome = outcomes[0]
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
 
 
 def _is_int(value: object) -> bool:

@@ -15,6 +15,7 @@ from agent_wait.core.transport import (
     ClientAnnounce,
     Exchange,
     aws_client_pair,
+    aws_receipt,
     chunk,
     fit_identifier,
     utf8_size,
@@ -23,7 +24,13 @@ from agent_wait.core.transport import (
 try:
     import boto3
     from botocore.config import Config
-    from botocore.exceptions import ProfileNotFound
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        HTTPClientError,
+        ProfileNotFound,
+    )
+    from botocore.exceptions import ConnectionError as BotoConnectionError
 except ImportError as error:  # pragma: no cover - the distribution depends on boto3
     raise ImportError("SnsAnnounce needs boto3: pip install agent-wait-sns") from error
 
@@ -35,7 +42,16 @@ def _aio_session() -> type[Any]:
     return AioSession
 
 
-_SDK = AwsSdk(boto3.Session, _aio_session, ProfileNotFound, Config, "agent-wait-sns")
+_SDK = AwsSdk(
+    boto3.Session,
+    _aio_session,
+    ProfileNotFound,
+    Config,
+    "agent-wait-sns",
+    client_error=ClientError,
+    sdk_error=BotoCoreError,
+    connection_errors=(BotoConnectionError, HTTPClientError),
+)
 
 logger = logging.getLogger(__name__)
 
@@ -172,7 +188,11 @@ class SnsAnnounce(ClientAnnounce):
 
     def _publish_one(self, message: _Message, outcomes: list[DeliveryOutcome]) -> Exchange:
         result = yield "publish", {"TopicArn": self.topic_arn, **message.params}
-        outcomes[message.index] = result if isinstance(result, BaseException) else None
+        outcomes[message.index] = (
+            result
+            if isinstance(result, BaseException)
+            else aws_receipt(result, cast("Mapping[str, Any]", result).get("MessageId"))
+        )
 
     def _publish_batch(self, batch: list[_Message], outcomes: list[DeliveryOutcome]) -> Exchange:
         # Entry ids are the envelopes' positions: unique, and in SNS's id alphabet.
@@ -190,7 +210,7 @@ class SnsAnnounce(ClientAnnounce):
             return
         response = cast("Mapping[str, Any]", result)
         for entry in response.get("Successful", []):
-            outcomes[entries[entry["Id"]].index] = None
+            outcomes[entries[entry["Id"]].index] = aws_receipt(response, entry.get("MessageId"))
         for entry in response.get("Failed", []):
             outcomes[entries[entry["Id"]].index] = BatchEntryFailed(
                 "SNS", entry.get("Code", "?"), entry.get("Message", ""), entry.get("SenderFault")

@@ -8,13 +8,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from agent_wait.core import BatchEntryFailed, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import BatchEntryFailed, ConfigError, DeliveryOutcome, Receipt, WaitEnvelope
 from agent_wait.core.transport import (
     AWS_MESSAGE_ATTRIBUTES,
     AwsSdk,
     ClientAnnounce,
     Exchange,
     aws_client_pair,
+    aws_receipt,
     chunk,
     fit_identifier,
     utf8_size,
@@ -23,7 +24,13 @@ from agent_wait.core.transport import (
 try:
     import boto3
     from botocore.config import Config
-    from botocore.exceptions import ProfileNotFound
+    from botocore.exceptions import (
+        BotoCoreError,
+        ClientError,
+        HTTPClientError,
+        ProfileNotFound,
+    )
+    from botocore.exceptions import ConnectionError as BotoConnectionError
 except ImportError as error:  # pragma: no cover - the distribution depends on boto3
     raise ImportError("SqsAnnounce needs boto3: pip install agent-wait-sqs") from error
 
@@ -35,7 +42,16 @@ def _aio_session() -> type[Any]:
     return AioSession
 
 
-_SDK = AwsSdk(boto3.Session, _aio_session, ProfileNotFound, Config, "agent-wait-sqs")
+_SDK = AwsSdk(
+    boto3.Session,
+    _aio_session,
+    ProfileNotFound,
+    Config,
+    "agent-wait-sqs",
+    client_error=ClientError,
+    sdk_error=BotoCoreError,
+    connection_errors=(BotoConnectionError, HTTPClientError),
+)
 logger = logging.getLogger(__name__)
 
 MESSAGE_LIMIT = 1_048_576
@@ -177,13 +193,17 @@ class SqsAnnounce(ClientAnnounce):
 
     def _send_one(self, message: _Message, outcomes: list[DeliveryOutcome]) -> Exchange:
         result = yield "send_message", {"QueueUrl": self.queue_url, **message.params}
-        outcomes[message.index] = result if isinstance(result, BaseException) else None
+        outcomes[message.index] = (
+            result
+            if isinstance(result, BaseException)
+            else aws_receipt(result, cast("Mapping[str, Any]", result).get("MessageId"))
+        )
 
     def _send_batch(self, batch: list[_Message], outcomes: list[DeliveryOutcome]) -> Exchange:
         # Entry ids are the envelopes' positions: unique, and in SQS's id alphabet.
         pending = {str(message.index): message for message in batch}
         refused: dict[str, BaseException] = {}
-        for _attempt in range(2):  # a refused entry is retried once, then reported
+        for attempt in range(1, 3):  # a refused entry is retried once, then reported
             entries = [{"Id": entry_id, **m.params} for entry_id, m in pending.items()]
             result = yield "send_message_batch", {"QueueUrl": self.queue_url, "Entries": entries}
             if isinstance(result, BaseException):
@@ -192,7 +212,7 @@ class SqsAnnounce(ClientAnnounce):
                 return
             response = cast("Mapping[str, Any]", result)
             for entry in response.get("Successful", []):
-                outcomes[pending[entry["Id"]].index] = None
+                outcomes[pending[entry["Id"]].index] = Receipt(entry.get("MessageId"), attempt)
             refused = {
                 entry["Id"]: BatchEntryFailed(
                     "SQS",

@@ -22,7 +22,14 @@ except ImportError as error:  # a broken install: say which distribution brings 
         f"agent-wait-webhook needs httpx ({error}); reinstall it: pip install agent-wait-webhook"
     ) from error
 
-from agent_wait.core import BaseAnnounce, ConfigError, DeliveryOutcome, WaitEnvelope, parse_duration
+from agent_wait.core import (
+    BaseAnnounce,
+    ConfigError,
+    DeliveryOutcome,
+    Receipt,
+    WaitEnvelope,
+    parse_duration,
+)
 from agent_wait.core.transport import ClientPair
 from agent_wait.webhook._deadline import bounded, deadline_client
 from agent_wait.webhook._errors import WebhookDeliveryError
@@ -110,6 +117,7 @@ class _Attempts:
         self.deadline = time.monotonic() + announcer.total_timeout
         self.count = 0
         self._last: tuple[str, int | None] = ("was not attempted", None)
+        self._retryable = False
 
     def start(self) -> float:
         """Count an attempt and return its timeout; raise when the budget is used up."""
@@ -125,6 +133,7 @@ class _Attempts:
         if verdict is None:
             return None
         retryable, server_delay = verdict
+        self._retryable = retryable
         if not retryable or self.count > self._announcer.retries:
             raise self._failure()
         remaining = self.deadline - time.monotonic()
@@ -189,7 +198,9 @@ class _Attempts:
 
     def _failure(self) -> WebhookDeliveryError:
         reason, status = self._last
-        return WebhookDeliveryError(self._announcer.origin, reason, status, self.count)
+        return WebhookDeliveryError(
+            self._announcer.origin, reason, status, self.count, self._retryable
+        )
 
 
 class WebhookAnnounce(BaseAnnounce):
@@ -266,8 +277,8 @@ class WebhookAnnounce(BaseAnnounce):
         """True when requests carry a Standard Webhooks signature."""
         return self._key is not None
 
-    def deliver(self, envelope: WaitEnvelope) -> None:
-        """POST one envelope, retrying within the budget.
+    def deliver(self, envelope: WaitEnvelope) -> Receipt:
+        """POST one envelope, retrying within the budget; the receipt counts the attempts.
 
         Raises:
             WebhookDeliveryError: The receiver did not accept it (status code and reason).
@@ -284,10 +295,10 @@ class WebhookAnnounce(BaseAnnounce):
                 outcome = error
             delay = attempts.judge(outcome, timeout)
             if delay is None:
-                return
+                return Receipt(attempts=attempts.count)
             time.sleep(delay)
 
-    async def adeliver(self, envelope: WaitEnvelope) -> None:
+    async def adeliver(self, envelope: WaitEnvelope) -> Receipt:
         """Async :meth:`deliver` on a shared ``httpx.AsyncClient``."""
         body = envelope.to_json()
         client = await self._clients.async_client()
@@ -302,7 +313,7 @@ class WebhookAnnounce(BaseAnnounce):
                 outcome = error
             delay = attempts.judge(outcome, timeout)
             if delay is None:
-                return
+                return Receipt(attempts=attempts.count)
             await asyncio.sleep(delay)
 
     async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
@@ -312,10 +323,9 @@ class WebhookAnnounce(BaseAnnounce):
         async def one(envelope: WaitEnvelope) -> DeliveryOutcome:
             async with gate:
                 try:
-                    await self.adeliver(envelope)
+                    return await self.adeliver(envelope)
                 except Exception as error:  # noqa: BLE001 - each envelope's failure is its own outcome
                     return error
-                return None
 
         return list(await asyncio.gather(*(one(e) for e in envelopes)))
 

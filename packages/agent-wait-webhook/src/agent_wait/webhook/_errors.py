@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from agent_wait.core import AgentWaitError
+from agent_wait.core import DeliveryFailed
 
 
-class WebhookDeliveryError(AgentWaitError):
+class WebhookDeliveryError(DeliveryFailed):
     """An envelope could not be delivered to the webhook.
 
     It lands in the :class:`~agent_wait.core.PublishReport` as
@@ -19,11 +19,26 @@ class WebhookDeliveryError(AgentWaitError):
         reason: What went wrong, e.g. ``"HTTP 500 Internal Server Error"`` or
             ``"timed out after 1.0 s"``.
         attempts: How many requests were sent.
+        retryable: True when the last attempt failed in a way a later delivery may not (HTTP
+            429 or 5xx, a timeout, a network error) and only the retry budget ran out.
     """
 
-    def __init__(self, origin: str, reason: str, status_code: int | None, attempts: int) -> None:
+    attempts: int
+
+    def __init__(
+        self,
+        origin: str,
+        reason: str,
+        status_code: int | None,
+        attempts: int,
+        retryable: bool = False,
+    ) -> None:
         plural = "attempt" if attempts == 1 else "attempts"
-        super().__init__(f"{origin} {reason} ({attempts} {plural})")
+        super().__init__(
+            f"{origin} {reason} ({attempts} {plural})",
+            retryable=retryable,
+            code=None if status_code is None else str(status_code),
+            attempts=attempts,
+        )
         self.status_code = status_code
         self.reason = reason
-        self.attempts = attempts
