@@ -274,6 +274,45 @@ def test_hook_answer_handled(caplog: pytest.LogCaptureFixture) -> None:
     assert caplog.text.count("answer_handled hook of plugin 'test-broken-answers' failed") == 5
 
 
+def test_answer_handled_wrappers_time_the_observers_and_are_contained(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """``answer_handled`` goes through pluggy: a wrapper sees the call; a broken one is contained."""
+    events: list[str] = []
+
+    class Observer:
+        @hookimpl
+        def answer_handled(self, answer: Answer, handled: Handled) -> None:
+            events.append(f"observed {answer.question_id} {handled.outcome.value}")
+
+    class Timing:
+        @hookimpl(wrapper=True)
+        def answer_handled(self, answer: Answer, handled: Handled) -> Generator[None, Any, Any]:
+            events.append("before")
+            result = yield
+            events.append("after")
+            return result
+
+    class BrokenWrapper:
+        @hookimpl(wrapper=True)
+        def answer_handled(self, answer: Answer, handled: Handled) -> Generator[None, Any, Any]:
+            raise RuntimeError("tracer down")
+            yield  # pragma: no cover - makes this a generator
+
+    ledger, inbox = Ledger(asks=2), MemoryAnnounce()
+    with (
+        caplog.at_level(logging.ERROR, logger="agent_wait"),
+        registered_plugin(Observer(), "test-observer"),
+        registered_plugin(Timing(), "test-timing"),
+        registered_plugin(BrokenWrapper(), "test-broken-wrapper"),
+    ):
+        handle_message(ledger, {"thread_id": "t", "input": 1}, inbox)
+        handled = handle_message(ledger, reply("t-q1"), inbox)
+    assert handled.outcome is Outcome.RESUMED
+    assert events == ["before", "observed t-q1 resumed", "after"]
+    assert "answer_handled hook wrapper of plugin 'test-broken-wrapper' failed" in caplog.text
+
+
 def test_wrapper_impls_see_time_and_change_the_result() -> None:
     """New-style ``wrapper=True`` impls run through pluggy around the plain impls."""
     calls: list[str] = []

@@ -1,8 +1,9 @@
-"""The plugin manager of agent-wait: publish hooks called through pluggy, each impl contained.
+"""The plugin manager of agent-wait: observing hooks called through pluggy, each impl contained.
 
-pluggy stops a hook call at the first implementation that raises, and a publish must never fail
-because of a plugin. So when a plugin is registered, every implementation of a publish hook
-(``adjust_envelope``, ``delivery_outcome``) gets its own error boundary: plain implementations,
+pluggy stops a hook call at the first implementation that raises, and neither a publish nor a
+host's handling of a message may fail because of a plugin. So when a plugin is registered, every
+implementation of those hooks (``adjust_envelope``, ``delivery_outcome``, ``answer_handled``)
+gets its own error boundary: plain implementations,
 ``wrapper=True`` and old-style ``hookwrapper=True`` generators alike. A failing implementation is
 logged with its plugin name and the call goes on as if it had returned nothing; the hook is still
 called through pluggy, so wrappers (tracing, timing) see and may change the result.
@@ -27,8 +28,8 @@ logger = logging.getLogger("agent_wait.publish")
 ADJUSTABLE = frozenset({"tags", "reply_to", "correlation"})
 """The envelope fields ``adjust_envelope`` may change."""
 
-CONTAINED_HOOKS = ("adjust_envelope", "delivery_outcome")
-"""Hooks called during a publish: a failing implementation is logged, never raised."""
+CONTAINED_HOOKS = ("adjust_envelope", "delivery_outcome", "answer_handled")
+"""Hooks called during a publish or a host's handling: a failing implementation is logged, never raised."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +139,14 @@ def adjust_envelope(caller: pluggy.HookCaller, envelope: WaitEnvelope) -> WaitEn
                 "adjust_envelope: an update a hook wrapper returned is invalid; skipped"
             )
     return adjusted
+
+
+def answer_handled(caller: pluggy.HookCaller, answer: object, handled: object) -> None:
+    """Call ``answer_handled``; failures are logged, never raised."""
+    try:
+        caller(answer=answer, handled=handled)
+    except Exception:
+        logger.exception("answer_handled hook call failed")
 
 
 def delivery_outcome(caller: pluggy.HookCaller, delivery: object, envelope: WaitEnvelope) -> None:

@@ -17,15 +17,12 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from agent_wait.core._announce import PublishReport
 from agent_wait.core._errors import AgentWaitError, AnnounceFailed, InvalidAnswer
 from agent_wait.core._models import Answer, Question, StartMessage, parse_message
 from agent_wait.core._publish import Announce, Clock, apublish, publish
-
-if TYPE_CHECKING:
-    from pluggy import HookImpl
 
 logger = logging.getLogger("agent_wait.host")
 
@@ -318,18 +315,13 @@ def _answered(answer: Answer, handled: Handled) -> None:
             answer.thread_id,
             answer.question_id,
         )
-    for impl in _answer_observers():
-        # One call per plugin: one broken observer must not silence the others or the host.
-        try:
-            impl.function(answer=answer, handled=handled)
-        except Exception:
-            logger.exception("answer_handled hook of plugin %r failed", impl.plugin_name)
-
-
-def _answer_observers() -> list[HookImpl]:
+    from agent_wait.core import _hooks
     from agent_wait.core._plugins import registry
 
-    return list(reversed(registry().manager.hook.answer_handled.get_hookimpls()))
+    caller = registry().manager.hook.answer_handled
+    if caller.get_hookimpls():
+        # Through pluggy, so wrapper impls (tracing, timing) work; each impl is contained.
+        _hooks.answer_handled(caller, answer, handled)
 
 
 class _IO:
