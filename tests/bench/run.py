@@ -42,6 +42,7 @@ from typing import Any
 
 from agent_wait.core import (
     BaseAnnounce,
+    MemoryAnnounce,
     Question,
     WaitCall,
     WaitPolicy,
@@ -223,6 +224,52 @@ def bench_envelope(scale: Scale) -> Result:
         target="<= 2.0",
         passed=ratio <= 2.0,
         summary=f"{_us(min(ours))} vs {_us(min(base))}",
+    )
+
+
+def publish_subjects() -> dict[str, Callable[[], object]]:
+    """One question published to the memory announcer; and its envelope built and serialised."""
+    question = sample_questions(1, prefix="bench")[0]
+    questions = [question]
+    sink = MemoryAnnounce()
+
+    def agent_wait_publish() -> object:
+        report = publish(questions, THREAD, sink, clock=_now)
+        sink.envelopes.clear()  # keep the list from growing over the rounds
+        return report
+
+    def envelope_json() -> bytes:
+        return build_envelope(question, THREAD, now=NOW).to_json()
+
+    return {"publish() to memory": agent_wait_publish, "build_envelope().to_json()": envelope_json}
+
+
+def bench_publish(scale: Scale) -> Result:
+    """``publish`` of one question to the memory announcer versus building its envelope JSON."""
+    from agent_wait.core._plugins import registry
+
+    subjects = publish_subjects()
+    samples = interleaved(subjects, scale.cpu_rounds, scale.cpu_calls)
+    ours, base = samples["publish() to memory"], samples["build_envelope().to_json()"]
+    ratio = min(ours) / min(base)
+    paired = statistics.median(a / b for a, b in zip(ours, base, strict=True))
+    hooks = registry().manager.publish_hooks()
+    quiet = hooks.adjust is None and hooks.observe is None
+    return Result(
+        name="publish",
+        title="1b. publish one question to memory / build_envelope().to_json()",
+        raw={
+            "seconds_per_call": {"publish": _stats(ours), "envelope_json": _stats(base)},
+            "median_of_paired_ratios": paired,
+            "publish_hooks_registered": not quiet,
+            "rounds": scale.cpu_rounds,
+            "calls_per_round": scale.cpu_calls,
+        },
+        ratio=ratio,
+        target="<= 1.15, no hook registered",
+        passed=ratio <= 1.15 and quiet,
+        summary=f"{_us(min(ours))} vs {_us(min(base))}",
+        note="" if quiet else "a plugin implements a publish hook: the row measures it too",
     )
 
 
@@ -822,6 +869,7 @@ def table(results: Sequence[Result]) -> str:
 
 BENCHMARKS: dict[str, Callable[[Scale], Result]] = {
     "envelope": bench_envelope,
+    "publish": bench_publish,
     "wait": bench_wait,
     "import": bench_import,
     "aws": bench_aws,
@@ -831,6 +879,7 @@ BENCHMARKS: dict[str, Callable[[Scale], Result]] = {
 
 PROFILES: dict[str, Callable[[], dict[str, Callable[[], object]]]] = {
     "envelope": envelope_subjects,
+    "publish": publish_subjects,
     "wait": lambda: wait_subjects()[0],
 }
 

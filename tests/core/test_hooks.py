@@ -5,10 +5,14 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import time
+from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
+import pluggy
 import pytest
+from pluggy import HookImpl
 
 from agent_wait.core import (
     BaseAnnounce,
@@ -18,12 +22,13 @@ from agent_wait.core import (
     Question,
     WaitEnvelope,
     WaitPolicy,
+    _publish,
     announcer,
     hookimpl,
     hookspecs,
     publish,
 )
-from agent_wait.core._plugins import registry
+from agent_wait.core._plugins import PluginRegistry, registry
 from agent_wait.core.hookspecs import RegisterTarget
 from agent_wait.core.testing import registered_plugin
 
@@ -221,3 +226,204 @@ def test_hook_delivery_outcome(caplog: pytest.LogCaptureFixture) -> None:
         "an observer must not change the outcome"
     )
     assert "delivery_outcome hook of plugin 'test-broken-observer' failed" in caplog.text
+
+
+def test_wrapper_impls_see_time_and_change_the_result() -> None:
+    """New-style ``wrapper=True`` impls run through pluggy around the plain impls."""
+    calls: list[str] = []
+    timings: list[float] = []
+
+    class Route:
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
+            calls.append("route")
+            return {"tags": {**envelope.tags, "queue": "finance"}}
+
+    class Timing:
+        @hookimpl(wrapper=True)
+        def adjust_envelope(self, envelope: WaitEnvelope) -> Generator[None, object, object]:
+            start = time.perf_counter()
+            updates = yield
+            timings.append(time.perf_counter() - start)
+            calls.append(f"timing saw {updates!r}")
+            assert isinstance(updates, list)
+            # A wrapper may change the result: the host applies the list it returns.
+            return [*cast("list[object]", updates), {"reply_to": {"queue": "traced"}}]
+
+        @hookimpl(wrapper=True)
+        def delivery_outcome(
+            self, delivery: Delivery, envelope: WaitEnvelope
+        ) -> Generator[None, object, object]:
+            start = time.perf_counter()
+            result = yield
+            timings.append(time.perf_counter() - start)
+            calls.append(f"observed {delivery.announcer} ok={delivery.ok}")
+            return result
+
+    sink = MemoryAnnounce()
+    with registered_plugin(Route(), "test-route"), registered_plugin(Timing(), "test-timing"):
+        report = publish([question({"team": "finance"})], "t-1", sink, strict=True)
+    [envelope] = sink.envelopes
+    assert envelope.tags == {"team": "finance", "queue": "finance"}
+    assert envelope.reply_to == {"queue": "traced"}, "the wrapper's change must apply"
+    assert report.envelopes == (envelope,)
+    assert calls == [
+        "route",
+        "timing saw [{'tags': {'team': 'finance', 'queue': 'finance'}}]",
+        "observed memory ok=True",
+    ]
+    assert len(timings) == 2
+    assert all(t >= 0 for t in timings)
+
+
+def test_old_style_hookwrapper_sees_and_forces_the_result() -> None:
+    seen: list[object] = []
+
+    class Legacy:
+        @hookimpl(hookwrapper=True)
+        def adjust_envelope(self, envelope: WaitEnvelope) -> Generator[None, Any, None]:
+            outcome = yield
+            seen.append(outcome.get_result())
+            outcome.force_result([{"correlation": {"provider": "legacy", "id": "7"}}])
+
+    sink = MemoryAnnounce()
+    with registered_plugin(Legacy(), "test-legacy"):
+        publish([question()], "t-1", sink, strict=True)
+    assert seen == [[]]
+    [envelope] = sink.envelopes
+    assert envelope.correlation is not None
+    assert (envelope.correlation.provider, envelope.correlation.id) == ("legacy", "7")
+
+
+def test_failing_impls_are_reported_and_contained(caplog: pytest.LogCaptureFixture) -> None:
+    """One broken plain impl or wrapper never breaks a publish nor silences the others."""
+    observed: list[str] = []
+
+    class Broken:
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
+            raise RuntimeError("plain impl bug")
+
+        @hookimpl
+        def delivery_outcome(self, delivery: Delivery, envelope: WaitEnvelope) -> None:
+            raise RuntimeError("observer bug")
+
+    class BrokenSetup:
+        @hookimpl(wrapper=True)
+        def delivery_outcome(
+            self, delivery: Delivery, envelope: WaitEnvelope
+        ) -> Generator[None, object, object]:
+            raise RuntimeError("wrapper setup bug")
+            yield  # pragma: no cover - makes this a generator
+
+    class BrokenTeardown:
+        @hookimpl(wrapper=True)
+        def adjust_envelope(self, envelope: WaitEnvelope) -> Generator[None, object, object]:
+            yield
+            raise RuntimeError("wrapper teardown bug")
+
+        @hookimpl(hookwrapper=True)
+        def delivery_outcome(
+            self, delivery: Delivery, envelope: WaitEnvelope
+        ) -> Generator[None, Any, None]:
+            yield
+            raise RuntimeError("old-style teardown bug")
+
+    class Good:
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
+            return {"tags": {"kept": "yes"}}
+
+        @hookimpl
+        def delivery_outcome(self, delivery: Delivery, envelope: WaitEnvelope) -> None:
+            observed.append(delivery.question_id)
+
+    sink = MemoryAnnounce()
+    with (
+        caplog.at_level(logging.ERROR, logger="agent_wait"),
+        registered_plugin(Good(), "test-good"),
+        registered_plugin(Broken(), "test-broken"),
+        registered_plugin(BrokenSetup(), "test-broken-setup"),
+        registered_plugin(BrokenTeardown(), "test-broken-teardown"),
+    ):
+        report = publish([question()], "t-1", sink, strict=True)
+    assert report.ok
+    [envelope] = sink.envelopes
+    assert envelope.tags == {"kept": "yes"}, "the good plugin's update must still apply"
+    assert observed == ["q1"], "the good observer must still run"
+    messages = {r.getMessage() for r in caplog.records}
+    assert {
+        "adjust_envelope hook of plugin 'test-broken' failed; skipped",
+        "delivery_outcome hook of plugin 'test-broken' failed",
+        "delivery_outcome hook wrapper of plugin 'test-broken-setup' failed",
+        "adjust_envelope hook wrapper of plugin 'test-broken-teardown' failed",
+        "delivery_outcome hook wrapper of plugin 'test-broken-teardown' failed",
+    } <= messages
+    bugs = {str(r.exc_info[1]) for r in caplog.records if r.exc_info}
+    assert {
+        "plain impl bug",
+        "observer bug",
+        "wrapper setup bug",
+        "wrapper teardown bug",
+        "old-style teardown bug",
+    } <= bugs
+
+
+def test_hook_monitoring_sees_publish_hooks() -> None:
+    """pluggy's call monitoring (tracing) sees publish hook calls with the real plugin names."""
+    traced: list[tuple[str, list[str]]] = []
+
+    class Observer:
+        @hookimpl
+        def delivery_outcome(self, delivery: Delivery, envelope: WaitEnvelope) -> None:
+            return None
+
+    def before(name: str, impls: Sequence[HookImpl], kwargs: Mapping[str, object]) -> None:
+        traced.append((name, [i.plugin_name for i in impls]))
+
+    def after(*_: object) -> None:
+        return None
+
+    manager = registry().manager
+    undo = manager.add_hookcall_monitoring(before, after)
+    try:
+        with registered_plugin(Observer(), "test-traced"):
+            publish([question()], "t-1", MemoryAnnounce(), strict=True)
+    finally:
+        undo()
+    assert any(name == "delivery_outcome" and "test-traced" in who for name, who in traced)
+
+
+def test_no_hook_lookup_per_question_without_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With no publish hook registered nothing hook-related runs per question or per publish."""
+    # A registry of its own: the workspace installs a test plugin that implements publish hooks.
+    plugins = PluginRegistry()
+    plugins.load([])
+    monkeypatch.setattr(_publish, "_manager", plugins.manager)
+    sink = MemoryAnnounce()
+    publish([question()], "t-1", sink)  # caches the lookup
+    lookups: list[str] = []
+    original = pluggy.HookCaller.get_hookimpls
+
+    def counting(self: pluggy.HookCaller) -> list[HookImpl]:
+        lookups.append(self.name)
+        return original(self)
+
+    monkeypatch.setattr(pluggy.HookCaller, "get_hookimpls", counting)
+    for _ in range(3):
+        assert publish([question(), question()], "t-1", sink).ok
+    assert lookups == []
+
+    seen: list[str] = []
+
+    class Late:
+        @hookimpl
+        def delivery_outcome(self, delivery: Delivery, envelope: WaitEnvelope) -> None:
+            seen.append(delivery.question_id)
+
+    plugins.register(Late(), "test-late")
+    publish([question()], "t-1", sink)
+    plugins.unregister("test-late")
+    publish([question()], "t-1", sink)
+    assert seen == ["q1"], "registering and unregistering must refresh the cached lookup"
+    assert {"adjust_envelope", "delivery_outcome"} <= set(lookups)

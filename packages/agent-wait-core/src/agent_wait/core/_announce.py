@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from agent_wait.core._models import WaitEnvelope
 
@@ -115,7 +115,7 @@ class BaseAnnounce:
         return f"<{type(self).__name__} {self.name!r}>"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Delivery:
     """The outcome of one envelope at one announcer.
 
@@ -126,17 +126,57 @@ class Delivery:
         ok: True when delivered.
         error: ``"<ExceptionType>: <message>"`` when not.
         exception: The exception itself, for hosts that want to inspect it.
+        duration: Seconds the announcer took for the call that carried this envelope (the
+            envelopes of one batch share it); None when nothing was sent (a question too large).
+        attempts: How many times the transport was tried, when the announcer knows.
+        message_id: The transport's id of the message (SQS ``MessageId``, a Redis stream id...),
+            when it gives one.
     """
 
     announcer: str
     question_id: str
     event_id: str
     ok: bool
-    error: str | None = None
-    exception: BaseException | None = field(default=None, repr=False, compare=False)
+    error: str | None
+    exception: BaseException | None = field(repr=False, compare=False)
+    duration: float | None
+    attempts: int | None
+    message_id: str | None
+
+    def __init__(
+        self,
+        announcer: str,
+        question_id: str,
+        event_id: str,
+        ok: bool,
+        error: str | None = None,
+        exception: BaseException | None = None,
+        duration: float | None = None,
+        attempts: int | None = None,
+        message_id: str | None = None,
+    ) -> None:
+        # A frozen dataclass sets each field through ``object.__setattr__``, which was a sixth
+        # of publishing one question; the slots' own setters do the same three times faster.
+        s = _DELIVERY_SLOTS
+        s[0](self, announcer)
+        s[1](self, question_id)
+        s[2](self, event_id)
+        s[3](self, ok)
+        s[4](self, error)
+        s[5](self, exception)
+        s[6](self, duration)
+        s[7](self, attempts)
+        s[8](self, message_id)
 
 
-@dataclass(frozen=True, slots=True)
+def _slot_setters(cls: type) -> tuple[Callable[[Any, object], None], ...]:
+    return tuple(getattr(cls, f.name).__set__ for f in fields(cls))
+
+
+_DELIVERY_SLOTS = _slot_setters(Delivery)
+
+
+@dataclass(frozen=True, slots=True, init=False)
 class PublishReport:
     """What one publish did: the envelopes built and every delivery outcome.
 
@@ -145,8 +185,15 @@ class PublishReport:
         deliveries: One per announcer and envelope.
     """
 
-    envelopes: tuple[WaitEnvelope, ...] = ()
-    deliveries: tuple[Delivery, ...] = ()
+    envelopes: tuple[WaitEnvelope, ...]
+    deliveries: tuple[Delivery, ...]
+
+    def __init__(
+        self, envelopes: tuple[WaitEnvelope, ...] = (), deliveries: tuple[Delivery, ...] = ()
+    ) -> None:
+        s = _REPORT_SLOTS  # as in Delivery: one report per publish
+        s[0](self, envelopes)
+        s[1](self, deliveries)
 
     @property
     def ok(self) -> bool:
@@ -173,3 +220,6 @@ class PublishReport:
             from agent_wait.core._errors import AnnounceFailed
 
             raise AnnounceFailed(self)
+
+
+_REPORT_SLOTS = _slot_setters(PublishReport)

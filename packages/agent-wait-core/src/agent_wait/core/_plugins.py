@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, cast
 
-import pluggy
-
 from agent_wait.core import hookspecs
 from agent_wait.core._announce import BaseAnnounce
 from agent_wait.core._errors import ConfigError, PluginNotFoundError
+from agent_wait.core._hooks import HookManager
 
 logger = logging.getLogger(__name__)
 
@@ -94,7 +93,7 @@ class PluginRegistry:
     """The pluggy manager plus what its plugins registered. Use :func:`registry`."""
 
     def __init__(self) -> None:
-        self.manager = pluggy.PluginManager(hookspecs.PROJECT)
+        self.manager = HookManager(hookspecs.PROJECT)
         self.manager.add_hookspecs(hookspecs)
         self.plugins: dict[str, LoadedPlugin] = {}
         self.announcers: dict[str, Registration] = {}

@@ -5,13 +5,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from time import perf_counter
+from typing import TYPE_CHECKING, Any
 
 from ulid import ULID
 
 from agent_wait.core._announce import BaseAnnounce, Delivery, DeliveryOutcome, PublishReport
 from agent_wait.core._durations import format_duration
 from agent_wait.core._errors import AnnounceFailed, QuestionTooLarge
+from agent_wait.core._hooks import PublishHooks, adjust_envelope, delivery_outcome
 from agent_wait.core._models import (
     ENVELOPE_TYPE,
     Question,
@@ -22,7 +24,9 @@ from agent_wait.core._models import (
 )
 
 if TYPE_CHECKING:
-    from pluggy import HookImpl
+    from pluggy import HookCaller
+
+    from agent_wait.core._hooks import HookManager
 
 logger = logging.getLogger("agent_wait.publish")
 
@@ -33,7 +37,6 @@ Announce = BaseAnnounce | Sequence[BaseAnnounce] | str | None
 """What ``announce=`` accepts: an announcer, several, a registered name, or None (configured default)."""
 
 Clock = Callable[[], datetime]
-_ADJUSTABLE = frozenset({"tags", "reply_to", "correlation"})
 
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -45,7 +48,7 @@ def ulid_text(raw: bytes) -> str:
     """The 26-character text of a 16-byte ULID, exactly as ``str(ulid.ULID(raw))``.
 
     python-ulid renders character by character, which was a fifth of building an envelope; ten
-    bits at a time is three times faster (issue 7). The ULID itself still comes from python-ulid.
+    bits at a time is three times faster. The ULID itself still comes from python-ulid.
     """
     v = int.from_bytes(raw, "big")
     p = _PAIRS
@@ -136,101 +139,102 @@ def _prepare(
     thread_id: str,
     reply_to: Mapping[str, Any] | None,
     clock: Clock | None,
-) -> tuple[list[WaitEnvelope], dict[str, QuestionTooLarge]]:
+    adjust: HookCaller | None,
+) -> tuple[list[WaitEnvelope], dict[str, QuestionTooLarge] | None, list[WaitEnvelope]]:
     now = (clock or utc_now)()
-    adjusters = _adjusters()
-    envelopes = [
-        _adjusted(build_envelope(q, thread_id, reply_to=reply_to, now=now), adjusters)
-        for q in questions
-    ]
-    oversize: dict[str, QuestionTooLarge] = {}
+    envelopes = [build_envelope(q, thread_id, reply_to=reply_to, now=now) for q in questions]
+    if adjust is not None:
+        envelopes = [adjust_envelope(adjust, e) for e in envelopes]
+    oversize: dict[str, QuestionTooLarge] | None = None
     for envelope in envelopes:
         size = len(envelope.to_json())
         if size > ENVELOPE_LIMIT:
             function = envelope.source.function if envelope.source else None
+            oversize = oversize or {}
             oversize[envelope.event_id] = QuestionTooLarge(size, ENVELOPE_LIMIT, function)
-    return envelopes, oversize
+    if oversize is None:
+        return envelopes, None, envelopes
+    return envelopes, oversize, [e for e in envelopes if e.event_id not in oversize]
 
 
-def _adjusters() -> list[HookImpl]:
-    from agent_wait.core._plugins import registry
-
-    # Call order (pluggy runs the last registered first). Looked up once per publish, not per
-    # envelope: the registry's lock and environment check were a tenth of a batch (issue 7).
-    return list(reversed(registry().manager.hook.adjust_envelope.get_hookimpls()))
+_manager: HookManager | None = None
+"""The process registry's plugin manager, once plugins are loaded."""
 
 
-def _observers() -> list[HookImpl]:
-    from agent_wait.core._plugins import registry
+def _publish_hooks() -> PublishHooks:
+    # Once per publish, not per question. The manager keeps the lookup until a plugin is
+    # registered or unregistered, so with no plugin hook nothing hook-related runs per question.
+    global _manager
+    manager = _manager
+    if manager is None:
+        from agent_wait.core._plugins import registry
 
-    return list(reversed(registry().manager.hook.delivery_outcome.get_hookimpls()))
-
-
-def _adjusted(envelope: WaitEnvelope, adjusters: Sequence[HookImpl]) -> WaitEnvelope:
-    # Each plugin sees the updates of the plugins before it.
-    for impl in adjusters:
-        try:
-            updates: object = impl.function(envelope=envelope)
-            if updates is None:
-                continue
-            if not isinstance(updates, Mapping):
-                raise TypeError(f"expected a dict of field updates or None, got {updates!r}")
-            changes = cast("Mapping[str, Any]", updates)
-            unknown = sorted(set(changes) - _ADJUSTABLE)
-            if unknown:
-                raise ValueError(f"may only change {sorted(_ADJUSTABLE)}, not {unknown}")
-            envelope = WaitEnvelope.model_validate({**envelope.model_dump(), **changes})
-        except Exception:
-            logger.exception("adjust_envelope hook of plugin %r failed; skipped", impl.plugin_name)
-    return envelope
+        manager = _manager = registry().manager
+    return manager.publish_hooks()
 
 
 def _record(
+    deliveries: list[Delivery],
     announcer: BaseAnnounce,
     envelopes: Sequence[WaitEnvelope],
     outcomes: Sequence[DeliveryOutcome] | BaseException,
-    oversize: Mapping[str, QuestionTooLarge],
+    oversize: Mapping[str, QuestionTooLarge] | None,
     thread_id: str,
-) -> list[Delivery]:
-    sendable = [e for e in envelopes if e.event_id not in oversize]
-    if not isinstance(outcomes, BaseException) and len(outcomes) != len(sendable):
-        outcomes = RuntimeError(
-            f"{type(announcer).__name__} returned {len(outcomes)} outcomes for {len(sendable)} envelopes"
-        )
-    deliveries: list[Delivery] = []
-    results = dict(
-        zip((e.event_id for e in sendable), _expand(outcomes, len(sendable)), strict=True)
-    )
-    results.update(oversize)
-    observers = _observers()
-    for envelope in envelopes:
-        error = results[envelope.event_id]
-        delivery = Delivery(
-            announcer=announcer.name,
-            question_id=envelope.question_id,
-            event_id=envelope.event_id,
-            ok=error is None,
-            error=None if error is None else f"{type(error).__name__}: {error}",
-            exception=error,
-        )
-        _log(delivery, thread_id)
-        _observe(delivery, envelope, observers)
+    duration: float,
+    observe: HookCaller | None,
+) -> None:
+    results = _normalised(announcer, envelopes, outcomes, oversize)
+    name = announcer.name
+    verbose = logger.isEnabledFor(logging.INFO)
+    for envelope, outcome in zip(envelopes, results, strict=True):
+        if outcome is None:
+            delivery = Delivery(
+                name, envelope.question_id, envelope.event_id, True, None, None, duration
+            )
+            if verbose:
+                _log(delivery, thread_id)
+        else:
+            delivery = Delivery(
+                name,
+                envelope.question_id,
+                envelope.event_id,
+                False,
+                f"{type(outcome).__name__}: {outcome}",
+                outcome,
+                None if isinstance(outcome, QuestionTooLarge) else duration,
+            )
+            _log(delivery, thread_id)
         deliveries.append(delivery)
-    return deliveries
+        if observe is not None:
+            delivery_outcome(observe, delivery, envelope)
 
 
-def _expand(
-    outcomes: Sequence[DeliveryOutcome] | BaseException, count: int
-) -> list[DeliveryOutcome]:
+def _normalised(
+    announcer: BaseAnnounce,
+    envelopes: Sequence[WaitEnvelope],
+    outcomes: Sequence[DeliveryOutcome] | BaseException,
+    oversize: Mapping[str, QuestionTooLarge] | None,
+) -> Sequence[DeliveryOutcome]:
+    """One outcome per envelope, in order: too-large questions and a failed call included."""
+    if outcomes is _DELIVERED and not oversize:
+        return _DELIVERED
+    count = len(envelopes) - len(oversize or ())
     if isinstance(outcomes, BaseException):
-        return [outcomes] * count
-    return list(outcomes)
+        outcomes = [outcomes] * count
+    elif len(outcomes) != count:
+        outcomes = [
+            RuntimeError(
+                f"{type(announcer).__name__} returned {len(outcomes)} outcomes for {count} envelopes"
+            )
+        ] * count
+    if not oversize:
+        return outcomes
+    sent = iter(outcomes)
+    return [oversize.get(e.event_id) or next(sent) for e in envelopes]
 
 
 def _log(delivery: Delivery, thread_id: str) -> None:
     # One structured line per delivery: ids only, never question content or transport secrets.
-    if delivery.ok and not logger.isEnabledFor(logging.INFO):
-        return  # the usual case: skip building the fields of a line nobody reads
     fields = {
         "announcer": delivery.announcer,
         "thread_id": thread_id,
@@ -251,42 +255,36 @@ def _log(delivery: Delivery, thread_id: str) -> None:
         )
 
 
-def _observe(delivery: Delivery, envelope: WaitEnvelope, observers: Sequence[HookImpl]) -> None:
-    # One call per plugin: pluggy stops at the first impl that raises, and one broken observer
-    # must not silence the others.
-    for impl in observers:
-        try:
-            impl.function(delivery=delivery, envelope=envelope)
-        except Exception:
-            logger.exception("delivery_outcome hook of plugin %r failed", impl.plugin_name)
-
-
 def _deliver_sync(
     announcer: BaseAnnounce, envelopes: Sequence[WaitEnvelope]
 ) -> Sequence[DeliveryOutcome] | BaseException:
-    if not envelopes:
-        return []
     try:
         if len(envelopes) == 1:
             announcer.deliver(envelopes[0])
-            return [None]
-        return announcer.deliver_many(envelopes)
+            return _DELIVERED
+        return announcer.deliver_many(envelopes) if envelopes else ()
     except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run
         return error
+
+
+_DELIVERED: tuple[DeliveryOutcome] = (None,)
 
 
 async def _deliver_async(
     announcer: BaseAnnounce, envelopes: Sequence[WaitEnvelope]
-) -> Sequence[DeliveryOutcome] | BaseException:
+) -> tuple[Sequence[DeliveryOutcome] | BaseException, float]:
     if not envelopes:
-        return []
+        return [], 0.0
+    start = perf_counter()
     try:
         if len(envelopes) == 1:
             await announcer.adeliver(envelopes[0])
-            return [None]
-        return await announcer.adeliver_many(envelopes)
+            outcomes: Sequence[DeliveryOutcome] | BaseException = [None]
+        else:
+            outcomes = await announcer.adeliver_many(envelopes)
     except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run
-        return error
+        outcomes = error
+    return outcomes, perf_counter() - start
 
 
 def publish(
@@ -315,13 +313,37 @@ def publish(
         The report: the envelopes and one outcome per announcer and envelope. Announcer errors
         never raise (unless ``strict``).
     """
-    envelopes, oversize = _prepare(questions, thread_id, reply_to, clock)
+    hooks = _publish_hooks()
+    envelopes, oversize, sendable = _prepare(questions, thread_id, reply_to, clock, hooks.adjust)
     deliveries: list[Delivery] = []
     if envelopes:
-        sendable = [e for e in envelopes if e.event_id not in oversize]
-        for item in resolve_announcers(announce):
+        observe = hooks.observe
+        quiet = observe is None and oversize is None and not logger.isEnabledFor(logging.INFO)
+        announcers = (
+            (announce,) if isinstance(announce, BaseAnnounce) else resolve_announcers(announce)
+        )
+        for item in announcers:
+            start = perf_counter()
             outcomes = _deliver_sync(item, sendable)
-            deliveries.extend(_record(item, envelopes, outcomes, oversize, thread_id))
+            duration = perf_counter() - start
+            if quiet and outcomes is _DELIVERED:
+                # The usual case, one question delivered with nobody listening: just the outcome.
+                envelope = sendable[0]
+                deliveries.append(
+                    Delivery(
+                        item.name,
+                        envelope.question_id,
+                        envelope.event_id,
+                        True,
+                        None,
+                        None,
+                        duration,
+                    )
+                )
+            else:
+                _record(
+                    deliveries, item, envelopes, outcomes, oversize, thread_id, duration, observe
+                )
     report = PublishReport(tuple(envelopes), tuple(deliveries))
     if strict and not report.ok:
         raise AnnounceFailed(report)
@@ -338,16 +360,18 @@ async def apublish(
     strict: bool = False,
 ) -> PublishReport:
     """Async :func:`publish`: all announcers are delivered to concurrently."""
-    envelopes, oversize = _prepare(questions, thread_id, reply_to, clock)
+    hooks = _publish_hooks()
+    envelopes, oversize, sendable = _prepare(questions, thread_id, reply_to, clock, hooks.adjust)
     deliveries: list[Delivery] = []
     if envelopes:
-        sendable = [e for e in envelopes if e.event_id not in oversize]
         announcers = resolve_announcers(announce)
         import asyncio  # here, not at import: sync hosts never pay for asyncio
 
         results = await asyncio.gather(*(_deliver_async(a, sendable) for a in announcers))
-        for item, outcomes in zip(announcers, results, strict=True):
-            deliveries.extend(_record(item, envelopes, outcomes, oversize, thread_id))
+        for item, (outcomes, duration) in zip(announcers, results, strict=True):
+            _record(
+                deliveries, item, envelopes, outcomes, oversize, thread_id, duration, hooks.observe
+            )
     report = PublishReport(tuple(envelopes), tuple(deliveries))
     if strict and not report.ok:
         raise AnnounceFailed(report)
