@@ -17,6 +17,8 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from agent_wait.core._plugins import registry
+from agent_wait.opentelemetry._plugin import load
 from tests.aws_moto import aws, moto_server  # noqa: F401 - fixtures, registered by import
 from tests.webhook.conftest import closed_port, receiver  # noqa: F401 - fixtures, registered by import
 
@@ -30,6 +32,12 @@ def sdk() -> TracerProvider:
     provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
     trace.set_tracer_provider(provider)
     metrics.set_meter_provider(MeterProvider(metric_readers=[_READER]))
+    # Another suite of the session may have loaded the plugins before this SDK existed, when the
+    # entry point's plugin stayed inactive (as it does in an application that installs its SDK
+    # late): load it again, as a process started with this SDK would have.
+    reg = registry()
+    reg.manager.unregister(name="opentelemetry")
+    reg.manager.register(load(), "opentelemetry")
     return provider
 
 

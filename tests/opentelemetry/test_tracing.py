@@ -295,9 +295,9 @@ def test_agent_wait_log_records_carry_the_trace_and_span_ids(
     assert (outside.otelTraceID, outside.otelSpanID) == ("0", "0")
 
 
-DISABLED_RUN = textwrap.dedent(
+SWITCH_RUN = textwrap.dedent(
     """
-    import json
+    import json, sys
     from opentelemetry import trace
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -308,7 +308,10 @@ DISABLED_RUN = textwrap.dedent(
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    trace.set_tracer_provider(provider)
+    if sys.argv[1] == "sdk-first":
+        trace.set_tracer_provider(provider)
+    registry().load(["opentelemetry"])
+    trace.set_tracer_provider(provider)  # no-op when already set
     sink = MemoryAnnounce()
     with trace.get_tracer("app").start_as_current_span("tool call"):
         publish([Question(question_id="q1", question={})], "t-1", sink)
@@ -323,28 +326,30 @@ DISABLED_RUN = textwrap.dedent(
 
 
 @pytest.mark.parametrize(
-    "switch",
+    ("switch", "order"),
     [
-        {"AGENT_WAIT_OTEL_DISABLED": "1"},
-        {"OTEL_SDK_DISABLED": "true"},
-        {},
+        ({"AGENT_WAIT_OTEL_DISABLED": "1"}, "sdk-first"),
+        ({"OTEL_SDK_DISABLED": "true"}, "sdk-first"),
+        ({}, "sdk-after-load"),
+        ({}, "sdk-first"),
     ],
-    ids=["AGENT_WAIT_OTEL_DISABLED", "OTEL_SDK_DISABLED", "enabled"],
+    ids=["AGENT_WAIT_OTEL_DISABLED", "OTEL_SDK_DISABLED", "no-sdk-at-load", "enabled"],
 )
-def test_the_switch_turns_everything_off(switch: dict[str, str]) -> None:
+def test_switched_off_or_without_an_sdk_no_hook_is_registered(
+    switch: dict[str, str], order: str
+) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AGENT_WAIT_", "OTEL_"))}
     # Only the otel plugin's hooks: the workspace's example plugin would count as hooks too.
     env["AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    code = "from agent_wait.core._plugins import registry; registry().load(['opentelemetry'])\n"
     done = subprocess.run(
-        [sys.executable, "-c", code + DISABLED_RUN],
+        [sys.executable, "-c", SWITCH_RUN, order],
         check=True,
         env={**env, **switch},
         capture_output=True,
         text=True,
     )
     result = json.loads(done.stdout)
-    if switch:
+    if switch or order == "sdk-after-load":
         assert result == {
             # OTEL_SDK_DISABLED also turns the SDK itself off: not even the app's span.
             "spans": [] if "OTEL_SDK_DISABLED" in switch else ["tool call"],
