@@ -26,7 +26,9 @@ What it records:
 
 No question content, answer or error message is recorded: ids, names and outcomes only.
 ``AGENT_WAIT_OTEL_RECORD_QUESTION=1`` adds the question to delivery spans.
-``AGENT_WAIT_OTEL_DISABLED=1`` or ``OTEL_SDK_DISABLED=true`` turns the plugin off.
+``AGENT_WAIT_OTEL_DISABLED=1`` or ``OTEL_SDK_DISABLED=true`` turns the plugin off, and so does
+the absence of an SDK when agent-wait loads its plugins (its first publish): install the SDK at
+start-up.
 Details: docs/observability.md.
 """
 
