@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from importlib.metadata import PackageNotFoundError, version
@@ -60,17 +61,19 @@ def traceparent(context: SpanContext) -> str:
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
 
 
+_TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
+
+
 def parse_traceparent(value: object) -> SpanContext | None:
-    """The remote span context a ``traceparent`` value names, or None when it is not one."""
-    if not isinstance(value, str) or len(value) != 55:
+    """The remote span context a ``traceparent`` value names, or None when it is not one.
+
+    The value comes back from whoever answered, so anything else (another type, another length,
+    upper case, version ``ff``, all-zero ids) is ignored rather than trusted.
+    """
+    match = _TRACEPARENT.match(value) if isinstance(value, str) else None
+    if match is None or match[1] == "ff":
         return None
-    parts = value.split("-")
-    if len(parts) != 4 or parts[0] == "ff" or len(parts[0]) != 2:
-        return None
-    try:
-        trace_id, span_id, flags = int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
-    except ValueError:
-        return None
+    trace_id, span_id, flags = int(match[2], 16), int(match[3], 16), int(match[4], 16)
     if not trace_id or not span_id:
         return None
     return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags))
