@@ -911,6 +911,141 @@ def bench_sqlite(scale: Scale) -> Result:
 
 
 # --------------------------------------------------------------------------------------------
+# 7. agent-wait-opentelemetry
+
+
+def otel_sides() -> tuple[
+    dict[str, tuple[object | None, Callable[[], object]]], Callable[[], None]
+]:
+    """Per side, the plugin registered (None: none) and the call timed; and the exporters' reset.
+
+    ``installed, no SDK`` is what the entry point registers in a process with no SDK. ``SDK`` is
+    the plugin on a real SDK: spans exported as they end to an in-memory exporter, an in-memory
+    metric reader, and a current span, so the ``traceparent`` path runs too. ``SDK alone`` makes
+    the SDK calls the plugin makes for one question (a span with its attributes, two counters, a
+    histogram) and nothing else: the floor any OpenTelemetry plugin pays.
+    """
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.trace import SpanKind
+
+    from agent_wait.opentelemetry import OpenTelemetryPlugin
+    from agent_wait.opentelemetry._plugin import load
+
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    meter_provider = MeterProvider(metric_readers=[InMemoryMetricReader()])
+    questions = sample_questions(1, prefix="bench")
+    sink = MemoryAnnounce()
+
+    def agent_wait_publish() -> object:
+        report = publish(questions, THREAD, sink, clock=_now)
+        sink.envelopes.clear()
+        return report
+
+    tracer = tracer_provider.get_tracer("bench-floor")
+    meter = meter_provider.get_meter("bench-floor")
+    counter, deliveries = meter.create_counter("q"), meter.create_counter("d")
+    histogram = meter.create_histogram("h", unit="s")
+    labels = {"agent_wait.announcer": "memory", "agent_wait.outcome": "delivered"}
+    attributes = {
+        "messaging.system": "memory",
+        "messaging.operation": "publish",
+        "messaging.operation.type": "send",
+        "agent_wait.announcer": "memory",
+        "agent_wait.outcome": "delivered",
+        "agent_wait.thread_id": THREAD,
+        "agent_wait.question_id": "q",
+        "agent_wait.event_id": "e",
+        "agent_wait.duration_s": 1e-6,
+    }
+
+    def sdk_alone() -> object:
+        counter.add(1)
+        deliveries.add(1, labels)
+        histogram.record(1e-6, labels)
+        span = tracer.start_span("publish memory", kind=SpanKind.PRODUCER)
+        span.set_attributes(attributes)
+        span.end()
+        return span
+
+    def reset() -> None:
+        exporter.clear()
+
+    sdk = OpenTelemetryPlugin(tracer_provider=tracer_provider, meter_provider=meter_provider)
+    return {
+        "without": (None, agent_wait_publish),
+        "installed, no SDK": (load(), agent_wait_publish),
+        "SDK, in-memory": (sdk, agent_wait_publish),
+        "SDK alone": (None, sdk_alone),
+    }, reset
+
+
+def bench_opentelemetry(scale: Scale) -> Result:
+    """``publish`` with agent-wait-opentelemetry, without an SDK and with one, versus without it."""
+    title = "7. publish with agent-wait-opentelemetry / without it"
+    try:
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+    except ImportError as error:
+        return _skipped("opentelemetry", title, f"{error}")
+    from agent_wait.core._plugins import registry
+
+    sides, reset = otel_sides()
+    manager = registry().manager
+    samples: dict[str, list[float]] = {name: [] for name in sides}
+    names = list(sides)
+    # The run parks inside a span: the SDK side also puts its traceparent into reply_with.
+    parent = TracerProvider().get_tracer("bench").start_span("tool call")
+    with trace.use_span(parent, end_on_exit=True):
+        for index in range(scale.cpu_rounds + 1):  # round 0 warms up and is dropped
+            for name in names if index % 2 == 0 else reversed(names):
+                plugin, subject = sides[name]
+                if plugin is not None:
+                    manager.register(plugin, name="bench-otel")
+                try:
+                    with _no_gc():
+                        start = time.perf_counter()
+                        for _ in range(scale.cpu_calls):
+                            subject()
+                        elapsed = (time.perf_counter() - start) / scale.cpu_calls
+                finally:
+                    if plugin is not None:
+                        manager.unregister(name="bench-otel")
+                    reset()
+                if index:
+                    samples[name].append(elapsed)
+    base = min(samples["without"])
+    idle = min(samples["installed, no SDK"]) / base
+    with_sdk = min(samples["SDK, in-memory"])
+    sdk = with_sdk / base
+    floor = min(samples["SDK alone"])
+    return Result(
+        name="opentelemetry",
+        title=title,
+        raw={
+            "seconds_per_call": {name: _stats(values) for name, values in samples.items()},
+            "ratio_installed_no_sdk": idle,
+            "ratio_sdk_in_memory": sdk,
+            "ratio_sdk_alone": floor / base,
+            "rounds": scale.cpu_rounds,
+            "calls_per_round": scale.cpu_calls,
+        },
+        ratio=sdk,
+        target="no SDK <= 1.05, SDK in-memory <= 1.5",
+        passed=idle <= 1.05 and sdk <= 1.5,
+        summary=(
+            f"without {_us(base)}; installed, no SDK {idle:.2f}x; SDK in-memory {_us(with_sdk)} "
+            f"({sdk:.2f}x), of which the SDK's own calls {_us(floor)}"
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------------
 # Machine, table, main
 
 
@@ -1001,6 +1136,7 @@ BENCHMARKS: dict[str, Callable[[Scale], Result]] = {
     "dynamodb_puts": bench_dynamodb_puts,
     "fanout": bench_fanout,
     "sqlite": bench_sqlite,
+    "opentelemetry": bench_opentelemetry,
 }
 
 PROFILES: dict[str, Callable[[], dict[str, Callable[[], object]]]] = {

@@ -206,6 +206,41 @@ def test_hook_adjust_envelope(caplog: pytest.LogCaptureFixture) -> None:
         assert f"adjust_envelope hook of plugin {plugin!r} failed; skipped" in failed
 
 
+def test_adjust_envelope_adds_reply_with_keys_but_never_changes_its_ids(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class Trace:
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
+            return {
+                "reply_with": {**envelope.reply_with.model_dump(), "traceparent": "00-ab-cd-01"}
+            }
+
+    class Readdress:
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
+            return {"reply_with": {**envelope.reply_with.model_dump(), "question_id": "other"}}
+
+    sink = MemoryAnnounce()
+    with (
+        caplog.at_level(logging.ERROR, logger="agent_wait"),
+        registered_plugin(Readdress(), "test-readdress"),
+        registered_plugin(Trace(), "test-trace"),
+    ):
+        publish([question()], "t-1", sink, strict=True)
+    [envelope] = sink.envelopes
+    reply = envelope.to_dict()["reply_with"]
+    assert reply == {
+        "thread_id": "t-1",
+        "question_id": "q1",
+        "answer": None,
+        "traceparent": "00-ab-cd-01",
+    }
+    assert WaitEnvelope.model_validate_json(envelope.to_json()) == envelope
+    failed = {r.getMessage() for r in caplog.records}
+    assert "adjust_envelope hook of plugin 'test-readdress' failed; skipped" in failed
+
+
 def test_hook_delivery_outcome(caplog: pytest.LogCaptureFixture) -> None:
     seen: list[tuple[Delivery, WaitEnvelope]] = []
 

@@ -25,8 +25,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("agent_wait.publish")
 
-ADJUSTABLE = frozenset({"tags", "reply_to", "correlation"})
-"""The envelope fields ``adjust_envelope`` may change."""
+ADJUSTABLE = frozenset({"tags", "reply_to", "correlation", "reply_with"})
+"""The envelope fields ``adjust_envelope`` may change (``reply_with``: only extra keys, as the
+envelope's own validation keeps its ids and a null answer)."""
 
 CONTAINED_HOOKS = ("adjust_envelope", "delivery_outcome", "answer_handled")
 """Hooks called during a publish or a host's handling: a failing implementation is logged, never raised."""

@@ -126,9 +126,14 @@ class Source(BaseModel):
 
 
 class ReplyWith(BaseModel):
-    """A filled-in reply: copy it, set ``answer``, send it to the agent's entry point."""
+    """A filled-in reply: copy it, set ``answer``, send it to the agent's entry point.
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    Extra keys are kept: a plugin may add one (the OpenTelemetry plugin adds ``traceparent``)
+    through ``adjust_envelope``, and a consumer that copies ``reply_with`` verbatim carries it
+    back in the answer without knowing what it is.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     thread_id: str = Field(min_length=1)
     question_id: str = Field(min_length=1)

@@ -64,11 +64,11 @@ def register_adapters(register: RegisterTarget) -> None:
 def adjust_envelope(envelope: WaitEnvelope) -> dict[str, Any] | None:
     """Adjust an envelope before any announcer sees it.
 
-    Return a dict of field updates (only ``tags``, ``reply_to`` and ``correlation`` may change)
-    or None. Updates from several plugins apply in hook call order, each plugin seeing the earlier
-    ones applied; an update is validated, and a hook that raises or returns an invalid update is
-    logged and skipped: it never blocks a publish. The call's result is the list of updates, which
-    a ``wrapper=True`` implementation may replace.
+    Return a dict of field updates (only ``tags``, ``reply_to``, ``correlation`` and extra keys
+    of ``reply_with`` may change) or None. Updates from several plugins apply in hook call order,
+    each plugin seeing the earlier ones applied; an update is validated, and a hook that raises or
+    returns an invalid update is logged and skipped: it never blocks a publish. The call's result
+    is the list of updates, which a ``wrapper=True`` implementation may replace.
 
     Args:
         envelope: The envelope as built (with earlier plugins' updates applied).

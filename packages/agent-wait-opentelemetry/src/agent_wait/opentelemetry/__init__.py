@@ -1,0 +1,43 @@
+"""OpenTelemetry for agent-wait: spans, metrics and log correlation, installed and on.
+
+Installing ``agent-wait-opentelemetry`` is the whole setup: its entry point registers hooks
+that use the OpenTelemetry API, which records nothing until the application installs an SDK
+(``opentelemetry-sdk``, ``logfire.configure()``, ``opentelemetry-instrument``...)::
+
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+    trace.set_tracer_provider(provider)
+
+What it records:
+
+- a ``publish <announcer>`` PRODUCER span per delivery, a child of the span that published
+  (the tool call), with the announcer, outcome, attempts, duration and the transport's message
+  id, and messaging semantic-convention attributes;
+- the asking span's W3C ``traceparent`` in each envelope's ``reply_with``: a consumer that
+  copies ``reply_with`` into its answer brings it back, and the ``agent-wait handle_message``
+  span of that answer links to the asking span;
+- counters ``agent_wait.questions.published``, ``agent_wait.deliveries`` (announcer, outcome),
+  ``agent_wait.answers`` (outcome) and the histogram ``agent_wait.delivery.duration`` (s);
+- ``otelTraceID`` / ``otelSpanID`` on every ``agent_wait`` log record.
+
+No question content, answer or error message is recorded: ids, names and outcomes only.
+``AGENT_WAIT_OTEL_RECORD_QUESTION=1`` adds the question to delivery spans.
+``AGENT_WAIT_OTEL_DISABLED=1`` or ``OTEL_SDK_DISABLED=true`` turns the plugin off, and so does
+the absence of an SDK when agent-wait loads its plugins (its first publish): install the SDK at
+start-up.
+Details: docs/observability.md.
+"""
+
+from __future__ import annotations
+
+from agent_wait.opentelemetry._telemetry import (
+    TRACEPARENT,
+    OpenTelemetryPlugin,
+    asking_span_context,
+)
+
+__all__ = ["TRACEPARENT", "OpenTelemetryPlugin", "asking_span_context"]

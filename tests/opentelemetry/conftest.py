@@ -1,0 +1,88 @@
+"""The real OpenTelemetry SDK, recording in memory, installed once as the global providers.
+
+The ``opentelemetry`` plugin is autoloaded through its entry point, as in an application, and
+uses the global providers: these fixtures are the application's SDK setup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from opentelemetry import metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from agent_wait.core._plugins import registry
+from agent_wait.opentelemetry._plugin import load
+from tests.aws_moto import aws, moto_server  # noqa: F401 - fixtures, registered by import
+from tests.webhook.conftest import closed_port, receiver  # noqa: F401 - fixtures, registered by import
+
+_EXPORTER = InMemorySpanExporter()
+_READER = InMemoryMetricReader()
+
+
+@pytest.fixture(scope="session")
+def sdk() -> TracerProvider:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
+    trace.set_tracer_provider(provider)
+    metrics.set_meter_provider(MeterProvider(metric_readers=[_READER]))
+    # Another suite of the session may have loaded the plugins before this SDK existed, when the
+    # entry point's plugin stayed inactive (as it does in an application that installs its SDK
+    # late): load it again, as a process started with this SDK would have.
+    reg = registry()
+    reg.manager.unregister(name="opentelemetry")
+    reg.manager.register(load(), "opentelemetry")
+    return provider
+
+
+@pytest.fixture
+def spans(sdk: TracerProvider) -> Iterator[InMemorySpanExporter]:
+    _EXPORTER.clear()
+    yield _EXPORTER
+    _EXPORTER.clear()
+
+
+def named(exporter: InMemorySpanExporter, prefix: str) -> list[ReadableSpan]:
+    return [s for s in exporter.get_finished_spans() if s.name.startswith(prefix)]
+
+
+class Metrics:
+    """Cumulative metric points, read before and after the code under test."""
+
+    def __init__(self) -> None:
+        self.before = self.read()
+
+    @staticmethod
+    def read() -> dict[tuple[str, tuple[tuple[str, Any], ...]], Any]:
+        points: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+        data = _READER.get_metrics_data()
+        for resource in data.resource_metrics if data else ():
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    for point in metric.data.data_points:
+                        key = (metric.name, tuple(sorted((point.attributes or {}).items())))
+                        points[key] = point
+        return points
+
+    def added(self, name: str, **attributes: Any) -> float:
+        """How much a counter grew (or how many values a histogram recorded) since the start."""
+        key = (name, tuple(sorted(attributes.items())))
+        after, before = self.read().get(key), self.before.get(key)
+
+        def amount(point: Any) -> float:
+            if point is None:
+                return 0
+            return point.count if hasattr(point, "count") else point.value
+
+        return amount(after) - amount(before)
+
+
+@pytest.fixture
+def recorded(sdk: TracerProvider) -> Metrics:
+    return Metrics()
