@@ -63,6 +63,8 @@ if TYPE_CHECKING:
     from agent_wait.core._policy import Correlation, WaitPolicy
     from agent_wait.core._publish import ENVELOPE_LIMIT, Announce, apublish, build_envelope, publish
     from agent_wait.core._sqlite import InboxItem, SqliteAnnounce, SqliteInbox
+    from agent_wait.core._sqlite_store import SqliteQuestionStore
+    from agent_wait.core._store import QuestionStatus, QuestionStore, StoredQuestion, Transition
     from agent_wait.core._wait import (
         PAYLOAD_KEY,
         FrameworkAdapter,
@@ -106,12 +108,17 @@ _LAZY = {
     "PublishReport": "agent_wait.core._announce",
     "Receipt": "agent_wait.core._announce",
     "Question": "agent_wait.core._models",
+    "QuestionStatus": "agent_wait.core._store",
+    "QuestionStore": "agent_wait.core._store",
     "QuestionTooLarge": "agent_wait.core._errors",
     "ReplyWith": "agent_wait.core._models",
     "Source": "agent_wait.core._models",
     "SqliteAnnounce": "agent_wait.core._sqlite",
     "SqliteInbox": "agent_wait.core._sqlite",
+    "SqliteQuestionStore": "agent_wait.core._sqlite_store",
     "StartMessage": "agent_wait.core._models",
+    "StoredQuestion": "agent_wait.core._store",
+    "Transition": "agent_wait.core._store",
     "WaitCall": "agent_wait.core._wait",
     "WaitDecorator": "agent_wait.core._wait",
     "WaitEnvelope": "agent_wait.core._models",
@@ -166,13 +173,18 @@ __all__ = [
     "PluginNotFoundError",
     "PublishReport",
     "Question",
+    "QuestionStatus",
+    "QuestionStore",
     "QuestionTooLarge",
     "Receipt",
     "ReplyWith",
     "Source",
     "SqliteAnnounce",
     "SqliteInbox",
+    "SqliteQuestionStore",
     "StartMessage",
+    "StoredQuestion",
+    "Transition",
     "WaitCall",
     "WaitDecorator",
     "WaitEnvelope",

@@ -16,13 +16,14 @@ import threading
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
 from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome
 from agent_wait.core._models import WaitEnvelope, format_utc
+from agent_wait.core._store import parse_now
 
 HOME_ENV = "AGENT_WAIT_HOME"
 DEFAULT_TABLE = "agent_wait_inbox"
@@ -49,6 +50,8 @@ FIELDS = (
 _TEXT_FIELDS = frozenset({"type", "event_id", "thread_id", "question_id", "answer_ttl"})
 _COLUMNS = ("pk", "sk", "status", *FIELDS, "envelope")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+LIFECYCLE_COLUMNS = ("answered_at", "answered_by", "answer")
+"""Columns the question store fills when a question is closed (added to older files on open)."""
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
@@ -177,8 +180,13 @@ class _Store:
                     f"{self.path}: table {table!r} exists without the inbox columns {missing}; "
                     "pass another table= name"
                 )
+            if any(column not in present for column in LIFECYCLE_COLUMNS):
+                _add_lifecycle_columns(connection, table)
             connection.execute(
                 f'CREATE INDEX IF NOT EXISTS "{table}_by_status" ON "{table}" (status, expires_at)'
+            )
+            connection.execute(
+                f'CREATE INDEX IF NOT EXISTS "{table}_by_question" ON "{table}" (question_id)'
             )
         except BaseException:
             connection.close()
@@ -190,6 +198,22 @@ class _Store:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+
+def _add_lifecycle_columns(connection: sqlite3.Connection, table: str) -> None:
+    # Additive migration: a file written before the question lifecycle keeps working and its
+    # rows read as never answered. Under the write lock, re-checked, so two processes opening
+    # the same old file do not both add a column.
+    connection.execute("BEGIN IMMEDIATE")
+    try:
+        present = {row[1] for row in connection.execute(f'PRAGMA table_info("{table}")')}
+        for column in LIFECYCLE_COLUMNS:
+            if column not in present:
+                connection.execute(f'ALTER TABLE "{table}" ADD COLUMN "{column}" TEXT')
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise
+    connection.execute("COMMIT")
 
 
 class SqliteAnnounce(BaseAnnounce):
@@ -337,11 +361,7 @@ class SqliteInbox:
         Args:
             now: An aware datetime or RFC 3339 text; default: the current time.
         """
-        if now is None:
-            now = datetime.now(UTC)
-        if isinstance(now, str):
-            now = datetime.fromisoformat(now.replace("Z", "+00:00").replace("z", "+00:00"))
-        return self._select("status = ? AND expires_at < ?", ["open", format_utc(now)])
+        return self._select("status = ? AND expires_at < ?", ["open", format_utc(parse_now(now))])
 
     def get(self, thread_id: str, question_id: str) -> InboxItem | None:
         """The row of one question, or None."""

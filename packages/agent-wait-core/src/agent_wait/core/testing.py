@@ -73,6 +73,7 @@ from agent_wait.core._announce import BaseAnnounce, PublishReport, Receipt
 from agent_wait.core._canonical import derive_question_id
 from agent_wait.core._errors import AnnounceFailed
 from agent_wait.core._host import Handled, Outcome
+from agent_wait.core._kit_store import StoreContract
 from agent_wait.core._memory import MemoryAnnounce
 from agent_wait.core._models import Answer, Question, Source, WaitEnvelope
 from agent_wait.core._plugins import registry
@@ -84,6 +85,7 @@ __all__ = [
     "AdapterContract",
     "AnnouncerContract",
     "HostContract",
+    "StoreContract",
     "registered_plugin",
     "sample_questions",
 ]

@@ -1,0 +1,199 @@
+"""Conformance kit for question stores (re-exported by :mod:`agent_wait.core.testing`)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from ulid import ULID
+
+from agent_wait.core._announce import BaseAnnounce
+from agent_wait.core._models import Question, WaitEnvelope
+from agent_wait.core._policy import WaitPolicy
+from agent_wait.core._publish import publish
+from agent_wait.core._store import QuestionStatus, QuestionStore, Transition
+
+_T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
+
+
+class StoreContract:
+    """The behaviour every question store must have. Subclass it as ``Test<YourStore>``.
+
+    Override :meth:`make_store` and :meth:`make_announcer` (an announcer whose questions the
+    store sees, such as the sqlite announcer on the store's file).
+    """
+
+    racers = 8
+    """How many threads race to close one question in :meth:`test_racing_closes_have_one_winner`."""
+
+    def make_store(self) -> QuestionStore:
+        """Build a fresh, empty store (abstract)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement make_store()")
+
+    def make_announcer(self, store: QuestionStore) -> BaseAnnounce:
+        """Build an announcer whose published questions ``store`` holds (abstract)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement make_announcer()")
+
+    @pytest.fixture
+    def contract_store(self) -> Iterator[QuestionStore]:
+        """A fresh store, closed after the test."""
+        store = self.make_store()
+        yield store
+        store.close()
+
+    def _ask(
+        self,
+        store: QuestionStore,
+        *,
+        timeout: str | None = "PT1H",
+        default: Any = None,
+        count: int = 1,
+        thread_id: str | None = None,
+    ) -> list[WaitEnvelope]:
+        thread = thread_id or f"store-contract-{ULID()}"
+        policy = WaitPolicy(timeout=timeout, default=default, allowed_actions=["approve", "reject"])
+        questions = [
+            Question(
+                question_id=f"q-{ULID()}",
+                question={"function": "f", "args": {"n": n}},
+                policy=policy,
+            )
+            for n in range(count)
+        ]
+        announcer = self.make_announcer(store)
+        try:
+            report = publish(questions, thread, announcer, strict=True, clock=lambda: _T0)
+        finally:
+            announcer.close()
+        return list(report.envelopes)
+
+    def test_a_published_question_is_open(self, contract_store: QuestionStore) -> None:
+        """If this fails, the store does not see what the announcer published, intact."""
+        [envelope] = self._ask(contract_store)
+        [found] = contract_store.find(envelope.question_id)
+        assert found.envelope == envelope
+        assert (found.status, found.answered_at, found.answered_by, found.answer) == (
+            "open",
+            None,
+            None,
+            None,
+        )
+        assert found.is_open
+        assert contract_store.find(envelope.question_id, thread_id=envelope.thread_id) == [found]
+        assert contract_store.find(envelope.question_id, thread_id="another-thread") == []
+        assert envelope.question_id in {
+            q.envelope.question_id for q in contract_store.open_questions()
+        }
+
+    def test_close_records_who_when_and_what(self, contract_store: QuestionStore) -> None:
+        """If this fails, closing a question loses its answer, its approver or its time."""
+        [envelope] = self._ask(contract_store)
+        answer = {"action": "approve", "note": "Rückerstattung ✓", "n": [1, {"deep": None}]}
+        moment = _T0 + timedelta(minutes=5)
+        done = contract_store.transition(
+            envelope.thread_id,
+            envelope.question_id,
+            QuestionStatus.ANSWERED,
+            by="alice",
+            answer=answer,
+            at=moment,
+        )
+        assert done.won
+        assert (done.question.status, done.question.answered_by) == ("answered", "alice")
+        assert done.question.answered_at == "2026-09-11T09:05:00Z"
+        assert done.question.answer == answer
+        assert contract_store.find(envelope.question_id) == [done.question]
+        assert envelope.question_id not in {
+            q.envelope.question_id for q in contract_store.open_questions()
+        }
+
+    def test_a_closed_question_stays_closed(self, contract_store: QuestionStore) -> None:
+        """If this fails, a second answer (or the sweeper) overwrote the first one."""
+        [envelope] = self._ask(contract_store, default={"action": "reject"})
+        first = contract_store.transition(
+            envelope.thread_id,
+            envelope.question_id,
+            QuestionStatus.ANSWERED,
+            by="alice",
+            answer={"action": "approve"},
+        )
+        for status in QuestionStatus.EXPIRED, QuestionStatus.ANSWERED, QuestionStatus.CANCELLED:
+            late = contract_store.transition(
+                envelope.thread_id, envelope.question_id, status, by="bob", answer={"action": "x"}
+            )
+            assert not late.won
+            assert late.question == first.question, "the loser must see the winner's close"
+
+    def test_racing_closes_have_one_winner(self, contract_store: QuestionStore) -> None:
+        """If this fails, two approvers racing on one question can both win."""
+        [envelope] = self._ask(contract_store)
+        barrier = threading.Barrier(self.racers)
+        results: dict[int, Transition] = {}
+
+        def race(index: int) -> None:
+            barrier.wait()
+            results[index] = contract_store.transition(
+                envelope.thread_id,
+                envelope.question_id,
+                QuestionStatus.ANSWERED,
+                by=f"approver-{index}",
+                answer={"action": "approve", "by": index},
+            )
+
+        threads = [threading.Thread(target=race, args=(i,)) for i in range(self.racers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(results) == self.racers, "a racing close raised"
+        winners = [index for index, result in results.items() if result.won]
+        assert len(winners) == 1, f"{len(winners)} winners: {winners}"
+        final = results[winners[0]].question
+        assert all(result.question == final for result in results.values())
+        assert (final.answered_by, final.answer) == (
+            f"approver-{winners[0]}",
+            {"action": "approve", "by": winners[0]},
+        )
+
+    def test_overdue_lists_only_open_questions_past_their_deadline(
+        self, contract_store: QuestionStore
+    ) -> None:
+        """If this fails, the sweeper would miss a question or send a default twice."""
+        thread = f"store-contract-{ULID()}"
+        due, answered = self._ask(contract_store, timeout="PT1H", count=2, thread_id=thread)
+        [later] = self._ask(contract_store, timeout="P3D", thread_id=thread)
+        [never] = self._ask(contract_store, timeout=None, thread_id=thread)
+        contract_store.transition(
+            thread, answered.question_id, QuestionStatus.ANSWERED, by="alice", answer=1
+        )
+        mine = {due.question_id, answered.question_id, later.question_id, never.question_id}
+
+        def overdue(now: datetime | str) -> set[str]:
+            return {q.envelope.question_id for q in contract_store.open_questions_past(now)} & mine
+
+        assert overdue(_T0 + timedelta(minutes=59)) == set()
+        assert overdue(_T0 + timedelta(hours=2)) == {due.question_id}
+        assert overdue("2026-09-15T09:00:00Z") == {due.question_id, later.question_id}
+
+    def test_reopen_undoes_only_an_unchanged_close(self, contract_store: QuestionStore) -> None:
+        """If this fails, an answer that could not be sent leaves the question closed forever."""
+        [envelope] = self._ask(contract_store)
+        ids = (envelope.thread_id, envelope.question_id)
+        first = contract_store.transition(*ids, QuestionStatus.ANSWERED, by="alice", answer=1)
+        assert contract_store.reopen(first.question)
+        assert contract_store.find(envelope.question_id)[0].is_open
+        assert not contract_store.reopen(first.question), "reopened a question already open"
+        second = contract_store.transition(*ids, QuestionStatus.ANSWERED, by="bob", answer=2)
+        assert second.won
+        assert not contract_store.reopen(first.question), "reopened someone else's close"
+        assert contract_store.find(envelope.question_id) == [second.question]
+
+    def test_closing_an_unknown_question_raises(self, contract_store: QuestionStore) -> None:
+        """If this fails, answering a question nobody asked looks like success."""
+        with pytest.raises(LookupError, match="no-such-question"):
+            contract_store.transition(
+                "no-such-thread", "no-such-question", QuestionStatus.ANSWERED, by="alice"
+            )

@@ -1,0 +1,163 @@
+"""The embedded question store: the rows the sqlite announcer writes, with their lifecycle."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Self
+
+from agent_wait.core._models import WaitEnvelope, format_utc
+from agent_wait.core._sqlite import DEFAULT_TABLE, _Store  # pyright: ignore[reportPrivateUsage]
+from agent_wait.core._store import CLOSED, QuestionStatus, StoredQuestion, Transition, parse_now
+
+_SELECT = "SELECT envelope, status, answered_at, answered_by, answer FROM"
+
+
+class SqliteQuestionStore:
+    """The questions of a sqlite inbox and their lifecycle (:class:`QuestionStore`).
+
+    It reads and updates the table :class:`SqliteAnnounce` writes, in the same database file:
+    publishing and answering share one file with no other setup. A file written before the
+    lifecycle columns existed is migrated on open by adding them.
+
+    Closing a question is one ``UPDATE ... WHERE status = 'open'``: with any number of threads
+    and processes racing on one question, exactly one update changes the row.
+
+    Args:
+        path: The database file; the same default as the sqlite announcer
+            (``$AGENT_WAIT_HOME/inbox.sqlite3`` and so on).
+        table: The table name.
+        timeout: Seconds to wait for another writer's lock.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        table: str = DEFAULT_TABLE,
+        timeout: float = 5.0,
+    ) -> None:
+        self._store = _Store(path, table, timeout)
+        self._table = table
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._store.path
+
+    def _select(self, where: str, params: Sequence[Any]) -> list[StoredQuestion]:
+        query = f'{_SELECT} "{self._table}" WHERE {where} ORDER BY expires_at, rowid'
+        with self._store.connect() as connection:
+            rows = connection.execute(query, tuple(params)).fetchall()
+        return [_stored(row) for row in rows]
+
+    def find(self, question_id: str, thread_id: str | None = None) -> list[StoredQuestion]:
+        """The stored questions with this id (in this thread, if given)."""
+        if thread_id is None:
+            return self._select("question_id = ?", [question_id])
+        return self._select("pk = ? AND sk = ?", [f"THREAD#{thread_id}", f"WAIT#{question_id}"])
+
+    def open_questions(self) -> list[StoredQuestion]:
+        """Every open question, earliest deadline first (none last)."""
+        return self._select("status = ?", [QuestionStatus.OPEN.value])
+
+    def open_questions_past(self, now: datetime | str | None = None) -> list[StoredQuestion]:
+        """Open questions whose ``expires_at`` is before ``now``: a range on the status index.
+
+        Args:
+            now: An aware datetime or RFC 3339 text; default: the current time.
+        """
+        moment = format_utc(parse_now(now))
+        return self._select("status = ? AND expires_at < ?", [QuestionStatus.OPEN.value, moment])
+
+    def transition(
+        self,
+        thread_id: str,
+        question_id: str,
+        status: QuestionStatus,
+        *,
+        by: str,
+        answer: Any = None,
+        at: datetime | None = None,
+    ) -> Transition:
+        """Close an open question, unless someone closed it first.
+
+        Raises:
+            ValueError: ``status`` is not a closed state, or ``by`` is empty.
+            LookupError: No such question.
+        """
+        status = QuestionStatus(status)
+        if status not in CLOSED:
+            raise ValueError(
+                f"status: expected one of {sorted(s.value for s in CLOSED)}, got {status.value!r}"
+            )
+        if not isinstance(by, str) or not by.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"by: expected who closes the question, got {by!r}")
+        stamp = format_utc(parse_now(at))
+        text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
+        key = (f"THREAD#{thread_id}", f"WAIT#{question_id}")
+        with self._store.connect() as connection:
+            cursor = connection.execute(
+                f'UPDATE "{self._table}" SET status = ?, answered_at = ?, answered_by = ?, '
+                "answer = ? WHERE pk = ? AND sk = ? AND status = ?",
+                (status.value, stamp, by, text, *key, QuestionStatus.OPEN.value),
+            )
+            won = cursor.rowcount == 1
+            row = connection.execute(
+                f'{_SELECT} "{self._table}" WHERE pk = ? AND sk = ?', key
+            ).fetchone()
+        if row is None:
+            raise LookupError(f"no question {question_id!r} in thread {thread_id!r} in {self.path}")
+        return Transition(won, _stored(row))
+
+    def reopen(self, closed: StoredQuestion) -> bool:
+        """Reopen a question only if it is still exactly as ``closed`` left it."""
+        envelope = closed.envelope
+        with self._store.connect() as connection:
+            cursor = connection.execute(
+                f'UPDATE "{self._table}" SET status = ?, answered_at = NULL, answered_by = NULL, '
+                "answer = NULL WHERE pk = ? AND sk = ? AND status = ? AND answered_at IS ? "
+                "AND answered_by IS ? AND answer IS ?",
+                (
+                    QuestionStatus.OPEN.value,
+                    f"THREAD#{envelope.thread_id}",
+                    f"WAIT#{envelope.question_id}",
+                    closed.status,
+                    closed.answered_at,
+                    closed.answered_by,
+                    json.dumps(closed.answer, ensure_ascii=False, separators=(",", ":")),
+                ),
+            )
+        return cursor.rowcount == 1
+
+    def close(self) -> None:
+        """Close the connection. Safe to call more than once."""
+        self._store.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<SqliteQuestionStore path={str(self.path)!r} table={self._table!r}>"
+
+
+def _stored(row: tuple[Any, ...]) -> StoredQuestion:
+    envelope, status, answered_at, answered_by, answer = row
+    return StoredQuestion(
+        envelope=WaitEnvelope.model_validate_json(envelope),
+        status=status,
+        answered_at=answered_at,
+        answered_by=answered_by,
+        answer=None if answer is None else json.loads(answer),
+    )

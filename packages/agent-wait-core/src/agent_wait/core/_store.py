@@ -1,0 +1,141 @@
+"""The question store: every question published, and how it was closed.
+
+A question is ``open`` until exactly one of ``answered``, ``expired`` or ``cancelled`` closes
+it. Closing is a compare-and-set on ``status = 'open'``: of two approvers (or an approver and the
+sweeper) racing on one question, one wins and the other is told who won, when, and with what.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any, Protocol, runtime_checkable
+
+from agent_wait.core._models import WaitEnvelope
+
+
+class QuestionStatus(StrEnum):
+    """Where a question is in its lifecycle: ``open -> answered | expired | cancelled``."""
+
+    OPEN = "open"
+    """Published, nobody has answered it yet."""
+    ANSWERED = "answered"
+    """Someone answered it; the answer was sent to the agent's entry point."""
+    EXPIRED = "expired"
+    """Its ``expires_at`` passed and the sweeper sent its ``default`` as the answer."""
+    CANCELLED = "cancelled"
+    """Closed without an answer being sent."""
+
+
+CLOSED = frozenset({QuestionStatus.ANSWERED, QuestionStatus.EXPIRED, QuestionStatus.CANCELLED})
+
+
+@dataclass(frozen=True, slots=True)
+class StoredQuestion:
+    """One stored question and how it was closed.
+
+    Attributes:
+        envelope: The envelope as first published.
+        status: ``open``, ``answered``, ``expired`` or ``cancelled`` (any other text a consumer
+            wrote with ``SqliteInbox.mark`` is kept as is).
+        answered_at: When it was closed (RFC 3339 UTC), or None while open.
+        answered_by: Who or what closed it (an approver's name, ``sweeper``), or None.
+        answer: The answer sent (the ``default`` for an expired question), or None.
+    """
+
+    envelope: WaitEnvelope
+    status: str
+    answered_at: str | None = None
+    answered_by: str | None = None
+    answer: Any = None
+
+    @property
+    def is_open(self) -> bool:
+        """True while nobody has closed the question."""
+        return self.status == QuestionStatus.OPEN
+
+    def describe_close(self) -> str:
+        """``"answered by alice at 2026-09-12T09:00:00Z"``, for messages."""
+        if self.is_open:
+            return "open"
+        by = f" by {self.answered_by}" if self.answered_by else ""
+        at = f" at {self.answered_at}" if self.answered_at else ""
+        return f"{self.status}{by}{at}"
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """The result of trying to close a question.
+
+    Attributes:
+        won: True if this call closed it; False if it was already closed (by someone else).
+        question: The question after the attempt: closed by this call when ``won``, else as
+            whoever closed it first left it.
+    """
+
+    won: bool
+    question: StoredQuestion
+
+
+def parse_now(now: datetime | str | None) -> datetime:
+    """An aware datetime from a datetime, RFC 3339 text, or None (the current time)."""
+    if now is None:
+        return datetime.now(UTC)
+    if isinstance(now, str):
+        try:
+            now = datetime.fromisoformat(now.replace("Z", "+00:00").replace("z", "+00:00"))
+        except ValueError:
+            raise ValueError(
+                f"now: expected RFC 3339 text such as '2026-09-12T09:00:00Z', got {now!r}"
+            ) from None
+    if now.tzinfo is None:
+        raise ValueError(
+            f"now: datetime {now.isoformat()!r} has no timezone; pass an aware datetime"
+        )
+    return now
+
+
+@runtime_checkable
+class QuestionStore(Protocol):
+    """Where questions live and are closed. The sqlite store is the embedded default."""
+
+    def find(self, question_id: str, thread_id: str | None = None) -> list[StoredQuestion]:
+        """The stored questions with this id (in this thread, if given)."""
+        ...
+
+    def open_questions(self) -> list[StoredQuestion]:
+        """Every open question, earliest deadline first."""
+        ...
+
+    def open_questions_past(self, now: datetime | str | None = None) -> list[StoredQuestion]:
+        """Open questions whose ``expires_at`` is before ``now`` (an index lookup)."""
+        ...
+
+    def transition(
+        self,
+        thread_id: str,
+        question_id: str,
+        status: QuestionStatus,
+        *,
+        by: str,
+        answer: Any = None,
+        at: datetime | None = None,
+    ) -> Transition:
+        """Close an open question (compare-and-set on ``open``).
+
+        Raises:
+            LookupError: No such question.
+        """
+        ...
+
+    def reopen(self, closed: StoredQuestion) -> bool:
+        """Undo a close that could not be carried out (the answer could not be sent).
+
+        Only if the question is still exactly as ``closed`` left it; True if it was reopened.
+        """
+        ...
+
+    def close(self) -> None:
+        """Release connections."""
+        ...
