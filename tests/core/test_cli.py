@@ -116,6 +116,7 @@ def test_plugins_json() -> None:
     }
     assert {"memory", "log", "jsonl", "sqlite"} <= set(announcers)
     assert isinstance(data["adapters"], list)
+    assert {"name": "sqlite", "plugin": "core"}.items() <= data["entry_points"][0].items()
     assert isinstance(data["failed"], list)
 
 

@@ -28,6 +28,7 @@ from agent_wait.core import (
     WaitPolicy,
     _publish,
     announcer,
+    entry,
     hookimpl,
     hookspecs,
     publish,
@@ -57,6 +58,7 @@ def test_hookspecs_exist() -> None:
         "delivery_outcome",
         "register_adapters",
         "register_announcers",
+        "register_entry_points",
     ]
 
 
@@ -132,6 +134,27 @@ def test_hook_register_adapters() -> None:
         assert registration.plugin == "test-adapters"
         assert registration.resolve()() is adapter
     assert "toy_framework" not in registry().adapters
+
+
+def test_hook_register_entry_points(tmp_path: Path) -> None:
+    class Plugin:
+        @hookimpl
+        def register_entry_points(self, register: RegisterTarget) -> None:
+            register("inbox_copy", "agent_wait.core._sqlite_entry:SqliteEntry")
+
+    with registered_plugin(Plugin(), "test-entries"):
+        registration = registry().entry_points["inbox_copy"]
+        assert registration.plugin == "test-entries"
+        built = entry("inbox_copy", path=tmp_path / "e.sqlite3", max_attempts=2)
+        assert (built.name, built.max_attempts) == ("inbox_copy", 2)
+        built.send({"thread_id": "t1", "input": None})
+        assert [r.message for r in built.receive(1)] == [{"thread_id": "t1", "input": None}]
+        built.close()
+        with pytest.raises(ConfigError, match="registered by both"):
+            registry().register(Plugin(), "test-entries-again")
+    registry().unregister("test-entries-again")
+    assert "inbox_copy" not in registry().entry_points
+    assert registry().entry_points["sqlite"].plugin == "core"
 
 
 def question(tags: dict[str, str] | None = None) -> Question:

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
     from agent_wait.core._canonical import canonical_json, derive_question_id, to_jsonable
     from agent_wait.core._config import AgentWaitConfig, default_announcers, load_config
     from agent_wait.core._durations import parse_duration
+    from agent_wait.core._entries import default_entry, entry
+    from agent_wait.core._entry import DeadLetter, EntryPoint, Received
     from agent_wait.core._errors import (
         AgentWaitError,
         AnnounceFailed,
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
     from agent_wait.core._policy import Correlation, WaitPolicy
     from agent_wait.core._publish import ENVELOPE_LIMIT, Announce, apublish, build_envelope, publish
     from agent_wait.core._sqlite import InboxItem, SqliteAnnounce, SqliteInbox
+    from agent_wait.core._sqlite_entry import SqliteEntry
     from agent_wait.core._sqlite_store import SqliteQuestionStore
     from agent_wait.core._store import QuestionStatus, QuestionStore, StoredQuestion, Transition
     from agent_wait.core._wait import (
@@ -90,10 +93,12 @@ _LAZY = {
     "BatchEntryFailed": "agent_wait.core._batching",
     "ConfigError": "agent_wait.core._errors",
     "Correlation": "agent_wait.core._policy",
+    "DeadLetter": "agent_wait.core._entry",
     "Delivery": "agent_wait.core._announce",
     "DeliveryFailed": "agent_wait.core._errors",
     "DeliveryOutcome": "agent_wait.core._announce",
     "ENVELOPE_LIMIT": "agent_wait.core._publish",
+    "EntryPoint": "agent_wait.core._entry",
     "FrameworkAdapter": "agent_wait.core._wait",
     "Handled": "agent_wait.core._host",
     "InboxItem": "agent_wait.core._sqlite",
@@ -111,9 +116,11 @@ _LAZY = {
     "QuestionStatus": "agent_wait.core._store",
     "QuestionStore": "agent_wait.core._store",
     "QuestionTooLarge": "agent_wait.core._errors",
+    "Received": "agent_wait.core._entry",
     "ReplyWith": "agent_wait.core._models",
     "Source": "agent_wait.core._models",
     "SqliteAnnounce": "agent_wait.core._sqlite",
+    "SqliteEntry": "agent_wait.core._sqlite_entry",
     "SqliteInbox": "agent_wait.core._sqlite",
     "SqliteQuestionStore": "agent_wait.core._sqlite_store",
     "StartMessage": "agent_wait.core._models",
@@ -130,7 +137,9 @@ _LAZY = {
     "build_envelope": "agent_wait.core._publish",
     "canonical_json": "agent_wait.core._canonical",
     "default_announcers": "agent_wait.core._config",
+    "default_entry": "agent_wait.core._entries",
     "derive_question_id": "agent_wait.core._canonical",
+    "entry": "agent_wait.core._entries",
     "format_utc": "agent_wait.core._models",
     "hookimpl": "agent_wait.core.hookspecs",
     "is_answer": "agent_wait.core._models",
@@ -158,9 +167,11 @@ __all__ = [
     "BatchEntryFailed",
     "ConfigError",
     "Correlation",
+    "DeadLetter",
     "Delivery",
     "DeliveryFailed",
     "DeliveryOutcome",
+    "EntryPoint",
     "FrameworkAdapter",
     "Handled",
     "InboxItem",
@@ -177,9 +188,11 @@ __all__ = [
     "QuestionStore",
     "QuestionTooLarge",
     "Receipt",
+    "Received",
     "ReplyWith",
     "Source",
     "SqliteAnnounce",
+    "SqliteEntry",
     "SqliteInbox",
     "SqliteQuestionStore",
     "StartMessage",
@@ -196,7 +209,9 @@ __all__ = [
     "build_envelope",
     "canonical_json",
     "default_announcers",
+    "default_entry",
     "derive_question_id",
+    "entry",
     "format_utc",
     "hookimpl",
     "is_answer",

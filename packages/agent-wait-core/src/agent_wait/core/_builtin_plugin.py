@@ -12,3 +12,9 @@ def register_announcers(register: RegisterTarget) -> None:
     register("log", "agent_wait.core._memory:LogAnnounce")
     register("jsonl", "agent_wait.core._jsonl:JsonlAnnounce")
     register("sqlite", "agent_wait.core._sqlite:SqliteAnnounce")
+
+
+@hookimpl
+def register_entry_points(register: RegisterTarget) -> None:
+    """Register the embedded ``sqlite`` entry point."""
+    register("sqlite", "agent_wait.core._sqlite_entry:SqliteEntry")

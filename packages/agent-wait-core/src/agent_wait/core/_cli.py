@@ -109,6 +109,7 @@ def _plugins_data() -> dict[str, Any]:
         "plugins": plugins,
         "announcers": kinds(reg.announcers),
         "adapters": kinds(reg.adapters),
+        "entry_points": kinds(reg.entry_points),
         "failed": [{"name": n, "error": e} for n, e in sorted(reg.failed.items())],
     }
 
@@ -128,7 +129,12 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
         _print(
             f"  {plugin['name']:<16} {where(plugin):<40} hooks: {', '.join(plugin['hooks']) or '-'}"
         )
-    for title, key in (("Announcers", "announcers"), ("Adapters", "adapters")):
+    kinds = (
+        ("Announcers", "announcers"),
+        ("Adapters", "adapters"),
+        ("Entry points", "entry_points"),
+    )
+    for title, key in kinds:
         _print(f"{title}:")
         for item in data[key]:
             _print(f"  {item['name']:<16} {where(item):<40} plugin: {item['plugin']}")

@@ -42,7 +42,7 @@ CONFIG_ENV = "AGENT_WAIT_CONFIG"
 CONFIG_FILE = "agent-wait.toml"
 PYPROJECT = "pyproject.toml"
 PYPROJECT_TABLE = "agent-wait"
-_KEYS = ("announce",)
+_KEYS = ("announce", "entry")  # [entry] is read by the entry-point configuration
 # Option names whose values never appear in logs or `agent-wait config check` output.
 _SECRET_NAME = re.compile(
     r"secret|passw|token|key|credential|auth|private|signature", re.IGNORECASE

@@ -98,6 +98,7 @@ class PluginRegistry:
         self.plugins: dict[str, LoadedPlugin] = {}
         self.announcers: dict[str, Registration] = {}
         self.adapters: dict[str, Registration] = {}
+        self.entry_points: dict[str, Registration] = {}
         self.failed: dict[str, str] = {}
         self._loaded = False
         self._lock = threading.RLock()
@@ -163,13 +164,19 @@ class PluginRegistry:
             )
             caller = hooks("register_adapters", others)
             caller(register=self._collector(self.adapters, "adapter", name, distribution, version))
+            caller = hooks("register_entry_points", others)
+            caller(
+                register=self._collector(
+                    self.entry_points, "entry point", name, distribution, version
+                )
+            )
 
     def unregister(self, name: str) -> None:
         """Remove a plugin and everything it registered (used by tests)."""
         with self._lock:
             self.manager.unregister(name=name)
             self.plugins.pop(name, None)
-            for table in (self.announcers, self.adapters):
+            for table in (self.announcers, self.adapters, self.entry_points):
                 for key in [k for k, r in table.items() if r.plugin == name]:
                     del table[key]
 
@@ -305,7 +312,7 @@ def _accepted_options(factory: Callable[..., Any]) -> list[str] | None:
 
 
 def _resolve_env_options(
-    name: str, factory: Callable[..., Any], options: Mapping[str, Any]
+    name: str, factory: Callable[..., Any], options: Mapping[str, Any], kind: str = "announcer"
 ) -> dict[str, Any]:
     accepted = _accepted_options(factory) or []
     resolved = dict(options)
@@ -314,15 +321,15 @@ def _resolve_env_options(
             continue
         target = key.removesuffix(ENV_SUFFIX)
         if target in options:
-            raise ConfigError(f"announcer {name!r}: give {target!r} or {key!r}, not both")
+            raise ConfigError(f"{kind} {name!r}: give {target!r} or {key!r}, not both")
         if not isinstance(variable, str) or not variable:
             raise ConfigError(
-                f"announcer {name!r}: option {key!r} must name an environment variable, got {variable!r}"
+                f"{kind} {name!r}: option {key!r} must name an environment variable, got {variable!r}"
             )
         value = os.environ.get(variable)
         if value is None:
             raise ConfigError(
-                f"announcer {name!r}: option {key!r} names environment variable {variable!r}, "
+                f"{kind} {name!r}: option {key!r} names environment variable {variable!r}, "
                 "which is not set"
             )
         del resolved[key]
@@ -330,7 +337,9 @@ def _resolve_env_options(
     return resolved
 
 
-def _check_option_names(name: str, factory: Callable[..., Any], options: Mapping[str, Any]) -> None:
+def _check_option_names(
+    name: str, factory: Callable[..., Any], options: Mapping[str, Any], kind: str = "announcer"
+) -> None:
     accepted = _accepted_options(factory)
     if accepted is None:
         return
@@ -339,7 +348,7 @@ def _check_option_names(name: str, factory: Callable[..., Any], options: Mapping
             close = difflib.get_close_matches(option, accepted, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(
-                f"announcer {name!r}: unknown option {option!r}{hint} "
+                f"{kind} {name!r}: unknown option {option!r}{hint} "
                 f"(accepted: {', '.join(accepted) or 'none'})"
             )
     # After the unknown names: a misspelt option explains the missing one better.
@@ -349,7 +358,7 @@ def _check_option_names(name: str, factory: Callable[..., Any], options: Mapping
     ]
     if missing:
         raise ConfigError(
-            f"announcer {name!r}: missing required option{'s' if len(missing) > 1 else ''} "
+            f"{kind} {name!r}: missing required option{'s' if len(missing) > 1 else ''} "
             f"{', '.join(repr(m) for m in missing)}"
         )
 

@@ -13,7 +13,7 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
@@ -131,7 +131,13 @@ class InboxItem:
 class _Store:
     """One connection per store, shared by threads under a lock; opened on first use."""
 
-    def __init__(self, path: str | os.PathLike[str] | None, table: str, timeout: float) -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None,
+        table: str,
+        timeout: float,
+        schema: Callable[[sqlite3.Connection, str, Path], None] | None = None,
+    ) -> None:
         if not _IDENTIFIER.match(table):
             raise ValueError(
                 f"table: expected a plain SQL identifier such as 'agent_wait_inbox', got {table!r}"
@@ -143,6 +149,8 @@ class _Store:
         self.path = default_inbox_path() if path is None else Path(path).expanduser()
         self.table = table
         self.timeout = float(timeout)
+        # Creates or migrates the table on open; the inbox's unless another table kind says.
+        self._schema = schema or _inbox_schema
         self._connection: sqlite3.Connection | None = None
         self._lock = threading.Lock()
 
@@ -163,31 +171,7 @@ class _Store:
         try:
             connection.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
             connection.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
-            table = self.table
-            connection.execute(
-                f'CREATE TABLE IF NOT EXISTS "{table}" ('
-                "pk TEXT NOT NULL, sk TEXT NOT NULL, status TEXT NOT NULL, "
-                "type TEXT NOT NULL, event_id TEXT NOT NULL, thread_id TEXT NOT NULL, "
-                "question_id TEXT NOT NULL, question TEXT, allowed_actions TEXT NOT NULL, "
-                'expires_at TEXT NOT NULL, "default" TEXT, answer_ttl TEXT, source TEXT, '
-                "reply_to TEXT, reply_with TEXT NOT NULL, correlation TEXT, tags TEXT NOT NULL, "
-                "envelope TEXT NOT NULL, PRIMARY KEY (pk, sk))"
-            )
-            present = {row[1] for row in connection.execute(f'PRAGMA table_info("{table}")')}
-            missing = [c for c in _COLUMNS if c not in present]
-            if missing:
-                raise sqlite3.OperationalError(
-                    f"{self.path}: table {table!r} exists without the inbox columns {missing}; "
-                    "pass another table= name"
-                )
-            if any(column not in present for column in LIFECYCLE_COLUMNS):
-                _add_lifecycle_columns(connection, table)
-            connection.execute(
-                f'CREATE INDEX IF NOT EXISTS "{table}_by_status" ON "{table}" (status, expires_at)'
-            )
-            connection.execute(
-                f'CREATE INDEX IF NOT EXISTS "{table}_by_question" ON "{table}" (question_id)'
-            )
+            self._schema(connection, self.table, self.path)
         except BaseException:
             connection.close()
             raise
@@ -198,6 +182,33 @@ class _Store:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+
+def _inbox_schema(connection: sqlite3.Connection, table: str, path: Path) -> None:
+    connection.execute(
+        f'CREATE TABLE IF NOT EXISTS "{table}" ('
+        "pk TEXT NOT NULL, sk TEXT NOT NULL, status TEXT NOT NULL, "
+        "type TEXT NOT NULL, event_id TEXT NOT NULL, thread_id TEXT NOT NULL, "
+        "question_id TEXT NOT NULL, question TEXT, allowed_actions TEXT NOT NULL, "
+        'expires_at TEXT NOT NULL, "default" TEXT, answer_ttl TEXT, source TEXT, '
+        "reply_to TEXT, reply_with TEXT NOT NULL, correlation TEXT, tags TEXT NOT NULL, "
+        "envelope TEXT NOT NULL, PRIMARY KEY (pk, sk))"
+    )
+    present = {row[1] for row in connection.execute(f'PRAGMA table_info("{table}")')}
+    missing = [c for c in _COLUMNS if c not in present]
+    if missing:
+        raise sqlite3.OperationalError(
+            f"{path}: table {table!r} exists without the inbox columns {missing}; "
+            "pass another table= name"
+        )
+    if any(column not in present for column in LIFECYCLE_COLUMNS):
+        _add_lifecycle_columns(connection, table)
+    connection.execute(
+        f'CREATE INDEX IF NOT EXISTS "{table}_by_status" ON "{table}" (status, expires_at)'
+    )
+    connection.execute(
+        f'CREATE INDEX IF NOT EXISTS "{table}_by_question" ON "{table}" (question_id)'
+    )
 
 
 def _add_lifecycle_columns(connection: sqlite3.Connection, table: str) -> None:

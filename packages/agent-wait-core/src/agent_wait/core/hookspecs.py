@@ -61,6 +61,21 @@ def register_adapters(register: RegisterTarget) -> None:
 
 
 @hookspec
+def register_entry_points(register: RegisterTarget) -> None:
+    """Register entry-point kinds by name: where hosts receive messages and answers are sent.
+
+    Call ``register(name, target)`` with an import path or a callable returning a
+    :class:`agent_wait.core.EntryPoint`. Its keyword arguments are the options users write in
+    the ``[entry]`` configuration table.
+
+    Args:
+        register: The callback.
+
+    Added in 0.2.
+    """
+
+
+@hookspec
 def adjust_envelope(envelope: WaitEnvelope) -> dict[str, Any] | None:
     """Adjust an envelope before any announcer sees it.
 

@@ -73,6 +73,7 @@ from agent_wait.core._announce import BaseAnnounce, PublishReport, Receipt
 from agent_wait.core._canonical import derive_question_id
 from agent_wait.core._errors import AnnounceFailed
 from agent_wait.core._host import Handled, Outcome
+from agent_wait.core._kit_entry import EntryContract
 from agent_wait.core._kit_store import StoreContract
 from agent_wait.core._memory import MemoryAnnounce
 from agent_wait.core._models import Answer, Question, Source, WaitEnvelope
@@ -84,6 +85,7 @@ from agent_wait.core.hookspecs import hookimpl
 __all__ = [
     "AdapterContract",
     "AnnouncerContract",
+    "EntryContract",
     "HostContract",
     "StoreContract",
     "registered_plugin",

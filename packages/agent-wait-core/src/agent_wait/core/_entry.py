@@ -1,0 +1,154 @@
+"""Entry points: where a host receives start and answer messages, and where answers are sent.
+
+One object holds both sides. The consumer side is :meth:`EntryPoint.send`. The host side
+receives messages with a lease (:meth:`EntryPoint.receive`) and settles each one explicitly:
+:meth:`EntryPoint.ack` once the host handled it, :meth:`EntryPoint.fail` when it could not. A
+message that is never settled (the host crashed) comes back when its lease runs out. A message
+that failed ``max_attempts`` times is moved to the dead letters, logged and kept, never dropped.
+
+Messages of one thread are handed out one at a time, in the order they were sent: the next one
+only after the previous one was acknowledged or dead-lettered.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+from agent_wait.core._models import parse_message
+
+logger = logging.getLogger("agent_wait.core.entry")
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    """One message handed to a host, leased until it is settled or its lease runs out.
+
+    Attributes:
+        id: The message's id in the entry point.
+        thread_id: The thread it belongs to.
+        message: The message as sent (a start message or an answer).
+        attempt: 1 on the first delivery, one more on each redelivery.
+        receipt: The lease handle; settling with a lease that ran out (and was given to
+            another receiver) does nothing.
+    """
+
+    id: str
+    thread_id: str
+    message: dict[str, Any]
+    attempt: int
+    receipt: str
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A message that failed for good: kept with why, for someone to look at or redrive.
+
+    Attributes:
+        id: The message's id.
+        thread_id: Its thread.
+        message: The message as sent.
+        attempts: How many times it was handed out.
+        error: The last failure (exception type and message, or the lease running out).
+        dead_at: When it was dead-lettered (RFC 3339 UTC).
+    """
+
+    id: str
+    thread_id: str
+    message: dict[str, Any]
+    attempts: int
+    error: str
+    dead_at: str
+
+
+def check_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """Validate a start message or answer before it is sent; return it as a plain dict.
+
+    Raises:
+        pydantic.ValidationError: The message is neither (the error names the field).
+    """
+    parse_message(message)
+    return dict(message)
+
+
+class EntryPoint(ABC):
+    """Base class of entry points. Subclasses implement the abstract methods.
+
+    Attributes:
+        name: The registered name (set from configuration).
+        max_attempts: Deliveries before a message is dead-lettered.
+        visibility_timeout: Seconds a received message stays leased to its receiver.
+    """
+
+    name: str = "EntryPoint"
+    max_attempts: int = 5
+    visibility_timeout: float = 300.0
+
+    @abstractmethod
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Send a start message or an answer (validated first).
+
+        Raises:
+            pydantic.ValidationError: The message is malformed; nothing was sent.
+        """
+
+    async def asend(self, message: Mapping[str, Any]) -> None:
+        """Async :meth:`send` (default: :meth:`send` in a worker thread)."""
+        await asyncio.to_thread(self.send, message)
+
+    @abstractmethod
+    def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
+        """Lease up to ``max_messages`` messages, waiting up to ``wait`` seconds for one.
+
+        Never two messages of one thread at once, and a thread's messages in send order.
+        """
+
+    async def areceive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
+        """Async :meth:`receive` (default: :meth:`receive` in a worker thread)."""
+        return await asyncio.to_thread(self.receive, max_messages, wait)
+
+    @abstractmethod
+    def ack(self, received: Received) -> bool:
+        """The host handled the message: remove it. False if the lease had run out."""
+
+    @abstractmethod
+    def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
+        """The host could not handle the message.
+
+        With ``retry`` and attempts left, the message is handed out again after a delay;
+        otherwise it is dead-lettered (logged at ERROR). Returns True if it was dead-lettered.
+        """
+
+    @abstractmethod
+    def extend(self, received: Received) -> bool:
+        """Renew the lease for another ``visibility_timeout``; False if it had run out."""
+
+    @abstractmethod
+    def dead_letters(self) -> list[DeadLetter]:
+        """Every dead-lettered message, oldest first."""
+
+    @abstractmethod
+    def redrive(self, message_id: str) -> bool:
+        """Put a dead-lettered message back, as if new; False if there is no such dead letter."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most entry points hold connections
+        """Release connections. Safe to call more than once."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name!r}>"

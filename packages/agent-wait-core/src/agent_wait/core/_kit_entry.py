@@ -1,0 +1,180 @@
+"""Conformance kit for entry points (re-exported by :mod:`agent_wait.core.testing`)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+from ulid import ULID
+
+from agent_wait.core._entry import EntryPoint, Received
+
+
+class EntryContract:
+    """The behaviour every entry point must have. Subclass it as ``Test<YourEntryPoint>``.
+
+    Override :meth:`make_entry`: a fresh entry point on an empty queue, built with the
+    options the kit passes (``visibility_timeout``, ``max_attempts``, ``retry_delay``).
+    """
+
+    visibility_timeout = 0.6
+    """Seconds of lease the kit asks for; raise it for a transport that cannot go this low."""
+
+    def make_entry(
+        self, *, visibility_timeout: float, max_attempts: int, retry_delay: float
+    ) -> EntryPoint:
+        """Build a fresh entry point with these settings (abstract)."""
+        raise NotImplementedError(f"{type(self).__name__} must implement make_entry()")
+
+    @pytest.fixture
+    def contract_entry(self) -> Iterator[EntryPoint]:
+        """A fresh entry point (3 attempts, no retry delay), closed after the test."""
+        built = self.make_entry(
+            visibility_timeout=self.visibility_timeout, max_attempts=3, retry_delay=0.0
+        )
+        yield built
+        built.close()
+
+    def _thread(self) -> str:
+        return f"entry-contract-{ULID()}"
+
+    def _answer(self, thread: str, n: int) -> dict[str, Any]:
+        return {
+            "thread_id": thread,
+            "question_id": f"q{n}",
+            "answer": {"action": "approve", "n": n},
+        }
+
+    def _receive(self, entry: EntryPoint, count: int = 10, wait: float = 2.0) -> list[Received]:
+        return entry.receive(count, wait=wait)
+
+    def test_send_then_receive_round_trips(self, contract_entry: EntryPoint) -> None:
+        """If this fails, a message is changed between the consumer and the host."""
+        thread = self._thread()
+        start = {"thread_id": thread, "input": {"text": "Rückerstattung ✓", "n": [1, None]}}
+        contract_entry.send(start)
+        [received] = self._receive(contract_entry)
+        assert received.message == start
+        assert (received.thread_id, received.attempt) == (thread, 1)
+        assert contract_entry.ack(received)
+        assert self._receive(contract_entry, wait=0.0) == []
+
+    def test_async_send_and_receive(self, contract_entry: EntryPoint) -> None:
+        """If this fails, ``asend``/``areceive`` do not reach the same queue."""
+        thread = self._thread()
+
+        async def run() -> list[Received]:
+            await contract_entry.asend(self._answer(thread, 1))
+            return await contract_entry.areceive(1, 2.0)
+
+        [received] = asyncio.run(run())
+        assert received.message == self._answer(thread, 1)
+        assert contract_entry.ack(received)
+
+    def test_a_malformed_message_is_refused_before_sending(
+        self, contract_entry: EntryPoint
+    ) -> None:
+        """If this fails, a message no host can handle gets into the queue."""
+        with pytest.raises(ValidationError, match="thread_id"):
+            contract_entry.send({"question_id": "q1", "answer": 1})
+        assert self._receive(contract_entry, wait=0.0) == []
+
+    def test_one_thread_at_a_time_in_order_threads_in_parallel(
+        self, contract_entry: EntryPoint
+    ) -> None:
+        """If this fails, two messages of one thread could be handled at once or out of order."""
+        first, second = self._thread(), self._thread()
+        for n in range(3):
+            contract_entry.send(self._answer(first, n))
+        contract_entry.send(self._answer(second, 0))
+        batch = self._receive(contract_entry)
+        assert sorted((r.thread_id, r.message["question_id"]) for r in batch) == sorted(
+            [(first, "q0"), (second, "q0")]
+        ), "a thread's later message was handed out while its first was in hand"
+        for expected in ("q1", "q2"):
+            for received in batch:
+                assert contract_entry.ack(received)
+            batch = self._receive(contract_entry)
+            assert [(r.thread_id, r.message["question_id"]) for r in batch] == [(first, expected)]
+        assert contract_entry.ack(batch[0])
+
+    def test_an_unacknowledged_message_comes_back_after_its_lease(
+        self, contract_entry: EntryPoint
+    ) -> None:
+        """If this fails, a host that dies mid-message loses the message."""
+        thread = self._thread()
+        contract_entry.send(self._answer(thread, 1))
+        [first] = self._receive(contract_entry)
+        assert self._receive(contract_entry, wait=0.0) == [], "handed out twice within its lease"
+        time.sleep(self.visibility_timeout + 0.1)
+        [again] = self._receive(contract_entry)
+        assert (again.id, again.attempt, again.message) == (first.id, 2, first.message)
+        assert not contract_entry.ack(first), "a lease that ran out still acknowledged"
+        assert contract_entry.ack(again)
+
+    def test_extend_keeps_the_lease(self, contract_entry: EntryPoint) -> None:
+        """If this fails, a long-running handler loses its message to another host."""
+        contract_entry.send(self._answer(self._thread(), 1))
+        [received] = self._receive(contract_entry)
+        for _ in range(3):
+            time.sleep(self.visibility_timeout / 2)
+            assert contract_entry.extend(received)
+        assert self._receive(contract_entry, wait=0.0) == []
+        assert contract_entry.ack(received)
+
+    def test_failures_are_retried_then_dead_lettered_never_dropped(
+        self, contract_entry: EntryPoint, caplog: pytest.LogCaptureFixture
+    ) -> None:
+        """If this fails, a message that keeps failing is lost or retried forever."""
+        thread = self._thread()
+        message = self._answer(thread, 1)
+        contract_entry.send(message)
+        contract_entry.send(self._answer(thread, 2))
+        for attempt in (1, 2, 3):
+            [received] = self._receive(contract_entry)
+            assert (received.message, received.attempt) == (message, attempt)
+            dead = contract_entry.fail(received, f"RuntimeError: attempt {attempt} failed")
+            assert dead == (attempt == 3)
+        [dead_letter] = [d for d in contract_entry.dead_letters() if d.thread_id == thread]
+        assert (dead_letter.message, dead_letter.attempts) == (message, 3)
+        assert dead_letter.error == "RuntimeError: attempt 3 failed"
+        assert any(
+            record.levelname == "ERROR" and "dead-lettered" in record.getMessage()
+            for record in caplog.records
+        )
+        # The thread moves on past its dead letter.
+        [following] = self._receive(contract_entry)
+        assert following.message["question_id"] == "q2"
+        assert contract_entry.ack(following)
+        # And the dead letter can be put back.
+        assert contract_entry.redrive(dead_letter.id)
+        [redriven] = self._receive(contract_entry)
+        assert (redriven.message, redriven.attempt) == (message, 1)
+        assert contract_entry.ack(redriven)
+
+    def test_a_poison_message_is_dead_lettered_at_once(self, contract_entry: EntryPoint) -> None:
+        """If this fails, a message that can never succeed is retried anyway."""
+        thread = self._thread()
+        contract_entry.send(self._answer(thread, 1))
+        [received] = self._receive(contract_entry)
+        assert contract_entry.fail(received, "ValidationError: bad", retry=False)
+        assert [d.attempts for d in contract_entry.dead_letters() if d.thread_id == thread] == [1]
+
+    def test_a_message_never_acknowledged_is_dead_lettered(
+        self, contract_entry: EntryPoint
+    ) -> None:
+        """If this fails, a message that crashes every host is handed out forever."""
+        thread = self._thread()
+        contract_entry.send(self._answer(thread, 1))
+        for attempt in (1, 2, 3):
+            [received] = self._receive(contract_entry)
+            assert received.attempt == attempt
+            time.sleep(self.visibility_timeout + 0.1)
+        assert self._receive(contract_entry, wait=0.0) == []
+        [dead] = [d for d in contract_entry.dead_letters() if d.thread_id == thread]
+        assert dead.attempts == 3
+        assert "never acknowledged" in dead.error

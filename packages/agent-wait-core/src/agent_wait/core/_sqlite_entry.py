@@ -1,0 +1,267 @@
+"""The embedded ``sqlite`` entry point: a message table in the inbox's database file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent_wait.core._entry import DeadLetter, EntryPoint, Received, check_message, logger
+from agent_wait.core._models import format_utc
+from agent_wait.core._sqlite import _Store  # pyright: ignore[reportPrivateUsage]
+
+DEFAULT_MESSAGES_TABLE = "agent_wait_messages"
+READY = "ready"
+DEAD = "dead"
+
+
+def _messages_schema(connection: sqlite3.Connection, table: str, path: Path) -> None:
+    connection.execute(
+        f'CREATE TABLE IF NOT EXISTS "{table}" ('
+        "id INTEGER PRIMARY KEY AUTOINCREMENT, thread_id TEXT NOT NULL, body TEXT NOT NULL, "
+        "state TEXT NOT NULL, attempts INTEGER NOT NULL, visible_at REAL NOT NULL, "
+        "receipt TEXT, sent_at TEXT NOT NULL, error TEXT, dead_at TEXT)"
+    )
+    present = {row[1] for row in connection.execute(f'PRAGMA table_info("{table}")')}
+    if "visible_at" not in present:
+        raise sqlite3.OperationalError(
+            f"{path}: table {table!r} exists and is not an entry-point message table; "
+            "pass another table= name"
+        )
+    # The head of each thread's queue is found through this index, in send order.
+    connection.execute(
+        f'CREATE INDEX IF NOT EXISTS "{table}_by_thread" ON "{table}" (state, thread_id, id)'
+    )
+
+
+def _positive(name: str, value: object, *, integer: bool = False) -> None:
+    kinds = int if integer else int | float
+    if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0:  # pyright: ignore[reportOperatorIssue]
+        expected = "a positive whole number" if integer else "positive seconds"
+        raise ValueError(f"{name}: expected {expected}, got {value!r}")
+
+
+class SqliteEntry(EntryPoint):
+    """The embedded entry point: messages in a table of the inbox's database file.
+
+    The sender inserts a row; a host leases rows by polling (every ``poll_interval`` seconds
+    while it waits). A leased row is invisible to other receivers for ``visibility_timeout``
+    seconds; :meth:`ack` deletes it, :meth:`fail` makes it visible again after
+    ``retry_delay`` seconds, and a lease that runs out (the host died) makes it visible again
+    too. Every hand-out counts an attempt; after ``max_attempts`` the row is dead-lettered and
+    kept. Only the oldest live row of each thread is ever handed out, so a thread's messages
+    are handled one at a time, in order, by any number of hosts in any number of processes.
+
+    Args:
+        path: The database file. Default: the sqlite announcer's (the inbox's) default file.
+        table: The message table (created if missing).
+        visibility_timeout: Seconds a received message stays leased.
+        max_attempts: Deliveries before a message is dead-lettered.
+        retry_delay: Seconds before a failed message is handed out again.
+        poll_interval: Seconds between polls while :meth:`receive` waits.
+        timeout: Seconds to wait for another writer's lock.
+    """
+
+    name = "sqlite"
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        table: str = DEFAULT_MESSAGES_TABLE,
+        visibility_timeout: float = 300.0,
+        max_attempts: int = 5,
+        retry_delay: float = 1.0,
+        poll_interval: float = 0.2,
+        timeout: float = 5.0,
+    ) -> None:
+        _positive("visibility_timeout", visibility_timeout)
+        _positive("max_attempts", max_attempts, integer=True)
+        _positive("poll_interval", poll_interval)
+        valid_delay = isinstance(retry_delay, int | float) and not isinstance(retry_delay, bool)  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not valid_delay or retry_delay < 0:
+            raise ValueError(f"retry_delay: expected seconds >= 0, got {retry_delay!r}")
+        self._store = _Store(path, table, timeout, _messages_schema)
+        self._table = table
+        self.visibility_timeout = float(visibility_timeout)
+        self.max_attempts = max_attempts
+        self.retry_delay = float(retry_delay)
+        self.poll_interval = float(poll_interval)
+
+    @property
+    def path(self) -> Path:
+        """The database file."""
+        return self._store.path
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Insert the message; it can be received at once."""
+        body = check_message(message)
+        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        with self._store.connect() as connection:
+            connection.execute(
+                f'INSERT INTO "{self._table}" (thread_id, body, state, attempts, visible_at, '
+                "sent_at) VALUES (?, ?, ?, 0, ?, ?)",
+                (body["thread_id"], text, READY, time.time(), format_utc(datetime.now(UTC))),
+            )
+
+    def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
+        """Lease up to ``max_messages`` thread heads, polling up to ``wait`` seconds for one."""
+        _positive("max_messages", max_messages, integer=True)
+        deadline = time.monotonic() + max(wait, 0.0)
+        while True:
+            received = self._claim(max_messages)
+            remaining = deadline - time.monotonic()
+            if received or remaining <= 0:
+                return received
+            time.sleep(min(self.poll_interval, remaining))
+
+    def _claim(self, limit: int) -> list[Received]:
+        table = self._table
+        now = time.time()
+        claimed: list[Received] = []
+        with self._store.connect() as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            try:
+                heads = connection.execute(
+                    f'SELECT m.id, m.thread_id, m.body, m.attempts, m.error FROM "{table}" m '
+                    f'WHERE m.state = ? AND m.id = (SELECT min(id) FROM "{table}" '
+                    "WHERE state = ? AND thread_id = m.thread_id) AND m.visible_at <= ? "
+                    "ORDER BY m.id",
+                    (READY, READY, now),
+                ).fetchall()
+                for row_id, thread_id, body, attempts, error in heads:
+                    if len(claimed) >= limit:
+                        break
+                    if attempts >= self.max_attempts:
+                        # Its last lease ran out: the receiver died or was too slow every time.
+                        reason = error or (
+                            f"never acknowledged in {attempts} deliveries (the host crashed or "
+                            f"took longer than visibility_timeout={self.visibility_timeout}s)"
+                        )
+                        self._bury(connection, row_id, thread_id, attempts, reason)
+                        continue
+                    receipt = uuid.uuid4().hex
+                    connection.execute(
+                        f'UPDATE "{table}" SET attempts = attempts + 1, visible_at = ?, '
+                        "receipt = ? WHERE id = ?",
+                        (now + self.visibility_timeout, receipt, row_id),
+                    )
+                    claimed.append(
+                        Received(str(row_id), thread_id, json.loads(body), attempts + 1, receipt)
+                    )
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+            connection.execute("COMMIT")
+        return claimed
+
+    def _bury(
+        self, connection: sqlite3.Connection, row_id: int, thread_id: str, attempts: int, error: str
+    ) -> None:
+        connection.execute(
+            f'UPDATE "{self._table}" SET state = ?, receipt = NULL, error = ?, dead_at = ? '
+            "WHERE id = ?",
+            (DEAD, error, format_utc(datetime.now(UTC)), row_id),
+        )
+        # Only the error's type: its message may quote the message's content.
+        logger.error(
+            "message %s of thread %s dead-lettered after %d attempts (%s); kept in %s table %s",
+            row_id,
+            thread_id,
+            attempts,
+            error.partition(":")[0],
+            self.path,
+            self._table,
+        )
+
+    def _leased(self, received: Received, update: str, params: tuple[Any, ...]) -> bool:
+        with self._store.connect() as connection:
+            cursor = connection.execute(
+                f"{update} WHERE id = ? AND receipt = ? AND state = ?",
+                (*params, int(received.id), received.receipt, READY),
+            )
+        if cursor.rowcount == 1:
+            return True
+        logger.warning(
+            "message %s of thread %s: its lease ran out before it was settled (handed out again)",
+            received.id,
+            received.thread_id,
+        )
+        return False
+
+    def ack(self, received: Received) -> bool:
+        """Delete the message; False if its lease had run out."""
+        return self._leased(received, f'DELETE FROM "{self._table}"', ())
+
+    def extend(self, received: Received) -> bool:
+        """Lease the message for another ``visibility_timeout`` seconds."""
+        return self._leased(
+            received,
+            f'UPDATE "{self._table}" SET visible_at = ?',
+            (time.time() + self.visibility_timeout,),
+        )
+
+    def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
+        """Hand the message out again after ``retry_delay``, or dead-letter it."""
+        if not retry or received.attempt >= self.max_attempts:
+            with self._store.connect() as connection:
+                connection.execute("BEGIN IMMEDIATE")
+                try:
+                    still_mine = connection.execute(
+                        f'SELECT 1 FROM "{self._table}" WHERE id = ? AND receipt = ? AND state = ?',
+                        (int(received.id), received.receipt, READY),
+                    ).fetchone()
+                    if still_mine:
+                        self._bury(
+                            connection,
+                            int(received.id),
+                            received.thread_id,
+                            received.attempt,
+                            error,
+                        )
+                except BaseException:
+                    connection.execute("ROLLBACK")
+                    raise
+                connection.execute("COMMIT")
+            return still_mine is not None
+        self._leased(
+            received,
+            f'UPDATE "{self._table}" SET visible_at = ?, receipt = NULL, error = ?',
+            (time.time() + self.retry_delay, error),
+        )
+        return False
+
+    def dead_letters(self) -> list[DeadLetter]:
+        """Every dead-lettered message, oldest first."""
+        with self._store.connect() as connection:
+            rows = connection.execute(
+                f'SELECT id, thread_id, body, attempts, error, dead_at FROM "{self._table}" '
+                "WHERE state = ? ORDER BY id",
+                (DEAD,),
+            ).fetchall()
+        return [
+            DeadLetter(str(i), thread, json.loads(body), attempts, error, dead_at)
+            for i, thread, body, attempts, error, dead_at in rows
+        ]
+
+    def redrive(self, message_id: str) -> bool:
+        """Make a dead letter a new message again (attempts reset, its thread's order kept)."""
+        with self._store.connect() as connection:
+            cursor = connection.execute(
+                f'UPDATE "{self._table}" SET state = ?, attempts = 0, visible_at = ?, '
+                "error = NULL, dead_at = NULL WHERE id = ? AND state = ?",
+                (READY, time.time(), int(message_id), DEAD),
+            )
+        return cursor.rowcount == 1
+
+    def close(self) -> None:
+        """Close the connection (a later call reopens it)."""
+        self._store.close()
+
+    def __repr__(self) -> str:
+        return f"<SqliteEntry {self.name!r} path={str(self.path)!r} table={self._table!r}>"

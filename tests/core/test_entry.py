@@ -1,0 +1,153 @@
+"""Entry points: the embedded sqlite entry point, entry points by name, their configuration."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent_wait.core import ConfigError, PluginNotFoundError, SqliteEntry, entry, publish
+from agent_wait.core._entries import default_entry, load_entry_config
+from agent_wait.core._entry import EntryPoint
+from agent_wait.core._sqlite import DEFAULT_TABLE, SqliteAnnounce, default_inbox_path
+from agent_wait.core.testing import EntryContract, sample_questions
+
+
+class TestSqliteEntry(EntryContract):
+    @pytest.fixture(autouse=True)
+    def _directory(self, tmp_path: Path) -> None:
+        self.path = tmp_path / "inbox.sqlite3"
+
+    def make_entry(
+        self, *, visibility_timeout: float, max_attempts: int, retry_delay: float
+    ) -> EntryPoint:
+        return SqliteEntry(
+            self.path,
+            visibility_timeout=visibility_timeout,
+            max_attempts=max_attempts,
+            retry_delay=retry_delay,
+            poll_interval=0.02,
+        )
+
+
+def test_messages_live_beside_the_inbox_in_one_file(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    publish(sample_questions(1), "t1", SqliteAnnounce(path), strict=True)
+    with SqliteEntry(path) as messages:
+        messages.send({"thread_id": "t1", "question_id": "q", "answer": 1})
+    connection = sqlite3.connect(path)
+    tables = {row[0] for row in connection.execute("SELECT name FROM sqlite_master")}
+    connection.close()
+    assert {DEFAULT_TABLE, "agent_wait_messages"} <= tables
+
+
+RECEIVER = """
+import json, sys, time
+from agent_wait.core import SqliteEntry
+seen = []
+with SqliteEntry(sys.argv[1], poll_interval=0.01) as messages:
+    idle = time.monotonic()
+    while time.monotonic() - idle < 1.0:
+        for received in messages.receive(4, wait=0.05):
+            seen.append([received.thread_id, received.message["n"]])
+            assert messages.ack(received)
+            idle = time.monotonic()
+print(json.dumps(seen))
+"""
+
+
+def test_processes_receiving_together_each_message_once_in_thread_order(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    with SqliteEntry(path) as messages:
+        for n in range(40):
+            messages.send({"thread_id": f"t{n % 4}", "input": None, "n": n})
+    receivers = [
+        subprocess.Popen(
+            [sys.executable, "-c", RECEIVER, str(path)], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    seen = [json.loads(r.communicate(timeout=60)[0]) for r in receivers]
+    everything = sorted(n for part in seen for _, n in part)
+    assert everything == list(range(40)), "a message was lost or handed out twice"
+    for part in seen:
+        for thread in {t for t, _ in part}:
+            mine = [n for t, n in part if t == thread]
+            assert mine == sorted(mine), f"thread {thread} out of order in one receiver"
+
+
+def test_entry_by_name_checks_options(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    built = entry("sqlite", path=tmp_path / "x.sqlite3", visibility_timeout=30)
+    assert isinstance(built, SqliteEntry)
+    assert (built.name, built.visibility_timeout, built.path) == (
+        "sqlite",
+        30.0,
+        tmp_path / "x.sqlite3",
+    )
+    with pytest.raises(
+        ConfigError,
+        match=r"entry point 'sqlite': unknown option 'max_attempt'; did you mean 'max_attempts'\?",
+    ):
+        entry("sqlite", max_attempt=3)
+    with pytest.raises(
+        ConfigError,
+        match=r"entry point 'sqlite': visibility_timeout: expected positive seconds, got 0",
+    ):
+        entry("sqlite", visibility_timeout=0)
+    with pytest.raises(
+        PluginNotFoundError, match=r"unknown entry point 'sqlit'.*did you mean 'sqlite'"
+    ):
+        entry("sqlit")
+    with pytest.raises(ConfigError, match="never a module path"):
+        entry("os:system")
+    monkeypatch.setenv("MESSAGES_FILE", str(tmp_path / "from-env.sqlite3"))
+    assert entry("sqlite", path_env="MESSAGES_FILE").path == tmp_path / "from-env.sqlite3"  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="'MISSING_VAR', which is not set"):
+        entry("sqlite", path_env="MISSING_VAR")
+
+
+def test_default_entry_is_sqlite_in_the_inbox_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_WAIT_HOME", str(tmp_path / "home"))
+    built = default_entry()
+    assert isinstance(built, SqliteEntry)
+    assert built.path == default_inbox_path() == tmp_path / "home" / "inbox.sqlite3"
+
+
+def test_entry_configuration_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.agent-wait.entry]\nuse = "sqlite"\npath = "py.sqlite3"\n', encoding="utf-8"
+    )
+    assert load_entry_config()[0].options == {"path": "py.sqlite3"}
+    (tmp_path / "agent-wait.toml").write_text(
+        '[[announce]]\nuse = "log"\n\n[entry]\nuse = "sqlite"\npath = "file.sqlite3"\nmax_attempts = 2\n',
+        encoding="utf-8",
+    )
+    configured, where = load_entry_config()
+    assert (configured.use, configured.options, where) == (
+        "sqlite",
+        {"path": "file.sqlite3", "max_attempts": 2},
+        str(tmp_path / "agent-wait.toml"),
+    )
+    built = default_entry()
+    assert (built.max_attempts, built.path) == (2, Path("file.sqlite3"))  # type: ignore[attr-defined]
+    monkeypatch.setenv("AGENT_WAIT_ENTRY", '{"use": "sqlite", "path": "env.sqlite3"}')
+    assert load_entry_config()[0].options == {"path": "env.sqlite3"}
+    monkeypatch.setenv("AGENT_WAIT_ENTRY", '{"use": "sqlite", "max_attemps": 1}')
+    with pytest.raises(
+        ConfigError,
+        match=r"AGENT_WAIT_ENTRY: entry point 'sqlite': unknown option 'max_attemps'; did you mean 'max_attempts'",
+    ):
+        default_entry()
+    monkeypatch.setenv("AGENT_WAIT_ENTRY", "{not json")
+    with pytest.raises(ConfigError, match="AGENT_WAIT_ENTRY: invalid JSON at line 1"):
+        load_entry_config()
+    monkeypatch.setenv("AGENT_WAIT_ENTRY", '{"use": "../evil"}')
+    with pytest.raises(ConfigError, match="never a module path"):
+        load_entry_config()
