@@ -7,11 +7,13 @@ import agent_wait.core
 
 def test_public_api() -> None:
     assert sorted(agent_wait.core.__all__) == [
+        "ActionNotAllowed",
         "AgentWaitConfig",
         "AgentWaitError",
         "Announce",
         "AnnounceFailed",
         "Answer",
+        "AnswerResult",
         "BaseAnnounce",
         "BatchEntryFailed",
         "ConfigError",
@@ -35,6 +37,8 @@ def test_public_api() -> None:
         "PluginNotFoundError",
         "PublishReport",
         "Question",
+        "QuestionClosed",
+        "QuestionNotFound",
         "QuestionStatus",
         "QuestionStore",
         "QuestionTooLarge",
@@ -48,6 +52,7 @@ def test_public_api() -> None:
         "SqliteQuestionStore",
         "StartMessage",
         "StoredQuestion",
+        "SweepReport",
         "Transition",
         "WaitCall",
         "WaitDecorator",
@@ -55,6 +60,7 @@ def test_public_api() -> None:
         "WaitPolicy",
         "announcer",
         "announcers_from_config",
+        "answer",
         "apply_answer",
         "apublish",
         "build_envelope",
@@ -74,6 +80,7 @@ def test_public_api() -> None:
         "parse_message",
         "publish",
         "question_from_value",
+        "sweep",
         "to_jsonable",
         "wait_payload",
     ]

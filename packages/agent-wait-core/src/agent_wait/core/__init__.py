@@ -30,6 +30,15 @@ if TYPE_CHECKING:
         PublishReport,
         Receipt,
     )
+    from agent_wait.core._answering import (
+        ActionNotAllowed,
+        AnswerResult,
+        QuestionClosed,
+        QuestionNotFound,
+        SweepReport,
+        answer,
+        sweep,
+    )
     from agent_wait.core._batching import BatchEntryFailed
     from agent_wait.core._canonical import canonical_json, derive_question_id, to_jsonable
     from agent_wait.core._config import AgentWaitConfig, default_announcers, load_config
@@ -84,11 +93,13 @@ if TYPE_CHECKING:
 # Every name is imported on first access (PEP 562): `import agent_wait.core` costs almost
 # nothing, and a plugin's entry-point module that imports `hookimpl` loads only the hook specs.
 _LAZY = {
+    "ActionNotAllowed": "agent_wait.core._answering",
     "AgentWaitConfig": "agent_wait.core._config",
     "AgentWaitError": "agent_wait.core._errors",
     "Announce": "agent_wait.core._publish",
     "AnnounceFailed": "agent_wait.core._errors",
     "Answer": "agent_wait.core._models",
+    "AnswerResult": "agent_wait.core._answering",
     "BaseAnnounce": "agent_wait.core._announce",
     "BatchEntryFailed": "agent_wait.core._batching",
     "ConfigError": "agent_wait.core._errors",
@@ -113,6 +124,8 @@ _LAZY = {
     "PublishReport": "agent_wait.core._announce",
     "Receipt": "agent_wait.core._announce",
     "Question": "agent_wait.core._models",
+    "QuestionClosed": "agent_wait.core._answering",
+    "QuestionNotFound": "agent_wait.core._answering",
     "QuestionStatus": "agent_wait.core._store",
     "QuestionStore": "agent_wait.core._store",
     "QuestionTooLarge": "agent_wait.core._errors",
@@ -125,6 +138,7 @@ _LAZY = {
     "SqliteQuestionStore": "agent_wait.core._sqlite_store",
     "StartMessage": "agent_wait.core._models",
     "StoredQuestion": "agent_wait.core._store",
+    "SweepReport": "agent_wait.core._answering",
     "Transition": "agent_wait.core._store",
     "WaitCall": "agent_wait.core._wait",
     "WaitDecorator": "agent_wait.core._wait",
@@ -132,6 +146,7 @@ _LAZY = {
     "WaitPolicy": "agent_wait.core._policy",
     "announcer": "agent_wait.core._plugins",
     "announcers_from_config": "agent_wait.core._plugins",
+    "answer": "agent_wait.core._answering",
     "apply_answer": "agent_wait.core._wait",
     "apublish": "agent_wait.core._publish",
     "build_envelope": "agent_wait.core._publish",
@@ -151,6 +166,7 @@ _LAZY = {
     "parse_message": "agent_wait.core._models",
     "publish": "agent_wait.core._publish",
     "question_from_value": "agent_wait.core._wait",
+    "sweep": "agent_wait.core._answering",
     "to_jsonable": "agent_wait.core._canonical",
     "wait_payload": "agent_wait.core._wait",
 }
@@ -158,11 +174,13 @@ _LAZY = {
 __all__ = [
     "ENVELOPE_LIMIT",
     "PAYLOAD_KEY",
+    "ActionNotAllowed",
     "AgentWaitConfig",
     "AgentWaitError",
     "Announce",
     "AnnounceFailed",
     "Answer",
+    "AnswerResult",
     "BaseAnnounce",
     "BatchEntryFailed",
     "ConfigError",
@@ -184,6 +202,8 @@ __all__ = [
     "PluginNotFoundError",
     "PublishReport",
     "Question",
+    "QuestionClosed",
+    "QuestionNotFound",
     "QuestionStatus",
     "QuestionStore",
     "QuestionTooLarge",
@@ -197,6 +217,7 @@ __all__ = [
     "SqliteQuestionStore",
     "StartMessage",
     "StoredQuestion",
+    "SweepReport",
     "Transition",
     "WaitCall",
     "WaitDecorator",
@@ -204,6 +225,7 @@ __all__ = [
     "WaitPolicy",
     "announcer",
     "announcers_from_config",
+    "answer",
     "apply_answer",
     "apublish",
     "build_envelope",
@@ -223,6 +245,7 @@ __all__ = [
     "parse_message",
     "publish",
     "question_from_value",
+    "sweep",
     "to_jsonable",
     "wait_payload",
 ]

@@ -1,4 +1,4 @@
-"""The ``agent-wait`` command: plugins, schema, validate, config check, inbox."""
+"""The ``agent-wait`` command: plugins, schema, validate, config check, inbox, answer, sweep."""
 
 from __future__ import annotations
 
@@ -448,6 +448,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--now", help="with --overdue: the time to compare with (RFC 3339; default: now)"
     )
     inbox.set_defaults(handler=_cmd_inbox)
+
+    from agent_wait.core._cli_answer import add_commands
+
+    add_commands(commands)
     return parser
 
 

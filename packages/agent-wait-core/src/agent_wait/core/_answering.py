@@ -1,0 +1,303 @@
+"""Answering questions and honouring deadlines: the consumer's side, with our own tools.
+
+Both record the close in the question store first, through its compare-and-set, and only the
+winner sends: two approvers (or an approver and the sweeper, or two sweepers) racing on one
+question send exactly one answer. When the send fails the close is undone, so the question is
+open again and nothing was sent.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from agent_wait.core._config import load_config
+from agent_wait.core._entries import default_entry
+from agent_wait.core._entry import EntryPoint
+from agent_wait.core._errors import AgentWaitError
+from agent_wait.core._models import Answer
+from agent_wait.core._sqlite_store import SqliteQuestionStore
+from agent_wait.core._store import (
+    QuestionStatus,
+    QuestionStore,
+    StoredQuestion,
+    parse_now,
+)
+
+logger = logging.getLogger("agent_wait.core.answer")
+
+SWEEPER = "sweeper"
+
+
+class QuestionNotFound(AgentWaitError, LookupError):
+    """No stored question has that id (in that thread), or several threads have one."""
+
+
+class ActionNotAllowed(AgentWaitError, ValueError):
+    """The action is not one of the question's ``allowed_actions`` (pass ``force`` to send it)."""
+
+
+class QuestionClosed(AgentWaitError):
+    """The question was already answered, expired or cancelled; nothing was sent.
+
+    Attributes:
+        question: The question as whoever closed it left it (who, when, what).
+    """
+
+    def __init__(self, question: StoredQuestion) -> None:
+        envelope = question.envelope
+        super().__init__(
+            f"question {envelope.question_id} (thread {envelope.thread_id}) is already "
+            f"{question.describe_close()}; nothing sent"
+        )
+        self.question = question
+
+
+@dataclass(frozen=True, slots=True)
+class AnswerResult:
+    """What :func:`answer` did.
+
+    Attributes:
+        question: The question, closed by this call (``answered``, who, when, the answer).
+        message: The answer message sent: ``{**reply_with, "answer": ...}``.
+    """
+
+    question: StoredQuestion
+    message: dict[str, Any]
+
+
+def default_approver() -> str:
+    """The name recorded when none is given: the login name of the process."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name in some containers
+        return "unknown"
+
+
+def decision(action: str, answer: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The answer object: ``{"action": action}``, or ``answer`` with ``action`` merged in."""
+    if not isinstance(action, str) or not action:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(f"action: expected a non-empty string such as 'approve', got {action!r}")
+    if answer is None:
+        return {"action": action}
+    if not isinstance(answer, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(
+            f'answer: expected a JSON object such as {{"note": "ok"}}, got {type(answer).__name__}'
+        )
+    return {**answer, "action": action}
+
+
+def reply(question: StoredQuestion, answer: Any) -> dict[str, Any]:
+    """``{**reply_with, "answer": answer}``, validated as an answer message."""
+    message = {**question.envelope.reply_with.model_dump(), "answer": answer}
+    Answer.model_validate(message)
+    return message
+
+
+def _lookup(store: QuestionStore, question_id: str, thread_id: str | None) -> StoredQuestion:
+    found = store.find(question_id, thread_id)
+    where = f" in thread {thread_id}" if thread_id else ""
+    if not found:
+        raise QuestionNotFound(f"no question {question_id}{where} in {store!r}")
+    if len(found) > 1:
+        threads = ", ".join(sorted(q.envelope.thread_id for q in found))
+        raise QuestionNotFound(
+            f"question {question_id} was asked in several threads ({threads}); name one with "
+            "thread_id (--thread)"
+        )
+    return found[0]
+
+
+def _close_and_send(
+    store: QuestionStore,
+    entry: EntryPoint,
+    question: StoredQuestion,
+    status: QuestionStatus,
+    answer: Any,
+    by: str,
+    at: datetime | None,
+) -> tuple[StoredQuestion, dict[str, Any]] | StoredQuestion:
+    """Close then send; the closed question and the message, or the winner's close if lost."""
+    envelope = question.envelope
+    message = reply(question, answer)
+    done = store.transition(
+        envelope.thread_id, envelope.question_id, status, by=by, answer=answer, at=at
+    )
+    if not done.won:
+        return done.question
+    try:
+        entry.send(message)
+    except BaseException:
+        # Not sent: open again, so a retry (or the sweeper) can still answer it.
+        store.reopen(done.question)
+        raise
+    logger.info(
+        "question %s of thread %s %s by %s; answer sent to %s",
+        envelope.question_id,
+        envelope.thread_id,
+        status.value,
+        by,
+        entry.name,
+    )
+    return done.question, message
+
+
+def answer(
+    question_id: str,
+    action: str,
+    *,
+    answer: Mapping[str, Any] | None = None,
+    by: str | None = None,
+    thread_id: str | None = None,
+    force: bool = False,
+    store: QuestionStore | None = None,
+    entry: EntryPoint | None = None,
+    at: datetime | None = None,
+) -> AnswerResult:
+    """Answer a stored question: record it, then send it to the host's entry point.
+
+    The answer is ``{"action": action}``, or ``answer`` with ``action`` merged in; the message
+    sent is ``{**reply_with, "answer": ...}``.
+
+    Args:
+        question_id: The question's id.
+        action: The action, one of the question's ``allowed_actions`` unless ``force``.
+        answer: More fields of the answer object (a note, edited ``args``...).
+        by: Who answers (default: the process's login name).
+        thread_id: The thread, needed only if several threads asked the same id.
+        force: Send an action outside ``allowed_actions``.
+        store: The question store (default: the inbox of the configured sqlite announcer).
+        entry: Where to send (default: the configured entry point).
+        at: When (default: now).
+
+    Raises:
+        QuestionNotFound: No such question, or several threads asked it and no thread was named.
+        ActionNotAllowed: ``action`` is not allowed and ``force`` is false.
+        QuestionClosed: Someone or something closed it first; it says who, when, and with what.
+        ValueError: ``action`` or ``answer`` is malformed.
+    """
+    payload = decision(action, answer)
+    by = by or default_approver()
+    own_store, own_entry = store is None, entry is None
+    store = store if store is not None else default_store()
+    try:
+        question = _lookup(store, question_id, thread_id)
+        if not question.is_open:
+            raise QuestionClosed(question)
+        allowed = question.envelope.allowed_actions
+        if not force and action not in allowed:
+            raise ActionNotAllowed(
+                f"action {action!r} is not one of the question's allowed_actions "
+                f"{allowed}; pass force=True (--force) to send it anyway"
+            )
+        entry = entry if entry is not None else default_entry()
+        try:
+            outcome = _close_and_send(
+                store, entry, question, QuestionStatus.ANSWERED, payload, by, at
+            )
+        finally:
+            if own_entry:
+                entry.close()
+    finally:
+        if own_store:
+            store.close()
+    if isinstance(outcome, StoredQuestion):
+        raise QuestionClosed(outcome)
+    return AnswerResult(*outcome)
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """What one :func:`sweep` did.
+
+    Attributes:
+        expired: Questions this sweep expired and answered with their ``default``.
+        overdue: Open questions past ``expires_at`` without a ``default``: left open.
+        failed: Questions whose ``default`` could not be sent (left open), with the error.
+    """
+
+    expired: list[StoredQuestion] = field(default_factory=list[StoredQuestion])
+    overdue: list[StoredQuestion] = field(default_factory=list[StoredQuestion])
+    failed: list[tuple[StoredQuestion, str]] = field(
+        default_factory=list[tuple[StoredQuestion, str]]
+    )
+
+
+def sweep(
+    *,
+    store: QuestionStore | None = None,
+    entry: EntryPoint | None = None,
+    now: datetime | str | None = None,
+    by: str = SWEEPER,
+) -> SweepReport:
+    """Honour deadlines once: send the ``default`` of every open question past ``expires_at``.
+
+    Each such question with a ``default`` is marked ``expired`` (by ``by``) and its default is
+    sent as an ordinary answer; exactly once, even with several sweepers at the same time.
+    Questions without a default stay open and are reported as overdue. A send that fails
+    leaves its question open (the next sweep tries again) and is reported, not raised.
+
+    Args:
+        store: The question store (default: the inbox of the configured sqlite announcer).
+        entry: Where to send (default: the configured entry point).
+        now: The time to compare with (default: now).
+        by: The name recorded as having closed the questions.
+    """
+    moment = parse_now(now)
+    own_store, own_entry = store is None, entry is None
+    store = store if store is not None else default_store()
+    report = SweepReport()
+    try:
+        due = store.open_questions_past(moment)
+        if any(q.envelope.default is not None for q in due) and entry is None:
+            entry = default_entry()
+        for question in due:
+            if question.envelope.default is None:
+                report.overdue.append(question)
+                continue
+            assert entry is not None
+            try:
+                outcome = _close_and_send(
+                    store,
+                    entry,
+                    question,
+                    QuestionStatus.EXPIRED,
+                    question.envelope.default,
+                    by,
+                    moment,
+                )
+            except Exception as error:  # noqa: BLE001 - one failed send must not stop the sweep
+                logger.error(
+                    "question %s of thread %s: its default could not be sent (%s); left open",
+                    question.envelope.question_id,
+                    question.envelope.thread_id,
+                    type(error).__name__,
+                )
+                report.failed.append((question, f"{type(error).__name__}: {error}"))
+                continue
+            if not isinstance(outcome, StoredQuestion):
+                report.expired.append(outcome[0])
+    finally:
+        if own_entry and entry is not None:
+            entry.close()
+        if own_store:
+            store.close()
+    return report
+
+
+def default_store() -> SqliteQuestionStore:
+    """The store of the configured inbox: the first ``sqlite`` announcer's file and table.
+
+    Without a configured sqlite announcer, the default inbox file.
+    """
+    for configured in load_config().announce:
+        if configured.use == "sqlite":
+            options = {
+                k: v for k, v in configured.options.items() if k in ("path", "table", "timeout")
+            }
+            return SqliteQuestionStore(**options)
+    return SqliteQuestionStore()

@@ -1,0 +1,189 @@
+"""The ``agent-wait answer`` and ``agent-wait sweep`` commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from pydantic import ValidationError
+
+from agent_wait.core._errors import AgentWaitError
+
+if TYPE_CHECKING:
+    from agent_wait.core._sqlite_store import SqliteQuestionStore
+
+
+def _error(text: str) -> None:
+    print(f"agent-wait: {text}", file=sys.stderr)
+
+
+def _store(args: argparse.Namespace) -> SqliteQuestionStore:
+    from agent_wait.core._answering import default_store
+    from agent_wait.core._sqlite_store import SqliteQuestionStore
+
+    store = (
+        SqliteQuestionStore(Path(args.path).expanduser(), table=args.table)
+        if args.path
+        else default_store()
+    )
+    if not store.path.is_file():
+        store.close()
+        raise AgentWaitError(f"no inbox at {store.path} (nothing published there yet; see --path)")
+    return store
+
+
+def _cmd_answer(args: argparse.Namespace) -> int:
+    from agent_wait.core._answering import answer
+
+    extra: dict[str, Any] | None = None
+    if args.answer is not None:
+        try:
+            parsed: object = json.loads(args.answer)
+        except json.JSONDecodeError as error:
+            _error(f"--answer: not valid JSON ({error.msg} at column {error.colno})")
+            return 1
+        if not isinstance(parsed, dict):
+            _error(
+                f'--answer: expected a JSON object such as \'{{"note": "ok"}}\', got {args.answer}'
+            )
+            return 1
+        extra = cast("dict[str, Any]", parsed)
+    try:
+        store = _store(args)
+        try:
+            result = answer(
+                args.question_id,
+                args.action,
+                answer=extra,
+                by=args.by,
+                thread_id=args.thread,
+                force=args.force,
+                store=store,
+            )
+        finally:
+            store.close()
+    except (AgentWaitError, ValueError, ValidationError) as error:
+        _error(str(error))
+        return 1
+    except Exception as error:  # noqa: BLE001 - a failed send is reported, the question stays open
+        _error(
+            f"the answer could not be sent ({type(error).__name__}: {error}); the question stays open"
+        )
+        return 1
+    question = result.question
+    print(
+        f"{question.envelope.question_id} (thread {question.envelope.thread_id}) "
+        f"{question.describe_close()}: "
+        f"{json.dumps(result.message['answer'], ensure_ascii=False)}"
+    )
+    return 0
+
+
+def _sweep_once(args: argparse.Namespace) -> int:
+    from agent_wait.core._answering import sweep
+
+    store = _store(args)
+    try:
+        report = sweep(store=store, now=args.now, by=args.by)
+    finally:
+        store.close()
+    for question in report.expired:
+        envelope = question.envelope
+        print(
+            f"expired {envelope.question_id} (thread {envelope.thread_id}, due "
+            f"{envelope.expires_at}): sent default {json.dumps(envelope.default, ensure_ascii=False)}"
+        )
+    for question in report.overdue:
+        envelope = question.envelope
+        print(
+            f"overdue {envelope.question_id} (thread {envelope.thread_id}, due "
+            f"{envelope.expires_at}): no default, left open"
+        )
+    for question, error in report.failed:
+        _error(f"{question.envelope.question_id}: default not sent ({error}); left open")
+    return 1 if report.failed else 0
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    try:
+        if args.every is None:
+            return _sweep_once(args)
+        stop = threading.Event()
+
+        def stopping(signum: int, frame: object) -> None:
+            stop.set()
+
+        previous = {sig: signal.signal(sig, stopping) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            while not stop.is_set():
+                _sweep_once(args)
+                stop.wait(args.every)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return 0
+    except (AgentWaitError, ValueError) as error:
+        _error(str(error))
+        return 1
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected positive seconds, got {text}")
+    return value
+
+
+def add_commands(commands: Any) -> None:
+    """Add ``answer`` and ``sweep`` to the ``agent-wait`` sub-command parser."""
+    from agent_wait.core._answering import SWEEPER
+
+    def store_options(parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--path", help="the inbox database file (default: the configured sqlite inbox)"
+        )
+        parser.add_argument(
+            "--table", default="agent_wait_inbox", help="with --path: the table name"
+        )
+
+    answer = commands.add_parser(
+        "answer",
+        help="answer a question: record it and send it to the host's entry point",
+        description="Look QUESTION_ID up in the inbox, record the answer (only if the question "
+        'is still open) and send {**reply_with, "answer": ...} to the configured entry point. '
+        'The answer is {"action": ACTION}, or the --answer object with ACTION merged in. Exit 1 '
+        "if the question is unknown, already closed (saying by whom and when), or ACTION is not "
+        "one of its allowed_actions.",
+    )
+    answer.add_argument("question_id", metavar="QUESTION_ID")
+    answer.add_argument("action", metavar="ACTION", help="e.g. approve or reject")
+    answer.add_argument("--answer", help="a JSON object: the rest of the answer")
+    answer.add_argument("--by", help="who answers (default: your login name)")
+    answer.add_argument("--thread", help="the thread, if several threads asked QUESTION_ID")
+    answer.add_argument(
+        "--force", action="store_true", help="send an ACTION outside allowed_actions"
+    )
+    store_options(answer)
+    answer.set_defaults(handler=_cmd_answer)
+
+    sweep = commands.add_parser(
+        "sweep",
+        help="send the default of every open question past its deadline",
+        description="Every open question whose expires_at has passed and that has a default is "
+        "marked expired and its default sent as an ordinary answer (exactly once, even with "
+        "several sweepers). Questions without a default stay open and are listed as overdue.",
+    )
+    when = sweep.add_mutually_exclusive_group()
+    when.add_argument("--once", action="store_true", help="sweep once and exit (the default)")
+    when.add_argument(
+        "--every", type=_seconds, metavar="SECONDS", help="sweep again every SECONDS until stopped"
+    )
+    sweep.add_argument("--now", help="the time to compare with (RFC 3339; default: now)")
+    sweep.add_argument("--by", default=SWEEPER, help=f"the name recorded (default: {SWEEPER})")
+    store_options(sweep)
+    sweep.set_defaults(handler=_cmd_sweep)

@@ -1,0 +1,280 @@
+"""Answering a stored question and sweeping overdue ones: API, CLI, and racing processes."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_wait.core import (
+    ActionNotAllowed,
+    Question,
+    QuestionClosed,
+    QuestionNotFound,
+    SqliteAnnounce,
+    SqliteEntry,
+    SqliteQuestionStore,
+    WaitPolicy,
+    answer,
+    publish,
+    sweep,
+)
+from agent_wait.core._cli import main
+from agent_wait.core._sqlite import default_inbox_path
+
+T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
+LATER = "2026-09-11T12:00:00Z"
+
+
+def ask(path: Path, question_id: str = "q1", *, thread_id: str = "t1", **policy: Any) -> None:
+    publish(
+        [Question(question_id=question_id, question={"n": 1}, policy=WaitPolicy(**policy))],
+        thread_id,
+        SqliteAnnounce(path),
+        strict=True,
+        clock=lambda: T0,
+    )
+
+
+def sent(path: Path) -> list[dict[str, Any]]:
+    with SqliteEntry(path) as messages:
+        received = messages.receive(100)
+        return [r.message for r in received]
+
+
+def run(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
+@pytest.fixture
+def inbox(tmp_path: Path) -> Path:
+    return tmp_path / "inbox.sqlite3"
+
+
+def test_answer_records_then_sends_reply_with_and_the_answer(inbox: Path) -> None:
+    ask(inbox)
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        result = answer(
+            "q1",
+            "approve",
+            answer={"note": "ok", "action": "overridden"},
+            by="alice",
+            store=store,
+            entry=entry,
+        )
+    expected = {
+        "thread_id": "t1",
+        "question_id": "q1",
+        "answer": {"note": "ok", "action": "approve"},
+    }
+    assert result.message == expected
+    assert (result.question.status, result.question.answered_by) == ("answered", "alice")
+    assert result.question.answer == expected["answer"]
+    assert sent(inbox) == [expected]
+
+
+def test_an_action_outside_allowed_actions_is_refused_unless_forced(inbox: Path) -> None:
+    ask(inbox, allowed_actions=["approve", "reject"])
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        with pytest.raises(
+            ActionNotAllowed, match=r"'escalate' is not one of .*\['approve', 'reject'\].*force"
+        ):
+            answer("q1", "escalate", by="alice", store=store, entry=entry)
+        assert store.find("q1")[0].is_open
+        assert sent(inbox) == []
+        answer("q1", "escalate", by="alice", force=True, store=store, entry=entry)
+    assert [m["answer"] for m in sent(inbox)] == [{"action": "escalate"}]
+
+
+def test_a_closed_question_says_who_closed_it_and_sends_nothing(inbox: Path) -> None:
+    ask(inbox)
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        answer("q1", "approve", by="alice", store=store, entry=entry, at=T0)
+        with pytest.raises(
+            QuestionClosed, match="already answered by alice at 2026-09-11T09:00:00Z"
+        ) as caught:
+            answer("q1", "reject", by="bob", store=store, entry=entry)
+    assert caught.value.question.answer == {"action": "approve"}
+    assert len(sent(inbox)) == 1
+
+
+def test_a_failed_send_reopens_the_question(inbox: Path, tmp_path: Path) -> None:
+    ask(inbox)
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    with SqliteQuestionStore(inbox) as store:
+        with pytest.raises(OSError):
+            answer(
+                "q1", "approve", by="alice", store=store, entry=SqliteEntry(blocker / "x.sqlite3")
+            )
+        [question] = store.find("q1")
+        assert question.is_open
+        assert question.answered_by is None
+        with SqliteEntry(inbox) as entry:
+            assert (
+                answer("q1", "approve", by="alice", store=store, entry=entry).question.answered_by
+                == "alice"
+            )
+
+
+def test_unknown_and_ambiguous_questions(inbox: Path) -> None:
+    ask(inbox, thread_id="a")
+    ask(inbox, thread_id="b")
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        with pytest.raises(QuestionNotFound, match="no question nope"):
+            answer("nope", "approve", store=store, entry=entry)
+        with pytest.raises(QuestionNotFound, match=r"several threads \(a, b\).*--thread"):
+            answer("q1", "approve", store=store, entry=entry)
+        result = answer("q1", "approve", thread_id="b", store=store, entry=entry)
+    assert result.message["thread_id"] == "b"
+
+
+def test_cli_answer_with_the_default_inbox_and_entry() -> None:
+    ask(default_inbox_path())
+    code, out, err = run("answer", "q1", "approve", "--answer", '{"note": "fine"}', "--by", "alice")
+    assert (code, err) == (0, "")
+    assert out.startswith("q1 (thread t1) answered by alice at ")
+    assert sent(default_inbox_path()) == [
+        {"thread_id": "t1", "question_id": "q1", "answer": {"note": "fine", "action": "approve"}}
+    ]
+    code, _, err = run("answer", "q1", "reject", "--by", "bob")
+    assert code == 1
+    assert "q1 (thread t1) is already answered by alice at " in err
+    assert "nothing sent" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["answer", "q1", "maybe"], "'maybe' is not one of the question's allowed_actions"),
+        (["answer", "q1", "approve", "--answer", "{bad"], "--answer: not valid JSON"),
+        (["answer", "q1", "approve", "--answer", "[1]"], "--answer: expected a JSON object"),
+        (["answer", "zz", "approve"], "no question zz"),
+    ],
+)
+def test_cli_answer_errors(argv: list[str], message: str) -> None:
+    ask(default_inbox_path())
+    code, out, err = run(*argv)
+    assert (code, out) == (1, "")
+    assert message in err
+    assert "Traceback" not in err
+
+
+def test_cli_answer_without_an_inbox(tmp_path: Path) -> None:
+    code, _, err = run("answer", "q1", "approve", "--path", str(tmp_path / "none.sqlite3"))
+    assert code == 1
+    assert "no inbox at" in err
+
+
+CLI = [sys.executable, "-m", "agent_wait.core._cli"]
+
+
+def test_racing_approvers_send_exactly_one_answer(tmp_path: Path) -> None:
+    path = default_inbox_path()
+    ask(path)
+    env = {**os.environ}
+    racers = [
+        subprocess.Popen(
+            [*CLI, "answer", "q1", "approve", "--by", f"approver-{i}"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for i in range(5)
+    ]
+    results = [(r.wait(timeout=60), r.stderr.read() if r.stderr else "") for r in racers]
+    assert sorted(code for code, _ in results) == [0, 1, 1, 1, 1], results
+    assert all("already answered by approver-" in err for code, err in results if code)
+    [message] = sent(path)
+    with SqliteQuestionStore(path) as store:
+        [stored] = store.find("q1")
+    assert message["answer"] == stored.answer == {"action": "approve"}
+
+
+def test_sweep_sends_defaults_once_and_lists_overdue(inbox: Path) -> None:
+    ask(inbox, "due", timeout="PT1H", default={"action": "reject", "reason": "timeout"})
+    ask(inbox, "nodefault", timeout="PT1H")
+    ask(inbox, "later", timeout="P3D", default={"action": "reject"})
+    ask(inbox, "answered", timeout="PT1H", default={"action": "reject"})
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        answer("answered", "approve", by="alice", store=store, entry=entry)
+        entry.ack(entry.receive(1)[0])
+        report = sweep(store=store, entry=entry, now=LATER)
+        assert [q.envelope.question_id for q in report.expired] == ["due"]
+        assert [q.envelope.question_id for q in report.overdue] == ["nodefault"]
+        assert report.failed == []
+        [expired] = store.find("due")
+        assert (expired.status, expired.answered_by, expired.answered_at) == (
+            "expired",
+            "sweeper",
+            LATER,
+        )
+        again = sweep(store=store, entry=entry, now=LATER)
+        assert (again.expired, [q.envelope.question_id for q in again.overdue]) == (
+            [],
+            ["nodefault"],
+        )
+    assert sent(inbox) == [
+        {
+            "thread_id": "t1",
+            "question_id": "due",
+            "answer": {"action": "reject", "reason": "timeout"},
+        }
+    ]
+
+
+def test_racing_sweepers_send_each_default_exactly_once(tmp_path: Path) -> None:
+    path = default_inbox_path()
+    for n in range(6):
+        ask(path, f"q{n}", thread_id=f"t{n}", timeout="PT1H", default={"action": "reject", "n": n})
+    sweepers = [
+        subprocess.Popen(
+            [*CLI, "sweep", "--once", "--now", LATER, "--by", f"sweeper-{i}"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(3)
+    ]
+    outputs = [s.communicate(timeout=60)[0] for s in sweepers]
+    assert all(s.returncode == 0 for s in sweepers)
+    lines = [line for out in outputs for line in out.splitlines() if line.startswith("expired")]
+    assert len(lines) == 6, outputs
+    messages = sent(path)
+    assert sorted(m["answer"]["n"] for m in messages) == list(range(6))
+    with SqliteQuestionStore(path) as store:
+        assert store.open_questions() == []
+
+
+def test_cli_sweep_reports_and_every_stops_on_sigterm() -> None:
+    path = default_inbox_path()
+    ask(path, "due", timeout="PT1H", default={"action": "reject"})
+    ask(path, "nodefault", timeout="PT1H")
+    code, out, _ = run("sweep", "--now", LATER)
+    assert code == 0
+    assert "expired due (thread t1, due 2026-09-11T10:00:00Z): sent default" in out
+    assert "overdue nodefault (thread t1, due 2026-09-11T10:00:00Z): no default, left open" in out
+    looping = subprocess.Popen(
+        [*CLI, "sweep", "--every", "0.1"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert looping.stdout is not None
+    first = looping.stdout.readline()  # the first sweep ran: the handlers are installed
+    looping.send_signal(signal.SIGTERM)
+    rest, _ = looping.communicate(timeout=30)
+    assert looping.returncode == 0
+    assert first.startswith("overdue nodefault")
+    assert all(line.startswith("overdue nodefault") for line in rest.splitlines())
