@@ -88,6 +88,7 @@ if TYPE_CHECKING:
         question_from_value,
         wait_payload,
     )
+    from agent_wait.core._worker import ServeReport, aserve_entry, serve_entry
     from agent_wait.core.hookspecs import hookimpl
 
 # Every name is imported on first access (PEP 562): `import agent_wait.core` costs almost
@@ -131,6 +132,7 @@ _LAZY = {
     "QuestionTooLarge": "agent_wait.core._errors",
     "Received": "agent_wait.core._entry",
     "ReplyWith": "agent_wait.core._models",
+    "ServeReport": "agent_wait.core._worker",
     "Source": "agent_wait.core._models",
     "SqliteAnnounce": "agent_wait.core._sqlite",
     "SqliteEntry": "agent_wait.core._sqlite_entry",
@@ -149,6 +151,7 @@ _LAZY = {
     "answer": "agent_wait.core._answering",
     "apply_answer": "agent_wait.core._wait",
     "apublish": "agent_wait.core._publish",
+    "aserve_entry": "agent_wait.core._worker",
     "build_envelope": "agent_wait.core._publish",
     "canonical_json": "agent_wait.core._canonical",
     "default_announcers": "agent_wait.core._config",
@@ -166,6 +169,7 @@ _LAZY = {
     "parse_message": "agent_wait.core._models",
     "publish": "agent_wait.core._publish",
     "question_from_value": "agent_wait.core._wait",
+    "serve_entry": "agent_wait.core._worker",
     "sweep": "agent_wait.core._answering",
     "to_jsonable": "agent_wait.core._canonical",
     "wait_payload": "agent_wait.core._wait",
@@ -210,6 +214,7 @@ __all__ = [
     "Receipt",
     "Received",
     "ReplyWith",
+    "ServeReport",
     "Source",
     "SqliteAnnounce",
     "SqliteEntry",
@@ -228,6 +233,7 @@ __all__ = [
     "answer",
     "apply_answer",
     "apublish",
+    "aserve_entry",
     "build_envelope",
     "canonical_json",
     "default_announcers",
@@ -245,6 +251,7 @@ __all__ = [
     "parse_message",
     "publish",
     "question_from_value",
+    "serve_entry",
     "sweep",
     "to_jsonable",
     "wait_payload",

@@ -1,0 +1,193 @@
+"""The generic worker loop: acknowledgement rules, per-thread exclusion, bounded concurrency, stop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_wait.core import SqliteEntry, aserve_entry, parse_message, serve_entry
+
+
+def make_entry(path: Path, **options: Any) -> SqliteEntry:
+    return SqliteEntry(path, poll_interval=0.02, retry_delay=0.0, **options)
+
+
+class Recorder:
+    """A handler that records overlaps per thread and overall."""
+
+    def __init__(self, delay: float = 0.05) -> None:
+        self.delay = delay
+        self.lock = threading.Lock()
+        self.active: Counter[str] = Counter()
+        self.total = 0
+        self.max_total = 0
+        self.max_per_thread = 0
+        self.order: dict[str, list[int]] = {}
+
+    def enter(self, message: dict[str, Any]) -> None:
+        with self.lock:
+            thread = message["thread_id"]
+            self.active[thread] += 1
+            self.total += 1
+            self.max_total = max(self.max_total, self.total)
+            self.max_per_thread = max(self.max_per_thread, self.active[thread])
+            self.order.setdefault(thread, []).append(message["n"])
+
+    def leave(self, message: dict[str, Any]) -> None:
+        with self.lock:
+            self.active[message["thread_id"]] -= 1
+            self.total -= 1
+
+    def __call__(self, message: dict[str, Any]) -> str:
+        self.enter(message)
+        time.sleep(self.delay)
+        self.leave(message)
+        return "ok"
+
+
+def stop_when(condition: Any, stop: threading.Event | asyncio.Event, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    stop.set()
+
+
+def test_one_thread_at_a_time_threads_in_parallel_up_to_the_bound(tmp_path: Path) -> None:
+    entry = make_entry(tmp_path / "inbox.sqlite3")
+    for n in range(24):
+        entry.send({"thread_id": f"t{n % 6}", "input": None, "n": n})
+    recorder = Recorder()
+    stop = threading.Event()
+    watcher = threading.Thread(
+        target=stop_when, args=(lambda: sum(map(len, recorder.order.values())) == 24, stop)
+    )
+    watcher.start()
+    report = serve_entry(recorder, entry, concurrency=3, wait=0.05, stop=stop)
+    watcher.join()
+    assert report.acknowledged == 24
+    assert recorder.max_per_thread == 1
+    assert 1 < recorder.max_total <= 3
+    for thread, order in recorder.order.items():
+        assert order == sorted(order), f"thread {thread} out of order: {order}"
+    assert entry.receive(10) == []
+
+
+def test_failures_are_retried_then_dead_lettered_and_malformed_at_once(tmp_path: Path) -> None:
+    entry = make_entry(tmp_path / "inbox.sqlite3", max_attempts=3)
+    entry.send({"thread_id": "flaky", "input": None, "n": 0})
+    entry.send({"thread_id": "broken", "input": None, "n": 0})
+    entry.send({"thread_id": "bad", "question_id": "q", "answer": 1})
+    calls: Counter[str] = Counter()
+
+    def handle(message: dict[str, Any]) -> object:
+        calls[message["thread_id"]] += 1
+        if message["thread_id"] == "bad":
+            return parse_message({"thread_id": "bad", "question_id": ""})  # a ValidationError
+        if message["thread_id"] == "broken" or calls["flaky"] < 2:
+            raise ConnectionError("transport down")
+        return "ok"
+
+    stop = threading.Event()
+    watcher = threading.Thread(
+        target=stop_when,
+        args=(lambda: len(entry.dead_letters()) == 2 and calls["flaky"] >= 2, stop),
+    )
+    watcher.start()
+    report = serve_entry(handle, entry, wait=0.05, stop=stop)
+    watcher.join()
+    assert calls == {"flaky": 2, "broken": 3, "bad": 1}
+    dead = {d.thread_id: d for d in entry.dead_letters()}
+    assert dead["broken"].error == "ConnectionError: transport down"
+    assert dead["broken"].attempts == 3
+    assert dead["bad"].attempts == 1
+    assert dead["bad"].error.startswith("ValidationError")
+    assert (report.acknowledged, report.dead_lettered, report.retried) == (1, 2, 3)
+
+
+def test_async_loop(tmp_path: Path) -> None:
+    entry = make_entry(tmp_path / "inbox.sqlite3")
+    for n in range(12):
+        entry.send({"thread_id": f"t{n % 4}", "input": None, "n": n})
+    recorder = Recorder()
+
+    async def handle(message: dict[str, Any]) -> str:
+        recorder.enter(message)
+        await asyncio.sleep(0.05)
+        recorder.leave(message)
+        return "ok"
+
+    async def main() -> Any:
+        stop = asyncio.Event()
+
+        async def watch() -> None:
+            while sum(map(len, recorder.order.values())) < 12 or recorder.total:
+                await asyncio.sleep(0.02)
+            stop.set()
+
+        watcher = asyncio.create_task(watch())
+        report = await aserve_entry(handle, entry, concurrency=2, wait=0.05, stop=stop)
+        await watcher
+        return report
+
+    report = asyncio.run(main())
+    assert report.acknowledged == 12
+    assert recorder.max_per_thread == 1
+    assert 1 < recorder.max_total <= 2
+
+
+WORKER = """
+import sys, time
+from pathlib import Path
+from agent_wait.core import SqliteEntry, serve_entry
+path, log = sys.argv[1], Path(sys.argv[2])
+def handle(message):
+    with log.open("a") as out:
+        out.write("start\\n")
+    time.sleep(1.5)
+    with log.open("a") as out:
+        out.write("end\\n")
+report = serve_entry(handle, SqliteEntry(path, poll_interval=0.02), wait=0.1)
+print(report.acknowledged)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_finishes_the_message_in_hand(tmp_path: Path, sig: signal.Signals) -> None:
+    path, log = tmp_path / "inbox.sqlite3", tmp_path / "log.txt"
+    with make_entry(path) as entry:
+        entry.send({"thread_id": "t", "input": None})
+        entry.send({"thread_id": "t", "input": None, "second": True})
+    worker = subprocess.Popen(
+        [sys.executable, "-c", WORKER, str(path), str(log)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    deadline = time.monotonic() + 30
+    while not (log.exists() and "start" in log.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    worker.send_signal(sig)
+    out, _ = worker.communicate(timeout=30)
+    assert worker.returncode == 0
+    assert out.strip() == "1"
+    assert log.read_text() == "start\nend\n"
+    with make_entry(path) as entry:
+        [left] = entry.receive(10)
+    assert json.loads(json.dumps(left.message)) == {"thread_id": "t", "input": None, "second": True}
+    assert left.attempt == 1
+
+
+def test_bad_concurrency_names_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="concurrency: expected a whole number >= 1, got 0"):
+        serve_entry(lambda m: None, make_entry(tmp_path / "x.sqlite3"), concurrency=0)
