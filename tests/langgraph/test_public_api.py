@@ -16,11 +16,13 @@ def test_public_api_is_pinned() -> None:
         "LangGraphAdapter",
         "ahandle_message",
         "apublish_interrupts",
+        "aserve",
         "handle_message",
         "hitl",
         "publish_interrupts",
         "questions_in",
         "resume_command",
+        "serve",
         "wait",
     ]
     for name in agent_wait.langgraph.__all__:

@@ -18,7 +18,8 @@ A start message (``{"thread_id", "input"}``) runs the graph; when ``issue_refund
 it parks on ``interrupt()`` and one ``wait.created`` envelope per question is published, with
 ``question_id`` = LangGraph's ``Interrupt.id``. The answer message
 (``{**envelope["reply_with"], "answer": {"action": "approve"}}``) resumes it. Bare
-``interrupt(value)`` calls and LangChain's ``HumanInTheLoopMiddleware`` are published too. See
+``interrupt(value)`` calls and LangChain's ``HumanInTheLoopMiddleware`` are published too.
+:func:`serve` runs ``handle_message`` for every message of an entry point (the worker). See
 docs/frameworks/langgraph.md.
 """
 
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from agent_wait.langgraph._adapter import LangGraphAdapter, questions_in
     from agent_wait.langgraph._host import ahandle_message, handle_message, resume_command
     from agent_wait.langgraph._routing import InterruptRoutingError
+    from agent_wait.langgraph._serve import aserve, serve
     from agent_wait.langgraph._wait import apublish_interrupts, hitl, publish_interrupts, wait
 
 __all__ = [
@@ -38,11 +40,13 @@ __all__ = [
     "LangGraphAdapter",
     "ahandle_message",
     "apublish_interrupts",
+    "aserve",
     "handle_message",
     "hitl",
     "publish_interrupts",
     "questions_in",
     "resume_command",
+    "serve",
     "wait",
 ]
 
@@ -53,11 +57,13 @@ _HOMES = {
     "LangGraphAdapter": "_adapter",
     "ahandle_message": "_host",
     "apublish_interrupts": "_wait",
+    "aserve": "_serve",
     "handle_message": "_host",
     "hitl": "_wait",
     "publish_interrupts": "_wait",
     "questions_in": "_adapter",
     "resume_command": "_host",
+    "serve": "_serve",
     "wait": "_wait",
 }
 

@@ -1,0 +1,66 @@
+"""The LangGraph worker: :func:`handle_message` for every message of an entry point."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from agent_wait.core import Announce, EntryPoint, ServeReport, aserve_entry, serve_entry
+from agent_wait.langgraph._host import ahandle_message, handle_message
+
+
+def serve(
+    graph: Any,
+    entry: EntryPoint | None = None,
+    announce: Announce = None,
+    *,
+    concurrency: int = 4,
+    wait: float = 1.0,
+    stop: threading.Event | None = None,
+    **host_options: Any,
+) -> ServeReport:
+    """Run a LangGraph host: receive from ``entry``, :func:`handle_message`, acknowledge.
+
+    Each message is handled with ``handle_message(graph, message, announce, strict=True,
+    **host_options)`` and acknowledged only when that returns; a failed publish
+    (``AnnounceFailed``) or any other error leaves it to be handed out again, a malformed
+    message is dead-lettered. Messages of one thread are never handled at once; different
+    threads run in parallel up to ``concurrency``. SIGTERM or SIGINT (or ``stop``) stops
+    receiving; the messages in hand are finished first.
+
+    Args:
+        graph: The compiled graph, with a checkpointer that several threads can share.
+        entry: Where messages come from (default: the configured entry point).
+        announce: Announcers for what runs park on (None: the configured default).
+        concurrency: How many threads are handled at once.
+        wait: Seconds each receive waits (the longest a stop waits for it).
+        stop: Set it to stop the worker from another thread.
+        host_options: ``reply_to``, ``config``, ``clock``: passed to :func:`handle_message`.
+
+    Returns:
+        What was acknowledged, retried and dead-lettered.
+    """
+
+    def handle(message: dict[str, Any]) -> object:
+        return handle_message(graph, message, announce, strict=True, **host_options)
+
+    return serve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+
+
+async def aserve(
+    graph: Any,
+    entry: EntryPoint | None = None,
+    announce: Announce = None,
+    *,
+    concurrency: int = 4,
+    wait: float = 1.0,
+    stop: asyncio.Event | None = None,
+    **host_options: Any,
+) -> ServeReport:
+    """Async :func:`serve` with :func:`ahandle_message` (async checkpointers, nodes and tools)."""
+
+    async def handle(message: dict[str, Any]) -> object:
+        return await ahandle_message(graph, message, announce, strict=True, **host_options)
+
+    return await aserve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)

@@ -1,0 +1,219 @@
+"""serve(): a LangGraph worker process fed by the embedded entry point, answered by the CLI."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypedDict
+
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import START, StateGraph
+
+from agent_wait.core import (
+    ServeReport,
+    SqliteAnnounce,
+    SqliteEntry,
+    SqliteQuestionStore,
+    WaitPolicy,
+    answer,
+)
+from agent_wait.core._sqlite import default_inbox_path
+from agent_wait.langgraph import aserve, serve, wait
+
+APP = Path(__file__).with_name("serve_app.py")
+START_MESSAGE = {"thread_id": "order-4471", "input": {"order_id": "order-4471", "amount": 41000}}
+
+
+def until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def open_question(function: str) -> str | None:
+    if not default_inbox_path().exists():
+        return None
+    with SqliteQuestionStore() as store:
+        for question in store.open_questions():
+            source = question.envelope.source
+            if source is not None and source.function == function:
+                return question.envelope.question_id
+    return None
+
+
+def worker(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(APP),
+            str(tmp_path / "checkpoints.sqlite3"),
+            str(tmp_path / "runs.txt"),
+            *extra,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+
+
+def agent_wait(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "agent_wait.core._cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_a_killed_worker_redelivers_and_the_gated_body_runs_once(tmp_path: Path) -> None:
+    runs, marker = tmp_path / "runs.txt", tmp_path / "hanging"
+    first = worker(tmp_path, str(marker))
+    try:
+        with SqliteEntry() as entry:
+            entry.send(START_MESSAGE)
+        refund = until(lambda: open_question("issue_refund"), "the refund question")
+        answered = agent_wait("answer", refund, "approve", "--by", "alice")
+        assert answered.returncode == 0, answered.stderr
+        # The resume ran the body, saved the checkpoint, and hangs publishing the next question.
+        until(marker.exists, "the worker to reach the next publish")
+        assert runs.read_text() == "refund order-4471 41000\n"
+        first.send_signal(signal.SIGKILL)
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+
+    second = worker(tmp_path)
+    try:
+        # The unacknowledged answer comes back; it resumes nothing and republishes the next question.
+        notify = until(lambda: open_question("notify_customer"), "the republished question")
+        assert notify == marker.read_text()
+        assert agent_wait("answer", notify, "approve", "--by", "bob").returncode == 0
+        until(lambda: "notify" in runs.read_text(), "the notify body")
+        until(lambda: not _messages_left(), "every message acknowledged")
+        with SqliteEntry() as entry:
+            assert entry.dead_letters() == []
+    finally:
+        second.send_signal(signal.SIGTERM)
+        out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err
+    assert out.strip() == "acknowledged=2 dead=0"
+    assert "(attempt 2): duplicate" in err
+    assert "(attempt 1): resumed" in err
+    assert runs.read_text() == "refund order-4471 41000\nnotify order-4471\n"
+    with SqliteQuestionStore() as store:
+        assert [(q.status, q.answered_by) for q in store.find(refund)] == [("answered", "alice")]
+        assert [(q.status, q.answered_by) for q in store.find(notify)] == [("answered", "bob")]
+
+
+def _messages_left() -> bool:
+    connection = sqlite3.connect(default_inbox_path())
+    try:
+        return connection.execute("SELECT count(*) FROM agent_wait_messages").fetchone()[0] > 0
+    finally:
+        connection.close()
+
+
+class State(TypedDict, total=False):
+    order_id: str
+    amount: int
+    result: Any
+
+
+def test_serve_in_process_runs_threads_in_parallel(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    runs: list[str] = []
+
+    @wait(WaitPolicy(timeout="PT1H"))
+    def issue_refund(order_id: str, amount: int) -> str:
+        runs.append(order_id)
+        return f"refunded {amount}"
+
+    builder = StateGraph(State)
+    builder.add_node("refund", lambda s: {"result": issue_refund(s["order_id"], s["amount"])})
+    builder.add_edge(START, "refund")
+    connection = sqlite3.connect(tmp_path / "checkpoints.sqlite3", check_same_thread=False)
+    graph = builder.compile(checkpointer=SqliteSaver(connection))
+    entry = SqliteEntry(path, poll_interval=0.02)
+    for n in range(6):
+        entry.send({"thread_id": f"o{n}", "input": {"order_id": f"o{n}", "amount": n}})
+    stop = threading.Event()
+    reports: list[ServeReport] = []
+    thread = threading.Thread(
+        target=lambda: reports.append(
+            serve(graph, entry, SqliteAnnounce(path), concurrency=3, wait=0.05, stop=stop)
+        )
+    )
+    thread.start()
+    try:
+        with SqliteQuestionStore(path) as store:
+            until(lambda: len(store.open_questions()) == 6, "six parked threads")
+            for question in store.open_questions():
+                answer(question.envelope.question_id, "approve", by="bot", store=store, entry=entry)
+        until(lambda: len(runs) == 6, "six resumed threads")
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    assert sorted(runs) == [f"o{n}" for n in range(6)]
+    assert reports[0].acknowledged == 12
+    connection.close()
+
+
+async def test_aserve_with_an_async_checkpointer(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    runs: list[str] = []
+
+    @wait(WaitPolicy(timeout="PT1H"))
+    async def issue_refund(order_id: str, amount: int) -> str:
+        runs.append(order_id)
+        return f"refunded {amount}"
+
+    async def refund(state: State) -> State:
+        return {"result": await issue_refund(state["order_id"], state["amount"])}
+
+    builder = StateGraph(State)
+    builder.add_node("refund", refund)
+    builder.add_edge(START, "refund")
+    entry = SqliteEntry(path, poll_interval=0.02)
+    for n in range(4):
+        entry.send({"thread_id": f"o{n}", "input": {"order_id": f"o{n}", "amount": n}})
+    store = SqliteQuestionStore(path)
+
+    async def eventually(condition: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + 60
+        while not condition():
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.sqlite3")) as saver:
+        graph = builder.compile(checkpointer=saver)
+        stop = asyncio.Event()
+        worker = asyncio.create_task(
+            aserve(graph, entry, SqliteAnnounce(path), concurrency=2, wait=0.05, stop=stop)
+        )
+        await eventually(lambda: len(store.open_questions()) == 4)
+        for question in store.open_questions():
+            await asyncio.to_thread(
+                answer, question.envelope.question_id, "approve", store=store, entry=entry
+            )
+        await eventually(lambda: len(runs) == 4)
+        stop.set()
+        report = await worker
+    store.close()
+    assert sorted(runs) == [f"o{n}" for n in range(4)]
+    assert report.acknowledged == 8
