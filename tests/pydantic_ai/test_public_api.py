@@ -12,11 +12,13 @@ def test_public_api() -> None:
         "SqliteHistory",
         "ahandle_message",
         "apublish_interrupts",
+        "aserve",
         "deferred_results",
         "handle_message",
         "hitl",
         "publish_interrupts",
         "questions_in",
+        "serve",
         "wait",
     ]
 

@@ -13,11 +13,13 @@ def test_public_api_is_pinned() -> None:
     assert sorted(agent_wait.strands.__all__) == [
         "ahandle_message",
         "apublish_interrupts",
+        "aserve",
         "handle_message",
         "hitl",
         "interrupt_responses",
         "publish_interrupts",
         "questions_in",
+        "serve",
         "wait",
     ]
     for name in agent_wait.strands.__all__:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from agent_wait.pydantic_ai._history import HistoryStore, InMemoryHistory, SqliteHistory
     from agent_wait.pydantic_ai._host import ahandle_message, handle_message
     from agent_wait.pydantic_ai._results import deferred_results
+    from agent_wait.pydantic_ai._serve import aserve, serve
     from agent_wait.pydantic_ai._wait import apublish_interrupts, hitl, publish_interrupts, wait
 
 __all__ = [
@@ -42,11 +43,13 @@ __all__ = [
     "SqliteHistory",
     "ahandle_message",
     "apublish_interrupts",
+    "aserve",
     "deferred_results",
     "handle_message",
     "hitl",
     "publish_interrupts",
     "questions_in",
+    "serve",
     "wait",
 ]
 
@@ -58,11 +61,13 @@ _MODULES = {
     "SqliteHistory": "_history",
     "ahandle_message": "_host",
     "apublish_interrupts": "_wait",
+    "aserve": "_serve",
     "deferred_results": "_results",
     "handle_message": "_host",
     "hitl": "_wait",
     "publish_interrupts": "_wait",
     "questions_in": "_adapter",
+    "serve": "_serve",
     "wait": "_wait",
 }
 

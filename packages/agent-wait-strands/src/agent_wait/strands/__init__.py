@@ -32,16 +32,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent_wait.strands._adapter import questions_in
     from agent_wait.strands._host import ahandle_message, handle_message, interrupt_responses
+    from agent_wait.strands._serve import aserve, serve
     from agent_wait.strands._wait import apublish_interrupts, hitl, publish_interrupts, wait
 
 __all__ = [
     "ahandle_message",
     "apublish_interrupts",
+    "aserve",
     "handle_message",
     "hitl",
     "interrupt_responses",
     "publish_interrupts",
     "questions_in",
+    "serve",
     "wait",
 ]
 
@@ -50,11 +53,13 @@ __all__ = [
 _HOMES = {
     "ahandle_message": "_host",
     "apublish_interrupts": "_wait",
+    "aserve": "_serve",
     "handle_message": "_host",
     "hitl": "_wait",
     "interrupt_responses": "_host",
     "publish_interrupts": "_wait",
     "questions_in": "_adapter",
+    "serve": "_serve",
     "wait": "_wait",
 }
 

@@ -1,0 +1,65 @@
+"""The Strands worker: :func:`handle_message` for every message of an entry point."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from agent_wait.core import Announce, EntryPoint, ServeReport, aserve_entry, serve_entry
+from agent_wait.strands._host import AgentFactory, ahandle_message, handle_message
+from strands import Agent
+
+
+def serve(
+    agent_factory: Callable[[str], Agent],
+    entry: EntryPoint | None = None,
+    announce: Announce = None,
+    *,
+    concurrency: int = 4,
+    wait: float = 1.0,
+    stop: threading.Event | None = None,
+    **host_options: Any,
+) -> ServeReport:
+    """Run a Strands host: receive from ``entry``, :func:`handle_message`, acknowledge.
+
+    Each message is handled with ``handle_message(agent_factory, message, announce,
+    strict=True, **host_options)`` and acknowledged only when that returns; a failed publish or
+    any other error leaves it to be handed out again, a malformed message is dead-lettered.
+    Messages of one thread are never handled at once; different threads run in parallel up to
+    ``concurrency``. SIGTERM or SIGINT (or ``stop``) stops receiving; the messages in hand are
+    finished first.
+
+    Args:
+        agent_factory: ``agent_factory(thread_id)`` builds the agent with its session manager.
+        entry: Where messages come from (default: the configured entry point).
+        announce: Announcers for what runs park on (None: the configured default).
+        concurrency: How many threads are handled at once.
+        wait: Seconds each receive waits (the longest a stop waits for it).
+        stop: Set it to stop the worker from another thread.
+        host_options: ``reply_to``, ``clock``, ``prompt``: passed to :func:`handle_message`.
+    """
+
+    def handle(message: dict[str, Any]) -> object:
+        return handle_message(agent_factory, message, announce, strict=True, **host_options)
+
+    return serve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+
+
+async def aserve(
+    agent_factory: AgentFactory,
+    entry: EntryPoint | None = None,
+    announce: Announce = None,
+    *,
+    concurrency: int = 4,
+    wait: float = 1.0,
+    stop: asyncio.Event | None = None,
+    **host_options: Any,
+) -> ServeReport:
+    """Async :func:`serve` with :func:`ahandle_message` (``agent_factory`` may be async)."""
+
+    async def handle(message: dict[str, Any]) -> object:
+        return await ahandle_message(agent_factory, message, announce, strict=True, **host_options)
+
+    return await aserve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
