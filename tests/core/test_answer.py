@@ -24,6 +24,7 @@ from agent_wait.core import (
     SqliteQuestionStore,
     WaitPolicy,
     answer,
+    cancel,
     publish,
     sweep,
 )
@@ -278,3 +279,32 @@ def test_cli_sweep_reports_and_every_stops_on_sigterm() -> None:
     assert looping.returncode == 0
     assert first.startswith("overdue nodefault")
     assert all(line.startswith("overdue nodefault") for line in rest.splitlines())
+
+
+def test_cancel_closes_without_sending_and_the_sweeper_skips_it(inbox: Path) -> None:
+    ask(inbox, timeout="PT1H", default={"action": "reject"})
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        cancelled = cancel("q1", by="carol", store=store, at=T0)
+        assert (cancelled.status, cancelled.answered_by, cancelled.answer) == (
+            "cancelled",
+            "carol",
+            None,
+        )
+        assert sweep(store=store, entry=entry, now=LATER).expired == []
+        with pytest.raises(
+            QuestionClosed, match="already cancelled by carol at 2026-09-11T09:00:00Z"
+        ):
+            answer("q1", "approve", store=store, entry=entry)
+        with pytest.raises(QuestionClosed):
+            cancel("q1", store=store)
+    assert sent(inbox) == []
+
+
+def test_cli_cancel() -> None:
+    ask(default_inbox_path())
+    code, out, _ = run("cancel", "q1", "--by", "carol")
+    assert code == 0
+    assert out.startswith("q1 (thread t1) cancelled by carol at ")
+    code, _, err = run("cancel", "q1")
+    assert code == 1
+    assert "already cancelled by carol" in err

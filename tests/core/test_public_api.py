@@ -66,6 +66,7 @@ def test_public_api() -> None:
         "apublish",
         "aserve_entry",
         "build_envelope",
+        "cancel",
         "canonical_json",
         "default_announcers",
         "default_entry",

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         QuestionNotFound,
         SweepReport,
         answer,
+        cancel,
         sweep,
     )
     from agent_wait.core._batching import BatchEntryFailed
@@ -153,6 +154,7 @@ _LAZY = {
     "apublish": "agent_wait.core._publish",
     "aserve_entry": "agent_wait.core._worker",
     "build_envelope": "agent_wait.core._publish",
+    "cancel": "agent_wait.core._answering",
     "canonical_json": "agent_wait.core._canonical",
     "default_announcers": "agent_wait.core._config",
     "default_entry": "agent_wait.core._entries",
@@ -235,6 +237,7 @@ __all__ = [
     "apublish",
     "aserve_entry",
     "build_envelope",
+    "cancel",
     "canonical_json",
     "default_announcers",
     "default_entry",

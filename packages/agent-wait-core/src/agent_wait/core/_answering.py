@@ -210,6 +210,40 @@ def answer(
     return AnswerResult(*outcome)
 
 
+def cancel(
+    question_id: str,
+    *,
+    by: str | None = None,
+    thread_id: str | None = None,
+    store: QuestionStore | None = None,
+    at: datetime | None = None,
+) -> StoredQuestion:
+    """Close a question without answering it: nothing is sent, and the thread keeps waiting.
+
+    For a question that no longer needs an answer (asked by mistake, handled elsewhere); the
+    sweeper and approvers then leave it alone.
+
+    Raises:
+        QuestionNotFound: No such question, or several threads asked it and no thread was named.
+        QuestionClosed: It was already answered, expired or cancelled.
+    """
+    by = by or default_approver()
+    own_store = store is None
+    store = store if store is not None else default_store()
+    try:
+        question = _lookup(store, question_id, thread_id)
+        envelope = question.envelope
+        done = store.transition(
+            envelope.thread_id, envelope.question_id, QuestionStatus.CANCELLED, by=by, at=at
+        )
+    finally:
+        if own_store:
+            store.close()
+    if not done.won:
+        raise QuestionClosed(done.question)
+    return done.question
+
+
 @dataclass(frozen=True)
 class SweepReport:
     """What one :func:`sweep` did.

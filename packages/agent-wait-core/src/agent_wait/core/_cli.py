@@ -1,4 +1,4 @@
-"""The ``agent-wait`` command: plugins, schema, validate, config check, inbox, answer, sweep."""
+"""The ``agent-wait`` command: plugins, schema, validate, config check, inbox, answer, sweep..."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``agent-wait answer`` and ``agent-wait sweep`` commands."""
+"""The ``agent-wait answer``, ``cancel`` and ``sweep`` commands."""
 
 from __future__ import annotations
 
@@ -84,6 +84,23 @@ def _cmd_answer(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_cancel(args: argparse.Namespace) -> int:
+    from agent_wait.core._answering import cancel
+
+    try:
+        store = _store(args)
+        try:
+            question = cancel(args.question_id, by=args.by, thread_id=args.thread, store=store)
+        finally:
+            store.close()
+    except (AgentWaitError, ValueError) as error:
+        _error(str(error))
+        return 1
+    envelope = question.envelope
+    print(f"{envelope.question_id} (thread {envelope.thread_id}) {question.describe_close()}")
+    return 0
+
+
 def _sweep_once(args: argparse.Namespace) -> int:
     from agent_wait.core._answering import sweep
 
@@ -140,7 +157,7 @@ def _seconds(text: str) -> float:
 
 
 def add_commands(commands: Any) -> None:
-    """Add ``answer`` and ``sweep`` to the ``agent-wait`` sub-command parser."""
+    """Add ``answer``, ``cancel`` and ``sweep`` to the ``agent-wait`` sub-command parser."""
     from agent_wait.core._answering import SWEEPER
 
     def store_options(parser: argparse.ArgumentParser) -> None:
@@ -170,6 +187,19 @@ def add_commands(commands: Any) -> None:
     )
     store_options(answer)
     answer.set_defaults(handler=_cmd_answer)
+
+    cancel = commands.add_parser(
+        "cancel",
+        help="close a question without answering it (nothing is sent)",
+        description="Mark QUESTION_ID cancelled if it is still open, so approvers and the sweeper "
+        "leave it alone. Nothing is sent: the thread keeps waiting. Exit 1 if it is unknown or "
+        "already closed.",
+    )
+    cancel.add_argument("question_id", metavar="QUESTION_ID")
+    cancel.add_argument("--by", help="who cancels (default: your login name)")
+    cancel.add_argument("--thread", help="the thread, if several threads asked QUESTION_ID")
+    store_options(cancel)
+    cancel.set_defaults(handler=_cmd_cancel)
 
     sweep = commands.add_parser(
         "sweep",
