@@ -39,9 +39,11 @@ if TYPE_CHECKING:
         create_schema,
         open_questions_past,
     )
+    from agent_wait.postgres._store import PostgresQuestionStore
 
 __all__ = [
     "PostgresAnnounce",
+    "PostgresQuestionStore",
     "acreate_schema",
     "aopen_questions_past",
     "create_schema",
@@ -59,6 +61,10 @@ def __getattr__(name: str) -> Any:
         from agent_wait.postgres._announcer import PostgresAnnounce
 
         return PostgresAnnounce
+    if name == "PostgresQuestionStore":
+        from agent_wait.postgres._store import PostgresQuestionStore
+
+        return PostgresQuestionStore
     if name in _SCHEMA:
         from agent_wait.postgres import _schema
 

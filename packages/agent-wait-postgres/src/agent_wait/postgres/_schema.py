@@ -170,15 +170,21 @@ def notify_payload(envelope: WaitEnvelope) -> str:
     return payload
 
 
-def _overdue(
-    table: str, now: datetime | str | None, limit: int | None
-) -> tuple[sql.Composed, list[Any]]:
+def moment(now: datetime | str | None) -> datetime:
+    """An aware datetime from a datetime, RFC 3339 text, or None (the current time)."""
     if now is None:
         now = datetime.now(UTC)
     if isinstance(now, str):
         now = datetime.fromisoformat(now.replace("Z", "+00:00").replace("z", "+00:00"))
     if now.tzinfo is None:
         raise ValueError(f"now: expected an aware datetime, got naive {now.isoformat()!r}")
+    return now
+
+
+def _overdue(
+    table: str, now: datetime | str | None, limit: int | None
+) -> tuple[sql.Composed, list[Any]]:
+    now = moment(now)
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValueError(f"limit: expected a positive integer or None, got {limit!r}")
     query = sql.SQL(

@@ -1,0 +1,206 @@
+"""The question store on the PostgreSQL announcer's table: the lifecycle of each question."""
+
+from __future__ import annotations
+
+import threading
+from datetime import datetime
+from typing import Any, LiteralString
+
+import psycopg
+from psycopg import Connection, sql
+from psycopg.rows import TupleRow
+from psycopg.types.json import Jsonb
+
+from agent_wait.core import (
+    ConfigError,
+    QuestionStatus,
+    StoredQuestion,
+    Transition,
+    WaitEnvelope,
+    format_utc,
+)
+from agent_wait.postgres._schema import (
+    DEFAULT_TABLE,
+    _ordered,  # pyright: ignore[reportPrivateUsage]
+    create_schema,
+    moment,
+    table_identifier,
+)
+
+_LIFECYCLE: dict[str, LiteralString] = {
+    "answered_at": "timestamptz",
+    "answered_by": "text",
+    "answer": "jsonb",
+}
+_CLOSED = (QuestionStatus.ANSWERED, QuestionStatus.EXPIRED, QuestionStatus.CANCELLED)
+
+
+class PostgresQuestionStore:
+    """The questions a :class:`PostgresAnnounce` wrote, and their lifecycle (a ``QuestionStore``).
+
+    On first use it adds the lifecycle columns (``answered_at``, ``answered_by``, ``answer``)
+    and an index on ``question_id`` to the table if they are missing (``ADD COLUMN IF NOT
+    EXISTS``: tables written before keep working). Closing a question is one ``UPDATE ... WHERE
+    status = 'open'``: PostgreSQL re-checks the condition after a concurrent update of the row,
+    so of any number of racing closes exactly one changes it.
+
+    Args:
+        url: A libpq connection string or URI.
+        table: ``name`` or ``schema.name``.
+        create_table: Create the table if it does not exist.
+        timeout: Connect timeout in seconds.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        table: str = DEFAULT_TABLE,
+        create_table: bool = False,
+        timeout: float = 10.0,
+    ) -> None:
+        self._ident = table_identifier(table)
+        self._table = table
+        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"postgres option timeout: expected a positive number, got {timeout!r}"
+            )
+        self._url = url
+        self._create = create_table
+        self._timeout = timeout
+        self._conn: Connection[TupleRow] | None = None
+        self._lock = threading.Lock()
+
+    def _connection(self) -> Connection[TupleRow]:
+        if self._conn is None or self._conn.closed:
+            conn = psycopg.connect(self._url, autocommit=True, connect_timeout=int(self._timeout))
+            try:
+                if self._create:
+                    create_schema(conn, self._table)
+                with conn.transaction():
+                    for column, kind in _LIFECYCLE.items():
+                        conn.execute(
+                            sql.SQL("ALTER TABLE {} ADD COLUMN IF NOT EXISTS {} {}").format(
+                                self._ident, sql.Identifier(column), sql.SQL(kind)
+                            )
+                        )
+                    name = self._table.rpartition(".")[2]
+                    conn.execute(
+                        sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (question_id)").format(
+                            sql.Identifier(f"{name}_by_question"[:63]), self._ident
+                        )
+                    )
+            except BaseException:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def _select(self, where: sql.Composable, params: list[Any]) -> list[StoredQuestion]:
+        query = sql.SQL(
+            "SELECT envelope, status, answered_at, answered_by, answer FROM {} WHERE {} "
+            "ORDER BY expires_at, pk, sk"
+        ).format(self._ident, where)
+        with self._lock:
+            rows = self._connection().execute(query, params).fetchall()
+        return [_stored(row) for row in rows]
+
+    def find(self, question_id: str, thread_id: str | None = None) -> list[StoredQuestion]:
+        """The stored questions with this id (in this thread, if given)."""
+        if thread_id is None:
+            return self._select(sql.SQL("question_id = %s"), [question_id])
+        return self._select(
+            sql.SQL("pk = %s AND sk = %s"), [f"THREAD#{thread_id}", f"WAIT#{question_id}"]
+        )
+
+    def open_questions(self) -> list[StoredQuestion]:
+        """Every open question, earliest deadline first."""
+        return self._select(sql.SQL("status = 'open'"), [])
+
+    def open_questions_past(self, now: datetime | str | None = None) -> list[StoredQuestion]:
+        """Open questions whose ``expires_at`` is before ``now`` (the status index)."""
+        return self._select(sql.SQL("status = 'open' AND expires_at < %s"), [moment(now)])
+
+    def transition(
+        self,
+        thread_id: str,
+        question_id: str,
+        status: QuestionStatus,
+        *,
+        by: str,
+        answer: Any = None,
+        at: datetime | None = None,
+    ) -> Transition:
+        """Close an open question, unless someone closed it first.
+
+        Raises:
+            ValueError: ``status`` is not a closed state, or ``by`` is empty.
+            LookupError: No such question.
+        """
+        status = QuestionStatus(status)
+        if status not in _CLOSED:
+            raise ValueError(
+                f"status: expected one of {sorted(s.value for s in _CLOSED)}, got {status.value!r}"
+            )
+        if not isinstance(by, str) or not by.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"by: expected who closes the question, got {by!r}")
+        # Whole seconds, like every timestamp of the contract.
+        stamp = moment(at).replace(microsecond=0)
+        key = [f"THREAD#{thread_id}", f"WAIT#{question_id}"]
+        update = sql.SQL(
+            "UPDATE {} SET status = %s, answered_at = %s, answered_by = %s, answer = %s "
+            "WHERE pk = %s AND sk = %s AND status = 'open'"
+        ).format(self._ident)
+        select = sql.SQL(
+            "SELECT envelope, status, answered_at, answered_by, answer FROM {} "
+            "WHERE pk = %s AND sk = %s"
+        ).format(self._ident)
+        with self._lock:
+            conn = self._connection()
+            won = conn.execute(update, [status.value, stamp, by, Jsonb(answer), *key]).rowcount == 1
+            row = conn.execute(select, key).fetchone()
+        if row is None:
+            raise LookupError(
+                f"no question {question_id!r} in thread {thread_id!r} in table {self._table}"
+            )
+        return Transition(won, _stored(row))
+
+    def reopen(self, closed: StoredQuestion) -> bool:
+        """Reopen a question only if it is still exactly as ``closed`` left it."""
+        envelope = closed.envelope
+        query = sql.SQL(
+            "UPDATE {} SET status = 'open', answered_at = NULL, answered_by = NULL, answer = NULL "
+            "WHERE pk = %s AND sk = %s AND status = %s AND answered_at = %s "
+            "AND answered_by = %s AND answer = %s"
+        ).format(self._ident)
+        at = moment(closed.answered_at) if closed.answered_at else None
+        params = [
+            f"THREAD#{envelope.thread_id}",
+            f"WAIT#{envelope.question_id}",
+            closed.status,
+            at,
+            closed.answered_by,
+            Jsonb(closed.answer),
+        ]
+        with self._lock:
+            return self._connection().execute(query, params).rowcount == 1
+
+    def close(self) -> None:
+        """Close the connection (a later call reopens it)."""
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.close()
+
+    def __repr__(self) -> str:
+        return f"<PostgresQuestionStore table={self._table!r}>"
+
+
+def _stored(row: TupleRow) -> StoredQuestion:
+    envelope, status, answered_at, answered_by, answer = row
+    return StoredQuestion(
+        envelope=WaitEnvelope.model_validate(_ordered(envelope)),
+        status=status,
+        answered_at=None if answered_at is None else format_utc(answered_at),
+        answered_by=answered_by,
+        answer=answer,
+    )
