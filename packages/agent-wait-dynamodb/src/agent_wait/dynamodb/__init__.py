@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent_wait.dynamodb._announcer import DynamoDbAnnounce
+    from agent_wait.dynamodb._store import DynamoDbQuestionStore
     from agent_wait.dynamodb._table import create_table, open_questions_past
 
-__all__ = ["DynamoDbAnnounce", "create_table", "open_questions_past"]
+__all__ = ["DynamoDbAnnounce", "DynamoDbQuestionStore", "create_table", "open_questions_past"]
 
 
 def __getattr__(name: str) -> Any:
@@ -41,6 +42,10 @@ def __getattr__(name: str) -> Any:
         from agent_wait.dynamodb._announcer import DynamoDbAnnounce
 
         return DynamoDbAnnounce
+    if name == "DynamoDbQuestionStore":
+        from agent_wait.dynamodb._store import DynamoDbQuestionStore
+
+        return DynamoDbQuestionStore
     if name in ("create_table", "open_questions_past"):
         from agent_wait.dynamodb import _table
 

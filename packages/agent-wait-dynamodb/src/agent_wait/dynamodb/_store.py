@@ -1,0 +1,200 @@
+"""The question store on the DynamoDB announcer's table: the lifecycle of each question."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any, Protocol, cast
+
+from agent_wait.core import QuestionStatus, StoredQuestion, Transition, format_utc
+from agent_wait.dynamodb._announcer import _already_written  # pyright: ignore[reportPrivateUsage]
+from agent_wait.dynamodb._table import (
+    INDEX_NAME,
+    _envelope,  # pyright: ignore[reportPrivateUsage]
+    _plain,  # pyright: ignore[reportPrivateUsage]
+    open_questions_past,
+)
+
+try:
+    from boto3.dynamodb.conditions import Attr, Key
+    from botocore.exceptions import ClientError
+except ImportError as error:  # pragma: no cover - the distribution depends on boto3
+    raise ImportError("the DynamoDB store needs boto3: pip install agent-wait-dynamodb") from error
+
+_CLOSED = (QuestionStatus.ANSWERED, QuestionStatus.EXPIRED, QuestionStatus.CANCELLED)
+
+
+class DynamoDbQuestionStore:
+    """The questions a :class:`DynamoDbAnnounce` wrote, and their lifecycle (a ``QuestionStore``).
+
+    Closing a question is one conditional ``UpdateItem`` (``status = "open"``): of any number of
+    racing closes exactly one succeeds; the others read the winner's row. A closed row leaves
+    the ``open`` partition of the ``by_status`` index, so the overdue query no longer sees it.
+    ``find`` with a thread id is a ``GetItem``; without one it scans the table (filtering on
+    ``question_id``): pass the thread when you have it.
+
+    Args:
+        table: A boto3 ``Table`` resource (``boto3.resource("dynamodb").Table(name)``).
+    """
+
+    def __init__(self, table: Any) -> None:
+        self._table = table
+
+    def _get(self, thread_id: str, question_id: str) -> StoredQuestion | None:
+        key = {"pk": f"THREAD#{thread_id}", "sk": f"WAIT#{question_id}"}
+        item = self._table.get_item(Key=key, ConsistentRead=True).get("Item")
+        return None if item is None else _stored(item)
+
+    def find(self, question_id: str, thread_id: str | None = None) -> list[StoredQuestion]:
+        """The stored questions with this id (in this thread, if given)."""
+        if thread_id is not None:
+            found = self._get(thread_id, question_id)
+            return [] if found is None else [found]
+        scan: dict[str, Any] = {
+            "FilterExpression": _condition(Attr, "question_id").eq(question_id),
+            "ConsistentRead": True,
+        }
+        items: list[Mapping[str, Any]] = []
+        while True:
+            page = self._table.scan(**scan)
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                break
+            scan["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return [_stored(item) for item in items if str(item.get("sk", "")).startswith("WAIT#")]
+
+    def open_questions(self) -> list[StoredQuestion]:
+        """Every open question, earliest deadline first (the ``open`` partition of ``by_status``)."""
+        query: dict[str, Any] = {
+            "IndexName": INDEX_NAME,
+            "KeyConditionExpression": _condition(Key, "status").eq(QuestionStatus.OPEN.value),
+        }
+        items: list[Mapping[str, Any]] = []
+        while True:
+            page = self._table.query(**query)
+            items.extend(page.get("Items", []))
+            if "LastEvaluatedKey" not in page:
+                return [_stored(item) for item in items]
+            query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def open_questions_past(self, now: datetime | str | None = None) -> list[StoredQuestion]:
+        """Open questions whose ``expires_at`` is before ``now`` (a query on ``by_status``)."""
+        moment = _moment(now)
+        return [
+            StoredQuestion(envelope=envelope, status=QuestionStatus.OPEN.value)
+            for envelope in open_questions_past(self._table, moment)
+        ]
+
+    def transition(
+        self,
+        thread_id: str,
+        question_id: str,
+        status: QuestionStatus,
+        *,
+        by: str,
+        answer: Any = None,
+        at: datetime | None = None,
+    ) -> Transition:
+        """Close an open question, unless someone closed it first.
+
+        Raises:
+            ValueError: ``status`` is not a closed state, or ``by`` is empty.
+            LookupError: No such question.
+        """
+        status = QuestionStatus(status)
+        if status not in _CLOSED:
+            raise ValueError(
+                f"status: expected one of {sorted(s.value for s in _CLOSED)}, got {status.value!r}"
+            )
+        if not isinstance(by, str) or not by.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(f"by: expected who closes the question, got {by!r}")
+        stamp = format_utc(_moment(at))
+        # Numbers as DynamoDB stores them (Decimal), as the announcer writes the envelope.
+        stored = json.loads(json.dumps(answer), parse_float=Decimal)
+        try:
+            response = self._table.update_item(
+                Key={"pk": f"THREAD#{thread_id}", "sk": f"WAIT#{question_id}"},
+                UpdateExpression="SET #s = :s, answered_at = :at, answered_by = :by, answer = :a",
+                ConditionExpression="attribute_exists(pk) AND #s = :open",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":s": status.value,
+                    ":at": stamp,
+                    ":by": by,
+                    ":a": stored,
+                    ":open": QuestionStatus.OPEN.value,
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if not _already_written(error):
+                raise
+            current = self._get(thread_id, question_id)
+            if current is None:
+                raise LookupError(
+                    f"no question {question_id!r} in thread {thread_id!r} in table "
+                    f"{self._table.name}"
+                ) from None
+            return Transition(False, current)
+        return Transition(True, _stored(response["Attributes"]))
+
+    def reopen(self, closed: StoredQuestion) -> bool:
+        """Reopen a question only if it is still as ``closed`` left it (status, time, who)."""
+        envelope = closed.envelope
+        try:
+            self._table.update_item(
+                Key={"pk": f"THREAD#{envelope.thread_id}", "sk": f"WAIT#{envelope.question_id}"},
+                UpdateExpression="SET #s = :open REMOVE answered_at, answered_by, answer",
+                ConditionExpression="#s = :s AND answered_at = :at AND answered_by = :by",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":open": QuestionStatus.OPEN.value,
+                    ":s": closed.status,
+                    ":at": closed.answered_at,
+                    ":by": closed.answered_by,
+                },
+            )
+        except ClientError as error:
+            if _already_written(error):  # the condition failed: someone changed the row
+                return False
+            raise
+        return True
+
+    def close(self) -> None:
+        """Nothing to release (the boto3 resource belongs to the caller)."""
+
+    def __repr__(self) -> str:
+        return f"<DynamoDbQuestionStore table={self._table.name!r}>"
+
+
+class _Condition(Protocol):
+    """A condition builder (``boto3.dynamodb.conditions.Key`` or ``Attr``)."""
+
+    def eq(self, value: str) -> Any: ...
+
+
+def _condition(builder: object, name: str) -> _Condition:
+    return cast("Callable[[str], _Condition]", builder)(name)
+
+
+def _moment(value: datetime | str | None) -> datetime:
+    if value is None:
+        return datetime.now(UTC)
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        raise ValueError(f"now: expected an aware datetime, got naive {value.isoformat()!r}")
+    return value
+
+
+def _stored(item: Mapping[str, Any]) -> StoredQuestion:
+    answer = item.get("answer")
+    return StoredQuestion(
+        envelope=_envelope(item),
+        status=cast("str", item["status"]),
+        answered_at=cast("str | None", item.get("answered_at")),
+        answered_by=cast("str | None", item.get("answered_by")),
+        answer=None if answer is None else _plain(answer),
+    )
