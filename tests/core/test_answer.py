@@ -308,3 +308,9 @@ def test_cli_cancel() -> None:
     code, _, err = run("cancel", "q1")
     assert code == 1
     assert "already cancelled by carol" in err
+
+
+def test_cli_sweep_before_anything_was_published() -> None:
+    code, out, _ = run("sweep")
+    assert (code, out) == (0, "no questions yet\n")
+    assert not default_inbox_path().exists()

@@ -22,7 +22,7 @@ def _error(text: str) -> None:
     print(f"agent-wait: {text}", file=sys.stderr)
 
 
-def _store(args: argparse.Namespace) -> SqliteQuestionStore:
+def _store(args: argparse.Namespace, *, must_exist: bool = True) -> SqliteQuestionStore:
     from agent_wait.core._answering import default_store
     from agent_wait.core._sqlite_store import SqliteQuestionStore
 
@@ -31,7 +31,7 @@ def _store(args: argparse.Namespace) -> SqliteQuestionStore:
         if args.path
         else default_store()
     )
-    if not store.path.is_file():
+    if must_exist and not store.path.is_file():
         store.close()
         raise AgentWaitError(f"no inbox at {store.path} (nothing published there yet; see --path)")
     return store
@@ -104,7 +104,12 @@ def _cmd_cancel(args: argparse.Namespace) -> int:
 def _sweep_once(args: argparse.Namespace) -> int:
     from agent_wait.core._answering import sweep
 
-    store = _store(args)
+    store = _store(args, must_exist=False)
+    if not store.path.is_file():
+        # Nothing published yet: nothing is overdue (a scheduled sweep must not fail for it).
+        store.close()
+        print("no questions yet")
+        return 0
     try:
         report = sweep(store=store, now=args.now, by=args.by)
     finally:
