@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -191,3 +192,26 @@ def test_a_signal_finishes_the_message_in_hand(tmp_path: Path, sig: signal.Signa
 def test_bad_concurrency_names_the_field(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="concurrency: expected a whole number >= 1, got 0"):
         serve_entry(lambda m: None, make_entry(tmp_path / "x.sqlite3"), concurrency=0)
+
+
+def test_failures_log_no_content_at_info_or_above(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    entry = make_entry(tmp_path / "inbox.sqlite3", max_attempts=2)
+    entry.send({"thread_id": "t", "question_id": "q", "answer": {"note": "SECRET-NOTE"}})
+
+    def handle(message: dict[str, Any]) -> object:
+        raise RuntimeError(f"cannot apply {message['answer']['note']}")
+
+    stop = threading.Event()
+    watcher = threading.Thread(target=stop_when, args=(lambda: entry.dead_letters(), stop))
+    watcher.start()
+    with caplog.at_level("DEBUG", logger="agent_wait"):
+        serve_entry(handle, entry, wait=0.05, stop=stop)
+    watcher.join()
+    [dead] = entry.dead_letters()
+    assert dead.error == "RuntimeError: cannot apply SECRET-NOTE"  # kept for whoever looks
+    loud = [r for r in caplog.records if r.levelno >= logging.INFO]
+    assert any("RuntimeError" in r.getMessage() for r in loud)
+    assert not any("SECRET-NOTE" in caplog.handler.format(r) for r in loud)
+    assert any("SECRET-NOTE" in caplog.handler.format(r) for r in caplog.records)  # at DEBUG

@@ -217,3 +217,58 @@ async def test_aserve_with_an_async_checkpointer(tmp_path: Path) -> None:
     store.close()
     assert sorted(runs) == [f"o{n}" for n in range(4)]
     assert report.acknowledged == 8
+
+
+def test_a_failed_publish_is_redelivered_until_the_question_is_out(tmp_path: Path) -> None:
+    runs: list[str] = []
+
+    @wait(WaitPolicy(timeout="PT1H"))
+    def issue_refund(order_id: str, amount: int) -> str:
+        runs.append(order_id)
+        return f"refunded {amount}"
+
+    builder = StateGraph(State)
+    builder.add_node("refund", lambda s: {"result": issue_refund(s["order_id"], s["amount"])})
+    builder.add_edge(START, "refund")
+    connection = sqlite3.connect(tmp_path / "checkpoints.sqlite3", check_same_thread=False)
+    graph = builder.compile(checkpointer=SqliteSaver(connection))
+    # The inbox's directory is a file at first: every publish fails until it is removed.
+    blocker = tmp_path / "questions"
+    blocker.write_text("")
+    inbox = blocker / "inbox.sqlite3"
+    entry = SqliteEntry(
+        tmp_path / "messages.sqlite3", poll_interval=0.02, retry_delay=0.2, max_attempts=50
+    )
+    entry.send({"thread_id": "o1", "input": {"order_id": "o1", "amount": 5}})
+    stop = threading.Event()
+    reports: list[ServeReport] = []
+    thread = threading.Thread(
+        target=lambda: reports.append(
+            serve(graph, entry, SqliteAnnounce(inbox), wait=0.05, stop=stop)
+        )
+    )
+    thread.start()
+    try:
+        errors = sqlite3.connect(tmp_path / "messages.sqlite3")
+        until(
+            lambda: errors.execute(
+                "SELECT count(*) FROM agent_wait_messages WHERE error LIKE 'AnnounceFailed%'"
+            ).fetchone()[0],
+            "a failed publish handed back",
+        )
+        errors.close()
+        blocker.unlink()
+        until(inbox.exists, "the redelivered start message to publish the question")
+        with SqliteQuestionStore(inbox) as store:
+            until(lambda: len(store.open_questions()) == 1, "the parked question")
+            [question] = store.open_questions()
+            answer(question.envelope.question_id, "approve", by="bot", store=store, entry=entry)
+        until(lambda: runs == ["o1"], "the resumed run")
+    finally:
+        stop.set()
+        thread.join(timeout=60)
+    report = reports[0]
+    assert report.retried >= 1
+    assert (report.acknowledged, report.dead_lettered) == (2, 0)
+    assert entry.dead_letters() == []
+    connection.close()

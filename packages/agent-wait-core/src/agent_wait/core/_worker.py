@@ -92,7 +92,7 @@ class _Settler:
 
     def failed(self, received: Received, error: Exception) -> None:
         poison = isinstance(error, ValidationError)
-        # The type only in the log: an error's text may quote the message.
+        # The type only at WARNING: an error's text may quote the question or the answer.
         logger.warning(
             "message %s of thread %s (attempt %d) failed: %s%s",
             received.id,
@@ -100,8 +100,8 @@ class _Settler:
             received.attempt,
             type(error).__name__,
             " (malformed, not retried)" if poison else "",
-            exc_info=not poison,
         )
+        logger.debug("message %s failed with", received.id, exc_info=error)
         dead = self.entry.fail(received, f"{type(error).__name__}: {error}", retry=not poison)
         with self._lock:
             if dead:
