@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import subprocess
@@ -314,3 +315,23 @@ def test_cli_sweep_before_anything_was_published() -> None:
     code, out, _ = run("sweep")
     assert (code, out) == (0, "no questions yet\n")
     assert not default_inbox_path().exists()
+
+
+def test_cli_dead_letters_lists_and_redrives() -> None:
+    assert run("dead-letters") == (0, "no dead letters\n", "")
+    with SqliteEntry(default_inbox_path(), retry_delay=0.0) as entry:
+        entry.send({"thread_id": "t1", "question_id": "q1", "answer": {"note": "x"}})
+        [received] = entry.receive(1)
+        assert entry.fail(received, "ValidationError: 1 validation error\nmore", retry=False)
+    code, out, _ = run("dead-letters")
+    assert code == 0
+    assert out.startswith(f"{received.id}  thread t1  1 attempts  dead at ")
+    assert out.rstrip().endswith("ValidationError: 1 validation error")
+    code, out, _ = run("dead-letters", "--json")
+    [letter] = json.loads(out)
+    assert letter["message"] == {"thread_id": "t1", "question_id": "q1", "answer": {"note": "x"}}
+    assert run("dead-letters", "--redrive", received.id) == (0, f"redriven {received.id}\n", "")
+    code, _, err = run("dead-letters", "--redrive", received.id)
+    assert code == 1
+    assert f"no dead letter {received.id}" in err
+    assert [m["question_id"] for m in sent(default_inbox_path())] == ["q1"]

@@ -1,8 +1,9 @@
-"""The ``agent-wait answer``, ``cancel`` and ``sweep`` commands."""
+"""The ``agent-wait answer``, ``cancel``, ``sweep`` and ``dead-letters`` commands."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import signal
 import sys
@@ -101,6 +102,39 @@ def _cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_dead_letters(args: argparse.Namespace) -> int:
+    from agent_wait.core._entries import default_entry
+
+    try:
+        entry = default_entry()
+    except AgentWaitError as error:
+        _error(str(error))
+        return 1
+    with entry:
+        if args.redrive:
+            missing = [i for i in args.redrive if not entry.redrive(i)]
+            for message_id in args.redrive:
+                if message_id not in missing:
+                    print(f"redriven {message_id}")
+            if missing:
+                _error(f"no dead letter {', '.join(missing)} in {entry!r}")
+                return 1
+            return 0
+        dead = entry.dead_letters()
+    if args.json:
+        print(json.dumps([dataclasses.asdict(d) for d in dead], indent=2, ensure_ascii=False))
+        return 0
+    if not dead:
+        print("no dead letters")
+        return 0
+    for letter in dead:
+        print(
+            f"{letter.id}  thread {letter.thread_id}  {letter.attempts} attempts  "
+            f"dead at {letter.dead_at}  {letter.error.splitlines()[0] if letter.error else ''}"
+        )
+    return 0
+
+
 def _sweep_once(args: argparse.Namespace) -> int:
     from agent_wait.core._answering import sweep
 
@@ -162,7 +196,7 @@ def _seconds(text: str) -> float:
 
 
 def add_commands(commands: Any) -> None:
-    """Add ``answer``, ``cancel`` and ``sweep`` to the ``agent-wait`` sub-command parser."""
+    """Add ``answer``, ``cancel``, ``sweep`` and ``dead-letters`` to the ``agent-wait`` sub-command parser."""
     from agent_wait.core._answering import SWEEPER
 
     def store_options(parser: argparse.ArgumentParser) -> None:
@@ -205,6 +239,16 @@ def add_commands(commands: Any) -> None:
     cancel.add_argument("--thread", help="the thread, if several threads asked QUESTION_ID")
     store_options(cancel)
     cancel.set_defaults(handler=_cmd_cancel)
+
+    dead = commands.add_parser(
+        "dead-letters",
+        help="list (or redrive) the messages the entry point dead-lettered",
+        description="List the messages of the configured entry point that failed max_attempts "
+        "times (or were malformed), with the last error. --redrive ID puts one back as new.",
+    )
+    dead.add_argument("--redrive", nargs="+", metavar="ID", help="put these dead letters back")
+    dead.add_argument("--json", action="store_true", help="print JSON, message bodies included")
+    dead.set_defaults(handler=_cmd_dead_letters)
 
     sweep = commands.add_parser(
         "sweep",
