@@ -17,9 +17,11 @@ import pytest
 
 from agent_wait.core import (
     ActionNotAllowed,
+    NothingToResend,
     Question,
     QuestionClosed,
     QuestionNotFound,
+    QuestionStatus,
     SqliteAnnounce,
     SqliteEntry,
     SqliteQuestionStore,
@@ -27,6 +29,7 @@ from agent_wait.core import (
     answer,
     cancel,
     publish,
+    resend,
     sweep,
 )
 from agent_wait.core._cli import main
@@ -47,9 +50,14 @@ def ask(path: Path, question_id: str = "q1", *, thread_id: str = "t1", **policy:
 
 
 def sent(path: Path) -> list[dict[str, Any]]:
+    """Every message sent so far, in order (drained: one thread's next comes after an ack)."""
+    found: list[dict[str, Any]] = []
     with SqliteEntry(path) as messages:
-        received = messages.receive(100)
-        return [r.message for r in received]
+        while batch := messages.receive(100):
+            for received in batch:
+                found.append(received.message)
+                assert messages.ack(received)
+    return found
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -335,3 +343,49 @@ def test_cli_dead_letters_lists_and_redrives() -> None:
     assert code == 1
     assert f"no dead letter {received.id}" in err
     assert [m["question_id"] for m in sent(default_inbox_path())] == ["q1"]
+
+
+def test_resend_sends_the_recorded_answer_again(inbox: Path, tmp_path: Path) -> None:
+    ask(inbox, "q1", timeout="PT1H", default={"action": "reject"})
+    ask(inbox, "q2")
+    ask(inbox, "q3")
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        # The process "died" after recording: the close is there, nothing was sent.
+        store.transition(
+            "t1", "q2", QuestionStatus.ANSWERED, by="alice", answer={"action": "approve"}
+        )
+        sweep(store=store, entry=entry, now=LATER)
+        [swept] = entry.receive(10)
+        assert swept.message["question_id"] == "q1"
+        assert entry.ack(swept)
+        assert resend("q2", store=store, entry=entry) == {
+            "thread_id": "t1",
+            "question_id": "q2",
+            "answer": {"action": "approve"},
+        }
+        resend("q1", store=store, entry=entry)
+        with pytest.raises(NothingToResend, match=r"q3 .* is open: no recorded answer"):
+            resend("q3", store=store, entry=entry)
+        cancel("q3", by="carol", store=store)
+        with pytest.raises(NothingToResend, match="cancelled by carol"):
+            resend("q3", store=store, entry=entry)
+        with pytest.raises(OSError):
+            resend("q2", store=store, entry=SqliteEntry(blocker / "x.sqlite3"))
+    assert [(m["question_id"], m["answer"]) for m in sent(inbox)] == [
+        ("q2", {"action": "approve"}),
+        ("q1", {"action": "reject"}),
+    ]
+
+
+def test_cli_resend() -> None:
+    ask(default_inbox_path())
+    assert run("answer", "q1", "approve", "--by", "alice")[0] == 0
+    code, out, _ = run("resend", "q1")
+    assert (code, out) == (0, 'q1 (thread t1) sent again: {"action": "approve"}\n')
+    assert [m["answer"] for m in sent(default_inbox_path())] == [{"action": "approve"}] * 2
+    ask(default_inbox_path(), "q2")
+    code, _, err = run("resend", "q2")
+    assert code == 1
+    assert "no recorded answer to send; answer it instead" in err

@@ -210,6 +210,53 @@ def answer(
     return AnswerResult(*outcome)
 
 
+class NothingToResend(AgentWaitError):
+    """The question has no recorded answer to send again (it is open, or was cancelled)."""
+
+
+def resend(
+    question_id: str,
+    *,
+    thread_id: str | None = None,
+    store: QuestionStore | None = None,
+    entry: EntryPoint | None = None,
+) -> dict[str, Any]:
+    """Send the recorded answer of an answered or expired question again; return the message.
+
+    For the one gap of :func:`answer` and :func:`sweep`: the answer is recorded before it is
+    sent, so a process that dies in between leaves a question closed whose answer never left.
+    A second copy of an answer that did arrive is harmless: the host reports it as a duplicate
+    and runs nothing.
+
+    Raises:
+        QuestionNotFound: No such question, or several threads asked it and no thread was named.
+        NothingToResend: The question is open or was cancelled.
+    """
+    own_store, own_entry = store is None, entry is None
+    store = store if store is not None else default_store()
+    try:
+        question = _lookup(store, question_id, thread_id)
+    finally:
+        if own_store:
+            store.close()
+    if question.status not in (QuestionStatus.ANSWERED, QuestionStatus.EXPIRED):
+        raise NothingToResend(
+            f"question {question_id} (thread {question.envelope.thread_id}) is "
+            f"{question.describe_close()}: no recorded answer to send; answer it instead"
+            if question.is_open
+            else f"question {question_id} (thread {question.envelope.thread_id}) is "
+            f"{question.describe_close()}: no answer was recorded"
+        )
+    message = reply(question, question.answer)
+    entry = entry if entry is not None else default_entry()
+    try:
+        entry.send(message)
+    finally:
+        if own_entry:
+            entry.close()
+    return message
+
+
 def cancel(
     question_id: str,
     *,

@@ -1,4 +1,4 @@
-"""The ``agent-wait answer``, ``cancel``, ``sweep`` and ``dead-letters`` commands."""
+"""The ``agent-wait answer``, ``cancel``, ``resend``, ``sweep`` and ``dead-letters`` commands."""
 
 from __future__ import annotations
 
@@ -102,6 +102,28 @@ def _cmd_cancel(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_resend(args: argparse.Namespace) -> int:
+    from agent_wait.core._answering import resend
+
+    try:
+        store = _store(args)
+        try:
+            message = resend(args.question_id, thread_id=args.thread, store=store)
+        finally:
+            store.close()
+    except (AgentWaitError, ValueError) as error:
+        _error(str(error))
+        return 1
+    except Exception as error:  # noqa: BLE001 - a failed send is reported, not traced
+        _error(f"the answer could not be sent ({type(error).__name__}: {error})")
+        return 1
+    print(
+        f"{message['question_id']} (thread {message['thread_id']}) sent again: "
+        f"{json.dumps(message['answer'], ensure_ascii=False)}"
+    )
+    return 0
+
+
 def _cmd_dead_letters(args: argparse.Namespace) -> int:
     from agent_wait.core._entries import default_entry
 
@@ -196,7 +218,7 @@ def _seconds(text: str) -> float:
 
 
 def add_commands(commands: Any) -> None:
-    """Add ``answer``, ``cancel``, ``sweep`` and ``dead-letters`` to the ``agent-wait`` sub-command parser."""
+    """Add ``answer``, ``cancel``, ``resend``, ``sweep`` and ``dead-letters`` to the ``agent-wait`` sub-command parser."""
     from agent_wait.core._answering import SWEEPER
 
     def store_options(parser: argparse.ArgumentParser) -> None:
@@ -239,6 +261,19 @@ def add_commands(commands: Any) -> None:
     cancel.add_argument("--thread", help="the thread, if several threads asked QUESTION_ID")
     store_options(cancel)
     cancel.set_defaults(handler=_cmd_cancel)
+
+    again = commands.add_parser(
+        "resend",
+        help="send the recorded answer of an answered or expired question again",
+        description='Send {**reply_with, "answer": <the recorded answer>} of QUESTION_ID to the '
+        "entry point again: for a process that died between recording an answer and sending "
+        "it. A second copy of an answer that did arrive is harmless (the host reports a "
+        "duplicate). Exit 1 if the question is open, cancelled or unknown.",
+    )
+    again.add_argument("question_id", metavar="QUESTION_ID")
+    again.add_argument("--thread", help="the thread, if several threads asked QUESTION_ID")
+    store_options(again)
+    again.set_defaults(handler=_cmd_resend)
 
     dead = commands.add_parser(
         "dead-letters",
