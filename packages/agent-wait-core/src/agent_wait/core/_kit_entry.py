@@ -21,7 +21,7 @@ class EntryContract:
     options the kit passes (``visibility_timeout``, ``max_attempts``, ``retry_delay``).
     """
 
-    visibility_timeout = 0.6
+    visibility_timeout = 1.0
     """Seconds of lease the kit asks for; raise it for a transport that cannot go this low."""
 
     def make_entry(
@@ -121,7 +121,7 @@ class EntryContract:
         contract_entry.send(self._answer(self._thread(), 1))
         [received] = self._receive(contract_entry)
         for _ in range(3):
-            time.sleep(self.visibility_timeout / 2)
+            time.sleep(self.visibility_timeout / 4)
             assert contract_entry.extend(received)
         assert self._receive(contract_entry, wait=0.0) == []
         assert contract_entry.ack(received)
