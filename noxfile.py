@@ -280,9 +280,10 @@ def arch(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def docs(session: nox.Session) -> None:
-    """Build the documentation site with mkdocs --strict."""
+    """Build the documentation site with mkdocs --strict, then check every link in the built HTML."""
     _sync(session, "docs")
     session.run("mkdocs", "build", "--strict", "--config-file", "docs/mkdocs.yml")
+    session.run("python", "tests/site_links.py", "site")
 
 
 @nox.session(python="3.11")

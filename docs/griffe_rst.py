@@ -1,0 +1,78 @@
+"""Griffe extension for the API reference: render the reST left in Google-style docstrings.
+
+The docstrings are read by ``help()`` as well as by mkdocstrings, and a few reST habits in them
+render badly as Markdown: roles (``:func:`publish```) would show their markup, and a paragraph
+ending in ``::`` introduces an indented literal block that should be highlighted code. This
+rewrites both when the reference is built; the source docstrings stay as they are.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import griffe
+
+_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|attr|mod|exc|data|obj|const):`~?([^`]+)`")
+_LITERAL = re.compile(r"::\s*$")
+
+
+def _language(intro: str, block: list[str]) -> str:
+    """A highlighting language for a literal block, from what introduces it and what it holds."""
+    text = "\n".join(block)
+    if ".toml" in intro or re.search(r"^\s*\[[\w.\-\"]+\]\s*$", text, re.MULTILINE):
+        return "toml"
+    if re.match(r"\s*(\$ |pip |agent-wait |uv |nox )", text):
+        return "sh"
+    return "python"
+
+
+def _literal_blocks(text: str) -> str:
+    """Turn ``paragraph::`` plus an indented block into ``paragraph:`` plus a fenced block."""
+    lines = text.split("\n")
+    out: list[str] = []
+    index = 0
+    while index < len(lines):
+        line = lines[index]
+        if not _LITERAL.search(line):
+            out.append(line)
+            index += 1
+            continue
+        base = len(line) - len(line.lstrip())
+        intro = line.rstrip()[:-2].rstrip()
+        if intro.strip():
+            out.append(intro + ":")
+        index += 1
+        block: list[str] = []
+        while index < len(lines) and (
+            not lines[index].strip() or len(lines[index]) - len(lines[index].lstrip()) > base
+        ):
+            block.append(lines[index])
+            index += 1
+        while block and not block[-1].strip():
+            block.pop()
+        body = [b for b in block if b.strip()]
+        if not body:
+            continue
+        indent = min(len(b) - len(b.lstrip()) for b in body)
+        fence = " " * base
+        code = [b[indent:] if b.strip() else "" for b in block]
+        while code and not code[0]:
+            code.pop(0)
+        out += ["", f"{fence}```{_language(intro, code)}", *(fence + c if c else "" for c in code)]
+        out += [f"{fence}```", ""]
+    return "\n".join(out)
+
+
+def render(text: str) -> str:
+    """A docstring's text with reST roles as inline code and literal blocks fenced."""
+    return _literal_blocks(_ROLE.sub(r"`\1`", text))
+
+
+class RestToMarkdown(griffe.Extension):
+    """Rewrites every docstring once the object tree is built."""
+
+    def on_object(self, *, obj: griffe.Object, **kwargs: Any) -> None:
+        """Render one object's docstring."""
+        if obj.docstring is not None:
+            obj.docstring.value = render(obj.docstring.value)
