@@ -1,6 +1,6 @@
 """The message contract: the envelope agent-wait sends, and the messages a host receives.
 
-Field names, order, types and null semantics follow docs/message-formats.md exactly.
+Field names, order, types and null semantics follow the documented message formats exactly.
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ class WaitEnvelope(BaseModel):
 
 
 class Answer(BaseModel):
-    """The recommended inbound answer (seed section 2). Extra fields are kept."""
+    """The recommended inbound answer message. Extra fields are kept."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
@@ -248,7 +248,7 @@ def _nests_deeper(value: object, limit: int) -> bool:
 
 
 class StartMessage(BaseModel):
-    """The recommended inbound start message (seed section 3): no ``question_id``."""
+    """The recommended inbound start message: no ``question_id``."""
 
     model_config = ConfigDict(frozen=True, extra="allow")
 
@@ -264,7 +264,7 @@ class StartMessage(BaseModel):
 
 
 class PendingResult(BaseModel):
-    """What an async-mode ``@wait`` call returns instead of running (seed section 5)."""
+    """What an async-mode ``@wait`` call returns instead of running."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -1,6 +1,6 @@
 """The embedded ``sqlite`` announcer and the consumer side of its table.
 
-The table has the row shape of the DynamoDB announcer (seed 001, section 4): ``pk =
+The table has the row shape of the DynamoDB announcer: ``pk =
 THREAD#<thread_id>``, ``sk = WAIT#<question_id>``, ``status = 'open'``, one column per envelope
 field and the whole envelope as JSON. An index on ``(status, expires_at)`` plays the part of
 DynamoDB's ``by_status`` GSI, so "open questions past their deadline" is one range query.
@@ -364,7 +364,7 @@ class SqliteInbox:
         return self._select("status = ?", ["open"])
 
     def open_questions_past(self, now: datetime | str | None = None) -> list[InboxItem]:
-        """Open questions whose ``expires_at`` is before ``now`` (seed 001, section 3).
+        """Open questions whose ``expires_at`` is before ``now``.
 
         For each, the asker's intent is that you send ``default`` as the answer. Questions
         without ``expires_at`` never appear.

@@ -158,7 +158,7 @@ def question_from_value(question_id: str, value: Any) -> Question:
 def apply_answer(
     call: WaitCall, answer: Any, decision: str | None
 ) -> tuple[bool, inspect.BoundArguments]:
-    """Apply the answer rules (seed section 2) to a call.
+    """Apply the answer rules (approve, approve with edited args, anything else) to a call.
 
     Returns:
         ``(run, bound)``: whether the body runs, and with which arguments. When ``run`` is

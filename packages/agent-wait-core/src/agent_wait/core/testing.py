@@ -563,10 +563,10 @@ class AdapterContract:
         assert envelope.correlation.model_dump() == {"provider": "contract", "id": "re_4471"}
         assert envelope.source == Source(function="issue_refund")
 
-    def test_publish_interrupts_envelope_follows_the_seed(self) -> None:
-        """If this fails, ``publish_interrupts`` does not publish the seed 000 envelope.
+    def test_publish_interrupts_envelope_follows_the_contract(self) -> None:
+        """If this fails, ``publish_interrupts`` does not publish the ``wait.created`` envelope.
 
-        The envelope's fields must be the seed's, in its order, with ``question_id`` the one
+        The envelope's fields must be the contract's, in its order, with ``question_id`` the one
         ``questions_in`` reports and ``reply_with`` addressed to it; a finished run publishes
         nothing.
         """

@@ -1,7 +1,7 @@
 """Keep every answer with its own question, where LangGraph matches answers by call order.
 
-LangGraph hands a task's resume values to its ``interrupt()`` calls in the order the calls run
-(FRAMEWORK_FACTS section 1). With one question per task that is exact. With several in one
+LangGraph hands a task's resume values to its ``interrupt()`` calls in the order the calls run.
+With one question per task that is exact. With several in one
 task (two gated tools in one model turn under the prebuilt ``ToolNode``, or a node that calls
 ``@wait`` functions one after another) an answer can reach another call, and a call approved
 earlier runs again each time the task is resumed. Two guards:

@@ -72,7 +72,7 @@ hitl = wait
 publish_interrupts, apublish_interrupts = make_publish_interrupts(ADAPTER)
 publish_interrupts.__doc__ = """Publish the questions a LangGraph run is parked on.
 
-This is seed section 4's ``publish_interrupts(result, thread_id, announce)``; use
+This is the host's ``publish_interrupts(result, thread_id, announce)`` step; use
 :func:`handle_message` for the whole host with its guarantees.
 
 Args:

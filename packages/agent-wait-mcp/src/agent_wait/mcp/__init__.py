@@ -19,7 +19,7 @@ pause tool::
     policy.finish(grant, waited_seconds=30)
 
 Importing this package does not import the MCP SDK; ``build_server`` loads it on first use.
-See ``docs/pause-tool.md``.
+See the pause tool page of the documentation.
 """
 
 from __future__ import annotations

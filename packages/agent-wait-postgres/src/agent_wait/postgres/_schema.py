@@ -1,6 +1,6 @@
 """The question table: its DDL, the row of an envelope, and the consumer's overdue query.
 
-The row has the shape of the DynamoDB and sqlite announcers (seed 001, section 4): ``pk =
+The row has the shape of the DynamoDB and sqlite announcers: ``pk =
 THREAD#<thread_id>``, ``sk = WAIT#<question_id>``, ``status = 'open'``, one column per envelope
 field (JSONB for objects, lists and the free-form values) and the whole envelope as JSONB.
 ``expires_at`` is a ``timestamptz``; a question without one stores :data:`NO_EXPIRY`, the same
@@ -209,7 +209,7 @@ def open_questions_past(
     table: str = DEFAULT_TABLE,
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Open questions whose ``expires_at`` is before ``now``, earliest first (seed 001, section 3).
+    """Open questions whose ``expires_at`` is before ``now``, earliest first.
 
     For each, the asker's intent is that you send ``default`` as the answer. Questions without
     ``expires_at`` never appear.

@@ -68,7 +68,7 @@ def answer_from_metadata(metadata: object) -> Any:
     None (approved without metadata, e.g. ``approvals={id: True}``) means ``{"action":
     "approve"}``; ``{"agent_wait": {"answer": value}}`` carries an answer that is not an object
     (metadata values must be dicts); any other value is the answer itself, verbatim, as the
-    host of seed section 4 passes it.
+    host passes it.
     """
     if metadata is None:
         return {"action": "approve"}
