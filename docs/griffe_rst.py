@@ -15,6 +15,9 @@ import griffe
 
 _ROLE = re.compile(r":(?:py:)?(?:func|class|meth|attr|mod|exc|data|obj|const):`~?([^`]+)`")
 _LITERAL = re.compile(r"::\s*$")
+# Google sections whose content is free text (an "Example:" with a literal block under it).
+_SECTION = re.compile(r"^\s*(Example|Examples|Note|Notes|Warning|Warnings|Tip|Important)$")
+_DOC_PAGE = re.compile(r"``(docs/[\w/.-]+\.md)``|(?<![\w/`])(docs/[\w/.-]+\.md)")
 
 
 def _language(intro: str, block: list[str]) -> str:
@@ -55,18 +58,31 @@ def _literal_blocks(text: str) -> str:
         if not body:
             continue
         indent = min(len(b) - len(b.lstrip()) for b in body)
-        fence = " " * base
+        # Under a Google section header ("Example::") the block is the section's content and
+        # keeps its indentation; after a paragraph it leaves it, or Markdown would see an
+        # indented code block holding the fence.
+        fence = " " * (indent if _SECTION.match(intro) else base)
         code = [b[indent:] if b.strip() else "" for b in block]
         while code and not code[0]:
             code.pop(0)
-        out += ["", f"{fence}```{_language(intro, code)}", *(fence + c if c else "" for c in code)]
+        if out and out[-1].strip() and not _SECTION.match(out[-1].rstrip().removesuffix(":")):
+            out.append("")  # a section header must be followed directly by its content
+        out += [f"{fence}```{_language(intro, code)}", *(fence + c if c else "" for c in code)]
         out += [f"{fence}```", ""]
     return "\n".join(out)
 
 
+def _page_link(match: re.Match[str]) -> str:
+    """``docs/announcers/sns.md`` as a link from a reference page (``reference/<name>/``)."""
+    path = match.group(1) or match.group(2)
+    page = path.removeprefix("docs/").removesuffix(".md")
+    page = "" if page == "index" else page.removesuffix("/index") + "/"
+    return f"[{path}](../../{page})"
+
+
 def render(text: str) -> str:
-    """A docstring's text with reST roles as inline code and literal blocks fenced."""
-    return _literal_blocks(_ROLE.sub(r"`\1`", text))
+    """A docstring's text with reST roles as inline code, literal blocks fenced, pages linked."""
+    return _literal_blocks(_DOC_PAGE.sub(_page_link, _ROLE.sub(r"`\1`", text)))
 
 
 class RestToMarkdown(griffe.Extension):

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.site_links import broken_links, main
 
@@ -58,3 +62,33 @@ def test_every_package_has_an_api_reference_page_in_the_nav() -> None:
         ]
         assert len(pages) == 1, f"{module}: expected one docs/reference page with '::: {module}'"
         assert f"reference/{pages[0].name}" in nav, f"{pages[0].name} is not in the mkdocs nav"
+
+
+def _griffe_rst() -> Any:
+    pytest.importorskip("griffe", reason="the docs dependency group is not installed")
+    spec = importlib.util.spec_from_file_location("griffe_rst", DOCS / "griffe_rst.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_reference_renders_rest_roles_as_code_and_literal_blocks_as_fences() -> None:
+    render = _griffe_rst().render
+    assert render("Use :func:`~agent_wait.core.publish` or :class:`Question`.") == (
+        "Use `agent_wait.core.publish` or `Question`."
+    )
+    assert render("Publish::\n\n    publish(q, 't')\n\n    report.ok\n\nThen more.") == (
+        "Publish:\n\n```python\npublish(q, 't')\n\nreport.ok\n```\n\nThen more."
+    )
+    # Under a Google "Example:" section the fence stays indented and follows the header directly.
+    assert render("Example:\n    ::\n\n        with x():\n            y()\n") == (
+        "Example:\n    ```python\n    with x():\n        y()\n    ```\n"
+    )
+    assert render("Configure it (``agent-wait.toml``)::\n\n    [tool.agent-wait]\n    a = 1") == (
+        "Configure it (``agent-wait.toml``):\n\n```toml\n[tool.agent-wait]\na = 1\n```\n"
+    )
+    assert render("See docs/announcers/sns.md and ``docs/index.md``.") == (
+        "See [docs/announcers/sns.md](../../announcers/sns/) and [docs/index.md](../../)."
+    )
