@@ -73,11 +73,9 @@ def _literal_blocks(text: str) -> str:
 
 
 def _page_link(match: re.Match[str]) -> str:
-    """``docs/announcers/sns.md`` as a link from a reference page (``reference/<name>/``)."""
+    """``docs/announcers/sns.md`` as a link from a reference page, which mkdocs then checks."""
     path = match.group(1) or match.group(2)
-    page = path.removeprefix("docs/").removesuffix(".md")
-    page = "" if page == "index" else page.removesuffix("/index") + "/"
-    return f"[{path}](../../{page})"
+    return f"[{path}](../{path.removeprefix('docs/')})"
 
 
 def render(text: str) -> str:

@@ -90,5 +90,5 @@ def test_reference_renders_rest_roles_as_code_and_literal_blocks_as_fences() -> 
         "Configure it (``agent-wait.toml``):\n\n```toml\n[tool.agent-wait]\na = 1\n```\n"
     )
     assert render("See docs/announcers/sns.md and ``docs/index.md``.") == (
-        "See [docs/announcers/sns.md](../../announcers/sns/) and [docs/index.md](../../)."
+        "See [docs/announcers/sns.md](../announcers/sns.md) and [docs/index.md](../index.md)."
     )
