@@ -280,10 +280,11 @@ def arch(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def docs(session: nox.Session) -> None:
-    """Build the documentation site with mkdocs --strict, then check every link in the built HTML."""
+    """Build the documentation site with mkdocs --strict, then check its links and API reference."""
     _sync(session, "docs")
     session.run("mkdocs", "build", "--strict", "--config-file", "docs/mkdocs.yml")
     session.run("python", "tests/site_links.py", "site")
+    session.run("python", "tests/api_reference.py", "site")
 
 
 @nox.session(python="3.11")

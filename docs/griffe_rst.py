@@ -8,6 +8,8 @@ rewrites both when the reference is built; the source docstrings stay as they ar
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import re
 from typing import Any
 
@@ -83,6 +85,79 @@ def render(text: str) -> str:
     return _literal_blocks(_DOC_PAGE.sub(_page_link, _ROLE.sub(r"`\1`", text)))
 
 
+def _function(name: str, value: Any, parent: griffe.Module, parser: Any) -> griffe.Function | None:
+    """A griffe function for a runtime callable, with its signature and docstring, or None."""
+    doc = getattr(value, "__doc__", None)
+    if not callable(value) or not doc:
+        return None
+    try:
+        signature = inspect.signature(value)
+    except (TypeError, ValueError):
+        return None
+    empty = inspect.Parameter.empty
+
+    def text(annotation: object) -> str | None:
+        if annotation is empty:
+            return None
+        return annotation if isinstance(annotation, str) else inspect.formatannotation(annotation)
+
+    parameters = griffe.Parameters(
+        *(
+            griffe.Parameter(
+                p.name,
+                kind=griffe.ParameterKind(p.kind.description),
+                annotation=text(p.annotation),
+                default=None if p.default is empty else repr(p.default),
+            )
+            for p in signature.parameters.values()
+        )
+    )
+    function = griffe.Function(
+        name, parameters=parameters, returns=text(signature.return_annotation), parent=parent
+    )
+    if inspect.iscoroutinefunction(value):
+        function.labels.add("async")
+    # The documented parameters of a decorator factory (``wait(function=None, **options)``)
+    # are its options, not its runtime signature's: do not warn about the difference.
+    function.docstring = griffe.Docstring(
+        render(inspect.cleandoc(doc)),
+        parent=function,
+        parser=parser,
+        parser_options={"warn_unknown_params": False, "warn_missing_types": False},
+    )
+    return function
+
+
+def _built_at_import(module: griffe.Module, parser: Any) -> None:
+    """Fill in the exports a module builds by a call at import time, from the imported module.
+
+    ``publish_interrupts, apublish_interrupts = make_publish_interrupts(adapter)`` and
+    ``wait = make_wait(adapter, doc=...)`` define functions that static analysis cannot see (a
+    tuple target) or sees without their docstring and signature.
+    """
+    for name, member in list(module.members.items()):
+        if member.is_alias:
+            if not member.target_path.startswith("agent_wait."):
+                continue
+            try:
+                member.final_target  # noqa: B018 - resolves the alias, raising when it cannot
+                continue
+            except (griffe.AliasResolutionError, griffe.CyclicAliasError):
+                pass
+        elif member.is_module:
+            _built_at_import(member, parser)  # type: ignore[arg-type]
+            continue
+        elif not (member.is_attribute and member.docstring is None and "(" in str(member.value)):
+            continue
+        try:
+            value = getattr(importlib.import_module(module.path), name)
+        except (ImportError, AttributeError):
+            continue
+        function = _function(name, value, module, parser)
+        if function is not None:
+            module.set_member(name, function)
+
+
 class RestToMarkdown(griffe.Extension):
     """Rewrites every docstring once the object tree is built."""
 
@@ -90,3 +165,7 @@ class RestToMarkdown(griffe.Extension):
         """Render one object's docstring."""
         if obj.docstring is not None:
             obj.docstring.value = render(obj.docstring.value)
+
+    def on_package(self, *, pkg: griffe.Module, loader: griffe.GriffeLoader, **kwargs: Any) -> None:
+        """Fill in the functions a package builds at import time."""
+        _built_at_import(pkg, loader.docstring_parser)
