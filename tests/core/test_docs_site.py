@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.site_links import broken_links, main
+from tests.site_links import base_path, broken_links, main
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -35,6 +35,24 @@ def test_site_links_reports_missing_files_and_anchors(tmp_path: Path) -> None:
         "index.html: img/missing.png -> no such file",
     ]
     assert main(["site_links", str(tmp_path)]) == 1
+
+
+def test_site_links_resolves_absolute_links_under_the_base_path(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "404.html",
+        '<a href="/docs/guide/">ok</a><a href="/docs/gone/">404</a><a href="/guide/">outside</a>',
+    )
+    _write(tmp_path / "index.html", "")
+    _write(tmp_path / "guide" / "index.html", "")
+    assert broken_links(tmp_path, "/docs/") == [
+        "404.html: /docs/gone/ -> no such file",
+        "404.html: /guide/ -> outside the site's base path /docs/",
+    ]
+    config = tmp_path / "mkdocs.yml"
+    config.write_text("site_name: x\nsite_url: https://example.org/docs\n", encoding="utf-8")
+    assert base_path(config) == "/docs/"
+    config.write_text("site_name: x\n", encoding="utf-8")
+    assert base_path(config) == "/"
 
 
 def test_site_links_passes_a_sound_site(tmp_path: Path) -> None:
