@@ -1,5 +1,8 @@
 """Check that the built API reference documents every public name: ``python tests/api_reference.py site``.
 
+The modules are read, not imported: the docs environment has no pytest, which
+``agent_wait.core.testing`` needs at import.
+
 Public names are each package's ``__all__`` (``agent_wait.core`` and every plugin), plus
 ``agent_wait.core.transport`` and ``agent_wait.core.testing``. mkdocstrings gives each documented
 object an HTML id equal to its dotted path; a name without one is missing from the reference.
@@ -7,7 +10,7 @@ object an HTML id equal to its dotted path; a name without one is missing from t
 
 from __future__ import annotations
 
-import importlib
+import ast
 import re
 import sys
 from pathlib import Path
@@ -16,12 +19,24 @@ ROOT = Path(__file__).resolve().parents[1]
 EXTRA = ["agent_wait.core.transport", "agent_wait.core.testing"]
 
 
-def public_modules() -> list[str]:
+def public_modules() -> dict[str, Path]:
     """``agent_wait.<name>`` of every package in the workspace, then the extra core modules."""
-    names = sorted(
-        p.name for p in ROOT.glob("packages/agent-wait-*/src/agent_wait/*") if p.is_dir()
-    )
-    return [f"agent_wait.{name}" for name in names] + EXTRA
+    modules = {
+        f"agent_wait.{p.name}": p / "__init__.py"
+        for p in sorted(ROOT.glob("packages/agent-wait-*/src/agent_wait/*"))
+        if p.is_dir()
+    }
+    core = ROOT / "packages" / "agent-wait-core" / "src" / "agent_wait" / "core"
+    return modules | {name: core / f"{name.rpartition('.')[2]}.py" for name in EXTRA}
+
+
+def exported(path: Path) -> list[str]:
+    """The names a module's ``__all__`` lists."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            return list(ast.literal_eval(node.value))
+    raise LookupError(f"{path}: no __all__")
 
 
 def missing(site: Path) -> list[str]:
@@ -30,9 +45,8 @@ def missing(site: Path) -> list[str]:
     for page in (site / "reference").rglob("*.html"):
         ids.update(re.findall(r'id="(agent_wait\.[^"]+)"', page.read_text(encoding="utf-8")))
     absent: list[str] = []
-    for module_name in public_modules():
-        module = importlib.import_module(module_name)
-        absent += [f"{module_name}.{n}" for n in module.__all__ if f"{module_name}.{n}" not in ids]
+    for module, path in public_modules().items():
+        absent += [f"{module}.{n}" for n in exported(path) if f"{module}.{n}" not in ids]
     return absent
 
 
