@@ -1,4 +1,4 @@
-"""agent-wait benchmarks (issue 7): what the library adds to a run's latency, cold start and bill.
+"""agent-wait benchmarks: what the library adds to a run's latency, cold start and bill.
 
 Run with ``nox -s bench`` (or ``python tests/bench/run.py`` in an environment with the ``test``
 and ``bench`` dependency groups). Prints a Markdown table, writes ``bench/results.json`` and exits

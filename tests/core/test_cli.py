@@ -23,7 +23,7 @@ from agent_wait.core.testing import registered_plugin, sample_questions
 from tests.core._installed import needs_example_plugin
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "schema" / "examples"
-SEED_ENVELOPE: dict[str, Any] = json.loads((EXAMPLES / "envelope.json").read_text(encoding="utf-8"))
+DOC_ENVELOPE: dict[str, Any] = json.loads((EXAMPLES / "envelope.json").read_text(encoding="utf-8"))
 
 
 def run(*argv: str, stdin: bytes | None = None) -> tuple[int, str, str]:
@@ -132,12 +132,12 @@ def test_schema_defaults_to_envelope() -> None:
     assert run("schema")[1] == schema_text("envelope")
 
 
-def test_validate_the_seed_messages(tmp_path: Path) -> None:
-    code, out, err = run("validate", write_json(tmp_path / "e.json", SEED_ENVELOPE))
+def test_validate_the_documented_messages(tmp_path: Path) -> None:
+    code, out, err = run("validate", write_json(tmp_path / "e.json", DOC_ENVELOPE))
     assert (code, err) == (0, "")
     assert "valid envelope (wait.created:a1b2c3d4e5f60718" in out
     answer = {
-        **SEED_ENVELOPE["reply_with"],
+        **DOC_ENVELOPE["reply_with"],
         "answer": {"action": "approve"},
         "valid_until": "2026-09-12T09:00:00Z",
     }
@@ -177,7 +177,7 @@ def test_validate_warns_about_a_start_message_that_looks_like_an_answer() -> Non
 
 def test_validate_reports_field_level_errors(tmp_path: Path) -> None:
     bad = {
-        **SEED_ENVELOPE,
+        **DOC_ENVELOPE,
         "event_id": "not-a-ulid",
         "expires_at": "tomorrow",
         "allowed_actions": "approve",
@@ -201,7 +201,7 @@ def test_validate_reports_field_level_errors(tmp_path: Path) -> None:
 
 
 def test_validate_nested_location_and_kind_override(tmp_path: Path) -> None:
-    bad = {**SEED_ENVELOPE, "reply_with": {**SEED_ENVELOPE["reply_with"], "question_id": ""}}
+    bad = {**DOC_ENVELOPE, "reply_with": {**DOC_ENVELOPE["reply_with"], "question_id": ""}}
     code, _, err = run("validate", write_json(tmp_path / "e.json", bad))
     assert code == 1
     assert "reply_with.question_id: String should have at least 1 character" in err
@@ -247,18 +247,18 @@ def test_validate_deep_but_reasonable_nesting_is_fine(tmp_path: Path) -> None:
     for _ in range(100):
         question = {"q": question}
     code, _, _ = run(
-        "validate", write_json(tmp_path / "e.json", {**SEED_ENVELOPE, "question": question})
+        "validate", write_json(tmp_path / "e.json", {**DOC_ENVELOPE, "question": question})
     )
     assert code == 0
 
 
 def test_validate_size_limits(tmp_path: Path) -> None:
-    big = {**SEED_ENVELOPE, "question": {"blob": "x" * 300_000}}
+    big = {**DOC_ENVELOPE, "question": {"blob": "x" * 300_000}}
     code, _, err = run("validate", write_json(tmp_path / "e.json", big))
     assert code == 1
     assert "over the 262144-byte limit" in err
     code, _, err = run(
-        "validate", "--max-bytes", "100", write_json(tmp_path / "e2.json", SEED_ENVELOPE)
+        "validate", "--max-bytes", "100", write_json(tmp_path / "e2.json", DOC_ENVELOPE)
     )
     assert code == 1
     assert "larger than 100 bytes" in err
@@ -283,7 +283,7 @@ json_values = st.recursive(
 )
 message_like = st.fixed_dictionaries(
     {},
-    optional=dict.fromkeys([*SEED_ENVELOPE, "answer", "valid_until", "input"], json_values),
+    optional=dict.fromkeys([*DOC_ENVELOPE, "answer", "valid_until", "input"], json_values),
 )
 
 

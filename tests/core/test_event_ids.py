@@ -1,4 +1,4 @@
-"""Envelope event ids: python-ulid ULIDs, rendered by core's faster text encoder (issue 7)."""
+"""Envelope event ids: python-ulid ULIDs, rendered by core's faster text encoder."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The envelope and inbound messages follow seed 000 field by field."""
+"""The envelope and inbound messages follow the message formats field by field."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from agent_wait.core import (
     parse_message,
 )
 
-SEED_FIELDS = [
+ENVELOPE_FIELDS = [
     "type",
     "event_id",
     "thread_id",
@@ -51,10 +51,10 @@ def refund_question(**policy: object) -> Question:
     )
 
 
-def test_envelope_has_exactly_the_seed_fields_in_order() -> None:
+def test_envelope_has_exactly_the_contract_fields_in_order() -> None:
     envelope = build_envelope(refund_question(), "order-4471", now=NOW)
-    assert list(json.loads(envelope.to_json())) == SEED_FIELDS
-    assert list(WaitEnvelope.model_fields) == SEED_FIELDS
+    assert list(json.loads(envelope.to_json())) == ENVELOPE_FIELDS
+    assert list(WaitEnvelope.model_fields) == ENVELOPE_FIELDS
 
 
 def test_envelope_values_follow_the_policy() -> None:
@@ -123,8 +123,8 @@ def test_envelope_round_trips_and_serialisation_is_deterministic() -> None:
     assert again.to_json() == envelope.to_json()
 
 
-def test_seed_example_validates() -> None:
-    seed = {
+def test_documented_example_validates() -> None:
+    documented = {
         "type": "wait.created",
         "event_id": "01JAV3K2R8Q9WZ7M4X1YB6N0PD",
         "thread_id": "order-4471",
@@ -147,8 +147,8 @@ def test_seed_example_validates() -> None:
         "correlation": None,
         "tags": {"approver_group": "finance"},
     }
-    envelope = WaitEnvelope.model_validate(seed)
-    assert envelope.to_dict() == seed
+    envelope = WaitEnvelope.model_validate(documented)
+    assert envelope.to_dict() == documented
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,7 @@ def test_committed_schema_is_current(kind: str) -> None:
     )
 
 
-def test_seed_examples_validate() -> None:
+def test_documented_examples_validate() -> None:
     envelope = example("envelope")
     validator("envelope").validate(envelope)
     assert WaitEnvelope.model_validate(envelope).to_dict() == envelope

@@ -1,4 +1,4 @@
-"""Envelopes built without validation (``trusted``) behave like validated ones (issue 7)."""
+"""Envelopes built without validation (``trusted``) behave like validated ones."""
 
 from __future__ import annotations
 

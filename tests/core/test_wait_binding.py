@@ -1,4 +1,4 @@
-"""@wait binds and calls like Signature.bind + apply_defaults on every signature (issue 7 fast path)."""
+"""@wait binds and calls like Signature.bind + apply_defaults on every signature (the fast path)."""
 
 from __future__ import annotations
 

@@ -89,7 +89,7 @@ def check_envelope(
     correlation: dict[str, Any] | None = None,
     tags: dict[str, str] | None = None,
 ) -> None:
-    """Check every field of a published envelope against seed 000 section 1, in order."""
+    """Check every field of a published envelope against the message formats, in order."""
     data = json.loads(envelope.to_json())
     assert list(data) == ENVELOPE_FIELDS
     assert data["type"] == "wait.created"
@@ -114,7 +114,7 @@ def check_envelope(
 
 
 def answer(envelope: WaitEnvelope, value: Any) -> dict[str, Any]:
-    """The consumer's reply (seed 001 section 2): reply_with with the answer set."""
+    """The consumer's reply: reply_with with the answer set."""
     return {**envelope.reply_with.model_dump(), "answer": value}
 
 

@@ -1,4 +1,4 @@
-"""handle_message: the whole host of seed section 4, and the guarantees LangGraph leaves to it."""
+"""handle_message: the whole host, and the guarantees LangGraph leaves to it."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def two_question_graph(log: list[Any]) -> Any:
 def test_a_stale_id_does_not_answer_the_next_question_of_the_same_node(
     inbox: MemoryAnnounce,
 ) -> None:
-    # Plain LangGraph (FRAMEWORK_FACTS 1): the stale id answers the node's next interrupt.
+    # Plain LangGraph resumes interrupts by call order: the stale id answers the node's next interrupt.
     plain_log: list[Any] = []
     plain = two_question_graph(plain_log)
     cfg: RunnableConfig = {"configurable": {"thread_id": "plain"}}
@@ -321,7 +321,7 @@ def test_an_answer_racing_another_handler_answers_nothing_else(
 ) -> None:
     # Two handlers got the same answer; the second read the state before the first resumed.
     # LangGraph's strict resume refuses the stale id, which would otherwise answer the node's
-    # next question (FRAMEWORK_FACTS 1).
+    # next question (LangGraph matches resume values to interrupts by call order).
     log: list[Any] = []
     graph = two_question_graph(log)
     handle_message(graph, {"thread_id": "t", "input": {}}, inbox)

@@ -1,4 +1,4 @@
-"""LangChain create_agent + HumanInTheLoopMiddleware: batched and per-call questions (seed 001 §2)."""
+"""LangChain create_agent + HumanInTheLoopMiddleware: batched and per-call questions."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ def test_a_malformed_batch_answer_is_refused_before_it_poisons_the_thread(
 
 
 def test_plain_langgraph_saves_a_malformed_batch_answer() -> None:
-    # Why handle_message checks batch answers first (FRAMEWORK_FACTS 2): LangChain saves the
+    # Why handle_message checks batch answers first: LangChain saves the
     # bad answer, and the thread then refuses every later answer.
     graph = agent(Office(), model(TURN, AIMessage("done")))
     cfg: RunnableConfig = {"configurable": {"thread_id": "plain"}}

@@ -2,7 +2,7 @@
 
 LangGraph matches a task's answers to its interrupt() calls by the order they run. The prebuilt
 ToolNode runs every tool call of a model turn in one task, create_agent runs each as its own
-task (FRAMEWORK_FACTS 1). These tests pin what agent-wait does with both.
+task. These tests pin what agent-wait does with both.
 """
 
 from __future__ import annotations
@@ -219,7 +219,7 @@ def test_a_misaddressed_answer_is_refused_before_it_is_saved() -> None:
         graph.invoke(Command(resume={pending.id: elsewhere}), cfg)
     assert bank.runs == []
     assert [i.id for i in graph.get_state(cfg).interrupts] == [pending.id]
-    # The unaddressed answer of a plain seed-section-4 host still works.
+    # The unaddressed answer of a host written from the message formats alone still works.
     done = graph.invoke(Command(resume={pending.id: {"action": "approve"}}), cfg)
     assert bank.runs == [("issue_refund", 6)]
     assert done["messages"][-1].content == "done"

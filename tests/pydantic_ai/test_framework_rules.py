@@ -1,4 +1,4 @@
-"""What Pydantic AI itself does with deferred calls (seed section 4), checked on the installed version.
+"""What Pydantic AI itself does with deferred calls, checked on the installed version.
 
 These pin the framework behaviour the docs and ``handle_message`` rely on; if one fails after
 an upgrade, docs/frameworks/pydantic-ai.md is out of date.

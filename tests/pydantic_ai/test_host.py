@@ -1,4 +1,4 @@
-"""``handle_message``: the whole host of seed section 4, on real agents and real history stores."""
+"""``handle_message``: the whole host, on real agents and real history stores."""
 
 from __future__ import annotations
 
@@ -246,7 +246,7 @@ def test_partial_answers_are_held_until_every_pending_call_is_answered(
 def test_pydantic_ai_runs_a_duplicate_resume_twice_unless_the_history_was_stored_first(
     script: Callable[..., Script], inbox: MemoryAnnounce
 ) -> None:
-    """The store-before-acknowledge rule of seed section 4, shown on the framework itself."""
+    """The host's store-before-acknowledge rule, shown on the framework itself."""
     refunds = Refunds(script(REFUND))
     parked = refunds.agent.run_sync("refund")
     before = parked.all_messages()

@@ -70,7 +70,7 @@ def answer(result: Any, value: Any, index: int = 0) -> DeferredToolResults:
     )
 
 
-def test_park_publishes_the_seed_envelope_field_by_field(
+def test_park_publishes_the_contract_envelope_field_by_field(
     script: Callable[..., Script], inbox: MemoryAnnounce, clock: Callable[[], datetime]
 ) -> None:
     runs: list[dict[str, Any]] = []
@@ -180,8 +180,8 @@ def test_edited_args_naming_unknown_parameters_are_refused_before_resuming(
         answer(parked, {"action": "approve", "args": [1]})
 
 
-def test_a_host_following_the_seed_verbatim_works(script: Callable[..., Script]) -> None:
-    """The host of seed section 4, written without agent-wait's builder."""
+def test_a_host_written_from_the_message_formats_works(script: Callable[..., Script]) -> None:
+    """A host written from the message formats alone, without agent-wait's builder."""
     runs: list[dict[str, Any]] = []
     agent = refund_agent(script(REFUND), runs)
     parked = agent.run_sync("refund")

@@ -3,7 +3,7 @@
 Every thread asks two questions in sequence, both through ``@wait``:
 
 1. ``issue_refund(order_id, amount)``: no decision parameter, so ``{"action": "approve"}`` runs
-   the body and anything else is returned in its place (seed 000, section 2);
+   the body and anything else is returned in its place;
 2. ``notify_customer(order_id, decision)``: the body always runs and receives the whole answer.
 
 Bodies append to a shared :class:`Ledger`, which is how the soak sees whether a body ran twice
@@ -132,7 +132,7 @@ class LangGraphHost:
         return {"configurable": {"thread_id": thread_id}}
 
     def handle(self, message: dict[str, Any], announce: Announce) -> Handled:
-        """Seed 000 section 4's LangGraph host, in one call."""
+        """The LangGraph host, in one call."""
         return langgraph_handle_message(self.graph, message, announce, strict=True)
 
     def pending(self, thread_id: str) -> set[str]:
@@ -209,7 +209,7 @@ class PydanticAiHost:
         self.agent = agent
 
     def handle(self, message: dict[str, Any], announce: Announce) -> Handled:
-        """Seed 000 section 4's Pydantic AI host (load, run or resume, store, publish)."""
+        """The Pydantic AI host (load, run or resume, store, publish)."""
         return pydantic_ai_handle_message(
             self.agent, message, announce, history=self.history, strict=True
         )
@@ -325,7 +325,7 @@ class StrandsHost:
         )
 
     def handle(self, message: dict[str, Any], announce: Announce) -> Handled:
-        """Seed 000 section 4's Strands host (fresh agent on the thread's session, run, publish)."""
+        """The Strands host (fresh agent on the thread's session, run, publish)."""
         return strands_handle_message(self.agent, message, announce, strict=True)
 
     def pending(self, thread_id: str) -> set[str]:

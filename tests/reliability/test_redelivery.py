@@ -3,7 +3,7 @@
 The soak shows these at random; here each case is pinned down. The receiver is a real HTTP
 server that stops listening (connection refused) when a publish should fail.
 
-The host contract (seed 000 section 4, seed 001 "every question is published at least once"):
+The host contract (every question is published at least once):
 a message whose publish failed is not acknowledged and comes back. Whatever the framework did
 on its first delivery (ran, resumed, parked on the next question), the redelivery must get the
 questions the thread now waits on out, and must not run anything again.

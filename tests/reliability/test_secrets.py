@@ -316,7 +316,7 @@ def test_replays_are_rejected_outside_the_window_and_deduplicated_inside_it(
         verify(body, headers, WEBHOOK_SECRET, now=sent - timedelta(minutes=6))
     # Within the tolerance, verify() is stateless: a replay verifies. It is the same envelope
     # (same webhook-id = event_id, same dedupe key), which a receiver drops on type +
-    # question_id, as it drops every republish (seed 001).
+    # question_id, as it drops every republish.
     assert _post(receiver, body, headers) == 200
     first, replay = receiver.received()
     assert replay == first

@@ -1,4 +1,4 @@
-"""Fault soak: the seed 000 section 4 host loop under failing announcers, end to end.
+"""Fault soak: the host loop under failing announcers, end to end.
 
 A host processes an inbound queue of start and answer messages with ``handle_message(...,
 strict=True)`` for LangGraph and Pydantic AI threads (real frameworks, offline models). Every
@@ -15,7 +15,7 @@ stays at the head of its thread's group, and that thread's later messages wait b
 
 Two consumers read what the transports accepted: one drains the SQS queue through moto, the
 other is the webhook receiver (signature verified). The SQS consumer also answers, from the
-``reply_with`` it received (seed 001): sometimes at once, sometimes late, sometimes twice, and
+``reply_with`` it received: sometimes at once, sometimes late, sometimes twice, and
 sometimes with a different answer after the first.
 
 After the chaos phase (bounded by a count of scheduled faults and a time budget) the faults stop
@@ -164,7 +164,7 @@ class Planned:
 
 
 class Approver:
-    """The answering consumer of seed 001: dedupe on type + question_id, reply with reply_with."""
+    """The answering consumer: dedupe on type + question_id, reply with reply_with."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
@@ -365,7 +365,7 @@ class Soak:
         except AnnounceFailed:
             self.outcomes["announce_failed"] += 1
             self.inbox.redeliver_after(item, step + self.rng.randint(1, 6))
-        except Exception as error:  # collected, and reported with the seed
+        except Exception as error:  # collected, and reported with SEED
             self.unexpected.append(f"step {step} {item.message!r}: {type(error).__name__}: {error}")
             self.inbox.ack(item)
         else:

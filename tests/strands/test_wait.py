@@ -32,7 +32,7 @@ POLICY = WaitPolicy(
     correlation={"provider": "stripe", "id": "re_4471"},
 )
 REFUND = Call("issue_refund", {"order_id": "order-4471", "amount": 41000})
-SEED_FIELDS = [
+ENVELOPE_FIELDS = [
     "type",
     "event_id",
     "thread_id",
@@ -86,7 +86,7 @@ def test_park_envelope_matches_the_contract_then_approve_runs_once(
     [interrupt] = result.interrupts or []
 
     data = json.loads(envelope.to_json())
-    assert list(data) == SEED_FIELDS
+    assert list(data) == ENVELOPE_FIELDS
     assert data["type"] == "wait.created"
     assert re.fullmatch(r"[0-7][0-9A-HJKMNP-TV-Z]{25}", data["event_id"])
     assert data["thread_id"] == "order-4471"
