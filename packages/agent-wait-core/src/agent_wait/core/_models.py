@@ -74,7 +74,7 @@ _setattr = object.__setattr__  # module-level: saves a lookup per call on the pu
 _every_field: dict[type[BaseModel], set[str]] = {}
 """Per frozen model :func:`trusted` built with every field: one fields-set for all instances.
 
-A set per envelope was almost half of its memory (issue 7). Sharing is safe because a frozen
+A set per envelope was almost half of its memory. Sharing is safe because a frozen
 model never adds to its set, and ``model_copy`` copies it before changing it.
 """
 

@@ -234,7 +234,7 @@ class _Wait:
         self.hidden = frozenset(hidden)
         # Most tool signatures have only named parameters; for those, binding and calling are
         # done here at a fraction of Signature.bind + apply_defaults + BoundArguments.args, so a
-        # @wait(when=...) call that does not ask costs little more than the function (issue 7).
+        # @wait(when=...) call that does not ask costs little more than the function.
         params = signature.parameters.values()
         self._simple = all(p.kind in (_NAMED, _KEYWORD_ONLY) for p in params)
         self._names = tuple(signature.parameters)

@@ -363,7 +363,7 @@ class AnnouncerContract:
             pass
 
 
-# Seed 000 section 1: the envelope's fields, in this order.
+# The envelope's fields, in the order docs/message-formats.md gives them.
 _ENVELOPE_FIELDS = [
     "type",
     "event_id",
