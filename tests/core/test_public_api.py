@@ -86,6 +86,7 @@ def test_public_api() -> None:
         "question_from_value",
         "resend",
         "serve_entry",
+        "storable_problem",
         "sweep",
         "to_jsonable",
         "wait_payload",

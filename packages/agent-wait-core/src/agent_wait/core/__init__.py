@@ -79,6 +79,7 @@ if TYPE_CHECKING:
     from agent_wait.core._sqlite import InboxItem, SqliteAnnounce, SqliteInbox
     from agent_wait.core._sqlite_entry import SqliteEntry
     from agent_wait.core._sqlite_store import SqliteQuestionStore
+    from agent_wait.core._storable import storable_problem
     from agent_wait.core._store import QuestionStatus, QuestionStore, StoredQuestion, Transition
     from agent_wait.core._wait import (
         PAYLOAD_KEY,
@@ -176,6 +177,7 @@ _LAZY = {
     "question_from_value": "agent_wait.core._wait",
     "resend": "agent_wait.core._answering",
     "serve_entry": "agent_wait.core._worker",
+    "storable_problem": "agent_wait.core._storable",
     "sweep": "agent_wait.core._answering",
     "to_jsonable": "agent_wait.core._canonical",
     "wait_payload": "agent_wait.core._wait",
@@ -261,6 +263,7 @@ __all__ = [
     "question_from_value",
     "resend",
     "serve_entry",
+    "storable_problem",
     "sweep",
     "to_jsonable",
     "wait_payload",

@@ -23,6 +23,7 @@ from agent_wait.core._announce import PublishReport
 from agent_wait.core._errors import AgentWaitError, AnnounceFailed, InvalidAnswer
 from agent_wait.core._models import Answer, Question, StartMessage, parse_message
 from agent_wait.core._publish import Announce, Clock, apublish, publish
+from agent_wait.core._storable import storable_problem
 
 logger = logging.getLogger("agent_wait.host")
 
@@ -253,6 +254,11 @@ def _answer(
         detail = f"{where} is no longer pending (already answered, or late; {state}); nothing ran"
         return (yield from _publish(Outcome.DUPLICATE, waiting.unanswered, answer, detail=detail))
     try:
+        # Every framework saves the answer with the run: one its store cannot keep unchanged
+        # would fail (or come back altered) after the tool ran.
+        problem = storable_problem(answer.answer)
+        if problem:
+            raise InvalidAnswer(problem)
         value = host.check(thread, answer)
     except InvalidAnswer as error:
         return _refused(where, error)

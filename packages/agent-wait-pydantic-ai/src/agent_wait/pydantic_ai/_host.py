@@ -23,11 +23,9 @@ from agent_wait.core import (
     Announce,
     Answer,
     Handled,
-    InvalidAnswer,
     Question,
     StartMessage,
     canonical_json,
-    to_jsonable,
 )
 from agent_wait.core import host as core_host
 from agent_wait.core.host import AsyncHost, Clock, Host, Waiting
@@ -181,14 +179,12 @@ class _Host:
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         assert thread.state is not None  # only pending questions are checked
-        try:
-            value = to_jsonable(answer.answer, "answer")
-            deferred_results(
-                thread.state.requests, _answer(thread.thread_id, answer.question_id, value)
-            )
-        except TypeError as error:
-            raise InvalidAnswer(str(error)) from error
-        return value
+        # The answer is passed on as received (1.0 stays a float); deferred_results raises
+        # InvalidAnswer for one that does not fit the call.
+        deferred_results(
+            thread.state.requests, _answer(thread.thread_id, answer.question_id, answer.answer)
+        )
+        return answer.answer
 
     def questions_in(self, result: AgentRunResult[Any]) -> list[Question]:
         return questions_in(result)

@@ -7,7 +7,7 @@ from typing import Any, cast
 
 from pydantic import ValidationError
 
-from agent_wait.core import Answer, InvalidAnswer, canonical_json
+from agent_wait.core import Answer, InvalidAnswer, canonical_json, storable_problem
 from agent_wait.pydantic_ai._adapter import (
     answer_metadata,
     deferred_requests,
@@ -119,7 +119,8 @@ def deferred_results(
     Raises:
         ValueError: The run is not parked, an answer message is malformed, names a question
             that is not pending, or answers one twice.
-        InvalidAnswer: An approving answer's ``args`` do not fit the call.
+        InvalidAnswer: An approving answer's ``args`` do not fit the call, or an answer is
+            not storable unchanged (see :func:`~agent_wait.core.storable_problem`).
     """
     requests = deferred_requests(pending)
     if requests is None:
@@ -138,6 +139,11 @@ def deferred_results(
             )
         if question_id in results.approvals or question_id in results.calls:
             raise ValueError(f"answers[{index}].question_id: {question_id!r} is answered twice")
+        problem = storable_problem(message.answer, f"answers[{index}].answer")
+        if problem:
+            # The answer rides in the stored history; one the store cannot keep unchanged
+            # would fail (or come back altered) after the tool ran.
+            raise InvalidAnswer(problem)
         if requests.kind(question_id) == "approval":
             approval, metadata = approval_for(
                 call, requests.metadata.get(question_id), message.answer
