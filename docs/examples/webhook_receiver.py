@@ -13,7 +13,7 @@ from starlette.routing import Route
 from agent_wait.webhook import WebhookVerificationError, verify
 
 SECRET = os.environ["AGENT_WAIT_WEBHOOK_SECRET"]
-seen: set[str] = set()  # in production: a table with a unique key
+seen: set[tuple[str, str, str]] = set()  # in production: a table with a unique key
 inbox: list[dict] = []  # in production: your approvals UI
 
 
@@ -23,8 +23,9 @@ async def agent_wait_hook(request: Request) -> Response:
     except WebhookVerificationError as error:
         return JSONResponse({"error": str(error)}, status_code=400)
     # The same question is published more than once (fresh event_id, same question_id): dedupe on
-    # type + question_id from the signed body (the X-Agent-Wait-Dedupe-Key header is not signed).
-    key = f"{envelope['type']}:{envelope['question_id']}"
+    # type + thread_id + question_id from the signed body (question ids repeat across threads; the
+    # X-Agent-Wait-Dedupe-Key header carries the same key but is not signed).
+    key = (envelope["type"], envelope["thread_id"], envelope["question_id"])
     if key not in seen:
         seen.add(key)
         inbox.append(envelope)

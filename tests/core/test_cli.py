@@ -135,7 +135,7 @@ def test_schema_defaults_to_envelope() -> None:
 def test_validate_the_documented_messages(tmp_path: Path) -> None:
     code, out, err = run("validate", write_json(tmp_path / "e.json", DOC_ENVELOPE))
     assert (code, err) == (0, "")
-    assert "valid envelope (wait.created:a1b2c3d4e5f60718" in out
+    assert "valid envelope (wait.created:order-4471:a1b2c3d4e5f60718" in out
     answer = {
         **DOC_ENVELOPE["reply_with"],
         "answer": {"action": "approve"},

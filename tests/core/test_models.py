@@ -86,7 +86,7 @@ def test_envelope_values_follow_the_policy() -> None:
     }
     assert body["correlation"] == {"provider": "jira", "id": "FIN-1"}
     assert body["tags"] == {"approver_group": "finance"}
-    assert envelope.dedupe_key == "wait.created:a1b2c3d4e5f60718"
+    assert envelope.dedupe_key == "wait.created:order-4471:a1b2c3d4e5f60718"
 
 
 def test_nulls_where_the_policy_is_silent() -> None:

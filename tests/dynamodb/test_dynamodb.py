@@ -69,7 +69,7 @@ def test_the_row_holds_every_envelope_field_with_exact_numbers(aws: Aws) -> None
         "pk": "THREAD#order-4471",
         "sk": "WAIT#q-nested",
         "status": "open",
-        "dedupe_key": "wait.created:q-nested",
+        "dedupe_key": "wait.created:order-4471:q-nested",
         **expected,
     }
     assert row["expires_at"] == "2026-09-14T09:00:00Z"

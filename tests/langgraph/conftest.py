@@ -110,7 +110,7 @@ def check_envelope(
     }
     assert data["correlation"] == correlation
     assert data["tags"] == (tags or {})
-    assert envelope.dedupe_key == f"wait.created:{question_id}"
+    assert envelope.dedupe_key == f"wait.created:{thread_id}:{question_id}"
 
 
 def answer(envelope: WaitEnvelope, value: Any) -> dict[str, Any]:

@@ -64,7 +64,7 @@ def test_body_subject_and_headers(nats_url: str, stream: Any) -> None:
     assert message.subject == f"{stream.prefix}.questions.finance"
     assert message.body == report.envelopes[0].to_dict()
     assert message.headers == {
-        "Nats-Msg-Id": "wait.created:q-1",
+        "Nats-Msg-Id": "wait.created:order-4471:q-1",
         "Content-Type": "application/json",
         "Agent-Wait-Tag-approver_group": "finance",
         "Agent-Wait-Tag-region": "eu",
@@ -94,10 +94,10 @@ def test_republish_is_dropped_inside_the_duplicate_window(
     assert asynchronous.ok
     [message] = stream.messages()
     assert message.body["event_id"] == first.envelopes[0].event_id
-    assert "wait.created:q-1 was a duplicate" in caplog.text
+    assert "wait.created:t:q-1 was a duplicate" in caplog.text
 
     async def republish(js: JetStreamContext) -> Any:
-        headers = {"Nats-Msg-Id": "wait.created:q-1"}
+        headers = {"Nats-Msg-Id": "wait.created:t:q-1"}
         return await js.publish(f"{stream.prefix}.questions.finance", b"{}", headers=headers)
 
     ack = admin.run(republish)

@@ -176,11 +176,11 @@ def test_new_rows_notify_with_ids_only_and_republishes_do_not(
     publish([question("q-1"), question("q-2"), question("q-3")], "order-1", announce, strict=True)
     apublish_closing(announce, [question("q-3"), question("q-4")], "order-2")
     assert notifications(conn, 5) == [
-        {"dedupe_key": "wait.created:q-1", "thread_id": "order-1", "question_id": "q-1"},
-        {"dedupe_key": "wait.created:q-2", "thread_id": "order-1", "question_id": "q-2"},
-        {"dedupe_key": "wait.created:q-3", "thread_id": "order-1", "question_id": "q-3"},
-        {"dedupe_key": "wait.created:q-3", "thread_id": "order-2", "question_id": "q-3"},
-        {"dedupe_key": "wait.created:q-4", "thread_id": "order-2", "question_id": "q-4"},
+        {"dedupe_key": "wait.created:order-1:q-1", "thread_id": "order-1", "question_id": "q-1"},
+        {"dedupe_key": "wait.created:order-1:q-2", "thread_id": "order-1", "question_id": "q-2"},
+        {"dedupe_key": "wait.created:order-1:q-3", "thread_id": "order-1", "question_id": "q-3"},
+        {"dedupe_key": "wait.created:order-2:q-3", "thread_id": "order-2", "question_id": "q-3"},
+        {"dedupe_key": "wait.created:order-2:q-4", "thread_id": "order-2", "question_id": "q-4"},
     ]
 
 

@@ -111,7 +111,7 @@ def test_park_publishes_the_contract_envelope_field_by_field(
     }
     assert data["correlation"] is None
     assert data["tags"] == {"approver_group": "finance"}
-    assert envelope.dedupe_key == "wait.created:issue_refund-1-0"
+    assert envelope.dedupe_key == "wait.created:order-4471:issue_refund-1-0"
     # The parked payload rides in the deferred call's metadata.
     assert result.output.metadata[call.tool_call_id]["question"] == data["question"]
 

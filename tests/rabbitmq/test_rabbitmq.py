@@ -63,7 +63,7 @@ def test_message_properties_and_body(amqp_url: str, broker: Broker) -> None:
     assert message.body == report.envelopes[0].to_dict()
     props = message.properties
     assert (props.message_id, props.type, props.content_type) == (
-        "wait.created:q-1",
+        "wait.created:t:q-1",
         "wait.created",
         "application/json",
     )
@@ -169,7 +169,7 @@ def test_republish_is_a_second_message_with_the_same_message_id(
         first = publish([question("q-1")], "order.4471", announce, strict=True)
         second = publish([question("q-1")], "order.4471", announce, strict=True)
     messages = broker.drain(queue)
-    assert [m.properties.message_id for m in messages] == ["wait.created:q-1"] * 2
+    assert [m.properties.message_id for m in messages] == ["wait.created:order.4471:q-1"] * 2
     assert [m.body["event_id"] for m in messages] == [
         first.envelopes[0].event_id,
         second.envelopes[0].event_id,

@@ -67,7 +67,7 @@ def test_entry_carries_the_contract_body_ids_and_tags(
     envelope = report.envelopes[0]
     assert json.loads(fields.pop("envelope")) == envelope.to_dict()
     assert fields == {
-        "dedupe_key": "wait.created:q-1",
+        "dedupe_key": "wait.created:order-4471:q-1",
         "type": "wait.created",
         "thread_id": "order-4471",
         "question_id": "q-1",
@@ -96,7 +96,7 @@ def test_without_index_a_republish_is_a_second_entry_with_the_same_dedupe_key(
     first = publish([question("q-1")], "t", announce, strict=True)
     second = publish([question("q-1")], "t", announce, strict=True)
     entries = client.xrange(announce.stream)
-    assert [fields["dedupe_key"] for _, fields in entries] == ["wait.created:q-1"] * 2
+    assert [fields["dedupe_key"] for _, fields in entries] == ["wait.created:t:q-1"] * 2
     event_ids = [json.loads(fields["envelope"])["event_id"] for _, fields in entries]
     assert event_ids == [first.envelopes[0].event_id, second.envelopes[0].event_id]
 
@@ -107,7 +107,7 @@ def test_index_absorbs_a_republish_and_never_overwrites_the_hash(
     stream, prefix = names
     with RedisAnnounce(redis_url, stream=stream, index=True, index_prefix=prefix) as indexed:
         first = publish([question("q-1", approver_group="finance")], "t", indexed, strict=True)
-        key = prefix + "wait.created:q-1"
+        key = prefix + "wait.created:t:q-1"
         client.hset(key, "status", "answered")  # a consumer took it
         second = publish([question("q-1", approver_group="finance")], "t", indexed, strict=True)
         asynchronous = apublish_closing(indexed, [question("q-1")])
@@ -130,7 +130,7 @@ def test_index_ttl_expires_the_hash(
         redis_url, stream=stream, index=True, index_prefix=prefix, index_ttl=600
     ) as indexed:
         publish([question("q-1")], "t", indexed, strict=True)
-    assert 0 < client.pttl(prefix + "wait.created:q-1") <= 600_000
+    assert 0 < client.pttl(prefix + "wait.created:t:q-1") <= 600_000
 
 
 def test_maxlen_trims_approximately(
@@ -156,7 +156,7 @@ def test_one_refused_entry_never_fails_the_rest_of_the_pipeline(
         user,
         enabled=True,
         passwords=[f"+{password}"],
-        keys=[stream, f"{prefix}wait.created:ok-*"],
+        keys=[stream, f"{prefix}wait.created:t:ok-*"],
         commands=["+@all"],
     )
     try:

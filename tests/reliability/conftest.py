@@ -1,4 +1,4 @@
-"""Fixtures of the reliability suite: an AWS environment with test-only credentials."""
+"""Fixtures of the reliability suite: an AWS environment with test-only credentials, NATS streams."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from tests.aws_moto import aws, moto_server  # noqa: F401 - fixtures, registered by import
+from tests.nats.conftest import nats_url, stream  # noqa: F401 - fixtures, registered by import
 
 REGION = "us-east-1"
 # Distinctive values, so a test can search logs for them; moto accepts any non-empty keys.

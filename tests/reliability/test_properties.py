@@ -15,6 +15,7 @@ from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import jsonschema
 import pytest
@@ -314,7 +315,7 @@ def test_envelopes_round_trip_and_match_the_published_schema(
     assert again == envelope
     assert again.to_json() == data
     assert WaitEnvelope.model_validate(document).to_dict() == document
-    assert again.dedupe_key == f"wait.created:{question.question_id}"
+    assert again.dedupe_key == f"wait.created:{quote(thread_id, safe='')}:{question.question_id}"
     if document["answer_ttl"] is not None:
         assert parse_duration(document["answer_ttl"], "answer_ttl") == question.policy.answer_ttl
 

@@ -321,7 +321,7 @@ def test_replays_are_rejected_outside_the_window_and_deduplicated_inside_it(
     first, replay = receiver.received()
     assert replay == first
     assert {h["x-agent-wait-dedupe-key"] for h in map(_lower, receiver.headers)} == {
-        "wait.created:q-1"
+        "wait.created:t-1:q-1"
     }
     assert len({f"{e['type']}:{e['question_id']}" for e in receiver.received()}) == 1
 

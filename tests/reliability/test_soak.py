@@ -22,7 +22,7 @@ After the chaos phase (bounded by a count of scheduled faults and a time budget)
 and the system must drain; then:
 
 - every question a framework parked on reached both consumers at least once;
-- deduplicating on ``type`` + ``question_id`` yields exactly the set of questions asked;
+- deduplicating on ``type`` + ``thread_id`` + ``question_id`` yields exactly the set of questions asked;
 - no answer was applied twice, and the first one stands; no body ran twice.
 
 The run is reproducible from its seed (printed, and in every failure message):
@@ -400,8 +400,13 @@ class Soak:
         )
 
 
+def _key(thread_id: str, question_id: str) -> str:
+    # What consumers deduplicate on: a question id is unique within its thread.
+    return f"wait.created:{thread_id}:{question_id}"
+
+
 def _keys(envelopes: list[dict[str, Any]]) -> set[str]:
-    return {f"{e['type']}:{e['question_id']}" for e in envelopes}
+    return {_key(e["thread_id"], e["question_id"]) for e in envelopes}
 
 
 @pytest.fixture
@@ -489,14 +494,13 @@ def test_soak(
     assert not len(soak.inbox), f"did not drain within the step bound: {summary}"
     assert not soak.outgoing, f"did not drain within the step bound: {summary}"
 
-    asked = {q for questions in soak.asked.values() for q in questions}
-    expected = {f"wait.created:{q}" for q in asked}
+    expected = {_key(t, q) for t, qs in soak.asked.items() for q in qs}
     # Two questions per run, each asked once: a redelivered message never minted a new id.
     wrong = {t: sorted(qs) for t, qs in soak.asked.items() if len(qs) != 2}
     assert not wrong, f"threads that did not ask exactly two questions: {wrong} ({summary})"
     sqs_keys = _keys(consumer.envelopes)
     webhook_keys = _keys(faulty_receiver.received())
-    thread_of = {f"wait.created:{q}": thread_id for thread_id, qs in soak.asked.items() for q in qs}
+    thread_of = {_key(t, q): t for t, qs in soak.asked.items() for q in qs}
     missing = {k: thread_of[k] for k in sorted(expected - sqs_keys)}
     assert not missing, f"never reached SQS (question: thread): {missing} ({summary})"
     missing = {k: thread_of[k] for k in sorted(expected - webhook_keys)}
@@ -511,7 +515,10 @@ def test_soak(
     by_key: dict[str, dict[str, Any]] = {}
     for envelope in [*consumer.envelopes, *faulty_receiver.received()]:
         stable = {k: v for k, v in envelope.items() if k not in ("event_id", "expires_at")}
-        assert by_key.setdefault(f"{envelope['type']}:{envelope['question_id']}", stable) == stable
+        assert (
+            by_key.setdefault(_key(envelope["thread_id"], envelope["question_id"]), stable)
+            == stable
+        )
 
     unfinished = [t for t in soak.asked if not soak.host_of(t).finished(t)]
     assert not unfinished, f"threads still parked: {unfinished[:10]} ({summary})"

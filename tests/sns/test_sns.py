@@ -204,7 +204,7 @@ def test_fifo_ids_are_sent_within_sns_rules(aws: Aws) -> None:
     (call,) = sent
     assert len(call["MessageGroupId"]) == 64
     assert call["MessageGroupId"].isalnum()
-    assert call["MessageDeduplicationId"] == "wait.created:q0"
+    assert call["MessageDeduplicationId"] == "wait.created:commande%20n%C2%B0%204471:q0"
 
 
 def test_subject_is_ascii_and_short(aws: Aws) -> None:

@@ -154,7 +154,7 @@ def test_fifo_queue_gets_group_and_dedupe_ids_and_drops_a_republish(aws: Aws) ->
         system = message["Attributes"]
         assert system["MessageGroupId"] == "order-4471"
         body = json.loads(message["Body"])
-        assert system["MessageDeduplicationId"] == f"wait.created:{body['question_id']}"
+        assert system["MessageDeduplicationId"] == f"wait.created:order-4471:{body['question_id']}"
 
 
 def test_fifo_ids_outside_sqs_rules_are_hashed_and_the_group_can_be_fixed(aws: Aws) -> None:
@@ -168,7 +168,7 @@ def test_fifo_ids_outside_sqs_rules_are_hashed_and_the_group_can_be_fixed(aws: A
     assert first["Attributes"]["MessageGroupId"] == fit_identifier(thread)
     assert len(first["Attributes"]["MessageGroupId"]) == 64
     assert first["Attributes"]["MessageDeduplicationId"] == fit_identifier(
-        "wait.created:" + "q" * 130
+        "wait.created:commande%20n%C2%B0%204471:" + "q" * 130
     )
     assert json.loads(first["Body"])["thread_id"] == thread
     assert second["Attributes"]["MessageGroupId"] == "all"

@@ -110,7 +110,7 @@ def test_park_envelope_matches_the_contract_then_approve_runs_once(
     }
     assert data["correlation"] == {"provider": "stripe", "id": "re_4471"}
     assert data["tags"] == {"approver_group": "finance"}
-    assert envelope.dedupe_key == f"wait.created:{interrupt.id}"
+    assert envelope.dedupe_key == f"wait.created:order-4471:{interrupt.id}"
 
     # A fresh Agent on the same FileSessionManager session resumes the parked call.
     resumed = agent_for("order-4471")(answer(envelope.reply_with, {"action": "approve"}))

@@ -37,7 +37,7 @@ async def test_several_envelopes_are_sent_concurrently(receiver: Receiver) -> No
     assert report.ok
     assert receiver.peak["/meet"] == 4
     keys = sorted(r.headers["x-agent-wait-dedupe-key"] for r in receiver.requests("/meet"))
-    assert keys == [f"wait.created:q-{n}" for n in range(1, 5)]
+    assert keys == [f"wait.created:order-4471:q-{n}" for n in range(1, 5)]
 
 
 async def test_concurrency_is_bounded(receiver: Receiver) -> None:

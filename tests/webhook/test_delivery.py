@@ -31,7 +31,9 @@ def test_body_and_headers_are_the_contract(receiver: Receiver) -> None:
     headers = request.headers
     assert headers["content-type"] == "application/json"
     assert headers["x-agent-wait-event"] == "wait.created"
-    assert headers["x-agent-wait-dedupe-key"] == envelope.dedupe_key == "wait.created:q-1"
+    assert (
+        headers["x-agent-wait-dedupe-key"] == envelope.dedupe_key == "wait.created:order-4471:q-1"
+    )
     assert headers["authorization"] == "Bearer t0ken"
     assert headers["webhook-id"] == envelope.event_id
     assert headers["user-agent"].startswith("agent-wait-webhook/")
@@ -291,7 +293,7 @@ def test_several_envelopes_sync_one_request_each_in_order_on_one_connection(
     assert report.ok
     requests = receiver.requests("/hook")
     assert [r.headers["x-agent-wait-dedupe-key"] for r in requests] == [
-        f"wait.created:q-{n}" for n in range(1, 5)
+        f"wait.created:order-4471:q-{n}" for n in range(1, 5)
     ]
     assert [r.body for r in requests] == [e.to_json() for e in report.envelopes]
     assert len({r.client_port for r in requests}) == 1  # the connection was reused

@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeVar, cast
+from urllib.parse import quote
 
 from pydantic import (
     BaseModel,
@@ -188,8 +189,14 @@ class WaitEnvelope(BaseModel):
 
     @property
     def dedupe_key(self) -> str:
-        """``"wait.created:<question_id>"``: what consumers and transports deduplicate on."""
-        return f"{self.type}:{self.question_id}"
+        """``"wait.created:<thread_id>:<question_id>"``: what consumers and transports deduplicate on.
+
+        A question id is unique within its thread only: Strands hook interrupt ids depend on the
+        interrupt's name alone, and tool call ids from scripted or replayed models repeat. The
+        thread id is percent-encoded (no ``:`` or non-ASCII left), so the key is ASCII whenever
+        the question id is, and two threads never share one.
+        """
+        return f"{self.type}:{quote(self.thread_id, safe='')}:{self.question_id}"
 
     def to_json(self) -> bytes:
         """The envelope as compact UTF-8 JSON, fields in contract order."""

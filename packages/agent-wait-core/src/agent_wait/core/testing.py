@@ -61,6 +61,7 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, ClassVar
+from urllib.parse import quote
 
 try:
     import pytest
@@ -592,7 +593,10 @@ class AdapterContract:
             "question_id": question.question_id,
             "answer": None,
         }
-        assert envelope.dedupe_key == f"wait.created:{question.question_id}"
+        assert (
+            envelope.dedupe_key
+            == f"wait.created:{quote(thread_id, safe='')}:{question.question_id}"
+        )
         done = self.resume(thread_id, parked, question, {"action": "approve"})
         assert self.publish_interrupts(done, thread_id, inbox).envelopes == ()
         assert len(inbox.envelopes) == 1

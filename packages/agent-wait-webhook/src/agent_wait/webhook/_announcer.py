@@ -208,7 +208,7 @@ class WebhookAnnounce(BaseAnnounce):
 
     The body is exactly ``envelope.to_json()``. Headers: ``Content-Type: application/json``,
     ``X-Agent-Wait-Event`` (the envelope type) and ``X-Agent-Wait-Dedupe-Key``
-    (``wait.created:<question_id>``); with a secret also ``webhook-id`` (the envelope's
+    (``wait.created:<thread_id>:<question_id>``); with a secret also ``webhook-id`` (the envelope's
     ``event_id``), ``webhook-timestamp`` and ``webhook-signature: v1,<base64>``, which any
     Standard Webhooks library, or :func:`agent_wait.webhook.verify`, checks.
 
