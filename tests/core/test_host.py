@@ -9,6 +9,7 @@ their real runtimes through :class:`~agent_wait.core.testing.HostContract`.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,6 +41,7 @@ def test_outcome_values_are_the_documented_strings() -> None:
         "duplicate",
         "unknown_question",
         "invalid_answer",
+        "resume_failed",
         "held",
     ]
 
@@ -372,3 +374,52 @@ def test_plan_is_free_of_io() -> None:
     handled = done.value.value
     assert (handled.outcome, handled.result) == (Outcome.RESUMED, Result("t", ["t-q2"]))
     assert ledger.runs == [], "the plan performed no step itself"
+
+
+class Fragile(Ledger):
+    """A ledger whose resume fails on an answer it cannot read, keeping nothing of it."""
+
+    def resume(self, thread: Thread, answers: Mapping[str, Any]) -> Result:
+        for value in answers.values():
+            if "reason" in value:
+                raise ValueError(f"cannot read {value['reason']!r}")
+        return super().resume(thread, answers)
+
+
+def test_a_resume_that_raises_is_reported_and_the_question_takes_another_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    ledger, inbox = Fragile(), MemoryAnnounce()
+    [question_id] = core_host.handle_message(
+        ledger, {"thread_id": "t", "input": "go"}, inbox
+    ).question_ids
+    with caplog.at_level(logging.INFO):
+        failed = core_host.handle_message(
+            ledger, reply(question_id, {"reason": "DE89 3704"}), inbox
+        )
+    assert failed.outcome is Outcome.RESUME_FAILED
+    assert isinstance(failed.error, ValueError)
+    assert not failed.ran
+    assert failed.report == PublishReport()
+    assert failed.detail == (
+        f"question {question_id!r} of thread 't': the resume raised ValueError: cannot read "
+        "'DE89 3704'; the question is still pending and takes another answer"
+    )
+    assert "ValueError" in caplog.text
+    assert "DE89" not in caplog.text
+    resumed = core_host.handle_message(ledger, reply(question_id), inbox)
+    assert resumed.outcome is Outcome.RESUMED
+
+
+async def test_ahandle_message_reports_a_failed_resume_too() -> None:
+    ledger = Fragile()
+    host = AsyncLedger(ledger)
+    started = await core_host.ahandle_message(
+        host, {"thread_id": "t", "input": "go"}, MemoryAnnounce()
+    )
+    [question_id] = started.question_ids
+    failed = await core_host.ahandle_message(
+        host, reply(question_id, {"reason": "x"}), MemoryAnnounce()
+    )
+    assert failed.outcome is Outcome.RESUME_FAILED
+    assert "still pending" in (failed.detail or "")

@@ -55,6 +55,10 @@ class Outcome(StrEnum):
     """An answer for a question id this thread never asked: nothing ran."""
     INVALID_ANSWER = "invalid_answer"
     """An answer the framework would choke on (and possibly save), refused before resuming."""
+    RESUME_FAILED = "resume_failed"
+    """An answer resumed its question and the run raised (a tool or hook failed on the answer, a
+    model call failed): what the framework saved of that answer is undone, so a question the run
+    had not moved past is still pending and takes another answer. ``error`` holds the exception."""
     HELD = "held"
     """An answer to one of several pending questions, stored until the others are answered too:
     nothing ran yet (Pydantic AI resumes a run only with every pending call answered)."""
@@ -69,12 +73,14 @@ class Handled:
         result: The framework's run result, or None when nothing ran.
         report: What was published (empty when nothing was).
         detail: A human-readable explanation for the non-running outcomes.
+        error: The exception of a failed resume (:attr:`Outcome.RESUME_FAILED`), else None.
     """
 
     outcome: Outcome
     result: Any = None
     report: PublishReport = field(default_factory=PublishReport)
     detail: str | None = None
+    error: Exception | None = None
 
     @property
     def ran(self) -> bool:
@@ -178,6 +184,11 @@ class Host(_HostBase[ThreadT, ResultT], Protocol[ThreadT, ResultT]):
         Raises:
             InvalidAnswer: The framework refused the answer before saving anything.
             QuestionNotPending: The question was answered meanwhile; nothing ran.
+            Exception: The run failed (a tool or hook that cannot handle the answer). Any
+                exception but an :class:`~agent_wait.core.AgentWaitError` is reported as
+                :attr:`Outcome.RESUME_FAILED`. Undo first
+                what the framework kept of the answer, so that a thread that did not move past
+                the question still takes another answer (:attr:`Outcome.RESUME_FAILED`).
         """
         ...
 
@@ -281,7 +292,31 @@ def _answer(
         return Handled(Outcome.DUPLICATE, detail=detail)
     except InvalidAnswer as error:
         return _refused(where, error)
+    except AgentWaitError:
+        raise  # agent-wait's own refusals (routing, sizes) are the application's to fix
+    except Exception as error:  # noqa: BLE001 - reported as resume_failed, with the error
+        # The host's resume undid what the framework kept of the answer; whether the thread
+        # still waits on the question is read back from the framework.
+        after = yield ("load", (thread_id,))
+        return _resume_failed(where, error, pending=question_id in host.waiting(after).ids)
     return (yield from _publish(Outcome.RESUMED, host.questions_in(result), answer, result))
+
+
+def _resume_failed(where: str, error: Exception, *, pending: bool) -> Handled:
+    # The message is acknowledged on this outcome: redelivering an answer that fails the same way
+    # every time would block the thread's queue group for good. Only the exception type is
+    # logged (its text may quote the answer).
+    state = (
+        "the question is still pending and takes another answer"
+        if pending
+        else "the thread had moved past the question, which is no longer pending"
+    )
+    logger.warning("%s: the resume raised %s; %s", where, type(error).__name__, state)
+    return Handled(
+        Outcome.RESUME_FAILED,
+        detail=f"{where}: the resume raised {type(error).__name__}: {error}; {state}",
+        error=error,
+    )
 
 
 def _refused(where: str, error: InvalidAnswer) -> Handled:

@@ -37,6 +37,10 @@ from agent_wait.langgraph._adapter import (
     is_batch_request,
     questions_in,
 )
+from agent_wait.langgraph._recovery import (
+    aanswers_restored_on_failure,
+    answers_restored_on_failure,
+)
 from agent_wait.langgraph._routing import (
     RUN_LOG,
     InterruptRoutingError,
@@ -326,7 +330,10 @@ class _SyncHost(_Host, Host[_Thread, Any]):
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
         command = self._command(thread, answers)
-        with _resuming(thread, answers) as log:
+        with (
+            answers_restored_on_failure(self.graph, thread.config, *answers),
+            _resuming(thread, answers) as log,
+        ):
             result = self.graph.invoke(command, _strict(thread.config))
         return _checked(log, result, thread)
 
@@ -347,8 +354,9 @@ class _AsyncHost(_Host, AsyncHost[_Thread, Any]):
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
         command = self._command(thread, answers)
-        with _resuming(thread, answers) as log:
-            result = await self.graph.ainvoke(command, _strict(thread.config))
+        async with aanswers_restored_on_failure(self.graph, thread.config, *answers):
+            with _resuming(thread, answers) as log:
+                result = await self.graph.ainvoke(command, _strict(thread.config))
         return _checked(log, result, thread)
 
 

@@ -13,6 +13,7 @@ from agent_wait.core import Announce, Answer, Handled, InvalidAnswer, Question, 
 from agent_wait.core import host as core_host
 from agent_wait.core.host import AsyncHost, Clock, Host, Waiting
 from agent_wait.strands._adapter import questions_in, questions_of
+from agent_wait.strands._recovery import responses_cleared_on_failure
 from strands import Agent
 from strands.agent.agent_result import AgentResult
 from strands.interrupt import Interrupt
@@ -163,7 +164,8 @@ class _SyncHost(_Host, Host[_Thread, AgentResult]):
         return thread.agent(self.prompt(message.input))
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentResult:
-        return thread.agent(_responses(answers))
+        with responses_cleared_on_failure(thread.agent, answers):
+            return thread.agent(_responses(answers))
 
 
 class _AsyncHost(_Host, AsyncHost[_Thread, AgentResult]):
@@ -179,7 +181,8 @@ class _AsyncHost(_Host, AsyncHost[_Thread, AgentResult]):
         return await thread.agent.invoke_async(self.prompt(message.input))
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentResult:
-        return await thread.agent.invoke_async(_responses(answers))
+        with responses_cleared_on_failure(thread.agent, answers):
+            return await thread.agent.invoke_async(_responses(answers))
 
 
 def _checked_agent(agent: object, thread_id: str) -> Agent:
