@@ -12,8 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai import DeferredToolRequests
+from pydantic_ai.messages import ToolCallPart
 
-from agent_wait.core import MemoryAnnounce, Outcome
+from agent_wait.core import InvalidAnswer, MemoryAnnounce, Outcome
+from agent_wait.langgraph import resume_command
+from agent_wait.pydantic_ai import deferred_results
+from agent_wait.strands import interrupt_responses
 from tests.reliability.agents import LangGraphHost, Ledger, PydanticAiHost, StrandsHost, ThreadHost
 
 Parked = tuple[ThreadHost, Ledger, str, str]
@@ -103,6 +108,21 @@ def test_answers_the_persistence_cannot_keep_are_refused_before_anything_runs(
         {"action": "send", "account": "98765432109876543210"}
     ]
     assert host.finished(thread_id)
+
+
+def test_the_resume_helpers_refuse_what_the_persistence_cannot_keep() -> None:
+    # What a host built from the building blocks (instead of handle_message) gets.
+    answer = {"thread_id": "t", "question_id": "0" * 32, "answer": {"n": 2**63}}
+    with pytest.raises(InvalidAnswer, match=r"answer\.n: the integer 9223372036854775808"):
+        resume_command(answer)
+    with pytest.raises(InvalidAnswer, match=r"answers\[0\]\.answer\.n: the integer"):
+        interrupt_responses(answer)
+    requests = DeferredToolRequests(calls=[ToolCallPart("lookup", {}, tool_call_id="c1")])
+    with pytest.raises(InvalidAnswer, match=r"answers\[0\]\.answer\.n: the integer"):
+        deferred_results(requests, {**answer, "question_id": "c1"})
+    assert resume_command({**answer, "answer": {"n": 2**63 - 1}}).resume == {
+        "0" * 32: {"n": 2**63 - 1}
+    }
 
 
 # --- floats arrive as floats ----------------------------------------------------------------------

@@ -28,6 +28,7 @@ from agent_wait.core import (
     Question,
     StartMessage,
     parse_message,
+    storable_problem,
 )
 from agent_wait.core import host as core_host
 from agent_wait.core.host import AsyncHost, Clock, Host, QuestionNotPending, Waiting
@@ -95,6 +96,8 @@ def resume_command(
         ValueError: The message is not an answer, or its ``question_id`` is not a LangGraph
             interrupt id (LangGraph would take ``{id: answer}`` as the answer itself and give
             it to whatever question is pending).
+        InvalidAnswer: The checkpointer could not save the answer unchanged (see
+            :func:`~agent_wait.core.storable_problem`).
     """
     answer = _answer(answer_message)
     if not _INTERRUPT_ID.match(answer.question_id):
@@ -102,6 +105,9 @@ def resume_command(
             f"question_id: {answer.question_id!r} is not a LangGraph interrupt id (32 lowercase "
             "hex characters); LangGraph would hand the whole {id: answer} map to the pending question"
         )
+    problem = storable_problem(answer.answer)
+    if problem:
+        raise InvalidAnswer(f"question {answer.question_id}: {problem}")
     value = answer.answer
     if pending is not None:
         for item in interrupts_in(pending):

@@ -9,7 +9,15 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from agent_wait.core import Announce, Answer, Handled, InvalidAnswer, Question, StartMessage
+from agent_wait.core import (
+    Announce,
+    Answer,
+    Handled,
+    InvalidAnswer,
+    Question,
+    StartMessage,
+    storable_problem,
+)
 from agent_wait.core import host as core_host
 from agent_wait.core.host import AsyncHost, Clock, Host, Waiting
 from agent_wait.strands._adapter import questions_in, questions_of
@@ -37,6 +45,8 @@ def interrupt_responses(*answers: Answer | Mapping[str, Any]) -> list[dict[str, 
     Raises:
         ValueError: An answer lacks ``question_id`` or ``answer``, or its ``answer`` is null
             (Strands treats a null response as no answer and asks again).
+        InvalidAnswer: The session could not keep an answer unchanged (see
+            :func:`~agent_wait.core.storable_problem`).
     """
     responses: list[dict[str, Any]] = []
     for index, item in enumerate(answers):
@@ -53,6 +63,9 @@ def interrupt_responses(*answers: Answer | Mapping[str, Any]) -> list[dict[str, 
                 f"answers[{index}].answer: null for question_id {question_id!r}; Strands treats a "
                 "null response as no answer"
             )
+        problem = storable_problem(data["answer"], f"answers[{index}].answer")
+        if problem:
+            raise InvalidAnswer(problem)
         responses.append(
             {"interruptResponse": {"interruptId": question_id, "response": data["answer"]}}
         )
