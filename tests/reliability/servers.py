@@ -194,6 +194,7 @@ class FaultyReceiver:
         self.bodies: list[bytes] = []
         self.counts: Counter[str] = Counter()
         self._rng = random.Random(seed)
+        self._choices = 0
         self._lock = threading.Lock()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
@@ -211,7 +212,14 @@ class FaultyReceiver:
                 behaviour = "ok"
             else:
                 names = list(self.weights)
-                behaviour = self._rng.choices(names, [self.weights[n] for n in names])[0]
+                unseen = [n for n in names if self.weights[n] > 0 and not self.counts[n]]
+                self._choices += 1
+                # Every tenth request takes a behaviour that has not happened yet, so a rare one
+                # (a hang at 1.5%) is exercised in every soak, whatever the seed.
+                if unseen and self._choices % 10 == 0:
+                    behaviour = self._rng.choice(unseen)
+                else:
+                    behaviour = self._rng.choices(names, [self.weights[n] for n in names])[0]
             self.counts[behaviour] += 1
             return behaviour
 
