@@ -22,7 +22,7 @@ from agent_wait.core import (
     WaitPolicy,
 )
 from agent_wait.core.host import QuestionNotPending, plan
-from agent_wait.langgraph import InterruptRoutingError, handle_message, resume_command, wait
+from agent_wait.langgraph import handle_message, resume_command, wait
 from agent_wait.langgraph._host import _SyncHost  # pyright: ignore[reportPrivateUsage]
 from tests.langgraph.conftest import answer, check_envelope, clock
 
@@ -196,14 +196,17 @@ def test_a_stale_id_does_not_answer_the_next_question_of_the_same_node(
     assert log == [("first", "yes"), ("first", "yes"), ("second", "ok")]
 
 
-def test_several_wait_calls_in_one_node_are_refused(inbox: MemoryAnnounce) -> None:
-    # The first approved refund would run again when the second question is answered.
+def test_several_wait_calls_in_one_node_are_asked_in_turn_and_run_once(
+    inbox: MemoryAnnounce,
+) -> None:
+    # LangGraph would hand the second answer to whichever call runs second and run the first
+    # approved refund again; each call takes the answer addressed to it and runs once.
     runs: list[int] = []
 
     @wait
     def issue_refund(order_id: str, amount: int) -> str:
         runs.append(amount)
-        return "refunded"
+        return f"refunded {amount}"
 
     def refund_all(state: State) -> State:
         return {"result": [issue_refund(state["order_id"], a) for a in (10, 20)]}
@@ -212,12 +215,59 @@ def test_several_wait_calls_in_one_node_are_refused(inbox: MemoryAnnounce) -> No
     builder.add_node("refund_all", refund_all)
     builder.add_edge(START, "refund_all")
     graph = builder.compile(checkpointer=InMemorySaver())
-    started = handle_message(graph, {"thread_id": "t", "input": {"order_id": "o"}}, inbox)
-    with pytest.raises(InterruptRoutingError, match="node 'refund_all' asked issue_refund") as info:
-        handle_message(graph, answer(inbox.envelopes[0], {"action": "approve"}), inbox)
-    assert "received its answer" in str(info.value)
+    first = handle_message(graph, {"thread_id": "t", "input": {"order_id": "o"}}, inbox)
+    [ask_10] = first.report.envelopes
+    assert ask_10.question["args"] == {"order_id": "o", "amount": 10}
+    second = handle_message(graph, answer(ask_10, {"action": "approve"}), inbox)
+    assert second.outcome is Outcome.RESUMED
+    [ask_20] = second.report.envelopes
+    assert ask_20.question["args"] == {"order_id": "o", "amount": 20}
+    assert ask_20.question_id != ask_10.question_id
     assert runs == [10]
-    assert inbox.question_ids == started.question_ids  # the second question was not published
+    done = handle_message(graph, answer(ask_20, "not today"), inbox)
+    assert done.outcome is Outcome.RESUMED
+    assert not done.parked
+    assert done.result["result"] == ["refunded 10", "not today"]
+    assert runs == [10]
+    for late in (ask_10, ask_20):
+        assert (
+            handle_message(graph, answer(late, {"action": "approve"})).outcome is Outcome.DUPLICATE
+        )
+    assert runs == [10]
+
+
+@pytest.mark.parametrize("bare_first", [False, True], ids=["wait_then_bare", "bare_then_wait"])
+def test_a_bare_interrupt_and_a_wait_call_in_one_node_each_get_their_answer(
+    inbox: MemoryAnnounce, bare_first: bool
+) -> None:
+    runs: list[str] = []
+
+    @wait
+    def issue_refund(order_id: str, amount: int) -> str:
+        runs.append(order_id)
+        return "refunded"
+
+    def node(state: State) -> State:
+        if bare_first:
+            note = interrupt("and the note?")
+            return {"result": [note, issue_refund(state["order_id"], 10)]}
+        done = issue_refund(state["order_id"], 10)
+        return {"result": [done, interrupt("and the note?")]}
+
+    builder = StateGraph(State)
+    builder.add_node("refund", node)
+    builder.add_edge(START, "refund")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    handled = handle_message(graph, {"thread_id": "t", "input": {"order_id": "o"}}, inbox)
+    replies = {"and the note?": "a note"}
+    while handled.parked:
+        envelope = next(e for e in inbox.envelopes if e.question_id == handled.question_ids[0])
+        value = replies.get(envelope.question) if isinstance(envelope.question, str) else None
+        handled = handle_message(graph, answer(envelope, value or {"action": "approve"}), inbox)
+        assert handled.outcome is Outcome.RESUMED
+    expected = ["a note", "refunded"] if bare_first else ["refunded", "a note"]
+    assert handled.result["result"] == expected
+    assert runs == ["o"]
 
 
 def test_an_unusable_answer_is_refused_and_the_thread_still_takes_a_good_one(

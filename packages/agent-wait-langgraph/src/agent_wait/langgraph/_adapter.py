@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any, cast, get_origin
+from typing import Any, cast, get_origin
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolArg
-from pydantic import AfterValidator
 
 from agent_wait.core import Question, WaitCall, WaitPolicy, question_from_value
-from agent_wait.langgraph._routing import accept, as_mapping, asked
+from agent_wait.langgraph._routing import apark, as_mapping, park
 from langgraph.config import get_config
-from langgraph.errors import GraphInterrupt
 from langgraph.prebuilt import ToolRuntime
-from langgraph.types import GraphOutput, Interrupt, StateSnapshot, interrupt
+from langgraph.types import GraphOutput, Interrupt, StateSnapshot
 
 # What LangGraph injects into nodes (langgraph._internal._runnable.KWARGS_CONFIG_KEYS) and
 # LangChain into tools: `previous`, `runtime` and `callbacks` whatever their annotation;
@@ -177,22 +175,16 @@ class LangGraphAdapter:
     name = "langgraph"
 
     def park(self, call: WaitCall) -> Any:
-        """Raise LangGraph's interrupt with the call's payload, or return the answer on resume.
+        """Return the answer addressed to this call in its task, or raise LangGraph's interrupt.
 
-        The answer is checked (see ``agent_wait.langgraph._routing``) inside ``interrupt()``'s
-        ``response_schema`` validation, so an answer the call refuses is never saved.
+        See ``agent_wait.langgraph._routing``: answers are found by the call's address, not by
+        the order the task's calls run, and are checked before anything is saved.
         """
-        schema = Annotated[Any, AfterValidator(lambda value: accept(call, value))]
-        try:
-            return interrupt(call.payload, response_schema=cast("Any", schema))
-        except GraphInterrupt as raised:
-            if raised.args and raised.args[0]:
-                asked(call, cast("Sequence[Interrupt]", raised.args[0]))
-            raise
+        return park(call)
 
     async def apark(self, call: WaitCall) -> Any:
-        """Same as :meth:`park` (``interrupt()`` is synchronous in async nodes too)."""
-        return self.park(call)
+        """Same as :meth:`park`; an asking call first lets its siblings' bodies finish."""
+        return await apark(call)
 
     def thread_id(self, call: WaitCall) -> str:
         """The run's ``configurable.thread_id``."""

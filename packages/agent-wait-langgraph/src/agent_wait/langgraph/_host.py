@@ -43,10 +43,6 @@ from agent_wait.langgraph._recovery import (
     answers_restored_on_failure,
 )
 from agent_wait.langgraph._routing import (
-    RUN_LOG,
-    InterruptRoutingError,
-    Misaddressed,
-    RunLog,
     address,
 )
 from langgraph.errors import UnknownInterruptError, is_invalid_resume
@@ -201,26 +197,6 @@ def _check_graph(graph: Any) -> Graph:
     return cast("Graph", graph)
 
 
-@contextmanager
-def _logged() -> Generator[RunLog]:
-    log = RunLog()
-    token = RUN_LOG.set(log)
-    try:
-        yield log
-    finally:
-        RUN_LOG.reset(token)
-
-
-def _refused(error: ValidationError, question_id: str, thread_id: str) -> InvalidAnswer:
-    for detail in error.errors():
-        cause = (detail.get("ctx") or {}).get("error")
-        if isinstance(cause, Misaddressed):
-            raise InterruptRoutingError(
-                f"thread {thread_id!r}, question {question_id}: {cause}"
-            ) from error
-    return InvalidAnswer(str(error))
-
-
 def _seen(snapshots: Iterable[StateSnapshot], question_id: str) -> bool:
     """True if the thread's history shows it asked ``question_id``."""
     for snapshot in snapshots:
@@ -292,33 +268,16 @@ class _Host:
 
 
 @contextmanager
-def _resuming(thread: _Thread, answers: Mapping[str, Any]) -> Generator[RunLog]:
+def _resuming() -> Generator[None]:
     try:
-        with _logged() as log:
-            yield log
+        yield
     except UnknownInterruptError as error:
         # Answered by a concurrent handler between our read and the resume.
         raise QuestionNotPending(str(error)) from error
     except ValidationError as error:
         if not is_invalid_resume(error):
             raise
-        [question_id] = answers
-        raise _refused(error, question_id, thread.thread_id) from error
-
-
-def _checked(log: RunLog, result: Any, thread: _Thread) -> Any:
-    problems = log.problems(interrupts_in(result))
-    if problems:
-        raise InterruptRoutingError(
-            f"thread {thread.thread_id!r}: {'; '.join(problems)}. LangGraph matches answers to a task's "
-            "interrupt() calls by the order they run, so an answer could reach the wrong call, and "
-            "a call approved earlier in the task runs again when it resumes. Nothing was "
-            "published. Ask one question per task: langchain.agents.create_agent runs each tool "
-            "call as its own task; otherwise let the model call one gated tool per turn "
-            "(bind_tools(..., parallel_tool_calls=False)) or give each @wait call its own node. "
-            "This thread stays parked and should be abandoned"
-        )
-    return result
+        raise InvalidAnswer(str(error)) from error
 
 
 class _SyncHost(_Host, Host[_Thread, Any]):
@@ -330,18 +289,12 @@ class _SyncHost(_Host, Host[_Thread, Any]):
         return _seen(self.graph.get_state_history(thread.config), question_id)
 
     def start(self, thread: _Thread, message: StartMessage) -> Any:
-        with _logged() as log:
-            result = self.graph.invoke(message.input, thread.config)
-        return _checked(log, result, thread)
+        return self.graph.invoke(message.input, thread.config)
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
         command = self._command(thread, answers)
-        with (
-            answers_restored_on_failure(self.graph, thread.config, *answers),
-            _resuming(thread, answers) as log,
-        ):
-            result = self.graph.invoke(command, _strict(thread.config))
-        return _checked(log, result, thread)
+        with answers_restored_on_failure(self.graph, thread.config, *answers), _resuming():
+            return self.graph.invoke(command, _strict(thread.config))
 
 
 class _AsyncHost(_Host, AsyncHost[_Thread, Any]):
@@ -354,16 +307,13 @@ class _AsyncHost(_Host, AsyncHost[_Thread, Any]):
         return _seen(history, question_id)
 
     async def start(self, thread: _Thread, message: StartMessage) -> Any:
-        with _logged() as log:
-            result = await self.graph.ainvoke(message.input, thread.config)
-        return _checked(log, result, thread)
+        return await self.graph.ainvoke(message.input, thread.config)
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
         command = self._command(thread, answers)
         async with aanswers_restored_on_failure(self.graph, thread.config, *answers):
-            with _resuming(thread, answers) as log:
-                result = await self.graph.ainvoke(command, _strict(thread.config))
-        return _checked(log, result, thread)
+            with _resuming():
+                return await self.graph.ainvoke(command, _strict(thread.config))
 
 
 def handle_message(

@@ -1,31 +1,46 @@
-"""Keep every answer with its own question, where LangGraph matches answers by call order.
+"""Give every answer to its own ``@wait`` call, where LangGraph matches answers by call order.
 
-LangGraph hands a task's resume values to its ``interrupt()`` calls in the order the calls run.
-With one question per task that is exact. With several in one
-task (two gated tools in one model turn under the prebuilt ``ToolNode``, or a node that calls
-``@wait`` functions one after another) an answer can reach another call, and a call approved
-earlier runs again each time the task is resumed. Two guards:
+LangGraph keeps a task's answers as one list and hands them to the task's ``interrupt()`` calls in
+the order the calls run; a resume appends one answer to that list. With one question per task
+that is exact. With several in one task (two gated tools in one model turn under the prebuilt
+``ToolNode``, which runs them in threads or with ``asyncio.gather``; a node or a hand-built tool
+loop calling ``@wait`` functions one after another) the order is the scheduler's, an answer can
+reach another call, and a call approved earlier runs again each time the task is resumed.
 
-- **Addressed answers.** :func:`agent_wait.langgraph.handle_message` resumes a ``@wait``
-  question with ``{"__agent_wait__": {"to": <call id>, "answer": ...}}``. The ``@wait`` call
-  checks it inside ``interrupt()``'s ``response_schema`` validation: an answer addressed to
-  another call, or one it cannot apply, is refused before LangGraph saves anything, and the
-  call receives the plain answer otherwise.
-- **One question per task.** While ``handle_message`` runs the graph, every ``@wait`` call logs
-  what it did (asked, accepted an answer, refused one) under its task's checkpoint namespace.
-  A question asked in a task where something else was asked or answered in the same run is
-  refused with :class:`InterruptRoutingError` before it is published.
+So ``@wait`` calls do not take answers by position. Each call has an address,
+``sha256(thread_id | function | canonical args)``, and :func:`park`:
+
+- looks through the task's whole answer list for the entry addressed to it (an answer from
+  :func:`agent_wait.langgraph.handle_message` or ``resume_command(..., pending=...)`` is
+  ``{"__agent_wait__": {"to": <address>, "answer": ...}}``); a plain answer (a host of one's own
+  resuming with ``{question_id: answer}`` or ``Command(resume=answer)``) is taken by the first
+  call without an entry, in call order as LangGraph would, and then addressed to it;
+- checks the answer before anything is saved (a refused answer raises LangGraph's invalid-resume
+  ``ValidationError``), writes the list back with the entry addressed to this call, and returns
+  the answer;
+- otherwise asks: raises LangGraph's interrupt under the id of the list's next slot (LangGraph's
+  own id scheme), so the answer to it is appended there whichever call asked.
+
+When the body of an answered call returns, its result is written into its entry
+(:func:`run_once`), so a resume of the task for another call's question returns it again
+without running the body twice. An asking call of an async task waits until its siblings'
+bodies have returned, so nothing is lost when ``asyncio.gather`` gives up on the first interrupt.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import functools
 import inspect
 import threading
-from collections.abc import Iterable, Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Annotated, Any, TypeVar, cast
+
+from pydantic import AfterValidator, TypeAdapter
 
 from agent_wait.core import (
     AgentWaitError,
@@ -34,28 +49,36 @@ from agent_wait.core import (
     derive_question_id,
     question_from_value,
 )
+
+# LangGraph 1.2 keeps a task's answers in its scratchpad (CONFIG_KEY_SCRATCHPAD) and saves them
+# with a RESUME write (CONFIG_KEY_SEND); a task's n-th answer fills the interrupt id
+# ``_interrupt_id(checkpoint_ns, n)``. These are internals: a langgraph without them fails here,
+# at import, not with answers given to the wrong call.
+from langgraph._internal._constants import (  # pyright: ignore[reportPrivateUsage]
+    CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_SCRATCHPAD,
+    CONFIG_KEY_SEND,
+    RESUME,
+)
+from langgraph._internal._scratchpad import PregelScratchpad  # pyright: ignore[reportPrivateUsage]
 from langgraph.config import get_config
-from langgraph.types import Interrupt
+from langgraph.errors import GraphInterrupt
+from langgraph.types import Interrupt, _interrupt_id, _validate_resume, interrupt  # pyright: ignore[reportPrivateUsage]
 
 ADDRESS_KEY = "__agent_wait__"
-"""The key of an addressed resume value: ``{ADDRESS_KEY: {"to": call_id, "answer": answer}}``."""
+"""The key of an addressed answer: ``{ADDRESS_KEY: {"to": address, "answer": answer}}``."""
+
+_LOCK = threading.Lock()  # a task's tools run in threads; its answer list is shared
 
 
 class InterruptRoutingError(AgentWaitError):
-    """LangGraph could give an answer to the wrong call or run an approved call again.
+    """A task asked a question with a bare ``interrupt()`` beside ``@wait`` calls.
 
-    Raised by :func:`agent_wait.langgraph.handle_message`, with nothing published, when a
-    question is asked in a task that asked or answered another question in the same run (two
-    gated tools in one model turn under the prebuilt ``ToolNode``; several ``@wait`` calls in
-    one node), and when an addressed answer reached a ``@wait`` call it was not addressed to
-    (refused before it was saved). Ask at most one question per task: use
-    ``langchain.agents.create_agent`` (each tool call runs as its own task), let the model call
-    one gated tool per turn, or give each ``@wait`` call its own node.
+    Raised by :func:`agent_wait.langgraph.handle_message`, with nothing published: LangGraph
+    would hand that ``interrupt()`` whatever answer comes next in the task, including one
+    addressed to a ``@wait`` call. Keep bare ``interrupt()`` calls (and code that calls it) in
+    tasks without ``@wait`` calls: another node, or another tool under ``create_agent``.
     """
-
-
-class Misaddressed(ValueError):
-    """An addressed answer reached another ``@wait`` call (raised inside ``response_schema``)."""
 
 
 def as_mapping(value: Any) -> Mapping[str, Any] | None:
@@ -76,123 +99,285 @@ def address(thread_id: str, pending_value: Any, answer: Any) -> Any:
 
     Bare interrupts and LangChain middleware interrupts get the answer verbatim.
     """
+    to = _address_of(thread_id, pending_value)
+    return answer if to is None else {ADDRESS_KEY: {"to": to, "answer": answer}}
+
+
+def _address_of(thread_id: str, value: Any) -> str | None:
     # Only a @wait payload reads back with a source (see agent_wait.core.question_from_value).
-    asked = question_from_value("pending", pending_value)
+    asked = question_from_value("pending", value)
     question = as_mapping(asked.question)
     if asked.source is None or question is None or "function" not in question:
-        return answer
-    return {ADDRESS_KEY: {"to": call_id(thread_id, question), "answer": answer}}
+        return None
+    return call_id(thread_id, question)
 
 
-def _unwrap(value: Any) -> tuple[Any, str | None]:
+@dataclass(frozen=True)
+class _Entry:
+    """One entry of a task's answer list, read."""
+
+    answer: Any
+    to: str | None = None
+    ran: bool = False
+    result: Any = None
+
+
+def _read(value: Any) -> _Entry:
     outer = as_mapping(value)
     if outer is not None and len(outer) == 1:
         inner = as_mapping(outer.get(ADDRESS_KEY))
         if inner is not None and "answer" in inner and isinstance(inner.get("to"), str):
-            return inner["answer"], str(inner["to"])
-    return value, None
+            return _Entry(inner["answer"], inner["to"], "result" in inner, inner.get("result"))
+    return _Entry(value)
 
 
-def _run_context() -> tuple[str, str, str | None]:
-    """(thread_id, checkpoint namespace of the task, node name) of the running task."""
+def _write(to: str, answer: Any, *result: Any) -> dict[str, Any]:
+    entry = {"to": to, "answer": answer}
+    if result:
+        entry["result"] = result[0]
+    return {ADDRESS_KEY: entry}
+
+
+@dataclass
+class _Run:
+    """What the ``@wait`` calls of one task run share (the task's calls may run in threads)."""
+
+    ticks: set[int] = field(default_factory=set[int])  # positions taken by @wait calls
+    in_flight: int = 0  # bodies running with an answer
+
+
+# Keyed by the scratchpad's get_null_resume, a closure LangGraph makes for each task run (the
+# scratchpad itself cannot be weakly referenced): the entry goes when the task run does.
+_RUNS: weakref.WeakKeyDictionary[Callable[..., Any], _Run] = weakref.WeakKeyDictionary()
+
+
+@dataclass
+class _Task:
+    """The running task a ``@wait`` call is in: its answer list and how to save it."""
+
+    pad: PregelScratchpad
+    send: Callable[[list[tuple[str, Any]]], None]
+    namespace: str
+    thread_id: str
+    node: str | None
+
+    @property
+    def entries(self) -> list[Any]:
+        return self.pad.resume
+
+    @property
+    def run(self) -> _Run:
+        """This task run's shared state (call under ``_LOCK``)."""
+        return _RUNS.setdefault(self.pad.get_null_resume, _Run())
+
+    def save(self) -> None:
+        # The list object itself: LangGraph serialises it when the task ends, so the last
+        # state of every call's entry is what is saved.
+        self.send([(RESUME, self.entries)])
+
+
+def _task() -> _Task | None:
     try:
         config = get_config()
     except RuntimeError:
-        return "", "", None
+        return None
     configurable = config.get("configurable") or {}
+    pad = configurable.get(CONFIG_KEY_SCRATCHPAD)
+    send = configurable.get(CONFIG_KEY_SEND)
+    if not isinstance(pad, PregelScratchpad) or send is None:
+        return None
     node = (config.get("metadata") or {}).get("langgraph_node")
-    return (
+    return _Task(
+        pad,
+        cast("Callable[[list[tuple[str, Any]]], None]", send),
+        str(configurable.get(CONFIG_KEY_CHECKPOINT_NS) or ""),
         str(configurable.get("thread_id") or ""),
-        str(configurable.get("checkpoint_ns") or ""),
         None if node is None else str(node),
     )
 
 
-def accept(call: WaitCall, value: Any) -> Any:
-    """Check a resume value before LangGraph saves it; return the answer the call receives.
+class AlreadyRan(Exception):
+    """The call's body ran in an earlier run of this task; carries its result out of ``park``."""
 
-    Raising here (a ``ValueError``) makes ``interrupt()`` raise a ``pydantic.ValidationError``
-    marked as an invalid resume: nothing is saved and the question can be answered again.
-    """
-    answer, to = _unwrap(value)
-    thread_id, task, node = _run_context()
-    if to is not None:
-        own = call_id(thread_id, call.payload["question"])
-        if to != own:
-            _log(Event("refused", task, node, call.name))
-            raise Misaddressed(
-                f"an answer addressed to another question reached {call.name!r} (addressed to "
-                f"call {to[:16]}, this call is {own[:16]}); LangGraph matches answers by the order "
-                "interrupt() runs in a task. Refused: nothing was saved or run"
-            )
-    # Apply to a copy: the real application happens after interrupt() returns.
-    bound = inspect.BoundArguments(call.bound.signature, dict(call.bound.arguments))
-    apply_answer(dataclasses.replace(call, bound=bound), answer, call.decision)
-    _log(Event("answered", task, node, call.name))
-    return answer
-
-
-def asked(call: WaitCall, interrupts: Iterable[Interrupt]) -> None:
-    """Log that ``call`` raised an interrupt (its id is the first one raised)."""
-    first = next(iter(interrupts), None)
-    if first is not None:
-        _, task, node = _run_context()
-        _log(Event("asked", task, node, call.name, first.id, call.payload))
-
-
-@dataclass(frozen=True, eq=False)
-class Event:
-    """What one ``@wait`` call did in a task during a run."""
-
-    kind: Literal["asked", "answered", "refused"]
-    task: str
-    node: str | None
-    function: str
-    interrupt_id: str | None = None
-    payload: dict[str, Any] | None = None
+    def __init__(self, result: Any) -> None:
+        super().__init__("already ran")
+        self.result = result
 
 
 @dataclass
-class RunLog:
-    """What the ``@wait`` calls of one run did, for :meth:`problems` after the run."""
+class _Running:
+    """Set by :func:`run_once` around one call: where ``park`` left its answer entry."""
 
-    events: list[Event] = field(default_factory=list[Event])
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    task: _Task | None = None
+    index: int = -1
+    answer: Any = None
+    to: str = ""
 
-    def add(self, event: Event) -> None:
-        """Record one event (tasks run in threads)."""
-        with self._lock:
-            self.events.append(event)
 
-    def problems(self, pending: Iterable[Interrupt]) -> list[str]:
-        """Describe each pending question that is not the only question of its task."""
-        problems: list[str] = []
-        for item in pending:
-            asks = [e for e in self.events if e.kind == "asked" and e.interrupt_id == item.id]
-            if not asks:
-                continue
-            task = asks[0].task
-            others = [e for e in self.events if e.task == task and e not in asks]
-            hidden = [] if asks[0].payload == item.value else ["an interrupt() of other code"]
-            if len(asks) == 1 and not others and not hidden:
-                continue
-            node = asks[0].node or "?"
-            asked_names = [e.function for e in asks] + hidden
-            done = [_DONE[e.kind].format(e.function) for e in others if e.kind != "asked"]
-            problems.append(
-                f"node {node!r} asked {', '.join(asked_names)} in a task that "
-                + (f"also ran {', '.join(done)}" if done else "asked them at once")
+F = TypeVar("F", bound=Callable[..., Any])
+
+_RUNNING: ContextVar[_Running | None] = ContextVar("agent_wait_langgraph_running", default=None)
+
+
+def accept(call: WaitCall, answer: Any) -> Any:
+    """Check an answer can apply to ``call`` (raises ``ValueError`` if not); return it."""
+    # Apply to a copy: the real application happens after park() returns.
+    bound = inspect.BoundArguments(call.bound.signature, dict(call.bound.arguments))
+    apply_answer(dataclasses.replace(call, bound=bound), answer, call.decision)
+    return answer
+
+
+def _claim(task: _Task, own: str, position: int) -> int | None:
+    """The index of this call's entry in the task's answers, or None if it must ask.
+
+    Its addressed entry wherever it is; else the first plain answer from the call's position on
+    (LangGraph's rule, exact in a node that runs its calls one after another; an answer
+    addressed to no call of the task keeps its slot and is passed over); else a plain
+    ``Command(resume=answer)`` given while one question was pending.
+    """
+    entries = task.entries
+    for index, value in enumerate(entries):
+        if _read(value).to == own:
+            return index
+    for index in range(position, len(entries)):
+        if _read(entries[index]).to is None:
+            return index
+    plain = task.pad.get_null_resume(True)
+    if plain is None:
+        return None
+    entries.append(plain)
+    return len(entries) - 1
+
+
+def _check_no_bare_interrupt(task: _Task, run: _Run, position: int) -> None:
+    # A bare interrupt() takes the answer at its position, whatever it is; if it took one of a
+    # @wait call's answers, the run must stop here rather than go on with that call's answer.
+    taken = [
+        p
+        for p in range(min(position, len(task.entries)))
+        if p not in run.ticks and _read(task.entries[p]).to is not None
+    ]
+    if taken:
+        raise InterruptRoutingError(
+            f"node {task.node or '?'!r}: a bare interrupt() in the same task took the answer "
+            f"addressed to a @wait call (position {taken[0]}); LangGraph hands interrupt() the "
+            "task's answers by position. Keep bare interrupt() calls in tasks without @wait "
+            "calls running beside them (another node, or create_agent's per-call tasks)"
+        )
+
+
+def park(call: WaitCall) -> Any:
+    """Return ``call``'s answer from its task, or ask (raise LangGraph's interrupt)."""
+    schema = TypeAdapter[Any](Annotated[Any, AfterValidator(lambda value: accept(call, value))])
+    task = _task()
+    if task is None:  # not in a LangGraph task: interrupt() says why
+        return interrupt(call.payload, response_schema=cast("Any", schema))
+    own = call_id(task.thread_id, call.payload["question"])
+    with _LOCK:
+        run = task.run
+        # One position per call, as interrupt() counts them, so bare interrupt() calls of the
+        # same node keep theirs.
+        position = task.pad.interrupt_counter()
+        run.ticks.add(position)
+        _check_no_bare_interrupt(task, run, position)
+        index = _claim(task, own, position)
+        if index is None:
+            asked = Interrupt(
+                value=call.payload,
+                id=_interrupt_id(task.namespace, len(task.entries)),
+                response_schema=schema.json_schema(),
             )
-        return problems
+            if task.entries:
+                task.save()  # the id names the slot after these entries: save them with it
+            raise GraphInterrupt((asked,))
+        entry = _read(task.entries[index])
+        if entry.ran:
+            raise AlreadyRan(entry.result)
+        try:
+            answer = _validate_resume(schema, entry.answer)
+        except ValueError:
+            # Only this run's new answer is unchecked. Out of the list (which LangGraph saves
+            # when the task ends), so the question still takes a good answer next.
+            del task.entries[index]
+            raise
+        task.entries[index] = _write(own, entry.answer)
+        task.save()
+        running = _RUNNING.get()
+        if running is not None:
+            running.task, running.index, running.answer, running.to = task, index, entry.answer, own
+            run.in_flight += 1
+        return answer
 
 
-_DONE = {"answered": "{} (which received its answer)", "refused": "{} (which refused one)"}
+async def apark(call: WaitCall) -> Any:
+    """:func:`park` for async calls: an asking call first lets its siblings' bodies finish.
 
-RUN_LOG: ContextVar[RunLog | None] = ContextVar("agent_wait_langgraph_run_log", default=None)
-"""Set by ``handle_message`` around a run; LangGraph copies the context into every task."""
+    ``asyncio.gather`` (the async ``ToolNode``) gives up on the first interrupt and LangGraph
+    saves the task right then; a sibling still running its approved body would run it again
+    on the next resume, its result unsaved.
+    """
+    try:
+        return park(call)
+    except GraphInterrupt:
+        task = _task()
+        if task is not None:
+            await asyncio.sleep(0)  # siblings started by the same gather reach park() first
+            while task.run.in_flight:
+                await asyncio.sleep(0.005)
+        raise
 
 
-def _log(event: Event) -> None:
-    log = RUN_LOG.get()
-    if log is not None:
-        log.add(event)
+def _finish(running: _Running, *result: Any) -> None:
+    task = running.task
+    if task is None:
+        return
+    with _LOCK:
+        task.run.in_flight -= 1
+        if result:
+            task.entries[running.index] = _write(running.to, running.answer, result[0])
+            task.save()
+
+
+def run_once(wrapper: F) -> F:
+    """Wrap a ``@wait`` wrapper so an answered call's result is kept with its answer.
+
+    A later run of the same task (resumed for another call's question) returns that result
+    instead of running the body again.
+    """
+    if inspect.iscoroutinefunction(wrapper):
+
+        @functools.wraps(wrapper)
+        async def async_once(*args: Any, **kwargs: Any) -> Any:
+            running = _Running()
+            token = _RUNNING.set(running)
+            try:
+                result = await wrapper(*args, **kwargs)
+            except AlreadyRan as ran:
+                return ran.result
+            except BaseException:
+                _finish(running)
+                raise
+            finally:
+                _RUNNING.reset(token)
+            _finish(running, result)
+            return result
+
+        return cast("F", async_once)
+
+    @functools.wraps(wrapper)
+    def once(*args: Any, **kwargs: Any) -> Any:
+        running = _Running()
+        token = _RUNNING.set(running)
+        try:
+            result = wrapper(*args, **kwargs)
+        except AlreadyRan as ran:
+            return ran.result
+        except BaseException:
+            _finish(running)
+            raise
+        finally:
+            _RUNNING.reset(token)
+        _finish(running, result)
+        return result
+
+    return cast("F", once)

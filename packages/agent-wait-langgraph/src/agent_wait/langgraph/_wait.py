@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import inspect
+from typing import Any, cast
 
-from agent_wait.core import make_publish_interrupts, make_wait
+from agent_wait.core import WaitDecorator, make_publish_interrupts, make_wait
 from agent_wait.langgraph._adapter import LangGraphAdapter, check_not_a_tool
+from agent_wait.langgraph._routing import run_once
 
 ADAPTER = LangGraphAdapter()
 
@@ -64,7 +66,30 @@ Raises:
     TypeError: ``@wait`` was put above ``@tool``, or the decision parameter has no default.
 """
 
-wait = make_wait(ADAPTER, check=_checked, doc=_WAIT_DOC)
+_core_wait = make_wait(ADAPTER, check=_checked)
+
+
+def _once(decorated: Any) -> Any:
+    # Interrupt mode only: an async-mode call never parks, so it has no answer entry to keep.
+    state = getattr(decorated, "__agent_wait__", None)
+    if state is None or getattr(state, "mode", None) != "interrupt":
+        return decorated
+    return run_once(decorated)
+
+
+def _wait(policy: Any = None, /, **options: Any) -> Any:
+    made = _core_wait(policy, **options)
+    if hasattr(made, "__agent_wait__"):  # bare @wait: made is the decorated function
+        return _once(made)
+
+    def decorator(function: Any) -> Any:
+        return _once(made(function))
+
+    return decorator
+
+
+_wait.__doc__ = _WAIT_DOC
+wait = cast("WaitDecorator", _wait)
 
 hitl = wait
 """Alias of :func:`wait`."""
