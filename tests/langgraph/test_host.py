@@ -22,7 +22,13 @@ from agent_wait.core import (
     WaitPolicy,
 )
 from agent_wait.core.host import QuestionNotPending, plan
-from agent_wait.langgraph import handle_message, resume_command, wait
+from agent_wait.langgraph import (
+    InterruptRoutingError,
+    ahandle_message,
+    handle_message,
+    resume_command,
+    wait,
+)
 from agent_wait.langgraph._host import _SyncHost  # pyright: ignore[reportPrivateUsage]
 from tests.langgraph.conftest import answer, check_envelope, clock
 
@@ -404,3 +410,59 @@ def test_an_answer_taken_by_a_concurrent_handler_is_a_duplicate(inbox: MemoryAnn
     assert handled.outcome is Outcome.DUPLICATE
     assert "answered meanwhile" in (handled.detail or "")
     assert (counts.node, counts.body) == (2, 1)
+
+
+def test_a_bare_interrupt_that_took_a_wait_answer_stops_the_run(inbox: MemoryAnnounce) -> None:
+    # LangGraph hands a bare interrupt() the answer at its position, whatever it is. When the
+    # order of the calls changes between runs (threads, or code like this), it can take the
+    # answer addressed to a @wait call; the @wait call then stops the run instead of going on.
+    runs: list[str] = []
+    node_runs: list[int] = []
+
+    @wait
+    def issue_refund(order_id: str, amount: int) -> str:
+        runs.append(order_id)
+        return "refunded"
+
+    def node(state: State) -> State:
+        node_runs.append(1)
+        if len(node_runs) == 1:
+            return {"result": [issue_refund(state["order_id"], 10), interrupt("note?")]}
+        note = interrupt("note?")
+        return {"result": [note, issue_refund(state["order_id"], 10)]}
+
+    builder = StateGraph(State)
+    builder.add_node("refund", node)
+    builder.add_edge(START, "refund")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    handle_message(graph, {"thread_id": "t", "input": {"order_id": "o"}}, inbox)
+    with pytest.raises(InterruptRoutingError, match="bare interrupt\\(\\) in the same task took"):
+        handle_message(graph, answer(inbox.envelopes[0], {"action": "approve"}), inbox)
+    assert runs == []
+    assert len(inbox.envelopes) == 1
+
+
+@pytest.mark.parametrize("option", ["interrupt_before", "interrupt_after"])
+@pytest.mark.parametrize("nodes", [["refund"], "*"])
+async def test_a_graph_with_static_breakpoints_is_refused_before_anything_runs(
+    inbox: MemoryAnnounce, option: str, nodes: Any
+) -> None:
+    # A breakpoint pauses the thread with no interrupt: nothing to publish, nothing to answer.
+    ran: list[str] = []
+
+    def refund(state: State) -> State:
+        ran.append(state["order_id"])
+        return {"result": ["ran"]}
+
+    builder = StateGraph(State)
+    builder.add_node("refund", refund)
+    builder.add_edge(START, "refund")
+    graph = builder.compile(checkpointer=InMemorySaver(), **{option: nodes})
+    message = {"thread_id": "t", "input": {"order_id": "o"}}
+    with pytest.raises(ValueError, match=f"{option}=.*static breakpoint"):
+        handle_message(graph, message, inbox)
+    with pytest.raises(ValueError, match=f"{option}=.*static breakpoint"):
+        await ahandle_message(graph, message, inbox)
+    assert graph.get_state({"configurable": {"thread_id": "t"}}).values == {}
+    assert inbox.envelopes == []
+    assert ran == []

@@ -25,6 +25,7 @@ from agent_wait.langgraph import (
     ahandle_message,
     handle_message,
     questions_in,
+    resume_command,
     wait,
 )
 from tests.langgraph.conftest import ScriptedChat, answer, calls, check_envelope, model
@@ -427,3 +428,26 @@ def test_a_bare_interrupt_in_a_tool_node_tool(inbox: MemoryAnnounce) -> None:
     )
     resumed = handle_message(graph, answer(envelope, "the visa"), inbox)
     assert tool_messages(resumed.result)["ask_customer"].content == "customer says the visa"
+
+
+def test_create_agent_both_answers_in_one_resume(inbox: MemoryAnnounce) -> None:
+    # create_agent asks both calls together (one task each): a host may resume with both
+    # answers at once; each reaches its own call, and each body runs once.
+    bank = Bank()
+    graph = agent_graph(model(TWO_GATED, AIMessage("done")), bank.tools())
+    started = handle_message(graph, start("t11"), inbox)
+    assert len(started.question_ids) == 2
+    cfg: RunnableConfig = {"configurable": {"thread_id": "t11"}}
+    pending = graph.get_state(cfg)
+    resume: dict[str, Any] = {}
+    for envelope in started.report.envelopes:
+        reply = answer(envelope, VERDICTS[envelope.question["function"]])
+        resume.update(resume_command(reply, pending=pending).resume)
+    done = graph.invoke(Command(resume=resume), cfg)
+    assert bank.runs == [("issue_refund", 10)]
+    assert "keep it open" in str(tool_messages(done)["close_account"].content)
+    assert done["messages"][-1].content == "done"
+    for envelope in started.report.envelopes:  # redelivered answers run nothing
+        late = handle_message(graph, answer(envelope, {"action": "approve"}))
+        assert late.outcome is Outcome.DUPLICATE
+    assert bank.runs == [("issue_refund", 10)]

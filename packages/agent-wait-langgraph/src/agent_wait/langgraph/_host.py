@@ -194,7 +194,19 @@ def _check_graph(graph: Any) -> Graph:
             "graph: handle_message needs a graph compiled with a checkpointer "
             "(builder.compile(checkpointer=...)); without one a parked thread cannot be resumed"
         )
-    return cast("Graph", graph)
+    compiled = cast("Graph", graph)
+    for option in ("interrupt_before", "interrupt_after"):
+        nodes: object = getattr(compiled, f"{option}_nodes", ())
+        if nodes:
+            # A static breakpoint pauses the thread without an interrupt: there is no question to
+            # publish and no answer that resumes it, so the thread would sit paused unseen.
+            raise ValueError(
+                f"graph: compiled with {option}={nodes!r}; a static breakpoint pauses the "
+                "thread without asking anything, so handle_message would publish nothing and "
+                "no answer could resume it. Ask with @wait (or interrupt()) in the node, or "
+                "compile the graph without breakpoints"
+            )
+    return compiled
 
 
 def _seen(snapshots: Iterable[StateSnapshot], question_id: str) -> bool:
