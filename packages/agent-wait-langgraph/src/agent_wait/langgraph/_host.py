@@ -3,8 +3,9 @@
 LangGraph alone: a stale id can answer the *next* interrupt of
 the same node; a start message redelivered to a parked thread mints a new interrupt id and
 orphans the published one; a malformed ``HumanInTheLoopMiddleware`` batch answer is saved and
-poisons the thread; and under the prebuilt ``ToolNode`` an answer can reach another tool.
-:func:`handle_message` reads the thread's state before it runs anything and closes each of these;
+poisons the thread; and a static breakpoint pauses a thread without a question.
+:func:`handle_message` reads the thread's state before it runs anything and closes each of these
+(answers reach their own ``@wait`` call through ``agent_wait.langgraph._routing``);
 the decisions (start, resume, republish, duplicate...) are ``agent_wait.core.host``'s.
 """
 
@@ -82,8 +83,9 @@ def resume_command(
             "answer"}``, as a dict, JSON text or :class:`~agent_wait.core.Answer`.
         pending: Optional: the thread's pending interrupts (``graph.get_state(config)``, its
             ``.interrupts``, or the last run's result). When the question is a ``@wait`` one,
-            the answer is then *addressed*: the ``@wait`` call receives it unchanged, and any
-            other ``@wait`` call LangGraph might hand it to refuses it (nothing is saved).
+            the answer is then *addressed*: the ``@wait`` call it answers finds it wherever
+            LangGraph puts it in the task and receives it unchanged, and no other call takes it
+            (several ``@wait`` calls in one task: a ``ToolNode`` turn, a loop in a node).
 
     Returns:
         The command to pass to ``graph.invoke`` with the thread's config.
@@ -376,11 +378,10 @@ def handle_message(
         and the publish report.
 
     Raises:
-        InterruptRoutingError: A question was asked in a task that asked or answered another
-            one in the same run (two gated tools in one model turn under the prebuilt
-            ``ToolNode``, several ``@wait`` calls in one node), or an answer reached a ``@wait``
-            call it was not addressed to; nothing was published.
-        ValueError: The graph has no checkpointer, or ``config`` names another thread.
+        InterruptRoutingError: A bare ``interrupt()`` took the answer of a ``@wait`` call
+            running in the same task; the run stopped there.
+        ValueError: The graph has no checkpointer or has static breakpoints
+            (``interrupt_before``/``interrupt_after``), or ``config`` names another thread.
         pydantic.ValidationError: The message is malformed (the error names the field).
     """
     host = _SyncHost(_check_graph(graph), config)

@@ -72,12 +72,13 @@ _LOCK = threading.Lock()  # a task's tools run in threads; its answer list is sh
 
 
 class InterruptRoutingError(AgentWaitError):
-    """A task asked a question with a bare ``interrupt()`` beside ``@wait`` calls.
+    """A bare ``interrupt()`` took the answer addressed to a ``@wait`` call in the same task.
 
-    Raised by :func:`agent_wait.langgraph.handle_message`, with nothing published: LangGraph
-    would hand that ``interrupt()`` whatever answer comes next in the task, including one
-    addressed to a ``@wait`` call. Keep bare ``interrupt()`` calls (and code that calls it) in
-    tasks without ``@wait`` calls: another node, or another tool under ``create_agent``.
+    LangGraph hands ``interrupt()`` the task's answers by position; when the order of a task's
+    calls changes between runs (tools in threads), a bare call can take a ``@wait`` call's
+    answer. The ``@wait`` call raises this inside the task, so the run stops rather than go on
+    without its answer. Keep bare ``interrupt()`` calls out of tasks that run ``@wait`` calls
+    concurrently (another node, or ``create_agent``'s per-call tasks).
     """
 
 
