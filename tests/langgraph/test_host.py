@@ -466,3 +466,38 @@ async def test_a_graph_with_static_breakpoints_is_refused_before_anything_runs(
     assert graph.get_state({"configurable": {"thread_id": "t"}}).values == {}
     assert inbox.envelopes == []
     assert ran == []
+
+
+def test_a_result_the_checkpointer_cannot_save_is_not_kept(
+    inbox: MemoryAnnounce, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Keeping the result would fail the task's save; the body runs again instead, as it would
+    # without agent-wait, and the run goes on.
+    runs: list[int] = []
+
+    class Receipt:  # not serializable by LangGraph's checkpointer
+        def __init__(self, amount: int) -> None:
+            self.amount = amount
+
+    @wait
+    def issue_refund(order_id: str, amount: int) -> Receipt:
+        runs.append(amount)
+        return Receipt(amount)
+
+    def refund_all(state: State) -> State:
+        receipts = [issue_refund(state["order_id"], a) for a in (10, 20)]
+        return {"result": [str(r.amount) for r in receipts]}
+
+    builder = StateGraph(State)
+    builder.add_node("refund_all", refund_all)
+    builder.add_edge(START, "refund_all")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    handled = handle_message(graph, {"thread_id": "t", "input": {"order_id": "o"}}, inbox)
+    while handled.parked:
+        envelope = next(e for e in inbox.envelopes if e.question_id == handled.question_ids[0])
+        handled = handle_message(graph, answer(envelope, {"action": "approve"}), inbox)
+    assert handled.result["result"] == ["10", "20"]
+    assert runs == [10, 10, 20]
+    assert (
+        "'issue_refund' in node 'refund_all': its result (Receipt) cannot be saved" in caplog.text
+    )

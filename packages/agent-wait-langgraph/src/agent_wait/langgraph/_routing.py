@@ -33,6 +33,7 @@ import asyncio
 import dataclasses
 import functools
 import inspect
+import logging
 import threading
 import weakref
 from collections.abc import Callable, Mapping
@@ -56,6 +57,7 @@ from agent_wait.core import (
 # at import, not with answers given to the wrong call.
 from langgraph._internal._constants import (  # pyright: ignore[reportPrivateUsage]
     CONFIG_KEY_CHECKPOINT_NS,
+    CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_SEND,
     RESUME,
@@ -64,6 +66,8 @@ from langgraph._internal._scratchpad import PregelScratchpad  # pyright: ignore[
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Interrupt, _interrupt_id, _validate_resume, interrupt  # pyright: ignore[reportPrivateUsage]
+
+logger = logging.getLogger(__name__)
 
 ADDRESS_KEY = "__agent_wait__"
 """The key of an addressed answer: ``{ADDRESS_KEY: {"to": address, "answer": answer}}``."""
@@ -161,6 +165,7 @@ class _Task:
     namespace: str
     thread_id: str
     node: str | None
+    serde: Any  # the checkpointer's serializer, which saves the answer list
 
     @property
     def entries(self) -> list[Any]:
@@ -194,6 +199,7 @@ def _task() -> _Task | None:
         str(configurable.get(CONFIG_KEY_CHECKPOINT_NS) or ""),
         str(configurable.get("thread_id") or ""),
         None if node is None else str(node),
+        getattr(configurable.get(CONFIG_KEY_CHECKPOINTER), "serde", None),
     )
 
 
@@ -213,6 +219,7 @@ class _Running:
     index: int = -1
     answer: Any = None
     to: str = ""
+    function: str = ""
 
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -306,6 +313,7 @@ def park(call: WaitCall) -> Any:
         running = _RUNNING.get()
         if running is not None:
             running.task, running.index, running.answer, running.to = task, index, entry.answer, own
+            running.function = call.name
             run.in_flight += 1
         return answer
 
@@ -332,11 +340,33 @@ def _finish(running: _Running, *result: Any) -> None:
     task = running.task
     if task is None:
         return
+    if result and not _storable(task, running.function, result[0]):
+        result = ()
     with _LOCK:
         task.run.in_flight -= 1
         if result:
             task.entries[running.index] = _write(running.to, running.answer, result[0])
             task.save()
+
+
+def _storable(task: _Task, function: str, result: Any) -> bool:
+    # A result the checkpointer cannot save would fail the whole task's save: the call's body
+    # then runs again if the task is resumed for another question, as it would without us.
+    if task.serde is None:
+        return True
+    try:
+        task.serde.dumps_typed(result)
+    except Exception as error:  # noqa: BLE001 - any serializer failure means "do not keep"
+        logger.warning(
+            "@wait %r in node %r: its result (%s) cannot be saved with the thread (%s); if "
+            "another question of the same task is answered later, the body runs again",
+            function,
+            task.node,
+            type(result).__name__,
+            error,
+        )
+        return False
+    return True
 
 
 def run_once(wrapper: F) -> F:
