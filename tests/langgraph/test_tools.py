@@ -451,3 +451,35 @@ def test_create_agent_both_answers_in_one_resume(inbox: MemoryAnnounce) -> None:
         late = handle_message(graph, answer(envelope, {"action": "approve"}))
         assert late.outcome is Outcome.DUPLICATE
     assert bank.runs == [("issue_refund", 10)]
+
+
+async def test_async_tool_node_keeps_a_slow_approved_body_while_the_other_tool_asks(
+    inbox: MemoryAnnounce,
+) -> None:
+    # asyncio.gather gives up on the first interrupt; the approved refund is still awaiting.
+    # The asking call waits for it, so its result is saved with its answer and it runs once.
+    runs: list[str] = []
+
+    @tool
+    @wait
+    async def issue_refund(order_id: str, amount: int) -> str:
+        """Refund an order."""
+        await asyncio.sleep(0.05)
+        runs.append(order_id)
+        return f"refunded {amount}"
+
+    @tool
+    @wait
+    async def close_account(account_id: str) -> str:
+        """Close an account."""
+        runs.append(account_id)
+        return f"closed {account_id}"
+
+    graph = tool_node_graph(model(TWO_GATED, AIMessage("done")), [issue_refund, close_account])
+    handled = await ahandle_message(graph, start("t12"), inbox)
+    while handled.parked:
+        envelope = next(e for e in inbox.envelopes if e.question_id == handled.question_ids[0])
+        handled = await ahandle_message(graph, answer(envelope, {"action": "approve"}), inbox)
+    await asyncio.sleep(0.1)  # a body left running by gather would land here
+    assert sorted(runs) == ["acc-9", "o-3"]
+    assert tool_messages(handled.result)["issue_refund"].content == "refunded 10"

@@ -331,9 +331,14 @@ async def apark(call: WaitCall) -> Any:
         task = _task()
         if task is not None:
             await asyncio.sleep(0)  # siblings started by the same gather reach park() first
-            while task.run.in_flight:
+            while _busy(task):
                 await asyncio.sleep(0.005)
         raise
+
+
+def _busy(task: _Task) -> bool:
+    with _LOCK:
+        return task.run.in_flight > 0
 
 
 def _finish(running: _Running, *result: Any) -> None:
