@@ -215,7 +215,7 @@ class FaultyReceiver:
                 unseen = [n for n in names if self.weights[n] > 0 and not self.counts[n]]
                 self._choices += 1
                 # Every tenth request takes a behaviour that has not happened yet, so a rare one
-                # (a hang at 1.5%) is exercised in every soak, whatever the seed.
+                # (a hang at 1.5%) is exercised in every soak, whatever SEED is.
                 if unseen and self._choices % 10 == 0:
                     behaviour = self._rng.choice(unseen)
                 else:
