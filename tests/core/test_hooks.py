@@ -58,6 +58,7 @@ def test_hookspecs_exist() -> None:
         "delivery_outcome",
         "register_adapters",
         "register_announcers",
+        "register_commands",
         "register_entry_points",
     ]
 
@@ -570,3 +571,45 @@ def test_no_hook_lookup_per_question_without_plugins(monkeypatch: pytest.MonkeyP
     publish([question()], "t-1", sink)
     assert seen == ["q1"], "registering and unregistering must refresh the cached lookup"
     assert {"adjust_envelope", "delivery_outcome"} <= set(lookups)
+
+
+def test_hook_register_commands(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    import argparse
+
+    from agent_wait.core._cli import main
+
+    def setup(parser: argparse.ArgumentParser) -> None:
+        """Count the open questions loudly."""
+        parser.add_argument("--times", type=int, default=1)
+        parser.set_defaults(handler=lambda args: print("counted " * args.times) or 3)
+
+    def broken(parser: argparse.ArgumentParser) -> None:
+        raise RuntimeError("no terminal")
+
+    class Plugin:
+        @hookimpl
+        def register_commands(self, register: RegisterTarget) -> None:
+            register("tally", setup)
+            register("inbox tally", setup)
+            register("broken", broken)
+            register("plugins", setup)  # a built-in's name: left out
+            register("nowhere tally", setup)  # no such parent command
+
+    with registered_plugin(Plugin(), "test-commands"):
+        assert registry().commands["inbox tally"].plugin == "test-commands"
+        assert main(["tally", "--times", "2"]) == 3
+        assert "counted counted" in capsys.readouterr().out
+        assert main(["inbox", "tally"]) == 3
+        # The parent command keeps working without a subcommand.
+        assert main(["inbox", "--path", "/nonexistent/inbox.sqlite3"]) == 0
+        assert main(["broken"]) == 2
+        err = caplog.text
+        assert "'broken' of plugin 'test-commands' could not be set up (RuntimeError" in err
+        assert "'plugins' of plugin 'test-commands': the name is taken" in err
+        assert "there is no command 'nowhere'" in err
+        main(["--help"])
+        assert "Count the open questions loudly." in capsys.readouterr().out
+        assert main(["plugins"]) == 0
+    assert "tally" not in registry().commands

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import re
 import reprlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -452,7 +453,61 @@ def build_parser() -> argparse.ArgumentParser:
     from agent_wait.core._cli_answer import add_commands
 
     add_commands(commands)
+    _add_plugin_commands(commands)
     return parser
+
+
+_COMMAND_WORD = re.compile(r"^[a-z][a-z0-9-]*$")
+
+
+def _add_plugin_commands(commands: Any) -> None:
+    """Add the commands plugins register (``register_commands``); a broken one is left out."""
+    from agent_wait.core._plugins import registry
+
+    log = logging.getLogger("agent_wait.core.cli")
+    groups: dict[str, Any] = {"": commands}
+    parsers: dict[str, argparse.ArgumentParser] = dict(commands.choices)
+    # Parents before children: "inbox" is known before "inbox serve" is added under it.
+    for name, registration in sorted(
+        registry().commands.items(), key=lambda item: (len(item[0].split()), item[0])
+    ):
+        *parent_words, word = name.split() or [""]
+        parent = " ".join(parent_words)
+        where = f"command {name!r} of plugin {registration.plugin!r}"
+        if not all(_COMMAND_WORD.match(w) for w in [*parent_words, word]):
+            log.error("%s: expected lower-case words such as 'inbox serve'; left out", where)
+            continue
+        group = groups.get(parent)
+        if group is None:
+            parent_parser = parsers.get(parent)
+            if parent_parser is None:
+                log.error("%s: there is no command %r to add it to; left out", where, parent)
+                continue
+            group = parent_parser.add_subparsers(
+                dest=f"{parent.replace(' ', '_')}_command", metavar="SUBCOMMAND"
+            )
+            groups[parent] = group
+        if word in group.choices:
+            log.error("%s: the name is taken by another command; left out", where)
+            continue
+        try:
+            setup = registration.resolve()
+            summary = (setup.__doc__ or "").strip().partition("\n")[0]
+            parser = argparse.ArgumentParser(prog=f"agent-wait {name}", description=summary or None)
+            setup(parser)
+        except Exception as error:  # noqa: BLE001 - one broken plugin must not break the CLI
+            log.error(
+                "%s could not be set up (%s: %s); left out", where, type(error).__name__, error
+            )
+            continue
+        group.add_parser(
+            word,
+            help=summary or None,
+            parents=[parser],
+            add_help=False,
+            description=parser.description,
+        )
+        parsers[name] = group.choices[word]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -99,6 +99,7 @@ class PluginRegistry:
         self.announcers: dict[str, Registration] = {}
         self.adapters: dict[str, Registration] = {}
         self.entry_points: dict[str, Registration] = {}
+        self.commands: dict[str, Registration] = {}
         self.failed: dict[str, str] = {}
         self._loaded = False
         self._lock = threading.RLock()
@@ -170,13 +171,15 @@ class PluginRegistry:
                     self.entry_points, "entry point", name, distribution, version
                 )
             )
+            caller = hooks("register_commands", others)
+            caller(register=self._collector(self.commands, "command", name, distribution, version))
 
     def unregister(self, name: str) -> None:
         """Remove a plugin and everything it registered (used by tests)."""
         with self._lock:
             self.manager.unregister(name=name)
             self.plugins.pop(name, None)
-            for table in (self.announcers, self.adapters, self.entry_points):
+            for table in (self.announcers, self.adapters, self.entry_points, self.commands):
                 for key in [k for k, r in table.items() if r.plugin == name]:
                     del table[key]
 

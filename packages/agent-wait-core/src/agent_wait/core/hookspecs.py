@@ -76,6 +76,26 @@ def register_entry_points(register: RegisterTarget) -> None:
 
 
 @hookspec
+def register_commands(register: RegisterTarget) -> None:
+    """Register subcommands of the ``agent-wait`` command line.
+
+    Call ``register(name, target)`` once per command. ``name`` is the command's words: one word
+    (``"dashboard"``) adds a top-level command, several (``"inbox serve"``) add a subcommand under
+    an existing command. ``target`` is an import path ``"package.module:function"`` or a callable
+    ``setup(parser)`` that adds the command's arguments to the :class:`argparse.ArgumentParser`
+    it is given and sets ``parser.set_defaults(handler=run)``, where ``run(args)`` returns the
+    exit code. The first line of ``setup``'s docstring is the command's help. A command whose
+    setup raises, or whose name is taken by a built-in command, is logged and left out: it never
+    breaks the other commands.
+
+    Args:
+        register: The callback.
+
+    Added in 0.2.
+    """
+
+
+@hookspec
 def adjust_envelope(envelope: WaitEnvelope) -> dict[str, Any] | None:
     """Adjust an envelope before any announcer sees it.
 
