@@ -48,6 +48,11 @@ class SqliteQuestionStore:
         """The database file."""
         return self._store.path
 
+    @property
+    def table(self) -> str:
+        """The table name (for read-only queries of tools such as the inbox web app)."""
+        return self._table
+
     def _select(self, where: str, params: Sequence[Any]) -> list[StoredQuestion]:
         query = f'{_SELECT} "{self._table}" WHERE {where} ORDER BY expires_at, rowid'
         with self._store.connect() as connection:

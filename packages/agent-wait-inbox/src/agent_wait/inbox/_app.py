@@ -1,0 +1,679 @@
+"""The inbox web app: list, inspect and answer questions; a JSON API; live updates."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, cast
+from urllib.parse import urlencode
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.sessions import SessionMiddleware
+from starlette.requests import Request
+from starlette.responses import (
+    HTMLResponse,
+    JSONResponse,
+    PlainTextResponse,
+    RedirectResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agent_wait.core import (
+    ActionNotAllowed,
+    EntryPoint,
+    QuestionClosed,
+    QuestionNotFound,
+    QuestionStore,
+    StoredQuestion,
+    answer,
+    default_entry,
+    default_store,
+)
+from agent_wait.inbox._auth import InboxAuth, clean_name, is_loopback
+from agent_wait.inbox._query import Filters, Listing, Page
+
+logger = logging.getLogger("agent_wait.inbox")
+
+HERE = Path(__file__).parent
+MAX_BODY = 64 * 1024
+PAGE_SIZE = 50
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = [
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cache-control", b"no-store"),
+]
+
+
+class _Limits:
+    """Security headers on every response; request bodies over ``MAX_BODY`` refused with 413."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        length = headers.get(b"content-length")
+        if length is not None and (not length.isdigit() or int(length) > MAX_BODY):
+            await PlainTextResponse("request body too large", 413)(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > MAX_BODY:
+                raise _TooLarge
+            return message
+
+        async def secured(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        try:
+            await self.app(scope, limited, secured)
+        except _TooLarge:
+            await PlainTextResponse("request body too large", 413)(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
+Handler = Callable[[Request], Awaitable[Response]]
+
+
+def _when(text: str | None) -> str:
+    return text or "no deadline"
+
+
+def _overdue(question: StoredQuestion, now: str) -> bool:
+    expires = question.envelope.expires_at
+    return question.is_open and expires is not None and expires < now
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _pretty(value: Any) -> str:
+    return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=False)
+
+
+def _compact(value: Any) -> str:
+    """JSON text, escaped by the template like any text (never marked safe)."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (envelope content is free-form)."""
+    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else {}
+
+
+def _question_json(question: StoredQuestion) -> dict[str, Any]:
+    return {
+        "status": question.status,
+        "answered_at": question.answered_at,
+        "answered_by": question.answered_by,
+        "answer": question.answer,
+        "envelope": question.envelope.to_dict(),
+    }
+
+
+def _page_json(page: Page) -> dict[str, Any]:
+    return {
+        "questions": [_question_json(q) for q in page.questions],
+        "next_cursor": page.next_cursor,
+    }
+
+
+def edited_args(question: StoredQuestion, form: Mapping[str, str]) -> dict[str, Any] | None:
+    """The arguments the approver edited (``arg.<name>`` fields), or None if none changed.
+
+    Each field holds the value as JSON (a bare word is taken as text for a text argument); an
+    edited value must keep its argument's JSON type.
+
+    Raises:
+        ValueError: A field is not valid JSON, changes the type, or names no argument.
+    """
+    args = _mapping(_mapping(question.envelope.question).get("args"))
+    edited: dict[str, Any] = dict(args)
+    changed = False
+    for key, text in form.items():
+        if not key.startswith("arg."):
+            continue
+        name = key[4:]
+        if name not in args:
+            raise ValueError(f"args.{name}: the question has no argument named {name!r}")
+        before = args[name]
+        try:
+            value = json.loads(text)
+        except ValueError:
+            if not isinstance(before, str):
+                raise ValueError(
+                    f"args.{name}: expected JSON such as {json.dumps(before)[:40]}, got {text[:40]!r}"
+                ) from None
+            value = text
+        if isinstance(before, str) and not isinstance(value, str):
+            value = text
+        kind = _json_kind(before)
+        if before is not None and _json_kind(value) != kind:
+            raise ValueError(f"args.{name}: expected a {kind} like the original, got {text[:40]!r}")
+        if value != before:
+            changed = True
+        edited[name] = value
+    return edited if changed else None
+
+
+def _json_kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return "null"
+
+
+def inbox_app(
+    store: QuestionStore | None = None,
+    auth: InboxAuth | None = None,
+    *,
+    entry: EntryPoint | None = None,
+    poll_interval: float = 1.0,
+) -> Starlette:
+    """The inbox web app, an ASGI application to serve with uvicorn or mount in another app.
+
+    Args:
+        store: The question store (default: the inbox of the configured sqlite announcer).
+        auth: Who may answer (default: :class:`InboxAuth` from the environment, which needs
+            ``AGENT_WAIT_INBOX_TOKEN``).
+        entry: Where answers are sent (default: the configured entry point).
+        poll_interval: Seconds between checks of the store for live updates.
+    """
+    store = store if store is not None else default_store()
+    auth = auth if auth is not None else InboxAuth()
+    listing = Listing(store)
+    templates = Environment(
+        loader=FileSystemLoader(HERE / "templates"),
+        autoescape=select_autoescape(default=True, default_for_string=True),
+    )
+    templates.filters["pretty"] = _pretty
+    templates.filters["when"] = _when
+    templates.filters["compact"] = _compact
+    sender: list[EntryPoint] = [entry] if entry is not None else []
+
+    def the_entry() -> EntryPoint:
+        if not sender:
+            sender.append(default_entry())
+        return sender[0]
+
+    def identity(request: Request) -> str | None:
+        if auth.no_auth:
+            return auth.local_user
+        named = auth.from_proxy(request)
+        if named:
+            return named
+        if auth.bearer(request):
+            return "api"
+        user = request.session.get("user")
+        return user if isinstance(user, str) else None
+
+    def csrf_token(request: Request) -> str:
+        token = request.session.get("csrf")
+        if not isinstance(token, str):
+            token = secrets.token_urlsafe(24)
+            request.session["csrf"] = token
+        return token
+
+    def csrf_ok(request: Request, offered: str | None) -> bool:
+        if auth.bearer(request):
+            return True  # a header browsers never send on their own
+        token = request.session.get("csrf")
+        return (
+            isinstance(token, str)
+            and offered is not None
+            and secrets.compare_digest(token, offered)
+        )
+
+    def render(request: Request, name: str, status: int = 200, **context: Any) -> HTMLResponse:
+        page = templates.get_template(name).render(
+            request=request,
+            user=identity(request),
+            csrf=csrf_token(request),
+            no_auth=auth.no_auth,
+            now=_now(),
+            **context,
+        )
+        return HTMLResponse(page, status)
+
+    def guarded(handler: Handler, *, api: bool = False) -> Handler:
+        async def run(request: Request) -> Response:
+            if auth.no_auth and not is_loopback(request.client.host if request.client else None):
+                return PlainTextResponse(
+                    "the inbox without authentication serves loopback only", 403
+                )
+            if identity(request) is None:
+                if api:
+                    return JSONResponse({"error": "not logged in"}, 401)
+                return RedirectResponse(f"/login?{urlencode({'next': request.url.path})}", 303)
+            return await handler(request)
+
+        return run
+
+    async def login(request: Request) -> Response:
+        if request.method == "GET":
+            return render(request, "login.html", next=_safe_next(request.query_params.get("next")))
+        form = await request.form()
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        if not csrf_ok(request, fields.get("csrf")):
+            return PlainTextResponse("the form expired; reload the page", 403)
+        name = clean_name(fields.get("name", ""))
+        if name is None or not auth.check_token(fields.get("token", "")):
+            logger.warning(
+                "failed inbox login from %s", request.client.host if request.client else "?"
+            )
+            return render(request, "login.html", 401, error="wrong name or secret", next="/")
+        request.session.clear()
+        request.session["user"] = name
+        return RedirectResponse(_safe_next(fields.get("next")), 303)
+
+    async def logout(request: Request) -> Response:
+        form = await request.form()
+        offered = form.get("csrf")
+        if not csrf_ok(request, offered if isinstance(offered, str) else None):
+            return PlainTextResponse("the form expired; reload the page", 403)
+        request.session.clear()
+        return RedirectResponse("/login", 303)
+
+    def filters_of(request: Request) -> Filters:
+        return Filters.parse(request.query_params)
+
+    async def index(request: Request) -> Response:
+        try:
+            filters = filters_of(request)
+            page = await run_in_threadpool(
+                listing.open_page, filters, request.query_params.get("after"), PAGE_SIZE
+            )
+        except ValueError as error:
+            return render(
+                request,
+                "list.html",
+                400,
+                error=str(error),
+                page=Page([], None),
+                filters=Filters(),
+                next_link=None,
+                overdue=_overdue,
+            )
+        next_link = (
+            "/?" + urlencode({**filters.query(), "after": page.next_cursor})
+            if page.next_cursor
+            else None
+        )
+        return render(
+            request, "list.html", page=page, filters=filters, next_link=next_link, overdue=_overdue
+        )
+
+    async def history(request: Request) -> Response:
+        try:
+            filters = filters_of(request)
+            page = await run_in_threadpool(
+                listing.history_page, filters, request.query_params.get("after"), PAGE_SIZE
+            )
+        except ValueError as error:
+            return render(
+                request,
+                "history.html",
+                400,
+                error=str(error),
+                page=Page([], None),
+                filters=Filters(),
+                next_link=None,
+                has_history=listing.has_history,
+            )
+        next_link = (
+            "/history?" + urlencode({**filters.query(), "after": page.next_cursor})
+            if page.next_cursor
+            else None
+        )
+        return render(
+            request,
+            "history.html",
+            page=page,
+            filters=filters,
+            next_link=next_link,
+            has_history=listing.has_history,
+        )
+
+    def find(request: Request) -> StoredQuestion | None:
+        thread = request.query_params.get("thread") or None
+        found = store.find(request.path_params["question_id"], thread)
+        return found[0] if len(found) == 1 else None
+
+    async def detail(request: Request, message: str | None = None, status: int = 200) -> Response:
+        question = await run_in_threadpool(find, request)
+        if question is None:
+            return render(request, "missing.html", 404)
+        envelope = question.envelope
+        earlier = [
+            q
+            for q in await run_in_threadpool(listing.thread, envelope.thread_id)
+            if q.envelope.question_id != envelope.question_id
+        ]
+        body = _mapping(envelope.question)
+        return render(
+            request,
+            "detail.html",
+            status,
+            q=question,
+            e=envelope,
+            body=body,
+            earlier=earlier,
+            message=message,
+            overdue=_overdue(question, _now()),
+        )
+
+    async def show(request: Request) -> Response:
+        return await detail(request)
+
+    def do_answer(question: StoredQuestion, action: str, extra: dict[str, Any], by: str) -> Any:
+        envelope = question.envelope
+        return answer(
+            envelope.question_id,
+            action,
+            answer=extra or None,
+            by=by,
+            thread_id=envelope.thread_id,
+            store=store,
+            entry=the_entry(),
+        )
+
+    async def answer_form(request: Request) -> Response:
+        form = await request.form()
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        if not csrf_ok(request, fields.get("csrf")):
+            return PlainTextResponse("the form expired; reload the page and answer again", 403)
+        question = await run_in_threadpool(find, request)
+        if question is None:
+            return render(request, "missing.html", 404)
+        action = fields.get("action", "")
+        extra: dict[str, Any] = {}
+        try:
+            args = edited_args(question, fields)
+        except ValueError as error:
+            return await detail(request, f"Not sent: {error}", 400)
+        if args is not None:
+            extra["args"] = args
+        reason = fields.get("reason", "").strip()
+        if reason:
+            extra["reason"] = reason[:2000]
+        by = identity(request) or "unknown"
+        try:
+            await run_in_threadpool(do_answer, question, action, extra, by)
+        except QuestionClosed as closed:
+            return await detail(
+                request, f"Not sent: already {closed.question.describe_close()}.", 409
+            )
+        except (ActionNotAllowed, QuestionNotFound, ValueError) as error:
+            return await detail(request, f"Not sent: {error}", 400)
+        except Exception as error:  # noqa: BLE001 - the entry point failed; shown, not traced
+            logger.error(
+                "answer to %s not sent: %s", question.envelope.question_id, type(error).__name__
+            )
+            return await detail(
+                request,
+                f"Not sent: the entry point failed ({type(error).__name__}); try again.",
+                502,
+            )
+        return RedirectResponse(
+            f"/questions/{request.path_params['question_id']}?"
+            + urlencode({"thread": question.envelope.thread_id, "sent": "1"}),
+            303,
+        )
+
+    # --- JSON API ------------------------------------------------------------------------
+
+    async def api_list(request: Request) -> Response:
+        try:
+            filters = filters_of(request)
+            getter = (
+                listing.history_page
+                if request.query_params.get("status") == "closed"
+                else listing.open_page
+            )
+            limit = min(max(int(request.query_params.get("limit", PAGE_SIZE)), 1), 500)
+            page = await run_in_threadpool(
+                getter, filters, request.query_params.get("after"), limit
+            )
+        except ValueError as error:
+            return JSONResponse({"error": str(error)}, 400)
+        return JSONResponse(_page_json(page))
+
+    async def api_get(request: Request) -> Response:
+        question = await run_in_threadpool(find, request)
+        if question is None:
+            return JSONResponse(
+                {"error": "no such question (name the thread if several asked it)"}, 404
+            )
+        return JSONResponse(_question_json(question))
+
+    async def api_answer(request: Request) -> Response:
+        if not csrf_ok(request, request.headers.get("x-csrf-token")):
+            return JSONResponse({"error": "missing or wrong X-CSRF-Token"}, 403)
+        try:
+            body = json.loads(await request.body())
+        except ValueError:
+            return JSONResponse({"error": "body: expected a JSON object"}, 400)
+        if not isinstance(body, dict) or not isinstance(body.get("action"), str):  # pyright: ignore[reportUnknownMemberType]
+            return JSONResponse({"error": 'body: expected {"action": "...", "answer": {...}}'}, 400)
+        extra = body.get("answer") or {}  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if not isinstance(extra, dict):
+            return JSONResponse({"error": "answer: expected a JSON object"}, 400)
+        question = await run_in_threadpool(find, request)
+        if question is None:
+            return JSONResponse({"error": "no such question"}, 404)
+        by = identity(request) or "unknown"
+        try:
+            result = await run_in_threadpool(do_answer, question, body["action"], extra, by)  # pyright: ignore[reportUnknownArgumentType]
+        except QuestionClosed as closed:
+            return JSONResponse(
+                {
+                    "error": f"already {closed.question.describe_close()}",
+                    "question": _question_json(closed.question),
+                },
+                409,
+            )
+        except (ActionNotAllowed, QuestionNotFound, ValueError) as error:
+            return JSONResponse({"error": str(error)}, 400)
+        return JSONResponse(_question_json(result.question))
+
+    async def openapi(request: Request) -> Response:
+        return JSONResponse(OPENAPI)
+
+    async def events(request: Request) -> Response:
+        async def stream() -> AsyncIterator[str]:
+            marker = await run_in_threadpool(listing.change_marker)
+            yield "retry: 3000\n\n"
+            while not await request.is_disconnected():
+                await asyncio.sleep(poll_interval)
+                current = await run_in_threadpool(listing.change_marker)
+                if current != marker:
+                    marker = current
+                    yield "event: changed\ndata: {}\n\n"
+                else:
+                    yield ": idle\n\n"
+
+        return StreamingResponse(stream(), media_type="text/event-stream")
+
+    async def health(request: Request) -> Response:
+        return PlainTextResponse("ok")
+
+    routes = [
+        Route("/", guarded(index)),
+        Route("/history", guarded(history)),
+        Route("/login", login, methods=["GET", "POST"]),
+        Route("/logout", logout, methods=["POST"]),
+        Route("/questions/{question_id}", guarded(show)),
+        Route("/questions/{question_id}/answer", guarded(answer_form), methods=["POST"]),
+        Route("/events", guarded(events)),
+        Route("/healthz", health),
+        Route("/api/openapi.json", openapi),
+        Route("/api/questions", guarded(api_list, api=True)),
+        Route("/api/questions/{question_id}", guarded(api_get, api=True)),
+        Route(
+            "/api/questions/{question_id}/answer", guarded(api_answer, api=True), methods=["POST"]
+        ),
+        Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+    ]
+    app = Starlette(
+        routes=routes,
+        middleware=[
+            Middleware(_Limits),
+            Middleware(
+                SessionMiddleware,
+                secret_key=auth.session_secret,
+                session_cookie="agent_wait_inbox",
+                same_site="strict",
+                https_only=auth.secure_cookie,
+                max_age=12 * 3600,
+            ),
+        ],
+    )
+    app.state.listing = listing
+    return app
+
+
+def _safe_next(target: str | None) -> str:
+    """Only a local path: the login form never redirects to another site."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
+        return target
+    return "/"
+
+
+_QUESTION = {"$ref": "#/components/schemas/StoredQuestion"}
+_ID = [
+    {"name": "question_id", "in": "path", "required": True, "schema": {"type": "string"}},
+    {
+        "name": "thread",
+        "in": "query",
+        "schema": {"type": "string"},
+        "description": "The thread, needed only when several threads asked the same id.",
+    },
+]
+OPENAPI: dict[str, Any] = {
+    "openapi": "3.1.0",
+    "info": {"title": "agent-wait inbox", "version": "1"},
+    "components": {
+        "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        "schemas": {
+            "StoredQuestion": {
+                "type": "object",
+                "required": ["status", "envelope"],
+                "properties": {
+                    "status": {"enum": ["open", "answered", "expired", "cancelled"]},
+                    "answered_at": {"type": ["string", "null"], "format": "date-time"},
+                    "answered_by": {"type": ["string", "null"]},
+                    "answer": {},
+                    "envelope": {"type": "object", "description": "The wait.created envelope."},
+                },
+            }
+        },
+    },
+    "security": [{"bearer": []}],
+    "paths": {
+        "/api/questions": {
+            "get": {
+                "summary": "Open questions, earliest deadline first (status=closed: history)",
+                "parameters": [
+                    {"name": p, "in": "query", "schema": {"type": "string"}}
+                    for p in ("status", "tag", "function", "thread", "q", "after", "limit")
+                ],
+                "responses": {
+                    "200": {
+                        "description": "A page",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "properties": {
+                                        "questions": {"type": "array", "items": _QUESTION},
+                                        "next_cursor": {"type": ["string", "null"]},
+                                    },
+                                }
+                            }
+                        },
+                    }
+                },
+            }
+        },
+        "/api/questions/{question_id}": {
+            "get": {
+                "summary": "One question",
+                "parameters": _ID,
+                "responses": {
+                    "200": {
+                        "description": "The question",
+                        "content": {"application/json": {"schema": _QUESTION}},
+                    },
+                    "404": {"description": "No such question"},
+                },
+            }
+        },
+        "/api/questions/{question_id}/answer": {
+            "post": {
+                "summary": "Answer it (the answer is sent to the agent's entry point)",
+                "parameters": _ID,
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["action"],
+                                "properties": {
+                                    "action": {"type": "string"},
+                                    "answer": {"type": "object"},
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": {
+                        "description": "Answered",
+                        "content": {"application/json": {"schema": _QUESTION}},
+                    },
+                    "400": {"description": "Action not allowed or malformed body"},
+                    "409": {"description": "Already answered, expired or cancelled: who, when"},
+                },
+            }
+        },
+    },
+}

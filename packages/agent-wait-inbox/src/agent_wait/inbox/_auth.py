@@ -1,0 +1,117 @@
+"""Who is asking: a shared-secret login, a trusted reverse proxy, or (loopback only) nobody."""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import os
+import secrets
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from starlette.requests import HTTPConnection
+
+from agent_wait.core import ConfigError
+
+TOKEN_ENV = "AGENT_WAIT_INBOX_TOKEN"
+MAX_NAME = 64
+
+
+def is_loopback(host: str | None) -> bool:
+    """True for 127.0.0.0/8, ::1 and ``localhost``."""
+    if host is None:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True)
+class InboxAuth:
+    """How the inbox web app knows who answers. Authentication is on unless ``no_auth``.
+
+    Args:
+        token: The shared secret people log in with (and bots send as ``Authorization: Bearer``).
+        token_env: The environment variable holding the secret when ``token`` is not given
+            (default ``AGENT_WAIT_INBOX_TOKEN``).
+        trusted_proxies: Addresses or networks of reverse proxies whose ``X-Forwarded-User`` /
+            ``X-Forwarded-Email`` headers name the person; the headers of anyone else are ignored.
+        no_auth: Serve without authentication; every request must then come from a loopback
+            address, and answers are recorded as ``local_user``.
+        local_user: The name recorded with ``no_auth``.
+        session_secret: Signs the session cookie (default: random per process, so a restart logs
+            everybody out).
+        secure_cookie: Send the session cookie only over HTTPS (on behind a TLS proxy).
+
+    Raises:
+        ConfigError: No secret and no trusted proxy while authentication is on, or a proxy
+            address that is not an address or network.
+    """
+
+    token: str | None = field(default=None, repr=False)
+    token_env: str = TOKEN_ENV
+    trusted_proxies: Iterable[str] = ()
+    no_auth: bool = False
+    local_user: str = "local"
+    session_secret: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
+    secure_cookie: bool = False
+    _networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = field(
+        default=(), init=False, repr=False
+    )
+
+    def __post_init__(self) -> None:
+        networks: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
+        for text in self.trusted_proxies:
+            try:
+                networks.append(ipaddress.ip_network(text, strict=False))
+            except ValueError:
+                raise ConfigError(
+                    f"trusted_proxies: expected an address or network such as 10.0.0.5 or "
+                    f"10.0.0.0/8, got {text!r}"
+                ) from None
+        object.__setattr__(self, "trusted_proxies", tuple(self.trusted_proxies))
+        object.__setattr__(self, "_networks", tuple(networks))
+        if self.token is None and not self.no_auth:
+            object.__setattr__(self, "token", os.environ.get(self.token_env) or None)
+        if not self.no_auth and not self.token and not networks:
+            raise ConfigError(
+                f"the inbox needs a login secret: set {self.token_env} (or pass token_env=/"
+                "--token-env naming another variable), trust a reverse proxy (trusted_proxies="
+                "/--trusted-proxy), or on a loopback address only, pass no_auth=True (--no-auth)"
+            )
+
+    def from_proxy(self, connection: HTTPConnection) -> str | None:
+        """The person a trusted proxy names, or None (headers of anyone else are ignored)."""
+        host = connection.client.host if connection.client else None
+        if host is None:
+            return None
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return None
+        if not any(address in network for network in self._networks):
+            return None
+        name = connection.headers.get("x-forwarded-user") or connection.headers.get(
+            "x-forwarded-email"
+        )
+        return clean_name(name) if name else None
+
+    def check_token(self, offered: str) -> bool:
+        """Constant-time comparison with the secret."""
+        return bool(self.token) and hmac.compare_digest(
+            offered.encode("utf-8"), (self.token or "").encode("utf-8")
+        )
+
+    def bearer(self, connection: HTTPConnection) -> bool:
+        """True if the request carries ``Authorization: Bearer <the secret>`` (bots)."""
+        scheme, _, value = connection.headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and self.check_token(value.strip())
+
+
+def clean_name(name: str) -> str | None:
+    """A display name: printable, trimmed, at most 64 characters; None if nothing is left."""
+    text = "".join(c for c in name if c.isprintable()).strip()[:MAX_NAME]
+    return text or None

@@ -1,0 +1,74 @@
+"""``agent-wait inbox serve``: the approvals web app on uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from agent_wait.inbox._auth import TOKEN_ENV, is_loopback
+
+
+def setup(parser: argparse.ArgumentParser) -> None:
+    """Serve the approvals web app (list, inspect and answer questions in a browser)."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
+    parser.add_argument(
+        "--store",
+        metavar="PATH",
+        help="the sqlite inbox file (default: the configured sqlite announcer's inbox)",
+    )
+    parser.add_argument(
+        "--token-env",
+        default=TOKEN_ENV,
+        help=f"environment variable holding the login secret (default: {TOKEN_ENV})",
+    )
+    parser.add_argument(
+        "--trusted-proxy",
+        action="append",
+        default=[],
+        metavar="ADDRESS",
+        help="a reverse proxy (address or network) whose X-Forwarded-User names the person; "
+        "repeatable",
+    )
+    parser.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="no login (only with a loopback --host; answers are recorded as your login name)",
+    )
+    parser.add_argument(
+        "--secure-cookie", action="store_true", help="send the session cookie over HTTPS only"
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Build the app from the arguments and serve it until Ctrl-C or SIGTERM."""
+    import uvicorn
+
+    from agent_wait.core import ConfigError, SqliteQuestionStore, default_approver, default_store
+    from agent_wait.inbox._app import inbox_app
+    from agent_wait.inbox._auth import InboxAuth
+
+    if args.no_auth and not is_loopback(args.host):
+        print(
+            f"agent-wait: error: --no-auth serves a loopback --host only, got {args.host!r}",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        auth = InboxAuth(
+            token_env=args.token_env,
+            trusted_proxies=args.trusted_proxy,
+            no_auth=args.no_auth,
+            local_user=default_approver(),
+            secure_cookie=args.secure_cookie,
+        )
+    except ConfigError as error:
+        print(f"agent-wait: error: {error}", file=sys.stderr)
+        return 2
+    store = SqliteQuestionStore(args.store) if args.store else default_store()
+    app = inbox_app(store, auth)
+    print(f"agent-wait inbox on http://{args.host}:{args.port}/", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", server_header=False)
+    store.close()
+    return 0

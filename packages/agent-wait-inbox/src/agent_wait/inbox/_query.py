@@ -1,0 +1,250 @@
+"""Pages of questions: keyset pagination over the store, filtered by tag, function, thread, text.
+
+Over the embedded sqlite store a page is one indexed query (``(status, expires_at)`` for open
+questions, walked from the cursor): the cost does not grow with the page number. Any other
+:class:`QuestionStore` is read through its protocol (``open_questions()``) and filtered here.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, cast
+
+from agent_wait.core import QuestionStore, SqliteQuestionStore, StoredQuestion, WaitEnvelope
+
+NO_EXPIRY = "9999-12-31T23:59:59Z"
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """What a list shows: all open questions, or those with a tag, function, thread or text."""
+
+    tag: tuple[str, str] | None = None
+    function: str | None = None
+    thread: str | None = None
+    search: str | None = None
+
+    @classmethod
+    def parse(cls, params: Any) -> Filters:
+        """From query parameters: ``tag=key:value``, ``function``, ``thread``, ``q``."""
+        tag_text = (params.get("tag") or "").strip()
+        tag: tuple[str, str] | None = None
+        if tag_text:
+            key, sep, value = tag_text.partition(":")
+            if not sep or not key:
+                raise ValueError(f"tag: expected key:value such as team:finance, got {tag_text!r}")
+            tag = (key, value)
+        return cls(
+            tag=tag,
+            function=(params.get("function") or "").strip() or None,
+            thread=(params.get("thread") or "").strip() or None,
+            search=(params.get("q") or "").strip() or None,
+        )
+
+    def matches(self, envelope: WaitEnvelope) -> bool:
+        """True if the envelope passes every filter (for stores without SQL)."""
+        if self.tag is not None and envelope.tags.get(self.tag[0]) != self.tag[1]:
+            return False
+        if self.function is not None and (
+            envelope.source is None or envelope.source.function != self.function
+        ):
+            return False
+        if self.thread is not None and envelope.thread_id != self.thread:
+            return False
+        return self.search is None or self.search.lower() in envelope.to_json().decode().lower()
+
+    def query(self) -> dict[str, str]:
+        """Back to query parameters (for links to the next page)."""
+        out: dict[str, str] = {}
+        if self.tag is not None:
+            out["tag"] = f"{self.tag[0]}:{self.tag[1]}"
+        if self.function:
+            out["function"] = self.function
+        if self.thread:
+            out["thread"] = self.thread
+        if self.search:
+            out["q"] = self.search
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of questions and the cursor of the next one (None on the last page)."""
+
+    questions: list[StoredQuestion]
+    next_cursor: str | None
+
+
+def encode_cursor(values: list[Any]) -> str:
+    """An opaque cursor for the position after a row."""
+    return base64.urlsafe_b64encode(json.dumps(values).encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None, kinds: tuple[type, ...]) -> list[Any] | None:
+    """The position a cursor names; ValueError naming the cursor if it is not one of ours."""
+    if not cursor:
+        return None
+    try:
+        values: Any = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except ValueError:
+        values = None
+    if not isinstance(values, list):
+        raise ValueError(f"cursor: not a page cursor of this list: {cursor[:40]!r}")
+    items = cast("list[Any]", values)
+    if len(items) != len(kinds) or not all(
+        isinstance(v, k) for v, k in zip(items, kinds, strict=True)
+    ):
+        raise ValueError(f"cursor: not a page cursor of this list: {cursor[:40]!r}")
+    return items
+
+
+def _stored(row: tuple[Any, ...]) -> StoredQuestion:
+    envelope, status, answered_at, answered_by, answer = row[:5]
+    return StoredQuestion(
+        WaitEnvelope.model_validate_json(envelope),
+        status,
+        answered_at,
+        answered_by,
+        None if answer is None else json.loads(answer),
+    )
+
+
+class Listing:
+    """Read-only queries of the inbox web app over a question store."""
+
+    def __init__(self, store: QuestionStore) -> None:
+        self.store = store
+        self._sqlite = store if isinstance(store, SqliteQuestionStore) else None
+
+    def _connect(self) -> sqlite3.Connection:
+        assert self._sqlite is not None
+        # Read-only: the web app never writes the table except through core's answer API.
+        uri = f"{self._sqlite.path.resolve().as_uri()}?mode=ro"
+        return sqlite3.connect(uri, uri=True, timeout=5.0)
+
+    @property
+    def has_history(self) -> bool:
+        """True if closed questions can be listed (the sqlite store)."""
+        return self._sqlite is not None
+
+    def _where(self, filters: Filters) -> tuple[list[str], list[Any]]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if filters.tag is not None:
+            clauses.append("json_extract(tags, ?) = ?")
+            params += [f'$."{filters.tag[0].replace(chr(34), "")}"', filters.tag[1]]
+        if filters.function is not None:
+            clauses.append("json_extract(source, '$.function') = ?")
+            params.append(filters.function)
+        if filters.thread is not None:
+            clauses.append("pk = ?")
+            params.append(f"THREAD#{filters.thread}")
+        if filters.search is not None:
+            escaped = filters.search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            clauses.append("envelope LIKE ? ESCAPE '\\'")
+            params.append(f"%{escaped}%")
+        return clauses, params
+
+    def open_page(self, filters: Filters, cursor: str | None, limit: int) -> Page:
+        """Open questions, earliest deadline first (none last), from ``cursor``."""
+        position = decode_cursor(cursor, (str, int))
+        if self._sqlite is None:
+            return self._memory_page(filters, position, limit)
+        clauses, params = self._where(filters)
+        clauses.insert(0, "status = 'open'")
+        if position is not None:
+            clauses.append("(expires_at > ? OR (expires_at = ? AND rowid > ?))")
+            params += [position[0], position[0], position[1]]
+        query = (
+            "SELECT envelope, status, answered_at, answered_by, answer, expires_at, rowid "
+            f'FROM "{self._sqlite.table}" WHERE {" AND ".join(clauses)} '
+            "ORDER BY expires_at, rowid LIMIT ?"
+        )
+        rows = self._rows(query, [*params, limit + 1])
+        more = len(rows) > limit
+        rows = rows[:limit]
+        after = encode_cursor([rows[-1][5], rows[-1][6]]) if more and rows else None
+        return Page([_stored(r) for r in rows], after)
+
+    def _memory_page(self, filters: Filters, position: list[Any] | None, limit: int) -> Page:
+        key: Callable[[StoredQuestion], tuple[str, str, str]] = lambda q: (  # noqa: E731
+            q.envelope.expires_at or NO_EXPIRY,
+            q.envelope.thread_id,
+            q.envelope.question_id,
+        )
+        found = sorted(
+            (q for q in self.store.open_questions() if filters.matches(q.envelope)), key=key
+        )
+        if position is not None:
+            found = found[position[1] :]
+        start = position[1] if position is not None else 0
+        more = len(found) > limit
+        return Page(found[:limit], encode_cursor(["", start + limit]) if more else None)
+
+    def history_page(self, filters: Filters, cursor: str | None, limit: int) -> Page:
+        """Closed questions, most recently closed first (the sqlite store only)."""
+        if self._sqlite is None:
+            return Page([], None)
+        position = decode_cursor(cursor, (str, int))
+        clauses, params = self._where(filters)
+        clauses.insert(0, "status != 'open'")
+        if position is not None:
+            clauses.append("(answered_at < ? OR (answered_at = ? AND rowid < ?))")
+            params += [position[0], position[0], position[1]]
+        query = (
+            "SELECT envelope, status, answered_at, answered_by, answer, "
+            "coalesce(answered_at, ''), rowid "
+            f'FROM "{self._sqlite.table}" WHERE {" AND ".join(clauses)} '
+            "ORDER BY answered_at DESC, rowid DESC LIMIT ?"
+        )
+        rows = self._rows(query, [*params, limit + 1])
+        more = len(rows) > limit
+        rows = rows[:limit]
+        after = encode_cursor([rows[-1][5], rows[-1][6]]) if more and rows else None
+        return Page([_stored(r) for r in rows], after)
+
+    def thread(self, thread_id: str) -> list[StoredQuestion]:
+        """Every question of a thread, in the order they were asked."""
+        if self._sqlite is None:
+            return [q for q in self.store.open_questions() if q.envelope.thread_id == thread_id]
+        return [
+            _stored(r)
+            for r in self._rows(
+                "SELECT envelope, status, answered_at, answered_by, answer "
+                f'FROM "{self._sqlite.table}" WHERE pk = ? ORDER BY rowid',
+                [f"THREAD#{thread_id}"],
+            )
+        ]
+
+    def _rows(self, query: str, params: list[Any]) -> list[tuple[Any, ...]]:
+        if not self._sqlite or not self._sqlite.path.exists():
+            return []
+        connection = self._connect()
+        try:
+            return connection.execute(query, params).fetchall()
+        except sqlite3.OperationalError as error:
+            if "no such table" in str(error):  # nothing published yet
+                return []
+            raise
+        finally:
+            connection.close()
+
+    def change_marker(self) -> str:
+        """Changes whenever a question is added or closed (cheap enough to poll every second)."""
+        if self._sqlite is None:
+            return json.dumps(
+                sorted(
+                    (q.envelope.thread_id, q.envelope.question_id)
+                    for q in self.store.open_questions()
+                )
+            )
+        rows = self._rows(
+            f'SELECT max(rowid), (SELECT count(*) FROM "{self._sqlite.table}" '
+            f"WHERE status = 'open') FROM \"{self._sqlite.table}\"",
+            [],
+        )
+        return json.dumps(rows[0] if rows else None)
