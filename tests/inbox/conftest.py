@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -20,7 +26,11 @@ from agent_wait.core import (
     WaitPolicy,
     publish,
 )
+from agent_wait.core._sqlite import default_inbox_path
 from agent_wait.inbox import InboxAuth, inbox_app
+from tests.aws_moto import free_port
+
+AGENT_WAIT = str(Path(sys.executable).with_name("agent-wait"))
 
 SECRET = "correct horse battery staple"
 
@@ -99,3 +109,44 @@ def client(inbox: Path) -> Iterator[TestClient]:
 def alice(client: TestClient) -> TestClient:
     login(client)
     return client
+
+
+class Server:
+    """``agent-wait inbox serve`` in its own process, on a free port of 127.0.0.1."""
+
+    def __init__(self, *argv: str, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process = subprocess.Popen(
+            [AGENT_WAIT, "inbox", "serve", "--port", str(self.port), *argv],
+            env={**os.environ, **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"inbox serve exited: {self.process.communicate()[1]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        self.stop()
+        raise RuntimeError("inbox serve did not start within 30 s")
+
+    def stop(self) -> str:
+        """Stop it (SIGTERM) and return what it wrote to stderr."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+        return self.process.communicate(timeout=30)[1]
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Server]:
+    """The inbox app over the default inbox ($AGENT_WAIT_HOME), with the login secret set."""
+    ask(default_inbox_path(), "warmup", thread_id="warmup")
+    server = Server(env={"AGENT_WAIT_INBOX_TOKEN": SECRET})
+    yield server
+    server.stop()

@@ -1,0 +1,81 @@
+"""Listing 10,000 open questions: every page is one walk of the status index from its cursor."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agent_wait.core import Question, SqliteAnnounce, SqliteQuestionStore, WaitPolicy, publish
+from agent_wait.inbox._query import Filters, Listing
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("big") / "inbox.sqlite3"
+    questions = [
+        Question(
+            question_id=f"q{n:05}",
+            question={"function": "issue_refund", "args": {"amount": n}},
+            policy=WaitPolicy(timeout=f"PT{(n % 97) + 1}M", tags={"team": f"t{n % 5}"}),
+        )
+        for n in range(10_000)
+    ]
+    publish(questions, "bulk", SqliteAnnounce(path), strict=True)
+    return path
+
+
+def plans(path: Path, run: Callable[[], object]) -> list[str]:
+    """The query plans of the statements ``run`` sends to sqlite."""
+    statements: list[str] = []
+    original = sqlite3.connect
+
+    def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
+        connection = original(*args, **kwargs)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sqlite3, "connect", traced)
+        run()
+    with sqlite3.connect(path) as connection:
+        return [
+            " / ".join(row[3] for row in connection.execute(f"EXPLAIN QUERY PLAN {sql}"))
+            for sql in statements
+            if sql.startswith("SELECT")
+        ]
+
+
+def test_a_deep_page_walks_the_index_from_its_cursor(big: Path) -> None:
+    listing = Listing(SqliteQuestionStore(big))
+    page = listing.open_page(Filters(), None, 50)
+    for _ in range(40):  # 2,000 questions in
+        assert page.next_cursor is not None
+        page = listing.open_page(Filters(), page.next_cursor, 50)
+    assert len(page.questions) == 50
+    cursor = page.next_cursor
+    [plan] = plans(big, lambda: listing.open_page(Filters(), cursor, 50))
+    assert "USING INDEX agent_wait_inbox_by_status (status=? AND expires_at>?)" in plan
+    assert "TEMP B-TREE" not in plan  # no sort: the index order is the page order
+    filtered = plans(big, lambda: listing.open_page(Filters(tag=("team", "t3")), cursor, 50))
+    assert "agent_wait_inbox_by_status" in filtered[0]
+    assert "TEMP B-TREE" not in filtered[0]
+
+
+def test_pages_are_in_deadline_order_without_gaps(big: Path) -> None:
+    listing = Listing(SqliteQuestionStore(big))
+    seen: list[str] = []
+    deadlines: list[str] = []
+    cursor = None
+    while True:
+        page = listing.open_page(Filters(), cursor, 500)
+        seen += [q.envelope.question_id for q in page.questions]
+        deadlines += [q.envelope.expires_at or "" for q in page.questions]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    assert len(seen) == len(set(seen)) == 10_000
+    assert deadlines == sorted(deadlines)
