@@ -146,7 +146,7 @@ class Server:
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[Server]:
     """The inbox app over the default inbox ($AGENT_WAIT_HOME), with the login secret set."""
-    ask(default_inbox_path(), "warmup", thread_id="warmup")
+    ask(default_inbox_path(), "warmup", thread_id="warmup", function="warmup")
     server = Server(env={"AGENT_WAIT_INBOX_TOKEN": SECRET})
     yield server
     server.stop()

@@ -182,6 +182,8 @@ def test_detail_shows_arguments_source_tags_deadline_default_and_thread(
         "notify_customer",  # the thread's other question
     ):
         assert part in text, part
+    assert "<h2>Arguments</h2>" in text
+    assert "<h2>Actions</h2>" not in text
 
 
 def test_a_middleware_batch_is_shown_as_its_actions(alice: TestClient, inbox: Path) -> None:

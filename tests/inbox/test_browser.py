@@ -1,0 +1,184 @@
+"""The inbox in a real browser (system Chromium via Playwright) against a real server and graph."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import Browser, Page, expect
+
+from agent_wait.core import SqliteEntry, SqliteQuestionStore
+from agent_wait.core._sqlite import default_inbox_path
+from tests.inbox.browser import chromium, chromium_path, log_in
+from tests.inbox.conftest import SECRET, Server, ask
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        chromium_path() is None,
+        reason="browser tests need the system Chromium: apt-get install -y chromium",
+    ),
+]
+
+GRAPH_WORKER = Path(__file__).parents[1] / "langgraph" / "serve_app.py"
+START = {"thread_id": "order-4471", "input": {"order_id": "order-4471", "amount": 41000}}
+
+
+def until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def open_question(function: str) -> str | None:
+    if not default_inbox_path().exists():
+        return None
+    with SqliteQuestionStore() as store:
+        for question in store.open_questions():
+            source = question.envelope.source
+            if source is not None and source.function == function:
+                return question.envelope.question_id
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with chromium() as launched:
+        yield launched
+
+
+@pytest.fixture
+def page(browser: Browser) -> Iterator[Page]:
+    context = browser.new_context()
+    yield context.new_page()
+    context.close()
+
+
+def test_approve_with_an_edited_amount_resumes_the_graph_then_reject(
+    tmp_path: Path, served: Server, page: Page
+) -> None:
+    runs = tmp_path / "runs.txt"
+    runs.touch()
+    worker = subprocess.Popen(
+        [sys.executable, str(GRAPH_WORKER), str(tmp_path / "checkpoints.sqlite3"), str(runs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        with SqliteEntry() as entry:
+            entry.send(START)
+        refund = until(lambda: open_question("issue_refund"), "the graph to park on the refund")
+        log_in(page, served.url, "alice", SECRET)
+        page.click(f"a[href^='/questions/{refund}?']")
+        expect(page.locator("h1")).to_have_text("issue_refund")
+        expect(page.locator("table.args")).to_contain_text("41000")
+        page.fill("input[name='arg.amount']", "35000")
+        page.click("button[value=approve]")
+        expect(page.locator("#result")).to_have_text("Answer sent.")
+        expect(page.locator("#status")).to_contain_text("answered by alice at")
+        # The serve worker resumed the run with the edited amount.
+        until(lambda: "refund order-4471 35000" in runs.read_text(), "the resumed refund")
+        assert "41000" not in runs.read_text()
+
+        notify = until(lambda: open_question("notify_customer"), "the next question")
+        page.goto(f"{served.url}/")
+        page.click(f"a[href^='/questions/{notify}?']")
+        page.fill("textarea[name=reason]", "customer asked us not to")
+        page.click("button[value=reject]")
+        expect(page.locator("#result")).to_have_text("Answer sent.")
+        with SqliteQuestionStore() as store:
+            [closed] = store.find(notify)
+        assert closed.answer == {"action": "reject", "reason": "customer asked us not to"}
+        until(lambda: not _pending(), "the worker to take the rejection")
+        assert "notify" not in runs.read_text()
+    finally:
+        worker.send_signal(signal.SIGTERM)
+        out, err = worker.communicate(timeout=60)
+    assert worker.returncode == 0, err
+    assert out.strip() == "acknowledged=3 dead=0"
+
+
+def _pending() -> bool:
+    """True while the entry point holds a message the worker has not acknowledged."""
+    connection = sqlite3.connect(default_inbox_path())
+    try:
+        return connection.execute("SELECT count(*) FROM agent_wait_messages").fetchone()[0] > 0
+    finally:
+        connection.close()
+
+
+def test_two_sessions_racing_on_one_question(served: Server, browser: Browser) -> None:
+    ask(default_inbox_path(), "q1", args={"amount": 10})
+    alice_context, bob_context = browser.new_context(), browser.new_context()
+    alice, bob = alice_context.new_page(), bob_context.new_page()
+    try:
+        log_in(alice, served.url, "alice", SECRET)
+        log_in(bob, served.url, "bob", SECRET)
+        for page in (alice, bob):
+            page.goto(f"{served.url}/questions/q1?thread=order-4471")
+        alice.click("button[value=approve]")
+        expect(alice.locator("#result")).to_have_text("Answer sent.")
+        # Bob's page learns it changed (server-sent events) ...
+        expect(bob.locator("#live")).to_be_visible()
+        # ... and his late click sends nothing.
+        bob.click("button[value=reject]")
+        expect(bob.locator("#result")).to_contain_text("Not sent: already answered by alice at")
+    finally:
+        alice_context.close()
+        bob_context.close()
+    with SqliteEntry() as entry:
+        answers = [r.message["answer"] for r in entry.receive(10)]
+    assert answers == [{"action": "approve"}]
+
+
+def test_an_xss_payload_in_the_arguments_renders_inert(served: Server, page: Page) -> None:
+    payload = '<img src=x onerror="window.pwned=1"><script>window.pwned=2</script>'
+    ask(
+        default_inbox_path(),
+        "x1",
+        thread_id="xss",
+        args={"note": payload, "nested": {payload: [payload]}},
+        tags={"team": payload},
+    )
+    dialogs: list[str] = []
+    page.on("dialog", lambda dialog: dialogs.append(dialog.message))
+    log_in(page, served.url, "alice", SECRET)
+    expect(page.locator("table.questions")).to_contain_text("team: <img src=x")
+    page.goto(f"{served.url}/questions/x1?thread=xss")
+    expect(page.locator("table.args").first).to_contain_text("<script>window.pwned=2</script>")
+    expect(page.locator("input[name='arg.note']")).to_have_value(payload)
+    assert page.evaluate("window.pwned") is None
+    assert page.locator("main img").count() == 0
+    assert dialogs == []
+
+
+def test_the_list_updates_when_a_question_arrives(served: Server, page: Page) -> None:
+    log_in(page, served.url, "alice", SECRET)
+    expect(page.locator("table.questions")).not_to_contain_text("late_arrival")
+    ask(default_inbox_path(), "new1", function="late_arrival", thread_id="t-new")
+    expect(page.locator("table.questions")).to_contain_text("late_arrival", timeout=15_000)
+
+
+def test_an_invalid_edit_is_caught_before_sending(served: Server, page: Page) -> None:
+    ask(default_inbox_path(), "q1", args={"amount": 10, "lines": [1, 2]})
+    log_in(page, served.url, "alice", SECRET)
+    page.goto(f"{served.url}/questions/q1?thread=order-4471")
+    page.fill("input[name='arg.lines']", "[1, 2")
+    page.click("button[value=approve]")
+    expect(page.locator("#form-error")).to_have_text("lines: not valid JSON")
+    with SqliteQuestionStore() as store:
+        assert store.find("q1")[0].is_open
