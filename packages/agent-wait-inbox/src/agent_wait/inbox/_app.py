@@ -42,7 +42,7 @@ from agent_wait.core import (
     default_store,
 )
 from agent_wait.inbox._auth import InboxAuth, clean_name, is_loopback
-from agent_wait.inbox._query import Filters, Listing, Page
+from agent_wait.inbox._query import Filters, Listing, Page, function_of
 
 logger = logging.getLogger("agent_wait.inbox")
 
@@ -125,6 +125,11 @@ def _pretty(value: Any) -> str:
 def _compact(value: Any) -> str:
     """JSON text, escaped by the template like any text (never marked safe)."""
     return json.dumps(value, ensure_ascii=False)
+
+
+def _function_name(envelope: Any) -> str:
+    """The asking function's name for a heading, or "" (the template says "question")."""
+    return function_of(envelope) or ""
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
@@ -227,6 +232,7 @@ def inbox_app(
     templates.filters["pretty"] = _pretty
     templates.filters["when"] = _when
     templates.filters["compact"] = _compact
+    templates.filters["function"] = _function_name
     sender: list[EntryPoint] = [entry] if entry is not None else []
 
     def the_entry() -> EntryPoint:

@@ -19,6 +19,17 @@ from agent_wait.core import QuestionStore, SqliteQuestionStore, StoredQuestion, 
 NO_EXPIRY = "9999-12-31T23:59:59Z"
 
 
+def function_of(envelope: WaitEnvelope) -> str | None:
+    """The function that asked: ``source.function``, else the question's ``function``."""
+    if envelope.source is not None:
+        return envelope.source.function
+    question: Any = envelope.question
+    if isinstance(question, dict):
+        name = cast("dict[str, Any]", question).get("function")
+        return name if isinstance(name, str) else None
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class Filters:
     """What a list shows: all open questions, or those with a tag, function, thread or text."""
@@ -49,9 +60,7 @@ class Filters:
         """True if the envelope passes every filter (for stores without SQL)."""
         if self.tag is not None and envelope.tags.get(self.tag[0]) != self.tag[1]:
             return False
-        if self.function is not None and (
-            envelope.source is None or envelope.source.function != self.function
-        ):
+        if self.function is not None and function_of(envelope) != self.function:
             return False
         if self.thread is not None and envelope.thread_id != self.thread:
             return False
@@ -138,7 +147,10 @@ class Listing:
             clauses.append("json_extract(tags, ?) = ?")
             params += [f'$."{filters.tag[0].replace(chr(34), "")}"', filters.tag[1]]
         if filters.function is not None:
-            clauses.append("json_extract(source, '$.function') = ?")
+            clauses.append(
+                "coalesce(json_extract(source, '$.function'), "
+                "json_extract(question, '$.function')) = ?"
+            )
             params.append(filters.function)
         if filters.thread is not None:
             clauses.append("pk = ?")
