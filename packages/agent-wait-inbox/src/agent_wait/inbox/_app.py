@@ -6,7 +6,8 @@ import asyncio
 import json
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -558,8 +559,16 @@ def inbox_app(
         ),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
     ]
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncGenerator[None]:
+        yield
+        if entry is None and sender:  # only the entry point the app built itself
+            sender.pop().close()
+
     app = Starlette(
         routes=routes,
+        lifespan=lifespan,
         middleware=[
             Middleware(_Limits),
             Middleware(
