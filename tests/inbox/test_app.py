@@ -454,7 +454,7 @@ def test_no_auth_serves_loopback_only(inbox: Path) -> None:
 
     with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
         app = inbox_app(store, auth, entry=entry)
-        local = TestClient(app, client=("127.0.0.1", 5000))
+        local = TestClient(app, base_url="http://127.0.0.1", client=("127.0.0.1", 5000))
         page = local.get("/questions/q1", params={"thread": "order-4471"})
         assert page.status_code == 200
         local.post(
@@ -465,3 +465,7 @@ def test_no_auth_serves_loopback_only(inbox: Path) -> None:
         assert store.find("q1")[0].answered_by == "me"
         remote = TestClient(app, client=("192.0.2.7", 5000))
         assert remote.get("/").status_code == 403
+        # DNS rebinding: a loopback peer, but the page was loaded under another name.
+        rebound = local.get("/api/questions", headers={"Host": "attacker.example:8765"})
+        assert rebound.status_code == 403
+        assert local.get("/", headers={"Host": "localhost:8765"}).status_code == 200

@@ -282,7 +282,12 @@ def inbox_app(
 
     def guarded(handler: Handler, *, api: bool = False) -> Handler:
         async def run(request: Request) -> Response:
-            if auth.no_auth and not is_loopback(request.client.host if request.client else None):
+            # Without a login, the Host must be a loopback name too: a page whose own name an
+            # attacker re-points at 127.0.0.1 (DNS rebinding) is refused.
+            if auth.no_auth and not (
+                is_loopback(request.client.host if request.client else None)
+                and is_loopback(request.url.hostname)
+            ):
                 return PlainTextResponse(
                     "the inbox without authentication serves loopback only", 403
                 )
