@@ -232,6 +232,14 @@ def test_approve_with_edited_arguments_sends_them(alice: TestClient, inbox: Path
     assert (stored.status, stored.answered_by) == ("answered", "alice")
 
 
+def test_a_text_argument_is_edited_as_plain_text(alice: TestClient, inbox: Path) -> None:
+    ask(inbox, "q1", args={"note": "refund", "code": "7"})
+    answer_form(
+        alice, "q1", "order-4471", action="approve", **{"arg.note": '"quoted"', "arg.code": "8"}
+    )
+    assert sent(inbox)[0]["answer"]["args"] == {"note": '"quoted"', "code": "8"}
+
+
 def test_unchanged_arguments_send_a_plain_approve(alice: TestClient, inbox: Path) -> None:
     ask(inbox, "q1", args={"amount": 41000})
     answer_form(alice, "q1", "order-4471", action="approve", **{"arg.amount": "41000"})

@@ -158,8 +158,8 @@ def _page_json(page: Page) -> dict[str, Any]:
 def edited_args(question: StoredQuestion, form: Mapping[str, str]) -> dict[str, Any] | None:
     """The arguments the approver edited (``arg.<name>`` fields), or None if none changed.
 
-    Each field holds the value as JSON (a bare word is taken as text for a text argument); an
-    edited value must keep its argument's JSON type.
+    A text argument's field holds the text itself; any other argument's field holds its value
+    as JSON, and an edited value must keep the argument's JSON type.
 
     Raises:
         ValueError: A field is not valid JSON, changes the type, or names no argument.
@@ -174,16 +174,15 @@ def edited_args(question: StoredQuestion, form: Mapping[str, str]) -> dict[str, 
         if name not in args:
             raise ValueError(f"args.{name}: the question has no argument named {name!r}")
         before = args[name]
-        try:
-            value = json.loads(text)
-        except ValueError:
-            if not isinstance(before, str):
+        if isinstance(before, str):
+            value: Any = text  # a text argument is edited as plain text, quotes and all
+        else:
+            try:
+                value = json.loads(text)
+            except ValueError:
                 raise ValueError(
                     f"args.{name}: expected JSON such as {json.dumps(before)[:40]}, got {text[:40]!r}"
                 ) from None
-            value = text
-        if isinstance(before, str) and not isinstance(value, str):
-            value = text
         kind = _json_kind(before)
         if before is not None and _json_kind(value) != kind:
             raise ValueError(f"args.{name}: expected a {kind} like the original, got {text[:40]!r}")
