@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
@@ -477,3 +478,45 @@ def test_no_auth_serves_loopback_only(inbox: Path) -> None:
         rebound = local.get("/api/questions", headers={"Host": "attacker.example:8765"})
         assert rebound.status_code == 403
         assert local.get("/", headers={"Host": "localhost:8765"}).status_code == 200
+
+
+def test_mounted_under_a_path_every_link_keeps_the_prefix(inbox: Path) -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    ask(inbox, "q1", args={"amount": 3})
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        inner = inbox_app(store, InboxAuth(token=SECRET), entry=entry)
+        client = TestClient(Starlette(routes=[Mount("/approvals", inner)]))
+        first = client.get("/approvals/", follow_redirects=False)
+        assert first.headers["location"].startswith("/approvals/login?next=%2Fapprovals%2F")
+        page = client.get(first.headers["location"])
+        assert 'src="/approvals/static/inbox.js"' in page.text
+        assert client.get("/approvals/static/inbox.js").status_code == 200
+        logged_in = client.post(
+            "/approvals/login",
+            data={
+                "csrf": csrf_of(page.text),
+                "name": "alice",
+                "token": SECRET,
+                "next": "/approvals/",
+            },
+            follow_redirects=False,
+        )
+        assert logged_in.headers["location"] == "/approvals/"
+        listing = client.get("/approvals/").text
+        assert 'href="/approvals/questions/q1?thread=order-4471"' in listing
+        detail = client.get("/approvals/questions/q1", params={"thread": "order-4471"})
+        assert 'action="/approvals/questions/q1/answer?thread=order-4471"' in detail.text
+        done = client.post(
+            "/approvals/questions/q1/answer",
+            params={"thread": "order-4471"},
+            data={"csrf": csrf_of(detail.text), "action": "approve"},
+            follow_redirects=False,
+        )
+        assert done.headers["location"].startswith("/approvals/questions/q1?")
+        for text in (listing, detail.text):
+            links = re.findall(r'(?:href|action|src)="(/[^"]*)"', text)
+            assert links
+            assert [link for link in links if not link.startswith("/approvals/")] == []
+    assert sent(inbox)[0]["answer"] == {"action": "approve"}

@@ -274,6 +274,7 @@ def inbox_app(
             user=identity(request),
             csrf=csrf_token(request),
             no_auth=auth.no_auth,
+            root=root(request),
             now=_now(),
             **context,
         )
@@ -293,14 +294,18 @@ def inbox_app(
             if identity(request) is None:
                 if api:
                     return JSONResponse({"error": "not logged in"}, 401)
-                return RedirectResponse(f"/login?{urlencode({'next': request.url.path})}", 303)
+                return RedirectResponse(
+                    f"{root(request)}/login?{urlencode({'next': request.url.path})}", 303
+                )
             return await handler(request)
 
         return run
 
     async def login(request: Request) -> Response:
         if request.method == "GET":
-            return render(request, "login.html", next=_safe_next(request.query_params.get("next")))
+            return render(
+                request, "login.html", next=_safe_next(request, request.query_params.get("next"))
+            )
         form = await request.form()
         fields = {k: v for k, v in form.items() if isinstance(v, str)}
         if not csrf_ok(request, fields.get("csrf")):
@@ -310,10 +315,12 @@ def inbox_app(
             logger.warning(
                 "failed inbox login from %s", request.client.host if request.client else "?"
             )
-            return render(request, "login.html", 401, error="wrong name or secret", next="/")
+            return render(
+                request, "login.html", 401, error="wrong name or secret", next=root(request) + "/"
+            )
         request.session.clear()
         request.session["user"] = name
-        return RedirectResponse(_safe_next(fields.get("next")), 303)
+        return RedirectResponse(_safe_next(request, fields.get("next")), 303)
 
     async def logout(request: Request) -> Response:
         form = await request.form()
@@ -321,7 +328,7 @@ def inbox_app(
         if not csrf_ok(request, offered if isinstance(offered, str) else None):
             return PlainTextResponse("the form expired; reload the page", 403)
         request.session.clear()
-        return RedirectResponse("/login", 303)
+        return RedirectResponse(f"{root(request)}/login", 303)
 
     def filters_of(request: Request) -> Filters:
         return Filters.parse(request.query_params)
@@ -344,7 +351,7 @@ def inbox_app(
                 overdue=_overdue,
             )
         next_link = (
-            "/?" + urlencode({**filters.query(), "after": page.next_cursor})
+            f"{root(request)}/?" + urlencode({**filters.query(), "after": page.next_cursor})
             if page.next_cursor
             else None
         )
@@ -370,7 +377,7 @@ def inbox_app(
                 has_history=listing.has_history,
             )
         next_link = (
-            "/history?" + urlencode({**filters.query(), "after": page.next_cursor})
+            f"{root(request)}/history?" + urlencode({**filters.query(), "after": page.next_cursor})
             if page.next_cursor
             else None
         )
@@ -464,7 +471,7 @@ def inbox_app(
                 502,
             )
         return RedirectResponse(
-            f"/questions/{request.path_params['question_id']}?"
+            f"{root(request)}/questions/{request.path_params['question_id']}?"
             + urlencode({"thread": question.envelope.thread_id, "sent": "1"}),
             303,
         )
@@ -570,7 +577,7 @@ def inbox_app(
         if entry is None and sender:  # only the entry point the app built itself
             sender.pop().close()
 
-    app = Starlette(
+    return Starlette(
         routes=routes,
         lifespan=lifespan,
         middleware=[
@@ -585,15 +592,18 @@ def inbox_app(
             ),
         ],
     )
-    app.state.listing = listing
-    return app
 
 
-def _safe_next(target: str | None) -> str:
+def root(request: Request) -> str:
+    """The path the app is mounted at ("" at the root of its server)."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
+def _safe_next(request: Request, target: str | None) -> str:
     """Only a local path: the login form never redirects to another site."""
     if target and target.startswith("/") and not target.startswith("//") and "\\" not in target:
         return target
-    return "/"
+    return root(request) + "/"
 
 
 _QUESTION = {"$ref": "#/components/schemas/StoredQuestion"}

@@ -22,7 +22,7 @@
   // Live updates: the list reloads itself; a question page says when it changed elsewhere.
   var live = document.querySelector("[data-live]");
   if (!live || !window.EventSource) { return; }
-  var source = new EventSource("/events");
+  var source = new EventSource(document.body.dataset.root + "/events");
   source.addEventListener("changed", function () {
     if (live.dataset.live === "list") {
       window.location.reload();
