@@ -69,6 +69,8 @@ def page(browser: Browser) -> Iterator[Page]:
 def test_approve_with_an_edited_amount_resumes_the_graph_then_reject(
     tmp_path: Path, served: Server, page: Page
 ) -> None:
+    # The graph's worker uses agent-wait-langgraph, a sibling absent when the inbox is tested alone.
+    pytest.importorskip("agent_wait.langgraph", reason="needs agent-wait-langgraph installed")
     runs = tmp_path / "runs.txt"
     runs.touch()
     worker = subprocess.Popen(
