@@ -97,8 +97,8 @@ def main() -> None:
     with sqlite3.connect(path) as db:
         keys = sorted(key for (key,) in db.execute("SELECT key FROM q"))
     assert len(keys) == 13
-    assert "wait.created:q-async" in keys
-    assert "wait.created:huge" not in keys
+    assert "wait.created:thread-2:q-async" in keys
+    assert "wait.created:thread-1:huge" not in keys
     print(len(keys), "envelopes stored;", "refused:", sorted(failed))
 
 
