@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import SecretStr
 
 from agent_wait.core import (
+    AnnouncerOptions,
     ConfigError,
     MemoryAnnounce,
     PluginNotFoundError,
@@ -24,19 +26,28 @@ from agent_wait.core._config import (
     ConfigSource,
     default_announcers,
     load_config,
-    redact,
 )
 from agent_wait.core._jsonl import JsonlAnnounce
 from agent_wait.core._sqlite import SqliteAnnounce
 from agent_wait.core.hookspecs import RegisterTarget
+from agent_wait.core.options import SensitiveUrl, redact
 from agent_wait.core.testing import registered_plugin, sample_questions
+
+
+class SecretOptions(AnnouncerOptions):
+    url: SensitiveUrl
+    api_key: SecretStr | None = None
+    token_env: str | None = None
 
 
 class SecretAnnounce(MemoryAnnounce):
     """Takes a secret directly (api_key) and one by its own *_env option (token_env)."""
 
+    options_model = SecretOptions
+
     def __init__(self, url: str, api_key: str | None = None, token_env: str | None = None) -> None:
         super().__init__()
+        SecretOptions.parse(self.name, {"url": url, "api_key": api_key, "token_env": token_env})
         self.url = url
         self.api_key = api_key
         self.token_env = token_env
@@ -252,7 +263,9 @@ def test_missing_required_option_is_named() -> None:
 
 
 def test_bad_option_value_is_named() -> None:
-    with pytest.raises(ConfigError, match="announce\\[0\\]: announcer 'log': level"):
+    with pytest.raises(
+        ConfigError, match=r"announce\[0\]: announcer 'log': option 'level': .*got 'LOUD'"
+    ):
         AgentWaitConfig.from_entries([{"use": "log", "level": "LOUD"}]).build()
 
 
@@ -279,7 +292,7 @@ def test_env_indirection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
         announcer("jsonl", path="x", path_env="QUESTIONS_FILE")
     with pytest.raises(ConfigError, match="must name an environment variable"):
         announcer("jsonl", path_env=3)
-    with pytest.raises(ConfigError, match="unknown option 'level'"):
+    with pytest.raises(ConfigError, match="unknown option 'level_env'"):
         announcer("jsonl", path="x", level_env="QUESTIONS_FILE")
 
 

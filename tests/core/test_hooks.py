@@ -16,6 +16,7 @@ from pluggy import HookImpl
 
 from agent_wait.core import (
     AnnounceFailed,
+    AnnouncerOptions,
     Answer,
     BaseAnnounce,
     ConfigError,
@@ -75,9 +76,15 @@ def test_every_hook_has_a_test(hook: str) -> None:
     assert f"test_hook_{hook}" in tests, f"tests/core/test_hooks.py has no test_hook_{hook}"
 
 
+class RefundOptions(AnnouncerOptions):
+    channel: str
+
+
 class Refund(BaseAnnounce):
+    options_model = RefundOptions
+
     def __init__(self, channel: str) -> None:
-        self.channel = channel
+        self.channel = RefundOptions.parse(self.name, {"channel": channel}).channel
 
     def deliver(self, envelope: WaitEnvelope) -> None:
         raise ConnectionError(f"{self.channel} unreachable")

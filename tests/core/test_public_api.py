@@ -12,6 +12,7 @@ def test_public_api() -> None:
         "AgentWaitError",
         "Announce",
         "AnnounceFailed",
+        "AnnouncerOptions",
         "Answer",
         "AnswerResult",
         "BaseAnnounce",
@@ -29,8 +30,11 @@ def test_public_api() -> None:
         "InboxItem",
         "InvalidAnswer",
         "JsonlAnnounce",
+        "JsonlOptions",
         "LogAnnounce",
+        "LogOptions",
         "MemoryAnnounce",
+        "MemoryOptions",
         "NothingToResend",
         "Outcome",
         "PAYLOAD_KEY",
@@ -51,6 +55,7 @@ def test_public_api() -> None:
         "SqliteAnnounce",
         "SqliteEntry",
         "SqliteInbox",
+        "SqliteOptions",
         "SqliteQuestionStore",
         "StartMessage",
         "StoredQuestion",
@@ -112,8 +117,25 @@ def test_transport_building_blocks_for_plugins() -> None:
         "aws_receipt",
         "chunk",
         "fit_identifier",
-        "redact_url",
         "utf8_size",
+    ]
+
+
+def test_option_building_blocks_for_plugins() -> None:
+    import agent_wait.core.options
+
+    assert sorted(agent_wait.core.options.__all__) == [
+        "AnnouncerOptions",
+        "Count",
+        "Flag",
+        "PluginOptions",
+        "PositiveCount",
+        "REDACTED",
+        "Seconds",
+        "Sensitive",
+        "SensitiveUrl",
+        "Text",
+        "redact",
     ]
 
 

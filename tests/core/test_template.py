@@ -50,19 +50,3 @@ def test_bad_templates_name_the_option(text: object, message: str) -> None:
     with pytest.raises(ConfigError, match="my option") as info:
         EnvelopeTemplate(text, option="my option", name="key")  # type: ignore[arg-type]
     assert message in str(info.value)
-
-
-@pytest.mark.parametrize(
-    ("url", "shown"),
-    [
-        ("redis://:s3cret@cache:6379/0", "redis://***@cache:6379/0"),
-        ("nats://token@nats:4222", "nats://***@nats:4222"),
-        ("amqp://guest:guest@rabbit/", "amqp://***@rabbit/"),
-        ("https://host/path", "https://host/path"),
-        (None, None),
-    ],
-)
-def test_redact_url_hides_userinfo(url: object, shown: object) -> None:
-    from agent_wait.core.transport import redact_url
-
-    assert redact_url(url) == shown

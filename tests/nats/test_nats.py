@@ -150,7 +150,7 @@ def test_a_missing_tag_fails_only_that_envelope(nats_url: str, stream: Any) -> N
 @pytest.mark.parametrize(
     ("subject", "message"),
     [
-        ("", "option subject: expected a non-empty string, got ''"),
+        ("", "option 'subject': String should have at least 1 character (got '')"),
         ("a.{tag}", "unknown placeholder {tag} in 'a.{tag}'"),
         ("a.{tags}", "unknown placeholder {tags} in 'a.{tags}'"),
         ("a.{thread_id:>9}", "placeholder {thread_id} in 'a.{thread_id:>9}' takes no format spec"),
@@ -270,17 +270,28 @@ def test_configured_by_name(nats_url: str, stream: Any, monkeypatch: pytest.Monk
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"url": "http://127.0.0.1:4222"}, "option url: expected nats:///tls:///ws:///wss:// URLs"),
-        ({"url": "nats://a:4222,http://user:s3cret@b"}, "got ['nats://a:4222', 'http://***@b']"),
-        ({"url": []}, "got list"),
-        ({"stream": "A.B"}, "option stream: expected a stream name without whitespace"),
-        ({"create_stream": True}, "create_stream: true needs the stream option"),
+        (
+            {"url": "http://127.0.0.1:4222"},
+            "announcer 'nats': option 'url': expected nats:///tls:///ws:///wss:// URLs",
+        ),
+        (
+            {"url": "nats://a:4222,http://user:s3cret@b"},
+            "(got 'nats://a:4222,http://user:***@b')",
+        ),
+        ({"url": ["nats://a:4222", "http://user:s3cret@b"]}, "'http://user:***@b']"),
+        ({"url": []}, "option 'url': expected nats:///tls:///ws:///wss:// URLs"),
+        (
+            {"stream": "A.B"},
+            "option 'stream': expected a stream name without whitespace, '.', '*', '>' or "
+            "slashes (got 'A.B')",
+        ),
+        ({"create_stream": True}, "option 'create_stream': true needs the stream option"),
         (
             {"create_stream": "yes", "stream": "S"},
-            "option create_stream: expected true or false, got 'yes'",
+            "option 'create_stream': Input should be a valid boolean (got 'yes')",
         ),
-        ({"duplicate_window": 0}, "option duplicate_window: expected a positive number, got 0"),
-        ({"timeout": "5"}, "option timeout: expected a positive number, got '5'"),
+        ({"duplicate_window": 0}, "option 'duplicate_window': Input should be greater than 0"),
+        ({"timeout": "soon"}, "option 'timeout': Input should be a valid number"),
     ],
 )
 def test_invalid_options_name_the_field_and_value(options: dict[str, object], message: str) -> None:

@@ -249,25 +249,31 @@ def test_configured_by_name_and_from_a_config_file(
     [
         (
             {"url": "http://localhost"},
-            "option url: expected an amqp:// or amqps:// URL, got 'http://localhost'",
+            "announcer 'rabbitmq': option 'url': expected an amqp:// or amqps:// URL "
+            "(got 'http://localhost')",
         ),
-        ({"url": "https://user:s3cret@host/"}, "got 'https://***@host/'"),
-        ({"exchange": "x" * 256}, "option exchange: expected a name of at most 255 bytes"),
+        ({"url": "https://user:s3cret@host/"}, "(got 'https://user:***@host/')"),
+        ({"url": "amqp://user:s3cret@host/?heartbeat=x"}, "option 'url': not usable"),
+        ({"exchange": "x" * 256}, "option 'exchange': expected a name of at most 255 bytes"),
         (
             {"exchange_type": "x-delayed"},
-            "option exchange_type: expected one of ['direct', 'topic', 'fanout', 'headers'], got 'x-delayed'",
+            "option 'exchange_type': Input should be 'direct', 'topic', 'fanout' or 'headers' "
+            "(got 'x-delayed')",
         ),
         (
             {"exchange": "", "declare": True},
-            "option declare: the default exchange '' cannot be declared",
+            "option 'declare': the default exchange '' cannot be declared",
         ),
-        ({"mandatory": "yes"}, "option mandatory: expected true or false, got 'yes'"),
-        ({"declare": 1}, "option declare: expected true or false, got 1"),
-        ({"timeout": 0}, "option timeout: expected a positive number, got 0"),
-        ({"routing_key": "q.{tag}"}, "unknown placeholder {tag} in 'q.{tag}'"),
+        ({"mandatory": "yes"}, "option 'mandatory': Input should be a valid boolean (got 'yes')"),
+        ({"declare": 1}, "option 'declare': Input should be a valid boolean (got 1)"),
+        ({"timeout": 0}, "option 'timeout': Input should be greater than 0 (got 0)"),
+        (
+            {"routing_key": "q.{tag}"},
+            "option 'routing_key': unknown placeholder {tag} in 'q.{tag}'",
+        ),
         ({"routing_key": "q.{thread_id:>5}"}, "takes no format spec or conversion"),
         ({"routing_key": "q" * 256}, "is over the 255-byte limit"),
-        ({"routing_key": 5}, "option routing_key: expected a string, got 5"),
+        ({"routing_key": 5}, "option 'routing_key': Input should be a valid string (got 5)"),
     ],
 )
 def test_invalid_options_name_the_field_and_value(options: dict[str, object], message: str) -> None:

@@ -6,7 +6,7 @@ import agent_wait.redis
 
 
 def test_public_api() -> None:
-    assert sorted(agent_wait.redis.__all__) == ["RedisAnnounce"]
+    assert sorted(agent_wait.redis.__all__) == ["RedisAnnounce", "RedisOptions"]
 
 
 def test_plugin_registers_redis_without_importing_redis_py() -> None:

@@ -235,17 +235,19 @@ def test_configured_from_agent_wait_toml(
     [
         (
             {"url": "http://127.0.0.1:6379"},
-            "option url: expected a redis:///rediss:///unix:// URL, got 'http://127.0.0.1:6379'",
+            "announcer 'redis': option 'url': expected a redis:///rediss:///unix:// URL "
+            "(got 'http://127.0.0.1:6379')",
         ),
-        ({"url": "http://user:s3cret@host/0"}, "got 'http://***@host/0'"),
-        ({"stream": ""}, "option stream: expected a non-empty string, got ''"),
-        ({"maxlen": 0}, "option maxlen: expected a positive integer or None, got 0"),
-        ({"maxlen": True}, "option maxlen: expected a positive integer or None, got True"),
-        ({"maxlen": 2.5}, "option maxlen: expected a positive integer or None, got 2.5"),
-        ({"index": "yes"}, "option index: expected true or false, got 'yes'"),
-        ({"index_prefix": ""}, "option index_prefix: expected a non-empty string, got ''"),
-        ({"index_ttl": 0}, "option index_ttl: expected a positive number, got 0"),
-        ({"timeout": -1}, "option timeout: expected a positive number, got -1"),
+        ({"url": "http://user:s3cret@host/0"}, "(got 'http://user:***@host/0')"),
+        ({"url": "redis://user:p@s3cret@host/0", "timeout": 0}, "option 'timeout'"),
+        ({"stream": ""}, "option 'stream': String should have at least 1 character (got '')"),
+        ({"maxlen": 0}, "option 'maxlen': Input should be greater than 0 (got 0)"),
+        ({"maxlen": True}, "option 'maxlen': expected a number, not true/false (got True)"),
+        ({"maxlen": 2.5}, "option 'maxlen': Input should be a valid integer"),
+        ({"index": "yes"}, "option 'index': Input should be a valid boolean (got 'yes')"),
+        ({"index_prefix": ""}, "option 'index_prefix': String should have at least 1 character"),
+        ({"index_ttl": 0}, "option 'index_ttl': Input should be greater than 0 (got 0)"),
+        ({"timeout": -1}, "option 'timeout': Input should be greater than 0 (got -1)"),
     ],
 )
 def test_invalid_options_name_the_field_and_value(options: dict[str, object], message: str) -> None:

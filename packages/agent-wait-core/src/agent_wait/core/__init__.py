@@ -60,8 +60,8 @@ if TYPE_CHECKING:
         QuestionTooLarge,
     )
     from agent_wait.core._host import Handled, Outcome
-    from agent_wait.core._jsonl import JsonlAnnounce
-    from agent_wait.core._memory import LogAnnounce, MemoryAnnounce
+    from agent_wait.core._jsonl import JsonlAnnounce, JsonlOptions
+    from agent_wait.core._memory import LogAnnounce, LogOptions, MemoryAnnounce, MemoryOptions
     from agent_wait.core._models import (
         Answer,
         PendingResult,
@@ -75,10 +75,11 @@ if TYPE_CHECKING:
         message_warnings,
         parse_message,
     )
+    from agent_wait.core._options import AnnouncerOptions
     from agent_wait.core._plugins import announcer, announcers_from_config
     from agent_wait.core._policy import Correlation, WaitPolicy
     from agent_wait.core._publish import ENVELOPE_LIMIT, Announce, apublish, build_envelope, publish
-    from agent_wait.core._sqlite import InboxItem, SqliteAnnounce, SqliteInbox
+    from agent_wait.core._sqlite import InboxItem, SqliteAnnounce, SqliteInbox, SqliteOptions
     from agent_wait.core._sqlite_entry import SqliteEntry
     from agent_wait.core._sqlite_store import SqliteQuestionStore
     from agent_wait.core._storable import storable_problem
@@ -104,6 +105,7 @@ _LAZY = {
     "AgentWaitConfig": "agent_wait.core._config",
     "AgentWaitError": "agent_wait.core._errors",
     "Announce": "agent_wait.core._publish",
+    "AnnouncerOptions": "agent_wait.core._options",
     "AnnounceFailed": "agent_wait.core._errors",
     "Answer": "agent_wait.core._models",
     "AnswerResult": "agent_wait.core._answering",
@@ -122,8 +124,11 @@ _LAZY = {
     "InboxItem": "agent_wait.core._sqlite",
     "InvalidAnswer": "agent_wait.core._errors",
     "JsonlAnnounce": "agent_wait.core._jsonl",
+    "JsonlOptions": "agent_wait.core._jsonl",
     "LogAnnounce": "agent_wait.core._memory",
+    "LogOptions": "agent_wait.core._memory",
     "MemoryAnnounce": "agent_wait.core._memory",
+    "MemoryOptions": "agent_wait.core._memory",
     "NothingToResend": "agent_wait.core._answering",
     "Outcome": "agent_wait.core._host",
     "PAYLOAD_KEY": "agent_wait.core._wait",
@@ -144,6 +149,7 @@ _LAZY = {
     "SqliteAnnounce": "agent_wait.core._sqlite",
     "SqliteEntry": "agent_wait.core._sqlite_entry",
     "SqliteInbox": "agent_wait.core._sqlite",
+    "SqliteOptions": "agent_wait.core._sqlite",
     "SqliteQuestionStore": "agent_wait.core._sqlite_store",
     "StartMessage": "agent_wait.core._models",
     "StoredQuestion": "agent_wait.core._store",
@@ -195,6 +201,7 @@ __all__ = [
     "AgentWaitError",
     "Announce",
     "AnnounceFailed",
+    "AnnouncerOptions",
     "Answer",
     "AnswerResult",
     "BaseAnnounce",
@@ -211,8 +218,11 @@ __all__ = [
     "InboxItem",
     "InvalidAnswer",
     "JsonlAnnounce",
+    "JsonlOptions",
     "LogAnnounce",
+    "LogOptions",
     "MemoryAnnounce",
+    "MemoryOptions",
     "NothingToResend",
     "Outcome",
     "PendingResult",
@@ -232,6 +242,7 @@ __all__ = [
     "SqliteAnnounce",
     "SqliteEntry",
     "SqliteInbox",
+    "SqliteOptions",
     "SqliteQuestionStore",
     "StartMessage",
     "StoredQuestion",

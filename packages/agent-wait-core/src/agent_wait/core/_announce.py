@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields
 from types import TracebackType
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from agent_wait.core._models import WaitEnvelope
+
+if TYPE_CHECKING:
+    from agent_wait.core._options import AnnouncerOptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,9 +44,14 @@ class BaseAnnounce:
     Attributes:
         name: How the announcer appears in reports and logs. Announcers built from config get
             their entry-point name; otherwise it defaults to the class name.
+        options_model: The announcer's options (a subclass of
+            :class:`agent_wait.core.AnnouncerOptions`): configuration is validated against it
+            before the constructor is called, and ``agent-wait plugins --json`` prints its JSON
+            Schema. None only for announcers written before options models existed.
     """
 
     name: str = ""
+    options_model: ClassVar[type[AnnouncerOptions] | None] = None
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
@@ -95,6 +103,15 @@ class BaseAnnounce:
             except Exception as error:  # noqa: BLE001 - each envelope's failure is its own outcome
                 outcomes.append(error)
         return outcomes
+
+    def check_connection(self) -> bool:
+        """Check cheaply that the destination is reachable (``agent-wait config check --connect``).
+
+        Override it with one round trip that needs no write (a PING, a metadata read) and
+        raise when it fails. Returns True when a check ran; the default returns False: this
+        announcer has no cheap check.
+        """
+        return False
 
     def close(self) -> None:
         """Release clients and connections. Safe to call more than once."""

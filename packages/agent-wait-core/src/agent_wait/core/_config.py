@@ -27,13 +27,14 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, cast, overload
+from typing import Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_wait.core._announce import BaseAnnounce
 from agent_wait.core._errors import ConfigError
-from agent_wait.core._plugins import ENV_SUFFIX, announcers_from_config
+from agent_wait.core._options import ENV_SUFFIX, REDACTED, SECRET_NAME, redact
+from agent_wait.core._plugins import announcers_from_config
 
 logger = logging.getLogger(__name__)
 
@@ -43,14 +44,6 @@ CONFIG_FILE = "agent-wait.toml"
 PYPROJECT = "pyproject.toml"
 PYPROJECT_TABLE = "agent-wait"
 _KEYS = ("announce", "entry")  # [entry] is read by the entry-point configuration
-# Option names whose values never appear in logs or `agent-wait config check` output.
-_SECRET_NAME = re.compile(
-    r"secret|passw|token|key|credential|auth|private|signature", re.IGNORECASE
-)
-_URL_PASSWORD = re.compile(
-    r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://[^/@:\s]*:)(?P<password>[^/@\s]+)(?=@)"
-)
-REDACTED = "***"
 
 
 class ConfigSource(StrEnum):
@@ -107,7 +100,7 @@ class AnnouncerEntry(BaseModel):
 
     def redacted(self) -> dict[str, Any]:
         """:meth:`as_mapping` with secret-looking option values replaced by ``***``."""
-        return {"use": self.use, **redact(self.options)}
+        return {"use": self.use, **cast("dict[str, Any]", redact(self.options))}
 
 
 class AgentWaitConfig(BaseModel):
@@ -183,58 +176,19 @@ class AgentWaitConfig(BaseModel):
         return str(self.source)
 
 
-def redact(options: Mapping[str, Any]) -> dict[str, Any]:
-    """Copy options with secret-looking values replaced by ``***``.
-
-    Values of options named like secret, password, token, key or credential are hidden (an
-    ``*_env`` option holds only a variable name and is shown), as are passwords inside URLs.
-    """
-    shown: dict[str, Any] = {}
-    for key, value in options.items():
-        if _SECRET_NAME.search(key) and not key.endswith(ENV_SUFFIX):
-            shown[key] = REDACTED
-        else:
-            shown[key] = _redact_value(value)
-    return shown
-
-
 def scrub(text: str, options: Mapping[str, Any]) -> str:
-    """Remove secret option values (also those read through ``*_env``) and URL passwords from text.
+    """Text (an error message about a configured announcer) with its secrets hidden.
 
-    For error messages about a configured announcer, which may quote what it was given.
+    The values of secret options (also those read through ``*_env``) are replaced, then
+    :func:`redact` hides passwords in URLs, DSNs and ``name=value`` pairs.
     """
     for key, value in options.items():
-        if not _SECRET_NAME.search(key) or not isinstance(value, str):
+        if not SECRET_NAME.search(key) or not isinstance(value, str):
             continue
         secret = os.environ.get(value) if key.endswith(ENV_SUFFIX) else value
         if secret and len(secret) >= 3:  # shorter "secrets" would blank out ordinary words
             text = text.replace(secret, REDACTED)
-    return _URL_PASSWORD.sub(lambda m: m.group("head") + REDACTED, text)
-
-
-@overload
-def redact_url(value: str) -> str: ...
-@overload
-def redact_url(value: object) -> object: ...
-def redact_url(value: object) -> object:
-    """A URL with its userinfo (user, password or token) replaced by ``***``; others unchanged.
-
-    For error messages of transports whose URLs may carry credentials.
-    """
-    if isinstance(value, str) and "@" in value and "://" in value:
-        scheme, _, rest = value.partition("://")
-        return f"{scheme}://{REDACTED}@{rest.rpartition('@')[2]}"
-    return value
-
-
-def _redact_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return _URL_PASSWORD.sub(lambda m: m.group("head") + REDACTED, value)
-    if isinstance(value, Mapping):
-        return redact(cast("Mapping[str, Any]", value))
-    if isinstance(value, list | tuple):
-        return [_redact_value(v) for v in cast("Sequence[Any]", value)]
-    return value
+    return redact(text)
 
 
 def _short(value: object, limit: int = 80) -> str:

@@ -6,8 +6,24 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+from pydantic import field_validator
+
 from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome
 from agent_wait.core._models import WaitEnvelope
+from agent_wait.core._options import AnnouncerOptions
+
+
+class JsonlOptions(AnnouncerOptions):
+    """Options of the ``jsonl`` announcer (see :class:`JsonlAnnounce`)."""
+
+    path: Path
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _not_blank(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("expected a file path")
+        return value
 
 
 class JsonlAnnounce(BaseAnnounce):
@@ -30,11 +46,10 @@ class JsonlAnnounce(BaseAnnounce):
     """
 
     name = "jsonl"
+    options_model = JsonlOptions
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        if not str(path).strip():
-            raise ValueError(f"path: expected a file path, got {path!r}")
-        self.path = Path(path).expanduser()
+        self.path = JsonlOptions.parse(self.name, {"path": path}).path.expanduser()
 
     def deliver(self, envelope: WaitEnvelope) -> None:
         """Append the envelope's line."""

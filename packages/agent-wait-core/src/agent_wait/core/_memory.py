@@ -3,17 +3,37 @@
 from __future__ import annotations
 
 import logging
+from typing import Annotated, Literal
+
+from pydantic import BeforeValidator
 
 from agent_wait.core._announce import BaseAnnounce
 from agent_wait.core._models import WaitEnvelope
+from agent_wait.core._options import AnnouncerOptions, Text
 
 _LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARNING": logging.WARNING}
+
+
+class MemoryOptions(AnnouncerOptions):
+    """The ``memory`` announcer has no options."""
+
+
+def _upper(value: object) -> object:
+    return value.upper() if isinstance(value, str) else value
+
+
+class LogOptions(AnnouncerOptions):
+    """Options of the ``log`` announcer (see :class:`LogAnnounce`)."""
+
+    logger: Text = "agent_wait.envelopes"
+    level: Annotated[Literal["DEBUG", "INFO", "WARNING"], BeforeValidator(_upper)] = "DEBUG"
 
 
 class MemoryAnnounce(BaseAnnounce):
     """Keeps every envelope in a list (``.envelopes``); for tests and demos."""
 
     name = "memory"
+    options_model = MemoryOptions
 
     def __init__(self) -> None:
         # No lock: list.append and list.clear are atomic, and a lock was a tenth of a publish.
@@ -45,12 +65,12 @@ class LogAnnounce(BaseAnnounce):
     """
 
     name = "log"
+    options_model = LogOptions
 
     def __init__(self, logger: str = "agent_wait.envelopes", level: str = "DEBUG") -> None:
-        if level.upper() not in _LEVELS:
-            raise ValueError(f"level: expected one of {sorted(_LEVELS)}, got {level!r}")
-        self._logger = logging.getLogger(logger)
-        self._level = _LEVELS[level.upper()]
+        options = LogOptions.parse(self.name, {"logger": logger, "level": level})
+        self._logger = logging.getLogger(options.logger)
+        self._level = _LEVELS[options.level]
 
     def deliver(self, envelope: WaitEnvelope) -> None:
         """Log the envelope JSON."""

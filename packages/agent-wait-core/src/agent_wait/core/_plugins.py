@@ -18,11 +18,11 @@ from agent_wait.core import hookspecs
 from agent_wait.core._announce import BaseAnnounce
 from agent_wait.core._errors import ConfigError, PluginNotFoundError
 from agent_wait.core._hooks import HookManager
+from agent_wait.core._options import ENV_SUFFIX, AnnouncerOptions, redact
 
 logger = logging.getLogger(__name__)
 
 DISABLE_AUTOLOAD_ENV = "AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD"
-ENV_SUFFIX = "_env"
 # Entry-point style names only: a config value must never become an import path.
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 # First-party kinds, so an unknown name can say which distribution provides it.
@@ -243,12 +243,11 @@ def _not_installed(kind: str, name: str, installed: Iterable[str]) -> str:
 
 
 def announcer(name: str, /, **options: Any) -> BaseAnnounce:
-    """Build an announcer by its registered name, validating the option names.
+    """Build an announcer by its registered name, validating its options against its model.
 
-    An option whose name ends in ``_env`` (``token_env="HOOK_TOKEN"``) names an environment
-    variable holding the value of the option without the suffix (``token``), so configuration
-    never has to contain a secret. An announcer that itself accepts the ``_env`` option gets
-    it as is.
+    An option whose name ends in ``_env`` (``secret_env="HOOK_SECRET"``) names an environment
+    variable holding the value of the option without the suffix (``secret``), so configuration
+    never has to contain a secret.
 
     Example:
         ``announcer("sqs", queue_url="https://sqs.../approvals.fifo")``
@@ -257,7 +256,8 @@ def announcer(name: str, /, **options: Any) -> BaseAnnounce:
         PluginNotFoundError: No announcer of that name is installed (the message lists the
             installed ones, a close match, and the distribution to install).
         ConfigError: The name is not a plain name (configuration never imports a module path),
-            or an option is unknown or invalid (the message names it).
+            or an option is unknown, missing or invalid (the message names the announcer, the
+            option and its value, redacted).
         ImportError: The plugin providing the name is installed but fails to import (the
             message names it).
     """
@@ -277,14 +277,22 @@ def announcer(name: str, /, **options: Any) -> BaseAnnounce:
             )
         raise PluginNotFoundError(message)
     factory = registration.resolve()
-    options = _resolve_env_options(name, factory, options)
-    _check_option_names(name, factory, options)
+    model = options_model(factory)
+    if model is None:
+        # An announcer without an options model: its signature names the options.
+        kwargs = _resolve_env_options(name, factory, options)
+        _check_option_names(name, factory, kwargs)
+    else:
+        kwargs = model.resolve(name, options)
+        # Validated here too, so a missing or misspelt option is reported as an option error
+        # rather than as the TypeError of the call.
+        model.parse(name, kwargs)
     try:
-        built = factory(**options)
+        built = factory(**kwargs)
     except ConfigError:
         raise
     except (TypeError, ValueError) as error:
-        raise ConfigError(f"announcer {name!r}: {error}") from error
+        raise ConfigError(f"announcer {name!r}: {redact(str(error))}") from error
     if not isinstance(built, BaseAnnounce):
         raise ConfigError(
             f"announcer {name!r} factory returned {type(built).__name__}, not a BaseAnnounce"
@@ -292,6 +300,14 @@ def announcer(name: str, /, **options: Any) -> BaseAnnounce:
     if type(built).name == type(built).__name__ and built.name == type(built).__name__:
         built.name = name
     return built
+
+
+def options_model(factory: object) -> type[AnnouncerOptions] | None:
+    """The options model an announcer class (or factory callable) declares, if any."""
+    model = getattr(factory, "options_model", None)
+    if isinstance(model, type) and issubclass(model, AnnouncerOptions):
+        return model
+    return None
 
 
 def _load_on_demand(reg: PluginRegistry, name: str) -> Registration | None:
@@ -320,7 +336,7 @@ def _resolve_env_options(
     accepted = _accepted_options(factory) or []
     resolved = dict(options)
     for key, variable in options.items():
-        if not key.endswith(ENV_SUFFIX) or key == ENV_SUFFIX or key in accepted:
+        if not key.endswith(ENV_SUFFIX) or key == ENV_SUFFIX:
             continue
         target = key.removesuffix(ENV_SUFFIX)
         if target in options:

@@ -21,8 +21,11 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
+from pydantic import Field, field_validator
+
 from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome
 from agent_wait.core._models import WaitEnvelope, format_utc
+from agent_wait.core._options import AnnouncerOptions, Seconds
 from agent_wait.core._store import parse_now
 
 HOME_ENV = "AGENT_WAIT_HOME"
@@ -53,6 +56,21 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 LIFECYCLE_COLUMNS = ("answered_at", "answered_by", "answer")
 """Columns the question store fills when a question is closed (added to older files on open)."""
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+
+
+class SqliteOptions(AnnouncerOptions):
+    """Options of the ``sqlite`` announcer (see :class:`SqliteAnnounce`)."""
+
+    path: Path | None = None
+    table: str = Field(DEFAULT_TABLE, pattern=_IDENTIFIER.pattern)
+    timeout: Seconds = 5.0
+
+    @field_validator("path", mode="before")
+    @classmethod
+    def _not_blank(cls, value: object) -> object:
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("expected a file path or None")
+        return value
 
 
 def default_inbox_path(environ: Mapping[str, str] | None = None) -> Path:
@@ -249,6 +267,7 @@ class SqliteAnnounce(BaseAnnounce):
     """
 
     name = "sqlite"
+    options_model = SqliteOptions
 
     def __init__(
         self,
@@ -256,7 +275,8 @@ class SqliteAnnounce(BaseAnnounce):
         table: str = DEFAULT_TABLE,
         timeout: float = 5.0,
     ) -> None:
-        self._store = _Store(path, table, timeout)
+        options = SqliteOptions.parse(self.name, {"path": path, "table": table, "timeout": timeout})
+        self._store = _Store(options.path, options.table, options.timeout)
         placeholders = ", ".join("?" for _ in _COLUMNS)
         columns = ", ".join(f'"{c}"' for c in _COLUMNS)
         # ON CONFLICT on the key alone: INSERT OR IGNORE would also silently skip a row that

@@ -22,7 +22,6 @@ from agent_wait.core._batching import (
     fit_identifier,
     utf8_size,
 )
-from agent_wait.core._config import redact_url
 from agent_wait.core._template import EnvelopeTemplate
 
 __all__ = [
@@ -39,6 +38,5 @@ __all__ = [
     "aws_receipt",
     "chunk",
     "fit_identifier",
-    "redact_url",
     "utf8_size",
 ]

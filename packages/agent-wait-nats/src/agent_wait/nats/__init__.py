@@ -26,10 +26,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_wait.nats._options import NatsOptions
+
 if TYPE_CHECKING:
     from agent_wait.nats._announcer import NatsAnnounce
 
-__all__ = ["NatsAnnounce"]
+__all__ = ["NatsAnnounce", "NatsOptions"]
 
 
 def __getattr__(name: str) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, Self, TypeVar
@@ -21,22 +20,19 @@ except ImportError as error:  # pragma: no cover - the distribution depends on n
 
 from agent_wait.core import (
     BaseAnnounce,
-    ConfigError,
     DeliveryFailed,
     DeliveryOutcome,
     Receipt,
     WaitEnvelope,
 )
-from agent_wait.core.transport import ClientPair, redact_url
+from agent_wait.core.options import redact
+from agent_wait.core.transport import ClientPair
+from agent_wait.nats._options import DEFAULT_SUBJECT, DEFAULT_URL, NatsOptions, servers
 from agent_wait.nats._subject import SubjectTemplate
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_URL = "nats://localhost:4222"
-DEFAULT_SUBJECT = "agent-wait.questions"
 TAG_HEADER_PREFIX = "Agent-Wait-Tag-"
-_SCHEMES = ("nats://", "tls://", "ws://", "wss://")
-_STREAM_NAME = re.compile(r"^[^\s.*>/\\\x00-\x1f\x7f]+$")
 # RFC 9110 token characters stay as they are in a header name; the rest is percent-encoded.
 _TOKEN_SAFE = "!#$&'*+-.^_`|~"
 # Header values stay printable ASCII: CR/LF would end the header, '%' is the escape itself.
@@ -79,6 +75,7 @@ class NatsAnnounce(BaseAnnounce):
     """
 
     name = "nats"
+    options_model = NatsOptions
 
     def __init__(
         self,
@@ -89,27 +86,23 @@ class NatsAnnounce(BaseAnnounce):
         duplicate_window: float = 120.0,
         timeout: float = 5.0,
     ) -> None:
-        self.servers = _servers(url)
-        self.subject = SubjectTemplate(subject)
-        if stream is not None and (not isinstance(stream, str) or not _STREAM_NAME.match(stream)):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                "nats announcer option stream: expected a stream name without whitespace, '.', "
-                f"'*', '>' or slashes, got {stream!r}"
-            )
-        if not isinstance(create_stream, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"nats announcer option create_stream: expected true or false, got {create_stream!r}"
-            )
-        if create_stream and stream is None:
-            raise ConfigError(
-                "nats announcer option create_stream: true needs the stream option, got stream=None"
-            )
-        _require_positive("duplicate_window", duplicate_window)
-        _require_positive("timeout", timeout)
-        self.stream = stream
-        self.create_stream = create_stream
-        self.duplicate_window = float(duplicate_window)
-        self.timeout = float(timeout)
+        options = NatsOptions.parse(
+            self.name,
+            {
+                "url": url if isinstance(url, str) else list(url),
+                "subject": subject,
+                "stream": stream,
+                "create_stream": create_stream,
+                "duplicate_window": duplicate_window,
+                "timeout": timeout,
+            },
+        )
+        self.servers = servers(options.url)
+        self.subject = SubjectTemplate(options.subject)
+        self.stream = options.stream
+        self.create_stream = options.create_stream
+        self.duplicate_window = options.duplicate_window
+        self.timeout = options.timeout
         # The sync path's connection lives on a private loop thread, started on first use; a
         # nats-py client belongs to the loop it connected on, so the async path has one per
         # running loop (a host calling asyncio.run() per message still works).
@@ -233,7 +226,7 @@ class NatsAnnounce(BaseAnnounce):
         except (TimeoutError, nats.errors.NoServersError, OSError) as error:
             cause = errors[-1] if errors else error
             raise ConnectionError(
-                f"cannot reach NATS at {', '.join(redact_url(s) for s in self.servers)}: {cause!r}"
+                f"cannot reach NATS at {', '.join(redact(s) for s in self.servers)}: {cause!r}"
             ) from error
 
     async def _ensure_stream(self, js: JetStreamContext) -> None:
@@ -246,6 +239,24 @@ class NatsAnnounce(BaseAnnounce):
                 subjects=[self.subject.wildcard()],
                 duplicate_window=self.duplicate_window,
             )
+
+    def check_connection(self) -> bool:
+        """Connect, and read the stream's info when ``stream`` is set and not created here.
+
+        For ``agent-wait config check --connect``; publishes nothing and creates nothing.
+        """
+        runner = self._clients.sync()
+        runner.run(self._check())
+        return True
+
+    async def _check(self) -> None:
+        client = await self._connect()
+        try:
+            if self.stream is not None and not self.create_stream:
+                js = client.jetstream(timeout=self.timeout)  # pyright: ignore[reportUnknownMemberType]
+                await js.stream_info(self.stream)
+        finally:
+            await client.close()
 
     def close(self) -> None:
         """Close the sync path's connection and stop its private loop thread."""
@@ -301,23 +312,6 @@ class _LoopThread:
             self.loop.close()
 
 
-def _servers(url: object) -> tuple[str, ...]:
-    kind = type(url).__name__
-    items: list[object] = []
-    if isinstance(url, str):
-        items.extend(part.strip() for part in url.split(","))
-    elif isinstance(url, list | tuple):
-        items.extend(url)  # pyright: ignore[reportUnknownArgumentType]
-    servers = tuple(s for s in items if isinstance(s, str) and s.startswith(_SCHEMES))
-    if not items or len(servers) != len(items):
-        shown: list[object] = [redact_url(s) if isinstance(s, str) else s for s in items]
-        raise ConfigError(
-            f"nats announcer option url: expected {'/'.join(_SCHEMES)} URLs (comma-separated "
-            f"or a list), got {shown if items else kind}"
-        )
-    return servers
-
-
 def _raise_outcome(outcomes: list[DeliveryOutcome]) -> Receipt:
     outcome = outcomes[0]
     if isinstance(outcome, BaseException):
@@ -349,10 +343,3 @@ def _classified(error: Exception) -> Exception:
     )
     failed.__cause__ = error
     return failed
-
-
-def _require_positive(option: str, value: object) -> None:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
-        raise ConfigError(
-            f"nats announcer option {option}: expected a positive number, got {value!r}"
-        )

@@ -7,7 +7,7 @@ import re
 from agent_wait.core import ConfigError, WaitEnvelope
 from agent_wait.core.transport import EnvelopeTemplate
 
-_OPTION = "nats announcer option subject"
+OPTION = "nats announcer option subject"
 # A subject token may not hold whitespace, the separator or a wildcard; anything else is kept.
 _NOT_IN_TOKEN = re.compile(r"[\s.*>\x00-\x1f\x7f]")
 _NO_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -35,9 +35,9 @@ class SubjectTemplate:
 
     def __init__(self, template: str) -> None:
         if not isinstance(template, str) or not template:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"{_OPTION}: expected a non-empty string, got {template!r}")
+            raise ConfigError(f"{OPTION}: expected a non-empty string, got {template!r}")
         self.template = template
-        self._template = EnvelopeTemplate(template, option=_OPTION, name="subject")
+        self._template = EnvelopeTemplate(template, option=OPTION, name="subject")
         # Check the literal structure with every placeholder standing in as a plain token part.
         self._check(self._template.join("x"), template)
 
@@ -66,7 +66,7 @@ class SubjectTemplate:
         for token in subject.split("."):
             if not token or re.search(r"[\s*>]", token) or _NO_CONTROL.search(token):
                 raise ConfigError(
-                    f"{_OPTION}: {template!r} is not a publish subject "
+                    f"{OPTION}: {template!r} is not a publish subject "
                     f"(token {token!r}: tokens are non-empty, separated by '.', without whitespace "
                     "or the wildcards '*' and '>')"
                 )

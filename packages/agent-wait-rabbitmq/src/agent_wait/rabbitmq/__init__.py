@@ -26,10 +26,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_wait.rabbitmq._options import RabbitMqOptions
+
 if TYPE_CHECKING:
     from agent_wait.rabbitmq._announcer import RabbitMqAnnounce
 
-__all__ = ["RabbitMqAnnounce"]
+__all__ = ["RabbitMqAnnounce", "RabbitMqOptions"]
 
 
 def __getattr__(name: str) -> Any:

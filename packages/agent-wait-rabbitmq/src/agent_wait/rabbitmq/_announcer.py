@@ -23,21 +23,22 @@ except ImportError as error:  # pragma: no cover - the distribution depends on b
 from agent_wait.core import (
     BaseAnnounce,
     BatchEntryFailed,
-    ConfigError,
     DeliveryFailed,
     DeliveryOutcome,
     WaitEnvelope,
 )
-from agent_wait.core.transport import ClientPair, redact_url
+from agent_wait.core.options import redact
+from agent_wait.core.transport import ClientPair
+from agent_wait.rabbitmq._options import (
+    DEFAULT_EXCHANGE,
+    DEFAULT_ROUTING_KEY,
+    DEFAULT_URL,
+    RabbitMqOptions,
+)
 from agent_wait.rabbitmq._routing import RoutingKeyTemplate
 
-DEFAULT_URL = "amqp://guest:guest@localhost:5672/"
-DEFAULT_EXCHANGE = "agent-wait"
-DEFAULT_ROUTING_KEY = "agent-wait.questions"
 CONTENT_TYPE = "application/json"
 APP_ID = "agent-wait"
-_SCHEMES = ("amqp://", "amqps://")
-_EXCHANGE_TYPES = ("direct", "topic", "fanout", "headers")
 
 BlockingChannel = pika.adapters.blocking_connection.BlockingChannel
 
@@ -76,6 +77,7 @@ class RabbitMqAnnounce(BaseAnnounce):
     """
 
     name = "rabbitmq"
+    options_model = RabbitMqOptions
 
     def __init__(
         self,
@@ -87,45 +89,31 @@ class RabbitMqAnnounce(BaseAnnounce):
         mandatory: bool = True,
         timeout: float = 10.0,
     ) -> None:
-        if not isinstance(url, str) or not url.startswith(_SCHEMES):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"rabbitmq announcer option url: expected an amqp:// or amqps:// URL, got {redact_url(url)!r}"
-            )
+        options = RabbitMqOptions.parse(
+            self.name,
+            {
+                "url": url,
+                "exchange": exchange,
+                "routing_key": routing_key,
+                "declare": declare,
+                "exchange_type": exchange_type,
+                "mandatory": mandatory,
+                "timeout": timeout,
+            },
+        )
         try:
-            self._parameters = pika.URLParameters(url)
+            self._parameters = pika.URLParameters(options.url)
         except (ValueError, TypeError) as error:
-            raise ConfigError(
-                f"rabbitmq announcer option url: {redact_url(url)!r} is not usable: {error}"
+            raise RabbitMqOptions.option_error(
+                self.name, "url", f"not usable: {redact(str(error))}", options.url
             ) from error
-        if not isinstance(exchange, str) or len(exchange.encode("utf-8")) > 255:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"rabbitmq announcer option exchange: expected a name of at most 255 bytes, got {exchange!r}"
-            )
-        self.routing_key = RoutingKeyTemplate(routing_key)
-        for option, value in (("declare", declare), ("mandatory", mandatory)):
-            if not isinstance(value, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise ConfigError(
-                    f"rabbitmq announcer option {option}: expected true or false, got {value!r}"
-                )
-        if exchange_type not in _EXCHANGE_TYPES:
-            raise ConfigError(
-                f"rabbitmq announcer option exchange_type: expected one of {list(_EXCHANGE_TYPES)}, "
-                f"got {exchange_type!r}"
-            )
-        if declare and exchange == "":
-            raise ConfigError(
-                "rabbitmq announcer option declare: the default exchange '' cannot be declared"
-            )
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"rabbitmq announcer option timeout: expected a positive number, got {timeout!r}"
-            )
-        self.url = url
-        self.exchange = exchange
-        self.declare = declare
-        self.exchange_type = exchange_type
-        self.mandatory = mandatory
-        self.timeout = float(timeout)
+        self.routing_key = RoutingKeyTemplate(options.routing_key)
+        self.url = options.url
+        self.exchange = options.exchange
+        self.declare = options.declare
+        self.exchange_type = options.exchange_type
+        self.mandatory = options.mandatory
+        self.timeout = options.timeout
         # Fail fast on an unreachable broker and never wait forever on a blocked connection.
         self._parameters.connection_attempts = 1
         self._parameters.socket_timeout = self.timeout
@@ -189,6 +177,21 @@ class RabbitMqAnnounce(BaseAnnounce):
             )
         except pika.exceptions.UnroutableError as error:
             raise _unroutable(self.exchange, key) from error
+
+    def check_connection(self) -> bool:
+        """Connect, open a channel and check passively that the exchange exists.
+
+        For ``agent-wait config check --connect``; declares and publishes nothing.
+        """
+        connection = pika.BlockingConnection(self._parameters)
+        try:
+            channel = connection.channel()
+            if self.exchange and not self.declare:
+                channel.exchange_declare(self.exchange, passive=True)
+        finally:
+            with contextlib.suppress(pika.exceptions.AMQPError):
+                connection.close()
+        return True
 
     def close(self) -> None:
         """Close the sync connection (a later delivery reconnects)."""

@@ -6,7 +6,7 @@ from agent_wait.core import ConfigError, WaitEnvelope
 from agent_wait.core.transport import EnvelopeTemplate
 
 MAX_ROUTING_KEY = 255  # bytes: AMQP 0-9-1 shortstr
-_OPTION = "rabbitmq announcer option routing_key"
+OPTION = "rabbitmq announcer option routing_key"
 
 
 def _one_word(value: str) -> str:
@@ -28,11 +28,11 @@ class RoutingKeyTemplate:
     """
 
     def __init__(self, template: str) -> None:
-        self._template = EnvelopeTemplate(template, option=_OPTION, name="routing_key")
+        self._template = EnvelopeTemplate(template, option=OPTION, name="routing_key")
         self.template = template
         if len(self._template.literal.encode("utf-8")) > MAX_ROUTING_KEY:
             raise ConfigError(
-                f"{_OPTION}: {template!r} is over the {MAX_ROUTING_KEY}-byte limit of an AMQP "
+                f"{OPTION}: {template!r} is over the {MAX_ROUTING_KEY}-byte limit of an AMQP "
                 "routing key"
             )
 

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_wait.redis._options import RedisOptions
+
 if TYPE_CHECKING:
     from agent_wait.redis._announcer import RedisAnnounce
 
-__all__ = ["RedisAnnounce"]
+__all__ = ["RedisAnnounce", "RedisOptions"]
 
 
 def __getattr__(name: str) -> Any:

@@ -15,18 +15,18 @@ except ImportError as error:  # pragma: no cover - the distribution depends on r
 
 from agent_wait.core import (
     BaseAnnounce,
-    ConfigError,
     DeliveryFailed,
     DeliveryOutcome,
     Receipt,
     WaitEnvelope,
 )
-from agent_wait.core.transport import ClientPair, redact_url
-
-DEFAULT_URL = "redis://localhost:6379/0"
-DEFAULT_STREAM = "agent-wait:questions"
-DEFAULT_INDEX_PREFIX = "agent-wait:question:"
-_SCHEMES = ("redis://", "rediss://", "unix://")
+from agent_wait.core.transport import ClientPair
+from agent_wait.redis._options import (
+    DEFAULT_INDEX_PREFIX,
+    DEFAULT_STREAM,
+    DEFAULT_URL,
+    RedisOptions,
+)
 
 # Check-and-add must be one atomic step, or two concurrent republishes could both XADD; only a
 # script can make XADD conditional. KEYS[1] = stream, KEYS[2] = the question's hash.
@@ -82,6 +82,7 @@ class RedisAnnounce(BaseAnnounce):
     """
 
     name = "redis"
+    options_model = RedisOptions
 
     def __init__(
         self,
@@ -93,30 +94,25 @@ class RedisAnnounce(BaseAnnounce):
         index_ttl: float | None = None,
         timeout: float = 5.0,
     ) -> None:
-        if not isinstance(url, str) or not url.startswith(_SCHEMES):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"redis announcer option url: expected a {'/'.join(_SCHEMES)} URL, got {redact_url(url)!r}"
-            )
-        _require_text("stream", stream)
-        _require_text("index_prefix", index_prefix)
-        if maxlen is not None and (not _is_int(maxlen) or maxlen < 1):
-            raise ConfigError(
-                f"redis announcer option maxlen: expected a positive integer or None, got {maxlen!r}"
-            )
-        if not isinstance(index, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"redis announcer option index: expected true or false, got {index!r}"
-            )
-        if index_ttl is not None:
-            _require_positive("index_ttl", index_ttl)
-        _require_positive("timeout", timeout)
-        self.url = url
-        self.stream = stream
-        self.maxlen = maxlen
-        self.index = index
-        self.index_prefix = index_prefix
-        self.index_ttl = index_ttl
-        self.timeout = float(timeout)
+        options = RedisOptions.parse(
+            self.name,
+            {
+                "url": url,
+                "stream": stream,
+                "maxlen": maxlen,
+                "index": index,
+                "index_prefix": index_prefix,
+                "index_ttl": index_ttl,
+                "timeout": timeout,
+            },
+        )
+        self.url = options.url
+        self.stream = options.stream
+        self.maxlen = options.maxlen
+        self.index = options.index
+        self.index_prefix = options.index_prefix
+        self.index_ttl = options.index_ttl
+        self.timeout = options.timeout
         # Built on first use and reused (redis-py pools and re-opens connections itself); an
         # asyncio client per running event loop.
         self._clients = ClientPair[redis.Redis, redis.asyncio.Redis](self._build, self._abuild)
@@ -205,6 +201,11 @@ class RedisAnnounce(BaseAnnounce):
             self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
         )
 
+    def check_connection(self) -> bool:
+        """``PING`` the server (``agent-wait config check --connect``)."""
+        self._clients.sync().ping()  # pyright: ignore[reportUnknownMemberType]
+        return True
+
     def close(self) -> None:
         """Close the sync client's connections (a later delivery reconnects)."""
         self._clients.close()
@@ -246,21 +247,3 @@ def _raise_outcome(outcomes: list[DeliveryOutcome]) -> Receipt | None:
     if isinstance(outcome, BaseException):
         raise outcome
     return outcome
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _require_text(option: str, value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(
-            f"redis announcer option {option}: expected a non-empty string, got {value!r}"
-        )
-
-
-def _require_positive(option: str, value: object) -> None:
-    if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
-        raise ConfigError(
-            f"redis announcer option {option}: expected a positive number, got {value!r}"
-        )

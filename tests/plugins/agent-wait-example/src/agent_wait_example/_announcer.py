@@ -7,7 +7,15 @@ import os
 import tempfile
 from pathlib import Path
 
-from agent_wait.core import BaseAnnounce, WaitEnvelope
+from agent_wait.core import AnnouncerOptions, BaseAnnounce, WaitEnvelope
+from agent_wait.core.options import Text
+
+
+class ExampleFileOptions(AnnouncerOptions):
+    """Options of the ``example_file`` announcer."""
+
+    directory: Text
+    """Where the files go; created when missing."""
 
 
 class ExampleFileAnnounce(BaseAnnounce):
@@ -21,11 +29,11 @@ class ExampleFileAnnounce(BaseAnnounce):
     """
 
     name = "example_file"
+    options_model = ExampleFileOptions
 
     def __init__(self, directory: str) -> None:
-        if not isinstance(directory, str) or not directory.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f"directory: expected a directory path, got {directory!r}")
-        self.directory = Path(directory).expanduser()
+        options = ExampleFileOptions.parse(self.name, {"directory": directory})
+        self.directory = Path(options.directory).expanduser()
 
     def path_of(self, envelope: WaitEnvelope) -> Path:
         """The file an envelope is written to."""

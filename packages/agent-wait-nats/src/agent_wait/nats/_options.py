@@ -1,0 +1,69 @@
+"""The options of the ``nats`` announcer (importing it imports no NATS client)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, field_validator, model_validator
+
+from agent_wait.core import AnnouncerOptions, ConfigError
+from agent_wait.core.options import Flag, Seconds, SensitiveUrl, Text
+from agent_wait.nats._subject import OPTION, SubjectTemplate
+
+DEFAULT_URL = "nats://localhost:4222"
+DEFAULT_SUBJECT = "agent-wait.questions"
+SCHEMES = ("nats://", "tls://", "ws://", "wss://")
+_STREAM_NAME = re.compile(r"^[^\s.*>/\\\x00-\x1f\x7f]+$")
+
+
+def servers(url: str | list[str]) -> tuple[str, ...]:
+    """The server URLs of the ``url`` option (comma-separated text or a list)."""
+    items = url.split(",") if isinstance(url, str) else url
+    return tuple(item.strip() for item in items)
+
+
+def _check_servers(url: str | list[str]) -> str | list[str]:
+    found = servers(url)
+    if not found or not all(server.startswith(SCHEMES) for server in found):
+        raise ValueError(f"expected {'/'.join(SCHEMES)} URLs (comma-separated or a list)")
+    return url
+
+
+def _stream_name(value: str | None) -> str | None:
+    if value is not None and not _STREAM_NAME.match(value):
+        raise ValueError("expected a stream name without whitespace, '.', '*', '>' or slashes")
+    return value
+
+
+class NatsOptions(AnnouncerOptions):
+    """Options of the ``nats`` announcer (see :class:`agent_wait.nats.NatsAnnounce`)."""
+
+    url: Annotated[SensitiveUrl | list[SensitiveUrl], AfterValidator(_check_servers)] = DEFAULT_URL
+    """Server URL ``nats://host:4222`` (several comma-separated, or a list); may carry
+    ``user:password@`` or a ``token@``."""
+    subject: Text = DEFAULT_SUBJECT
+    """Subject template, e.g. ``agent-wait.questions.{tags[approver_group]}``."""
+    stream: Annotated[str | None, AfterValidator(_stream_name)] = None
+    """The stream expected to store the messages; needed for ``create_stream``."""
+    create_stream: Flag = False
+    """Create ``stream`` when it does not exist yet."""
+    duplicate_window: Seconds = 120.0
+    """Seconds of the duplicate window of a stream created here."""
+    timeout: Seconds = 5.0
+    """Seconds to wait to connect and for each publish ack."""
+
+    @field_validator("subject")
+    @classmethod
+    def _subject(cls, value: str) -> str:
+        try:
+            SubjectTemplate(value)
+        except ConfigError as error:
+            raise ValueError(str(error).removeprefix(f"{OPTION}: ")) from None
+        return value
+
+    @model_validator(mode="after")
+    def _stream_to_create(self) -> NatsOptions:
+        if self.create_stream and self.stream is None:
+            raise ValueError("option 'create_stream': true needs the stream option")
+        return self
