@@ -40,6 +40,8 @@ CASES: list[tuple[object, object]] = [
     ("host=db port=5432 password=s3cret user=app", "host=db port=5432 password=*** user=app"),
     ("host=db password='with space' dbname=app", "host=db password=*** dbname=app"),
     ("host=db password = s3cret", "host=db password = ***"),
+    ("host=db password=pa ss dbname=app", "host=db password=*** dbname=app"),
+    ("host=db password='it\\'s' user=app", "host=db password=*** user=app"),
     # header maps
     (
         {"Authorization": "Bearer abc", "Cookie": "sid=1", "X-Trace": "1"},

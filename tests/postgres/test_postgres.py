@@ -341,28 +341,52 @@ def test_configured_by_name_and_from_pyproject(
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"table": "bad-name"}, "postgres option table: expected a plain identifier"),
-        ({"table": "a.b.c"}, "got 'a.b.c'"),
-        ({"table": "x; DROP TABLE y"}, "got 'x; DROP TABLE y'"),
+        (
+            {"table": "bad-name"},
+            "announcer 'postgres': option 'table': expected a plain identifier",
+        ),
+        ({"table": "a.b.c"}, "(got 'a.b.c')"),
+        ({"table": "x; DROP TABLE y"}, "(got 'x; DROP TABLE y')"),
         ({"table": "t" * 64}, "at most 63 bytes"),
-        ({"channel": "1abc"}, "postgres option channel: expected a plain identifier"),
-        ({"channel": "ch an"}, "got 'ch an'"),
+        ({"channel": "1abc"}, "option 'channel': expected a plain identifier"),
+        ({"channel": "ch an"}, "(got 'ch an')"),
         (
             {"url": "postgresql://host/db?bogus=1"},
-            "postgres option url: not a libpq connection string or URI",
+            "option 'url': not a libpq connection string or URI",
         ),
-        ({"url": 5}, "postgres option url: expected a connection string, got int"),
+        ({"url": 5}, "option 'url': Input should be a valid string (got 5)"),
         (
             {"create_table": "yes"},
-            "postgres option create_table: expected true or false, got 'yes'",
+            "option 'create_table': Input should be a valid boolean (got 'yes')",
         ),
-        ({"timeout": 0}, "postgres option timeout: expected a positive number, got 0"),
+        ({"timeout": 0}, "option 'timeout': Input should be greater than 0 (got 0)"),
     ],
 )
 def test_invalid_options_name_the_field_and_value(options: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError) as raised:
         announcer("postgres", **options)
     assert message in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("url", "secret"),
+    [
+        ("postgresql://app:hunter qz9@127.0.0.1:5432/test", "hunter qz9"),
+        ('postgresql://app:hunter qz9"x@127.0.0.1/test', "hunter qz9"),
+        ("host=127.0.0.1 password='hunter qz9", "hunter qz9"),
+        ("host=127.0.0.1 password=hunter qz9", "hunter qz9"),
+        ("postgresql://app:hunter%zzqz9@127.0.0.1/test", "hunter qz9"),
+    ],
+)
+def test_a_malformed_url_read_through_env_never_shows_its_password(
+    url: str, secret: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_WAIT_TEST_PG_URL", url)
+    with pytest.raises(ConfigError, match="option 'url': not a libpq connection string") as raised:
+        announcer("postgres", url_env="AGENT_WAIT_TEST_PG_URL")
+    message = str(raised.value)
+    for fragment in secret.split():
+        assert fragment not in message
 
 
 def test_channel_none_sends_no_notification(

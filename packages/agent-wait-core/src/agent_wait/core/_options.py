@@ -43,8 +43,11 @@ _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 # A URL inside free text ends at whitespace or a quote.
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>]*")
 # libpq keyword/value pairs (``password=x``, ``password = 'a b'``), also inside free text.
+# An unquoted value runs on over following words that are not themselves ``name=``: a password
+# with a space in a malformed string is hidden whole.
 _KEYWORD_VALUE = re.compile(
-    r"(?P<key>\b[A-Za-z_][A-Za-z0-9_.-]*)(?P<eq>\s*=\s*)(?P<value>'(?:[^'\\]|\\.)*'?|[^\s&'\"]+)"
+    r"(?P<key>\b[A-Za-z_][A-Za-z0-9_.-]*)(?P<eq>\s*=\s*)"
+    r"(?P<value>'(?:[^'\\]|\\.)*'?|[^\s&'\"]+(?:\s+(?![A-Za-z_][A-Za-z0-9_.-]*\s*=)[^\s&'\"]+)*)"
 )
 
 

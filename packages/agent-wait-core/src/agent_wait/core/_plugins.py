@@ -336,7 +336,7 @@ def _resolve_env_options(
     accepted = _accepted_options(factory) or []
     resolved = dict(options)
     for key, variable in options.items():
-        if not key.endswith(ENV_SUFFIX) or key == ENV_SUFFIX:
+        if not key.endswith(ENV_SUFFIX) or key == ENV_SUFFIX or key in accepted:
             continue
         target = key.removesuffix(ENV_SUFFIX)
         if target in options:

@@ -31,6 +31,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_wait.postgres._options import PostgresOptions
+
 if TYPE_CHECKING:
     from agent_wait.postgres._announcer import PostgresAnnounce
     from agent_wait.postgres._schema import (
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PostgresAnnounce",
+    "PostgresOptions",
     "PostgresQuestionStore",
     "acreate_schema",
     "aopen_questions_past",

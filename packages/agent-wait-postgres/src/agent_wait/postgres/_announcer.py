@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any, Self
@@ -22,18 +23,15 @@ except ImportError as error:  # pragma: no cover - the distribution depends on p
 from agent_wait.core import (
     BaseAnnounce,
     BatchEntryFailed,
-    ConfigError,
     DeliveryFailed,
     DeliveryOutcome,
     WaitEnvelope,
 )
 from agent_wait.core.transport import ClientPair
+from agent_wait.postgres._options import DEFAULT_CHANNEL, DEFAULT_TABLE, PostgresOptions
 from agent_wait.postgres._schema import (
     COLUMNS,
-    DEFAULT_CHANNEL,
-    DEFAULT_TABLE,
     acreate_schema,
-    check_channel,
     create_schema,
     notify_payload,
     row_key,
@@ -43,6 +41,7 @@ from agent_wait.postgres._schema import (
 
 # Errors about one row's data (bad values, a constraint, an oversized key): that envelope fails
 # alone. Any other error (missing table, privileges, connection) fails the whole batch.
+_QUOTED = re.compile(r'"[^"]*"')
 _ROW_ERRORS = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded)
 _NOTIFY = sql.SQL("SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload")
 
@@ -76,6 +75,7 @@ class PostgresAnnounce(BaseAnnounce):
     """
 
     name = "postgres"
+    options_model = PostgresOptions
 
     def __init__(
         self,
@@ -85,33 +85,30 @@ class PostgresAnnounce(BaseAnnounce):
         create_table: bool = False,
         timeout: float = 10.0,
     ) -> None:
-        if not isinstance(url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"postgres option url: expected a connection string, got {type(url).__name__}"
-            )
+        options = PostgresOptions.parse(
+            self.name,
+            {
+                "url": url,
+                "table": table,
+                "channel": channel,
+                "create_table": create_table,
+                "timeout": timeout,
+            },
+        )
         try:
-            conninfo_to_dict(url)
+            conninfo_to_dict(options.url)
         except psycopg.ProgrammingError as error:
-            # Only the parser's verdict: the string itself may carry a password.
-            raise ConfigError(
-                f"postgres option url: not a libpq connection string or URI ({error})"
-            ) from error
-        ident = table_identifier(table)
-        if channel is not None:
-            check_channel(channel)
-        if not isinstance(create_table, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"postgres option create_table: expected true or false, got {create_table!r}"
-            )
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"postgres option timeout: expected a positive number, got {timeout!r}"
-            )
-        self.url = url
-        self.table = table
-        self.channel = channel
-        self.create_table = create_table
-        self.timeout = float(timeout)
+            # psycopg quotes the fragment it stumbled on, which may be part of the password.
+            why = _QUOTED.sub('"***"', str(error))
+            raise PostgresOptions.option_error(
+                self.name, "url", f"not a libpq connection string or URI ({why})", options.url
+            ) from None
+        ident = table_identifier(options.table)
+        self.url = options.url
+        self.table = options.table
+        self.channel = options.channel
+        self.create_table = options.create_table
+        self.timeout = options.timeout
         self._insert = sql.SQL(
             "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT (pk, sk) DO NOTHING RETURNING pk, sk"
         ).format(
@@ -152,6 +149,12 @@ class PostgresAnnounce(BaseAnnounce):
                 return self._write(conn, envelopes)
             except psycopg.Error as error:
                 return [_unavailable(error)] * len(envelopes)
+
+    def check_connection(self) -> bool:
+        """Connect and run ``SELECT 1`` (``agent-wait config check --connect``)."""
+        with psycopg.Connection.connect(self.url, **self._connect_args()) as conn:
+            conn.execute("SELECT 1")
+        return True
 
     def _connect(self) -> Connection[TupleRow]:
         conn = psycopg.Connection.connect(self.url, **self._connect_args())

@@ -11,7 +11,6 @@ sentinel the other tables use, so ``expires_at < now`` never matches it and the
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, LiteralString
@@ -21,9 +20,13 @@ from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
 from agent_wait.core import ConfigError, WaitEnvelope
+from agent_wait.postgres._options import (
+    DEFAULT_TABLE,
+    MAX_IDENTIFIER,
+    plain_identifier,
+    table_parts,
+)
 
-DEFAULT_TABLE = "agent_wait_inbox"
-DEFAULT_CHANNEL = "agent_wait_inbox"
 NO_EXPIRY = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
 """``expires_at`` of a question that has none (``9999-12-31T23:59:59Z``)."""
 NOTIFY_LIMIT = 7999
@@ -32,8 +35,6 @@ NOTIFY_LIMIT = 7999
 FIELDS: tuple[str, ...] = tuple(WaitEnvelope.model_fields)
 _TEXT_FIELDS = frozenset({"type", "event_id", "thread_id", "question_id", "answer_ttl"})
 COLUMNS: tuple[str, ...] = ("pk", "sk", "status", *FIELDS, "envelope")
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_MAX_IDENTIFIER = 63  # bytes; PostgreSQL truncates longer names (NAMEDATALEN - 1)
 
 _COLUMN_TYPES: dict[str, LiteralString] = {
     "pk": "text NOT NULL",
@@ -63,8 +64,8 @@ def table_identifier(table: str, option: str = "table") -> sql.Identifier:
     Raises:
         ConfigError: A part is not a plain identifier of at most 63 bytes.
     """
-    parts = table.split(".") if isinstance(table, str) else []  # pyright: ignore[reportUnnecessaryIsInstance]
-    if not 1 <= len(parts) <= 2 or not all(_plain(p) for p in parts):
+    parts = table_parts(table) if isinstance(table, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
+    if parts is None:
         raise ConfigError(
             f"postgres option {option}: expected a plain identifier such as 'agent_wait_inbox' or "
             f"'myschema.agent_wait_inbox' (letters, digits, _; at most 63 bytes), got {table!r}"
@@ -78,16 +79,12 @@ def check_channel(channel: str) -> str:
     Raises:
         ConfigError: It is not.
     """
-    if not isinstance(channel, str) or not _plain(channel):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(channel, str) or not plain_identifier(channel):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigError(
             "postgres option channel: expected a plain identifier such as 'agent_wait_inbox' "
             f"(letters, digits, _; at most 63 bytes) or None, got {channel!r}"
         )
     return channel
-
-
-def _plain(name: str) -> bool:
-    return bool(_IDENTIFIER.match(name)) and len(name.encode("utf-8")) <= _MAX_IDENTIFIER
 
 
 def _ddl(table: str) -> list[sql.Composed]:
@@ -97,7 +94,7 @@ def _ddl(table: str) -> list[sql.Composed]:
         sql.SQL("{} {}").format(sql.Identifier(c), sql.SQL(_COLUMN_TYPES[c])) for c in COLUMNS
     )
     # The index name is unqualified: an index always lives in its table's schema.
-    index = sql.Identifier(f"{name}_by_status"[:_MAX_IDENTIFIER])
+    index = sql.Identifier(f"{name}_by_status"[:MAX_IDENTIFIER])
     return [
         sql.SQL("CREATE TABLE IF NOT EXISTS {} ({}, PRIMARY KEY (pk, sk))").format(ident, columns),
         sql.SQL("CREATE INDEX IF NOT EXISTS {} ON {} (status, expires_at)").format(index, ident),
