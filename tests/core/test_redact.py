@@ -41,7 +41,7 @@ CASES: list[tuple[object, object]] = [
     ("host=db password='with space' dbname=app", "host=db password=*** dbname=app"),
     ("host=db password = s3cret", "host=db password = ***"),
     ("host=db password=pa ss dbname=app", "host=db password=*** dbname=app"),
-    (r"host=db password='it\\'s' user=app", "host=db password=*** user=app"),
+    ("host=db password='it\\'s' user=app", "host=db password=*** user=app"),
     ("host=db password='it\\'s' user=app", "host=db password=*** user=app"),
     # header maps
     (
