@@ -106,6 +106,7 @@ def test_transport_building_blocks_for_plugins() -> None:
     assert sorted(agent_wait.core.transport.__all__) == [
         "AWS_MESSAGE_ATTRIBUTES",
         "AttributeRules",
+        "AwsOptions",
         "AwsSdk",
         "BatchEntryFailed",
         "ClientAnnounce",
@@ -127,6 +128,7 @@ def test_option_building_blocks_for_plugins() -> None:
     assert sorted(agent_wait.core.options.__all__) == [
         "AnnouncerOptions",
         "Count",
+        "Duration",
         "Flag",
         "PluginOptions",
         "PositiveCount",

@@ -292,11 +292,20 @@ async def test_access_denied_and_throttling_are_reported(aws: Aws, code: str) ->
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"table_name": "ab"}, "table_name: expected 3-255"),
-        ({"ttl_after": "P1D"}, "ttl_after: 'P1D' needs ttl_attribute"),
-        ({"ttl_attribute": "status"}, "ttl_attribute: expected an attribute name that is not"),
-        ({"ttl_attribute": "ttl", "ttl_after": "P1M"}, "ttl_after: 'P1M' uses years or months"),
-        ({"ttl_attribute": "ttl", "ttl_after": -5}, "ttl_after: duration must be positive"),
+        ({"table_name": "ab"}, "announcer 'dynamodb': option 'table_name': expected 3-255"),
+        ({"ttl_after": "P1D"}, "option 'ttl_after' needs ttl_attribute"),
+        (
+            {"ttl_attribute": "status"},
+            "option 'ttl_attribute': expected an attribute name that is not",
+        ),
+        (
+            {"ttl_attribute": "ttl", "ttl_after": "P1M"},
+            "option 'ttl_after': 'P1M' uses years or months",
+        ),
+        (
+            {"ttl_attribute": "ttl", "ttl_after": -5},
+            "option 'ttl_after': duration must be positive",
+        ),
     ],
 )
 def test_invalid_options_are_refused_by_name(

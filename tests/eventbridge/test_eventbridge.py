@@ -223,11 +223,17 @@ async def test_access_denied_and_throttling_are_reported(aws: Aws, code: str) ->
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"bus_name": "my bus"}, "bus_name: expected an event bus name"),
-        ({"bus_name": ""}, "bus_name: expected an event bus name"),
-        ({"source": "aws.events"}, "source: expected 1-256 characters not starting with 'aws.'"),
-        ({"source": ""}, "source: expected 1-256"),
-        ({"profile": "nobody"}, "profile: 'nobody' is not in the AWS config files"),
+        (
+            {"bus_name": "my bus"},
+            "announcer 'eventbridge': option 'bus_name': expected an event bus",
+        ),
+        ({"bus_name": ""}, "option 'bus_name': expected an event bus name"),
+        (
+            {"source": "aws.events"},
+            "option 'source': expected 1-256 characters not starting with 'aws.'",
+        ),
+        ({"source": ""}, "option 'source': expected 1-256"),
+        ({"profile": "nobody"}, "option 'profile': not in the AWS config files"),
     ],
 )
 def test_invalid_options_are_refused_by_name(

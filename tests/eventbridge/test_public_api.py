@@ -6,7 +6,7 @@ import agent_wait.eventbridge
 
 
 def test_public_api() -> None:
-    assert sorted(agent_wait.eventbridge.__all__) == ["EventBridgeAnnounce"]
+    assert sorted(agent_wait.eventbridge.__all__) == ["EventBridgeAnnounce", "EventBridgeOptions"]
 
 
 def test_plugin_registers_eventbridge_without_importing_the_sdk() -> None:

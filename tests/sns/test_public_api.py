@@ -6,7 +6,7 @@ import agent_wait.sns
 
 
 def test_public_api() -> None:
-    assert sorted(agent_wait.sns.__all__) == ["SnsAnnounce"]
+    assert sorted(agent_wait.sns.__all__) == ["SnsAnnounce", "SnsOptions"]
 
 
 def test_plugin_registers_sns_without_importing_the_sdk() -> None:

@@ -232,13 +232,19 @@ def test_the_ten_attribute_rule(aws: Aws, caplog: pytest.LogCaptureFixture) -> N
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"topic_arn": "approvals"}, "topic_arn: expected an SNS topic ARN"),
-        ({"topic_arn": "arn:aws:sqs:us-east-1:123456789012:q"}, "topic_arn: expected an SNS"),
-        ({"attributes": {"Amazon.x": "1"}}, "attributes: 'Amazon.x' is not a valid"),
-        ({"attributes": {"x.": "1"}}, "attributes: 'x.' is not a valid"),
-        ({"attributes": {"type": "1"}}, "attributes: 'type' is reserved"),
-        ({"attributes": {"a": ""}}, "attributes: 'a' must be a non-empty string"),
-        ({"region": 3}, "region: expected a non-empty string, got 3"),
+        (
+            {"topic_arn": "approvals"},
+            "announcer 'sns': option 'topic_arn': expected an SNS topic ARN",
+        ),
+        (
+            {"topic_arn": "arn:aws:sqs:us-east-1:123456789012:q"},
+            "option 'topic_arn': expected an SNS",
+        ),
+        ({"attributes": {"Amazon.x": "1"}}, "option 'attributes': 'Amazon.x' is not a valid"),
+        ({"attributes": {"x.": "1"}}, "option 'attributes': 'x.' is not a valid"),
+        ({"attributes": {"type": "1"}}, "option 'attributes': 'type' is reserved"),
+        ({"attributes": {"a": ""}}, "option 'attributes': 'a' must be a non-empty string"),
+        ({"region": 3}, "option 'region': Input should be a valid string \\(got 3\\)"),
     ],
 )
 def test_invalid_options_are_refused_by_name(

@@ -201,14 +201,23 @@ def test_attributes_follow_the_ten_attribute_rule(
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"queue_url": "approvals"}, "queue_url: expected an SQS queue URL"),
-        ({"attributes": {"AWS.app": "x"}}, "attributes: 'AWS.app' is not a valid"),
-        ({"attributes": {"a..b": "x"}}, "attributes: 'a..b' is not a valid"),
-        ({"attributes": {f"a{i}": "x" for i in range(9)}}, "attributes: 9 attributes given"),
-        ({"message_group_id": "g"}, "message_group_id: only FIFO queues"),
-        ({"endpoint_url": "localhost:4566"}, "endpoint_url: expected an http(s) URL"),
-        ({"region": ""}, "region: expected a non-empty string"),
-        ({"profile": "nobody"}, "profile: 'nobody' is not in the AWS config files"),
+        (
+            {"queue_url": "approvals"},
+            "announcer 'sqs': option 'queue_url': expected an SQS queue URL",
+        ),
+        ({"attributes": {"AWS.app": "x"}}, "option 'attributes': 'AWS.app' is not a valid"),
+        ({"attributes": {"a..b": "x"}}, "option 'attributes': 'a..b' is not a valid"),
+        (
+            {"attributes": {f"a{i}": "x" for i in range(9)}},
+            "option 'attributes': 9 attributes given",
+        ),
+        ({"message_group_id": "g"}, "option 'message_group_id': only FIFO queues"),
+        (
+            {"endpoint_url": "localhost:4566"},
+            "option 'endpoint_url': expected an http(s) URL (got 'localhost:4566')",
+        ),
+        ({"region": ""}, "option 'region': String should have at least 1 character"),
+        ({"profile": "nobody"}, "option 'profile': not in the AWS config files (got 'nobody')"),
     ],
 )
 def test_invalid_options_are_refused_by_name(
@@ -220,12 +229,12 @@ def test_invalid_options_are_refused_by_name(
 
 
 def test_fifo_group_id_option_is_checked(aws: Aws) -> None:
-    with pytest.raises(ConfigError, match="message_group_id: expected 1-128"):
+    with pytest.raises(ConfigError, match="option 'message_group_id': expected 1-128"):
         SqsAnnounce(f"{aws.url}/123456789012/a.fifo", message_group_id="two words", **aws.options)
 
 
 def test_a_missing_region_is_a_config_error(aws: Aws) -> None:
-    with pytest.raises(ConfigError, match="region: no AWS region"):
+    with pytest.raises(ConfigError, match="option 'region': no AWS region"):
         SqsAnnounce(f"{aws.url}/123456789012/approvals", endpoint_url=aws.url)
     # An AWS queue URL names its region.
     announce = SqsAnnounce("https://sqs.eu-west-3.amazonaws.com/123456789012/approvals")

@@ -11,11 +11,45 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any, Protocol, cast
+from typing import Annotated, Any, Protocol, cast
+
+from pydantic import AfterValidator, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from agent_wait.core._announce import Receipt
 from agent_wait.core._batching import RETRYABLE_CODES, ClientPair
 from agent_wait.core._errors import ConfigError, DeliveryFailed
+from agent_wait.core._options import AnnouncerOptions, Text
+
+
+def _http_url(value: str) -> str:
+    if not value.startswith(("http://", "https://")) or any(c.isspace() for c in value):
+        raise ValueError("expected an http(s) URL")
+    return value
+
+
+class AwsOptions(AnnouncerOptions):
+    """The connection options every AWS announcer's options model inherits.
+
+    ``client`` and ``async_client`` take SDK objects, so only Python code passes them; they
+    are left out of the JSON Schema.
+    """
+
+    client: SkipJsonSchema[Any] = Field(default=None, exclude=True)
+    """A boto3 client to use (and not close) instead of building one."""
+    async_client: SkipJsonSchema[Any] = Field(default=None, exclude=True)
+    """An aiobotocore client to use (and not close) on the async path."""
+    endpoint_url: Annotated[str, AfterValidator(_http_url)] | None = None
+    """Endpoint of the built clients (LocalStack, moto, a VPC endpoint)."""
+    region: Text | None = None
+    """Region of the built clients."""
+    profile: Text | None = None
+    """AWS config profile of the built clients."""
+    config: Any = None
+    """botocore Config of the built clients: a table of its options (``retries``,
+    ``connect_timeout``, ...) or, from Python, a ``botocore.config.Config``; merged over
+    agent-wait's (standard retries, an ``agent-wait`` User-Agent)."""
+
 
 RETRY_MODE = "standard"
 """botocore retry mode of the clients agent-wait builds (botocore's own default is ``legacy``)."""
@@ -152,42 +186,41 @@ def _attempts(response: dict[str, Any]) -> int | None:
 
 
 def aws_client_pair(
-    service: str,
-    sdk: AwsSdk,
-    *,
-    client: Any = None,
-    async_client: Any = None,
-    endpoint_url: str | None = None,
-    region: str | None = None,
-    profile: str | None = None,
-    config: Any = None,
+    service: str, sdk: AwsSdk, options: AwsOptions, *, name: str
 ) -> ClientPair[Any, Any]:
-    """Validate the connection options and return the lazily built boto3/aiobotocore pair.
+    """Return the lazily built boto3/aiobotocore pair of validated :class:`AwsOptions`.
 
     The built clients use botocore's ``standard`` retry mode and add ``agent-wait/<version>`` to
-    the User-Agent; ``config`` (see :func:`client_config`) is merged over that. Injected clients
-    are used as they are.
+    the User-Agent; the ``config`` option (see :func:`client_config`) is merged over that.
+    Injected clients are used as they are.
+
+    Args:
+        service: The boto3 service name (``"sqs"``).
+        sdk: The plugin's SDK pieces.
+        options: The announcer's validated options.
+        name: The announcer's name, for messages.
 
     Raises:
-        ConfigError: An option is empty or malformed, the profile does not exist, or no region is
-            given or configured (and no client was injected); the message names the option.
+        ConfigError: ``config`` is refused, the profile does not exist, or no region is given or
+            configured (and no client was injected); the message names the option.
         ImportError: (from the async path, on first use) aiobotocore is not installed; the
             message names the ``[async]`` extra to install.
     """
-    given: dict[str, object] = {"endpoint_url": endpoint_url, "region": region, "profile": profile}
-    for option, value in given.items():
-        if value is not None and (not isinstance(value, str) or not value.strip()):
-            raise ConfigError(f"{option}: expected a non-empty string, got {value!r}")
-    if endpoint_url is not None and not endpoint_url.startswith(("http://", "https://")):
-        raise ConfigError(f"endpoint_url: expected an http(s) URL, got {endpoint_url!r}")
-    built_config = client_config(sdk, config)
+    profile, region, endpoint_url = options.profile, options.region, options.endpoint_url
+    try:
+        built_config = client_config(sdk, options.config)
+    except ConfigError as error:
+        why = str(error).removeprefix("config: ")
+        raise AwsOptions.option_error(name, "config", why, options.config) from error
     try:
         session = cast("_Session", sdk.session(profile_name=profile, region_name=region))
     except sdk.profile_not_found as error:
-        raise ConfigError(f"profile: {profile!r} is not in the AWS config files") from error
-    if client is None and async_client is None and session.region_name is None:
-        raise ConfigError(
-            "region: no AWS region given or configured; pass region=... or set AWS_REGION"
+        raise AwsOptions.option_error(
+            name, "profile", "not in the AWS config files", profile
+        ) from error
+    if options.client is None and options.async_client is None and session.region_name is None:
+        raise AwsOptions.option_error(
+            name, "region", "no AWS region given or configured; set it or AWS_REGION", region
         )
 
     def open_async() -> AbstractAsyncContextManager[Any]:
@@ -209,7 +242,7 @@ def aws_client_pair(
     return ClientPair(
         lambda: session.client(service, endpoint_url=endpoint_url, config=built_config),
         open_async,
-        sync_client=client,
-        async_client=async_client,
+        sync_client=options.client,
+        async_client=options.async_client,
         classify=lambda error: sdk.classify(service, error),
     )

@@ -11,6 +11,7 @@ import difflib
 import os
 import re
 from collections.abc import Mapping, Sequence
+from datetime import timedelta
 from typing import Annotated, Any, ClassVar, Self, cast, get_args, overload
 
 from pydantic import (
@@ -23,6 +24,7 @@ from pydantic import (
     SecretStr,
     Strict,
     ValidationError,
+    WithJsonSchema,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, ErrorDetails
@@ -156,8 +158,33 @@ class Sensitive:
         return "Sensitive()"
 
 
+def _duration_seconds(value: object) -> object:
+    from agent_wait.core._durations import parse_duration
+
+    if isinstance(value, timedelta):
+        value = value.total_seconds()
+    try:
+        return parse_duration(value, "duration").total_seconds()
+    except ValueError as error:
+        raise ValueError(str(error).removeprefix("duration: ")) from None
+
+
 Seconds = Annotated[float, Field(gt=0), BeforeValidator(_not_bool)]
 """A positive number of seconds."""
+Duration = Annotated[
+    float,
+    BeforeValidator(_duration_seconds),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "exclusiveMinimum": 0},
+                {"type": "string", "description": "ISO 8601 duration such as PT10S or P3D"},
+            ]
+        }
+    ),
+]
+"""A positive duration, as seconds: a number of seconds, an ISO 8601 duration (``"PT10S"``) or
+a :class:`~datetime.timedelta`."""
 Count = Annotated[int, Field(ge=0), BeforeValidator(_not_bool)]
 """A whole number, zero or more."""
 PositiveCount = Annotated[int, Field(gt=0), BeforeValidator(_not_bool)]

@@ -9,7 +9,7 @@ either client. Application code does not need this module.
 
 from __future__ import annotations
 
-from agent_wait.core._aws import AwsSdk, aws_client_pair, aws_receipt
+from agent_wait.core._aws import AwsOptions, AwsSdk, aws_client_pair, aws_receipt
 from agent_wait.core._batching import (
     AWS_MESSAGE_ATTRIBUTES,
     AttributeRules,
@@ -27,6 +27,7 @@ from agent_wait.core._template import EnvelopeTemplate
 __all__ = [
     "AWS_MESSAGE_ATTRIBUTES",
     "AttributeRules",
+    "AwsOptions",
     "AwsSdk",
     "BatchEntryFailed",
     "ClientAnnounce",

@@ -28,12 +28,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_wait.dynamodb._options import DynamoDbOptions
+
 if TYPE_CHECKING:
     from agent_wait.dynamodb._announcer import DynamoDbAnnounce
     from agent_wait.dynamodb._store import DynamoDbQuestionStore
     from agent_wait.dynamodb._table import create_table, open_questions_past
 
-__all__ = ["DynamoDbAnnounce", "DynamoDbQuestionStore", "create_table", "open_questions_past"]
+__all__ = [
+    "DynamoDbAnnounce",
+    "DynamoDbOptions",
+    "DynamoDbQuestionStore",
+    "create_table",
+    "open_questions_past",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Protocol, cast
 
-from agent_wait.core import ConfigError, DeliveryOutcome, WaitEnvelope, parse_duration
+from agent_wait.core import DeliveryOutcome, WaitEnvelope
 from agent_wait.core.transport import (
     AwsSdk,
     ClientAnnounce,
@@ -19,6 +19,7 @@ from agent_wait.core.transport import (
     aws_receipt,
     utf8_size,
 )
+from agent_wait.dynamodb._options import DEFAULT_CONCURRENCY, DEFAULT_TTL_AFTER, DynamoDbOptions
 
 try:
     import boto3
@@ -55,9 +56,6 @@ _SDK = AwsSdk(
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_CONCURRENCY = 16
-"""Conditional puts in flight at once on the async path."""
-MAX_CONCURRENCY = 256
 NO_EXPIRY = "9999-12-31T23:59:59Z"
 """``expires_at`` of a row whose question has none: never before "now" in a range query."""
 ITEM_LIMIT = 409_600
@@ -66,13 +64,7 @@ PARTITION_KEY_LIMIT = 2048
 """Bytes (UTF-8) of a partition key value (AWS)."""
 SORT_KEY_LIMIT = 1024
 """Bytes (UTF-8) of a sort key value (AWS)."""
-DEFAULT_TTL_AFTER = 30 * 86_400
-"""Seconds a row lives past its question's expiry (or publish) when only ``ttl_attribute`` is set."""
 
-_ROW_ATTRIBUTES = frozenset({"pk", "sk", "status", "dedupe_key", *WaitEnvelope.model_fields})
-_TABLE_NAME = re.compile(
-    r"^(?:[A-Za-z0-9_.-]{3,255}|arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table/[A-Za-z0-9_.-]{3,255})$"
-)
 _CONDITION = "attribute_not_exists(pk)"
 
 
@@ -144,6 +136,7 @@ class DynamoDbAnnounce(ClientAnnounce):
     """
 
     name = "dynamodb"
+    options_model = DynamoDbOptions
 
     def __init__(
         self,
@@ -159,55 +152,31 @@ class DynamoDbAnnounce(ClientAnnounce):
         config: Any = None,
         max_concurrency: int = DEFAULT_CONCURRENCY,
     ) -> None:
-        if not isinstance(table_name, str) or not _TABLE_NAME.match(table_name):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                "table_name: expected 3-255 letters, digits, '_', '-' or '.' (or a table ARN), "
-                f"got {table_name!r}"
-            )
-        if ttl_attribute is not None and (
-            not isinstance(ttl_attribute, str)  # pyright: ignore[reportUnnecessaryIsInstance]
-            or not 1 <= len(ttl_attribute) <= 255
-            or ttl_attribute in _ROW_ATTRIBUTES
-        ):
-            raise ConfigError(
-                "ttl_attribute: expected an attribute name that is not one of the row's own "
-                f"({', '.join(sorted(_ROW_ATTRIBUTES))}), got {ttl_attribute!r}"
-            )
-        if ttl_after is not None and ttl_attribute is None:
-            raise ConfigError(
-                f"ttl_after: {ttl_after!r} needs ttl_attribute, the attribute to put it in"
-            )
-        try:
-            seconds = (
-                DEFAULT_TTL_AFTER
-                if ttl_after is None
-                else parse_duration(ttl_after, "ttl_after").total_seconds()
-            )
-        except ValueError as error:
-            raise ConfigError(str(error)) from error
-        if (
-            not isinstance(max_concurrency, int)  # pyright: ignore[reportUnnecessaryIsInstance]
-            or isinstance(max_concurrency, bool)
-            or not 1 <= max_concurrency <= MAX_CONCURRENCY
-        ):
-            raise ConfigError(
-                f"max_concurrency: expected an integer from 1 to {MAX_CONCURRENCY}, "
-                f"got {max_concurrency!r}"
-            )
-        self.table_name = table_name
-        self.ttl_attribute = ttl_attribute
-        self.ttl_after = seconds
-        self.max_concurrency = max_concurrency
-        self.clients = aws_client_pair(
-            "dynamodb",
-            _SDK,
-            client=client,
-            async_client=async_client,
-            endpoint_url=endpoint_url,
-            region=region,
-            profile=profile,
-            config=config,
+        options = DynamoDbOptions.parse(
+            self.name,
+            {
+                "table_name": table_name,
+                "ttl_attribute": ttl_attribute,
+                "ttl_after": ttl_after,
+                "client": client,
+                "async_client": async_client,
+                "endpoint_url": endpoint_url,
+                "region": region,
+                "profile": profile,
+                "config": config,
+                "max_concurrency": max_concurrency,
+            },
         )
+        self.table_name = options.table_name
+        self.ttl_attribute = options.ttl_attribute
+        self.ttl_after = DEFAULT_TTL_AFTER if options.ttl_after is None else options.ttl_after
+        self.max_concurrency = options.max_concurrency
+        self.clients = aws_client_pair("dynamodb", _SDK, options, name=self.name)
+
+    def check_connection(self) -> bool:
+        """Describe the table (``DescribeTable``; ``agent-wait config check --connect``)."""
+        self.clients.sync().describe_table(TableName=self.table_name)
+        return True
 
     def plan(
         self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]

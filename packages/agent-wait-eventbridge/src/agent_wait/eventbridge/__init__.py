@@ -22,10 +22,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_wait.eventbridge._options import EventBridgeOptions
+
 if TYPE_CHECKING:
     from agent_wait.eventbridge._announcer import EventBridgeAnnounce
 
-__all__ = ["EventBridgeAnnounce"]
+__all__ = ["EventBridgeAnnounce", "EventBridgeOptions"]
 
 
 def __getattr__(name: str) -> Any:

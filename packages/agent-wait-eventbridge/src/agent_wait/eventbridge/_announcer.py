@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from agent_wait.core import BatchEntryFailed, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import BatchEntryFailed, DeliveryOutcome, WaitEnvelope
 from agent_wait.core.transport import (
     AwsSdk,
     ClientAnnounce,
@@ -17,6 +16,7 @@ from agent_wait.core.transport import (
     chunk,
     utf8_size,
 )
+from agent_wait.eventbridge._options import EventBridgeOptions
 
 try:
     import boto3
@@ -59,11 +59,6 @@ REQUEST_LIMIT = 262_144
 BATCH_LIMIT = 10
 """Entries per PutEvents request (AWS)."""
 
-# botocore's pattern for EventBusName: a name, or the ARN of a bus.
-_BUS = re.compile(
-    r"^(?:arn:aws[\w-]*:events:(?P<region>[a-z]+-[a-z]+-[\w-]+):\d{12}:event-bus/)?[.\-_A-Za-z0-9]+$"
-)
-
 
 @dataclass(frozen=True, slots=True)
 class _Entry:
@@ -104,6 +99,7 @@ class EventBridgeAnnounce(ClientAnnounce):
     """
 
     name = "eventbridge"
+    options_model = EventBridgeOptions
 
     def __init__(
         self,
@@ -117,35 +113,28 @@ class EventBridgeAnnounce(ClientAnnounce):
         profile: str | None = None,
         config: Any = None,
     ) -> None:
-        match = _BUS.match(bus_name) if isinstance(bus_name, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
-        if match is None or len(bus_name) > 1600:
-            raise ConfigError(
-                "bus_name: expected an event bus name (letters, digits, '.', '-', '_') or ARN, "
-                f"got {bus_name!r}"
-            )
-        if (
-            not isinstance(source, str)  # pyright: ignore[reportUnnecessaryIsInstance]
-            or not 1 <= len(source) <= 256
-            or source.lower().startswith("aws.")
-        ):
-            raise ConfigError(
-                "source: expected 1-256 characters not starting with 'aws.' (reserved for AWS "
-                f"services), got {source!r}"
-            )
-        self.bus_name = bus_name
-        self.source = source
-        if region is None:
-            region = match["region"]
-        self.clients = aws_client_pair(
-            "events",
-            _SDK,
-            client=client,
-            async_client=async_client,
-            endpoint_url=endpoint_url,
-            region=region,
-            profile=profile,
-            config=config,
+        options = EventBridgeOptions.parse(
+            self.name,
+            {
+                "bus_name": bus_name,
+                "source": source,
+                "client": client,
+                "async_client": async_client,
+                "endpoint_url": endpoint_url,
+                "region": region,
+                "profile": profile,
+                "config": config,
+            },
         )
+        self.bus_name = options.bus_name
+        self.source = options.source
+        options = options.model_copy(update={"region": options.region_or_default()})
+        self.clients = aws_client_pair("events", _SDK, options, name=self.name)
+
+    def check_connection(self) -> bool:
+        """Describe the bus (``DescribeEventBus``; ``agent-wait config check --connect``)."""
+        self.clients.sync().describe_event_bus(Name=self.bus_name)
+        return True
 
     def plan(
         self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]

@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_wait.sns._options import SnsOptions
+
 if TYPE_CHECKING:
     from agent_wait.sns._announcer import SnsAnnounce
 
-__all__ = ["SnsAnnounce"]
+__all__ = ["SnsAnnounce", "SnsOptions"]
 
 
 def __getattr__(name: str) -> Any:

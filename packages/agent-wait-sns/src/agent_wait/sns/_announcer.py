@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from agent_wait.core import BatchEntryFailed, ConfigError, DeliveryOutcome, WaitEnvelope
+from agent_wait.core import BatchEntryFailed, DeliveryOutcome, WaitEnvelope
 from agent_wait.core.transport import (
     AWS_MESSAGE_ATTRIBUTES,
     AwsSdk,
@@ -20,6 +19,7 @@ from agent_wait.core.transport import (
     fit_identifier,
     utf8_size,
 )
+from agent_wait.sns._options import SnsOptions
 
 try:
     import boto3
@@ -63,10 +63,6 @@ BATCH_LIMIT = 10
 SUBJECT_LIMIT = 99
 """Characters: AWS wants a subject "less than 100 characters long"."""
 
-_TOPIC_ARN = re.compile(
-    r"^arn:aws[a-z-]*:sns:(?P<region>[a-z0-9-]+):\d{12}:(?P<name>[A-Za-z0-9_-]{1,256}(?:\.fifo)?)$"
-)
-
 
 @dataclass(frozen=True, slots=True)
 class _Message:
@@ -107,6 +103,7 @@ class SnsAnnounce(ClientAnnounce):
     """
 
     name = "sns"
+    options_model = SnsOptions
 
     def __init__(
         self,
@@ -120,25 +117,29 @@ class SnsAnnounce(ClientAnnounce):
         profile: str | None = None,
         config: Any = None,
     ) -> None:
-        match = _TOPIC_ARN.match(topic_arn) if isinstance(topic_arn, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
-        if match is None:
-            raise ConfigError(
-                "topic_arn: expected an SNS topic ARN such as "
-                f"'arn:aws:sns:us-east-1:123456789012:approvals', got {topic_arn!r}"
-            )
-        self.topic_arn = topic_arn
-        self.fifo = match["name"].endswith(".fifo")
-        self.attributes = AWS_MESSAGE_ATTRIBUTES.fixed("attributes", attributes)
-        self.clients = aws_client_pair(
-            "sns",
-            _SDK,
-            client=client,
-            async_client=async_client,
-            endpoint_url=endpoint_url,
-            region=match["region"] if region is None else region,
-            profile=profile,
-            config=config,
+        options = SnsOptions.parse(
+            self.name,
+            {
+                "topic_arn": topic_arn,
+                "attributes": attributes,
+                "client": client,
+                "async_client": async_client,
+                "endpoint_url": endpoint_url,
+                "region": region,
+                "profile": profile,
+                "config": config,
+            },
         )
+        self.topic_arn = options.topic_arn
+        self.fifo = options.fifo
+        self.attributes = options.attributes or {}
+        options = options.model_copy(update={"region": options.region_or_default()})
+        self.clients = aws_client_pair("sns", _SDK, options, name=self.name)
+
+    def check_connection(self) -> bool:
+        """Read the topic's attributes (``GetTopicAttributes``; ``config check --connect``)."""
+        self.clients.sync().get_topic_attributes(TopicArn=self.topic_arn)
+        return True
 
     def plan(
         self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]

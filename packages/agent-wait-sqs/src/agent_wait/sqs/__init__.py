@@ -20,10 +20,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_wait.sqs._options import SqsOptions
+
 if TYPE_CHECKING:
     from agent_wait.sqs._announcer import SqsAnnounce
 
-__all__ = ["SqsAnnounce"]
+__all__ = ["SqsAnnounce", "SqsOptions"]
 
 
 def __getattr__(name: str) -> Any:

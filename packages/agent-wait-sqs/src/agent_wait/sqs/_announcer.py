@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from agent_wait.core import BatchEntryFailed, ConfigError, DeliveryOutcome, Receipt, WaitEnvelope
+from agent_wait.core import BatchEntryFailed, DeliveryOutcome, Receipt, WaitEnvelope
 from agent_wait.core.transport import (
     AWS_MESSAGE_ATTRIBUTES,
     AwsSdk,
@@ -20,6 +19,7 @@ from agent_wait.core.transport import (
     fit_identifier,
     utf8_size,
 )
+from agent_wait.sqs._options import SqsOptions
 
 try:
     import boto3
@@ -58,9 +58,6 @@ MESSAGE_LIMIT = 1_048_576
 """Bytes (UTF-8) of body plus attributes, per message and per SendMessageBatch request (AWS)."""
 BATCH_LIMIT = 10
 """Entries per SendMessageBatch request (AWS)."""
-
-_QUEUE_URL = re.compile(r"^https?://[^/\s]+/[^/\s]+/(?P<name>[A-Za-z0-9_-]{1,80}(?:\.fifo)?)$")
-_AWS_HOST = re.compile(r"^https://sqs[.-](?P<region>[a-z]{2}(?:-[a-z]+)+-\d)\.amazonaws\.com")
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +98,7 @@ class SqsAnnounce(ClientAnnounce):
     """
 
     name = "sqs"
+    options_model = SqsOptions
 
     def __init__(
         self,
@@ -115,39 +113,33 @@ class SqsAnnounce(ClientAnnounce):
         profile: str | None = None,
         config: Any = None,
     ) -> None:
-        match = _QUEUE_URL.match(queue_url) if isinstance(queue_url, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
-        if match is None:
-            raise ConfigError(
-                "queue_url: expected an SQS queue URL such as "
-                f"'https://sqs.us-east-1.amazonaws.com/123456789012/approvals', got {queue_url!r}"
-            )
-        self.queue_url = queue_url
-        self.fifo = match["name"].endswith(".fifo")
-        if message_group_id is not None:
-            if not self.fifo:
-                raise ConfigError(
-                    f"message_group_id: only FIFO queues (.fifo) have message groups; {queue_url!r} "
-                    "is a standard queue"
-                )
-            if fit_identifier(message_group_id) != message_group_id:
-                raise ConfigError(
-                    "message_group_id: expected 1-128 letters, digits or ASCII punctuation, got "
-                    f"{message_group_id!r}"
-                )
-        self.message_group_id = message_group_id
-        self.attributes = AWS_MESSAGE_ATTRIBUTES.fixed("attributes", attributes)
-        if region is None and (host := _AWS_HOST.match(queue_url)):
-            region = host["region"]
-        self.clients = aws_client_pair(
-            "sqs",
-            _SDK,
-            client=client,
-            async_client=async_client,
-            endpoint_url=endpoint_url,
-            region=region,
-            profile=profile,
-            config=config,
+        options = SqsOptions.parse(
+            self.name,
+            {
+                "queue_url": queue_url,
+                "message_group_id": message_group_id,
+                "attributes": attributes,
+                "client": client,
+                "async_client": async_client,
+                "endpoint_url": endpoint_url,
+                "region": region,
+                "profile": profile,
+                "config": config,
+            },
         )
+        self.queue_url = options.queue_url
+        self.fifo = options.fifo
+        self.message_group_id = options.message_group_id
+        self.attributes = options.attributes or {}
+        options = options.model_copy(update={"region": options.region_or_default()})
+        self.clients = aws_client_pair("sqs", _SDK, options, name=self.name)
+
+    def check_connection(self) -> bool:
+        """Read the queue's ARN (``GetQueueAttributes``; ``agent-wait config check --connect``)."""
+        self.clients.sync().get_queue_attributes(
+            QueueUrl=self.queue_url, AttributeNames=["QueueArn"]
+        )
+        return True
 
     def plan(
         self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]
