@@ -129,6 +129,7 @@ def test_option_building_blocks_for_plugins() -> None:
         "AnnouncerOptions",
         "Count",
         "Duration",
+        "DurationOrZero",
         "Flag",
         "PluginOptions",
         "PositiveCount",

@@ -21,42 +21,47 @@ from .conftest import SECRET, Receiver, make_question
     [
         (
             {"url": "ftp://example.com/hook"},
-            "url: expected an http:// or https:// URL, got 'ftp://example.com/hook'",
+            "announcer 'webhook': option 'url': expected an http:// or https:// URL "
+            "(got 'ftp://example.com/hook')",
         ),
         (
             {"url": "example.com/hook"},
-            "url: expected an http:// or https:// URL, got 'example.com/hook'",
+            "option 'url': expected an http:// or https:// URL (got 'example.com/hook')",
         ),
-        ({"url": "http:///path-only"}, "url: 'http:///path-only' has no host"),
-        ({"url": "http://host:99999/"}, "url: 'http://host:99999/' is not a valid URL"),
-        ({"url": 42}, "url: expected an http(s) URL string, got int 42"),
-        ({"timeout": 0}, "timeout: expected a positive number of seconds"),
-        ({"timeout": -1}, "timeout: duration must be positive, got -1"),
-        ({"timeout": "soon"}, "timeout: 'soon' is not an ISO 8601 duration"),
-        (
-            {"timeout": True},
-            "timeout: expected an ISO 8601 duration or seconds, got bool True",
-        ),
-        ({"total_timeout": float("nan")}, "total_timeout: duration must be finite, got nan"),
-        ({"retries": -1}, "retries: must be at least 0, got -1"),
-        ({"retries": 2.5}, "retries: expected an integer, got 2.5"),
-        ({"retries": "3"}, "retries: expected an integer, got '3'"),
-        ({"max_concurrency": 0}, "max_concurrency: must be at least 1, got 0"),
-        ({"backoff": -0.5}, "backoff: duration must be positive, got -0.5"),
+        ({"url": "http:///path-only"}, "option 'url': the URL has no host"),
+        ({"url": "http://host:99999/"}, "option 'url': not a valid URL"),
+        ({"url": "https://u:s3cret@host:99999/"}, "(got 'https://u:***@host:99999/')"),
+        ({"url": 42}, "option 'url': Input should be a valid string (got 42)"),
+        ({"timeout": 0}, "option 'timeout': duration must be positive (got 0)"),
+        ({"timeout": -1}, "option 'timeout': duration must be positive (got -1)"),
+        ({"timeout": "soon"}, "option 'timeout': 'soon' is not an ISO 8601 duration"),
+        ({"timeout": True}, "option 'timeout': expected an ISO 8601 duration or seconds"),
+        ({"total_timeout": float("nan")}, "option 'total_timeout': duration must be finite"),
+        ({"retries": -1}, "option 'retries': Input should be greater than or equal to 0"),
+        ({"retries": 2.5}, "option 'retries': Input should be a valid integer"),
+        ({"retries": "many"}, "option 'retries': Input should be a valid integer"),
+        ({"max_concurrency": 0}, "option 'max_concurrency': Input should be greater than 0"),
+        ({"backoff": -0.5}, "option 'backoff': duration must be positive (got -0.5)"),
         (
             {"headers": {"X-Agent-Wait-Dedupe-Key": "x"}},
-            "headers: 'X-Agent-Wait-Dedupe-Key' is set by",
+            "option 'headers': 'X-Agent-Wait-Dedupe-Key' is set by",
         ),
-        ({"headers": {"content-type": "text/plain"}}, "headers: 'content-type' is set by"),
-        ({"headers": {"Webhook-Signature": "v1,x"}}, "headers: 'Webhook-Signature' is set by"),
-        ({"headers": ["Authorization"]}, "headers: expected a mapping"),
+        ({"headers": {"content-type": "text/plain"}}, "option 'headers': 'content-type' is set by"),
+        (
+            {"headers": {"Webhook-Signature": "v1,x"}},
+            "option 'headers': 'Webhook-Signature' is set",
+        ),
+        ({"headers": ["Authorization"]}, "option 'headers': Input should be a valid dictionary"),
         (
             {"headers": {"Authorization": 123}},
-            "headers: the value of 'Authorization' must be a string",
+            "option 'headers'['Authorization']: Input should be a valid string (got '***')",
         ),
-        ({"secret": ""}, "secret: the secret is empty"),
-        ({"secret": "whsec_%%%"}, "secret: a secret starting with 'whsec_' must be base64"),
-        ({"secret": "a", "secret_env": "HOOK_SECRET"}, "secret, secret_env: give one of them"),
+        ({"secret": ""}, "option 'secret': the secret is empty (got '***')"),
+        (
+            {"secret": "whsec_%%%"},
+            "option 'secret': a secret starting with 'whsec_' must be base64",
+        ),
+        ({"secret": "a", "secret_env": "HOOK_SECRET"}, "give 'secret' or 'secret_env', not both"),
     ],
 )
 def test_invalid_options_name_the_field_and_value(options: dict[str, object], message: str) -> None:
@@ -64,6 +69,8 @@ def test_invalid_options_name_the_field_and_value(options: dict[str, object], me
     with pytest.raises(ConfigError) as caught:
         WebhookAnnounce(**options)  # type: ignore[arg-type]
     assert message in str(caught.value)
+    assert "s3cret" not in str(caught.value)
+    assert "%%%" not in str(caught.value)
 
 
 def test_durations_accept_seconds_timedelta_and_iso() -> None:
@@ -87,15 +94,18 @@ def test_secret_env_is_read_at_construction(monkeypatch: pytest.MonkeyPatch) -> 
 def test_secret_env_unset_or_empty_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HOOK_SECRET", raising=False)
     with pytest.raises(
-        ConfigError, match="secret_env: environment variable HOOK_SECRET is not set"
+        ConfigError, match="option 'secret_env' names environment variable 'HOOK_SECRET', which"
     ):
         WebhookAnnounce("https://example.com/hook", secret_env="HOOK_SECRET")
     monkeypatch.setenv("HOOK_SECRET", "")
-    with pytest.raises(ConfigError, match="HOOK_SECRET is empty"):
+    with pytest.raises(
+        ConfigError,
+        match=r"option 'secret' \(from environment variable 'HOOK_SECRET'\): the secret is empty",
+    ):
         WebhookAnnounce("https://example.com/hook", secret_env="HOOK_SECRET")
     monkeypatch.setenv("HOOK_SECRET", "whsec_!!!")
     with pytest.raises(
-        ConfigError, match=r"secret_env \(HOOK_SECRET\): a secret starting with"
+        ConfigError, match=r"\(from environment variable 'HOOK_SECRET'\): a secret starting with"
     ) as bad:
         WebhookAnnounce("https://example.com/hook", secret_env="HOOK_SECRET")
     assert "!!!" not in str(bad.value)
@@ -126,7 +136,7 @@ def test_announcers_from_config_with_secret_env(
 
 def test_config_errors_name_the_entry(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HOOK_SECRET", raising=False)
-    with pytest.raises(ConfigError, match=r"announce\[0\]: .*HOOK_SECRET is not set"):
+    with pytest.raises(ConfigError, match=r"announce\[0\]: .*'HOOK_SECRET', which is not set"):
         announcers_from_config(
             [{"use": "webhook", "url": "https://x.example", "secret_env": "HOOK_SECRET"}]
         )

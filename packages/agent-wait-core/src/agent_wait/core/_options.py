@@ -158,6 +158,9 @@ class Sensitive:
         return "Sensitive()"
 
 
+_TRAILING_VALUE = re.compile(r", got [^,]*$")
+
+
 def _duration_seconds(value: object) -> object:
     from agent_wait.core._durations import parse_duration
 
@@ -166,7 +169,12 @@ def _duration_seconds(value: object) -> object:
     try:
         return parse_duration(value, "duration").total_seconds()
     except ValueError as error:
-        raise ValueError(str(error).removeprefix("duration: ")) from None
+        # The option and the value are named by the error format itself.
+        raise ValueError(_TRAILING_VALUE.sub("", str(error).removeprefix("duration: "))) from None
+
+
+def _duration_or_zero(value: object) -> object:
+    return 0.0 if value == 0 and not isinstance(value, bool) else _duration_seconds(value)
 
 
 Seconds = Annotated[float, Field(gt=0), BeforeValidator(_not_bool)]
@@ -185,6 +193,19 @@ Duration = Annotated[
 ]
 """A positive duration, as seconds: a number of seconds, an ISO 8601 duration (``"PT10S"``) or
 a :class:`~datetime.timedelta`."""
+DurationOrZero = Annotated[
+    float,
+    BeforeValidator(_duration_or_zero),
+    WithJsonSchema(
+        {
+            "anyOf": [
+                {"type": "number", "minimum": 0},
+                {"type": "string", "description": "ISO 8601 duration such as PT10S or P3D"},
+            ]
+        }
+    ),
+]
+"""Like :data:`Duration`, and 0 is allowed (``backoff = 0`` retries at once)."""
 Count = Annotated[int, Field(ge=0), BeforeValidator(_not_bool)]
 """A whole number, zero or more."""
 PositiveCount = Annotated[int, Field(gt=0), BeforeValidator(_not_bool)]
@@ -226,8 +247,15 @@ class PluginOptions(BaseModel):
             ConfigError: An option is unknown (with a close match when there is one), given
                 both directly and through ``_env``, or names an unset environment variable.
         """
+        return cls._resolve(name, values)[0]
+
+    @classmethod
+    def _resolve(
+        cls, name: str, values: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
         fields = cls.model_fields
         resolved = dict(values)
+        variables: dict[str, str] = {}
         for key, variable in values.items():
             target = key.removesuffix(ENV_SUFFIX)
             if key in fields or key == target or target not in fields:
@@ -249,6 +277,7 @@ class PluginOptions(BaseModel):
                     f"{variable!r}, which is not set"
                 )
             resolved[target] = value
+            variables[target] = variable
         for key in resolved:
             if key not in fields:
                 close = difflib.get_close_matches(key, list(fields), n=1)
@@ -257,7 +286,7 @@ class PluginOptions(BaseModel):
                     f"{cls.kind} {name!r}: unknown option {key!r}{hint} "
                     f"(accepted: {', '.join(fields) or 'none'})"
                 )
-        return resolved
+        return resolved, variables
 
     @classmethod
     def parse(cls, name: str, values: Mapping[str, Any]) -> Self:
@@ -271,15 +300,19 @@ class PluginOptions(BaseModel):
             ConfigError: An option is unknown, missing or invalid; the message names the
                 plugin, every offending option and its value (redacted).
         """
-        resolved = cls.resolve(name, values)
+        resolved, variables = cls._resolve(name, values)
         try:
             return cls.model_validate(resolved)
         except ValidationError as error:
-            problems = [cls._problem(item, resolved) for item in error.errors(include_url=False)]
+            problems = [
+                cls._problem(item, resolved, variables) for item in error.errors(include_url=False)
+            ]
             raise ConfigError(f"{cls.kind} {name!r}: {'; '.join(problems)}") from None
 
     @classmethod
-    def _problem(cls, item: ErrorDetails, values: Mapping[str, Any]) -> str:
+    def _problem(
+        cls, item: ErrorDetails, values: Mapping[str, Any], variables: Mapping[str, str]
+    ) -> str:
         loc = item["loc"]
         option = str(loc[0]) if loc else ""
         if item["type"] == "missing":
@@ -288,6 +321,8 @@ class PluginOptions(BaseModel):
         # A validator's own ValueError: its text without pydantic's "Value error, " prefix.
         why = str(ctx["error"]) if item["type"] == "value_error" and "error" in ctx else item["msg"]
         where = "".join(f"[{part!r}]" for part in loc[1:])
+        if option in variables:
+            where += f" (from environment variable {variables[option]!r})"
         shown = cls.shown(option, values.get(option)) if option else REDACTED
         return f"option {option!r}{where}: {why} (got {shown!r})" if option else why
 

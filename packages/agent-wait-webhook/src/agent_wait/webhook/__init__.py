@@ -30,12 +30,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_wait.webhook._errors import WebhookDeliveryError
+from agent_wait.webhook._options import WebhookOptions
 from agent_wait.webhook._signing import WebhookVerificationError, verify
 
 if TYPE_CHECKING:
     from agent_wait.webhook._announcer import WebhookAnnounce
 
-__all__ = ["WebhookAnnounce", "WebhookDeliveryError", "WebhookVerificationError", "verify"]
+__all__ = [
+    "WebhookAnnounce",
+    "WebhookDeliveryError",
+    "WebhookOptions",
+    "WebhookVerificationError",
+    "verify",
+]
 
 
 def __getattr__(name: str) -> object:

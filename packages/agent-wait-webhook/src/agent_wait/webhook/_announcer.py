@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import random
-import re
 import time
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import suppress
@@ -22,50 +20,17 @@ except ImportError as error:  # a broken install: say which distribution brings 
         f"agent-wait-webhook needs httpx ({error}); reinstall it: pip install agent-wait-webhook"
     ) from error
 
-from agent_wait.core import (
-    BaseAnnounce,
-    ConfigError,
-    DeliveryOutcome,
-    Receipt,
-    WaitEnvelope,
-    parse_duration,
-)
+from agent_wait.core import BaseAnnounce, DeliveryOutcome, Receipt, WaitEnvelope
 from agent_wait.core.transport import ClientPair
 from agent_wait.webhook._deadline import bounded, deadline_client
 from agent_wait.webhook._errors import WebhookDeliveryError
+from agent_wait.webhook._options import DEDUPE_HEADER, EVENT_HEADER, WebhookOptions
 from agent_wait.webhook._signing import (
-    ID_HEADER,
-    SIGNATURE_HEADER,
-    TIMESTAMP_HEADER,
     Secret,
-    SigningKey,
 )
 
 logger = logging.getLogger(__name__)
 
-EVENT_HEADER = "X-Agent-Wait-Event"
-DEDUPE_HEADER = "X-Agent-Wait-Dedupe-Key"
-# Headers agent-wait owns: a user value would break the contract or the signature.
-_RESERVED = frozenset(
-    h.lower()
-    for h in (
-        "Content-Type",
-        "Content-Length",
-        "Host",
-        "Transfer-Encoding",
-        EVENT_HEADER,
-        DEDUPE_HEADER,
-        ID_HEADER,
-        TIMESTAMP_HEADER,
-        SIGNATURE_HEADER,
-        "User-Agent",
-    )
-)
-# RFC 9110 field names are tokens.
-_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-# httpx sends str values as ASCII, and h11 refuses control characters and leading or trailing
-# whitespace; inner spaces and tabs are fine.
-_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 _MAX_BACKOFF = 10.0
 # Below this, another attempt cannot complete anyway; report instead of trying.
 _MIN_ATTEMPT = 0.05
@@ -243,6 +208,7 @@ class WebhookAnnounce(BaseAnnounce):
     """
 
     name = "webhook"
+    options_model = WebhookOptions
 
     def __init__(
         self,
@@ -257,15 +223,29 @@ class WebhookAnnounce(BaseAnnounce):
         max_concurrency: int = 8,
         backoff: float | timedelta | str = 0.5,
     ) -> None:
-        self.url = _check_url(url)
+        options = WebhookOptions.parse(
+            self.name,
+            {
+                "url": url,
+                "secret": secret,
+                "secret_env": secret_env,
+                "headers": headers,
+                "timeout": timeout,
+                "retries": retries,
+                "total_timeout": total_timeout,
+                "max_concurrency": max_concurrency,
+                "backoff": backoff,
+            },
+        )
+        self.url = options.url
         self.origin = _origin(self.url)
-        self._key = _signing_key(secret, secret_env)
-        self._headers = _check_headers(headers)
-        self.timeout = _seconds(timeout, "timeout")
-        self.total_timeout = _seconds(total_timeout, "total_timeout")
-        self.backoff = 0.0 if backoff == 0 else _seconds(backoff, "backoff")
-        self.retries = _count(retries, "retries", minimum=0)
-        self.max_concurrency = _count(max_concurrency, "max_concurrency", minimum=1)
+        self._key = options.signing_key()
+        self._headers = options.header_values()
+        self.timeout = options.timeout
+        self.total_timeout = options.total_timeout
+        self.backoff = options.backoff
+        self.retries = options.retries
+        self.max_concurrency = options.max_concurrency
         # Built on first use, reused for every envelope; an async client per event loop.
         self._clients = ClientPair[httpx.Client, httpx.AsyncClient](
             lambda: deadline_client(follow_redirects=False, headers=_user_agent()),
@@ -430,21 +410,6 @@ def _user_agent() -> dict[str, str]:
     return {"User-Agent": f"agent-wait-webhook/{version('agent-wait-webhook')}"}
 
 
-def _check_url(url: object) -> str:
-    if not isinstance(url, str):
-        raise ConfigError(f"url: expected an http(s) URL string, got {type(url).__name__} {url!r}")
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as error:
-        raise ConfigError(f"url: {url!r} is not a valid URL ({error})") from None
-    if parts.scheme not in ("http", "https"):
-        raise ConfigError(f"url: expected an http:// or https:// URL, got {url!r}")
-    if not parts.hostname:
-        raise ConfigError(f"url: {url!r} has no host")
-    return url
-
-
 def _origin(url: str) -> str:
     # Reports and repr show only scheme://host:port: webhook paths and queries often carry tokens.
     parts = urlsplit(url)
@@ -453,84 +418,3 @@ def _origin(url: str) -> str:
         host = f"[{host}]"
     port = f":{parts.port}" if parts.port is not None else ""
     return f"{parts.scheme}://{host}{port}"
-
-
-def _signing_key(secret: Secret | None, secret_env: str | None) -> SigningKey | None:
-    if secret is not None and secret_env is not None:
-        raise ConfigError("secret, secret_env: give one of them, not both")
-    if secret_env is None:
-        return None if secret is None else SigningKey(secret, "secret")
-    if not isinstance(secret_env, str) or not secret_env:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"secret_env: expected an environment variable name, got {secret_env!r}")
-    value = os.environ.get(secret_env)
-    if value is None:
-        raise ConfigError(f"secret_env: environment variable {secret_env} is not set")
-    if not value:
-        raise ConfigError(f"secret_env: environment variable {secret_env} is empty")
-    return SigningKey(value, f"secret_env ({secret_env})")
-
-
-def _check_headers(headers: Mapping[str, str] | None) -> dict[str, str]:
-    if headers is None:
-        return {}
-    if not isinstance(headers, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(
-            f"headers: expected a mapping of names to values, got {type(headers).__name__}"
-        )
-    checked: dict[str, str] = {}
-    for name, value in headers.items():
-        if not isinstance(name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"headers: header names must be strings, got {name!r}")
-        if not _HEADER_NAME.fullmatch(name):
-            shown = repr(name) if len(name) <= 64 else repr(name[:64]) + "..."
-            raise ConfigError(
-                f"headers: {shown} is not a valid HTTP header name (letters, digits and "
-                "!#$%&'*+-.^_`|~ only)"
-            )
-        if name.lower() in _RESERVED:
-            raise ConfigError(
-                f"headers: {name!r} is set by the webhook announcer and cannot be overridden"
-            )
-        # The value is never shown: extra headers often carry credentials.
-        if not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"headers: the value of {name!r} must be a string, got {type(value).__name__}"
-            )
-        problem = _header_value_problem(value)
-        if problem is not None:
-            raise ConfigError(f"headers: the value of {name!r} {problem} (the value is not shown)")
-        checked[name] = value
-    return checked
-
-
-def _header_value_problem(value: str) -> str | None:
-    if not value.isascii():
-        return "contains a non-ASCII character"
-    if value != value.strip(" \t\r\n\v\f"):
-        return (
-            "starts or ends with whitespace (a value read from a file often keeps its "
-            "trailing newline: strip it)"
-        )
-    if _CONTROL.search(value):
-        return "contains a line break or control character"
-    return None
-
-
-def _seconds(value: object, field: str) -> float:
-    if isinstance(value, timedelta | str) or (isinstance(value, int | float) and value):
-        try:
-            return parse_duration(value, field).total_seconds()
-        except ValueError as error:
-            raise ConfigError(str(error)) from None
-    raise ConfigError(
-        f"{field}: expected a positive number of seconds, a timedelta or an ISO 8601 duration, "
-        f"got {value!r}"
-    )
-
-
-def _count(value: object, field: str, *, minimum: int) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise ConfigError(f"{field}: expected an integer, got {value!r}")
-    if value < minimum:
-        raise ConfigError(f"{field}: must be at least {minimum}, got {value!r}")
-    return value
