@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -107,6 +108,7 @@ def test_plugins_json() -> None:
         "register_announcers",
     ]
     announcers = {a["name"]: a for a in data["announcers"]}
+    schema = announcers["example_file"].pop("options_schema")
     assert announcers["example_file"] == {
         "name": "example_file",
         "plugin": "example_file",
@@ -114,6 +116,16 @@ def test_plugins_json() -> None:
         "version": "0.1.0",
         "target": "agent_wait_example._announcer:ExampleFileAnnounce",
     }
+    assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert schema["required"] == ["directory"]
+    assert schema["additionalProperties"] is False
+    assert (
+        schema["properties"]["directory"]["description"]
+        == "Where the files go; created when missing."
+    )
+    sqlite = announcers["sqlite"]["options_schema"]
+    assert set(sqlite["properties"]) == {"path", "table", "timeout"}
+    assert sqlite["properties"]["timeout"]["exclusiveMinimum"] == 0
     assert {"memory", "log", "jsonl", "sqlite"} <= set(announcers)
     assert isinstance(data["adapters"], list)
     assert {"name": "sqlite", "plugin": "core"}.items() <= data["entry_points"][0].items()
@@ -304,8 +316,8 @@ def test_validate_any_input_exits_0_or_1(data: bytes) -> None:
 class Vault(BaseAnnounce):
     """An announcer whose construction fails with a message quoting its secret."""
 
-    def __init__(self, url: str, api_key: str) -> None:
-        raise ValueError(f"cannot reach {url} with key {api_key}")
+    def __init__(self, url: str, api_key: str, headers: dict[str, str] | None = None) -> None:
+        raise ValueError(f"cannot reach {url} with key {api_key} and headers {headers}")
 
 
 class VaultPlugin:
@@ -366,6 +378,69 @@ def test_config_check_redacts_secrets_and_reports_each_failure(
     assert "cannot reach https://vault.local with key ***" in out
     assert "did you mean 'memory'" in out
     assert "ok: agent_wait.core._memory.MemoryAnnounce" in out
+
+
+# Each entry hides one secret in a place a URL, DSN or header map can carry it.
+LEAKY_ENTRIES: list[tuple[dict[str, object], str, str]] = [
+    (
+        {"url": "redis://cache:6379/0?password=qpw-in-query", "api_key": "k"},
+        "qpw-in-query",
+        "redis://cache:6379/0?password=***",
+    ),
+    (
+        {"url": "redis://user:p@ss-at-sign@cache", "api_key": "k"},
+        "ss-at-sign",
+        "redis://user:***@cache",
+    ),
+    (
+        {"url": "https://hooks.example/in?access_token=tok-in-query&x=1", "api_key": "k"},
+        "tok-in-query",
+        "access_token=***&x=1",
+    ),
+    (
+        {"url": "https://maps.example/api?key=key-in-query", "api_key": "k"},
+        "key-in-query",
+        "key=***",
+    ),
+    (
+        {"url": "https://h.example/?token=token-in-query", "api_key": "k"},
+        "token-in-query",
+        "token=***",
+    ),
+    (
+        {"url": "host=db port=5432 password=libpq-secret user=app", "api_key": "k"},
+        "libpq-secret",
+        "password=*** user=app",
+    ),
+    (
+        {
+            "url": "https://h.example",
+            "api_key": "k",
+            "headers": {"Cookie": "sid=cookie-secret", "Authorization": "Bearer auth-secret"},
+        },
+        "cookie-secret",
+        '"Cookie": "***"',
+    ),
+]
+
+
+@pytest.mark.parametrize(("options", "secret", "shown"), LEAKY_ENTRIES)
+def test_config_check_never_prints_a_secret_in_a_url_dsn_or_header(
+    vault: None,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    options: dict[str, object],
+    secret: str,
+    shown: str,
+) -> None:
+    monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", json.dumps([{"use": "vault", **options}]))
+    with caplog.at_level(logging.DEBUG, logger="agent_wait"):
+        code, out, err = run("config", "check")
+    assert code == 1  # Vault always fails, quoting what it was given
+    assert shown in out
+    for text in (out, err, caplog.text):
+        assert secret not in text
+        assert "auth-secret" not in text
 
 
 def test_config_check_malformed(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,7 +10,7 @@ import reprlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
@@ -106,13 +106,28 @@ def _plugins_data() -> dict[str, Any]:
             for r in sorted(table.values(), key=lambda r: r.name)
         ]
 
+    announcers = kinds(reg.announcers)
+    for item in announcers:
+        item["options_schema"] = _options_schema(reg.announcers[item["name"]])
     return {
         "plugins": plugins,
-        "announcers": kinds(reg.announcers),
+        "announcers": announcers,
         "adapters": kinds(reg.adapters),
         "entry_points": kinds(reg.entry_points),
         "failed": [{"name": n, "error": e} for n, e in sorted(reg.failed.items())],
     }
+
+
+def _options_schema(registration: Any) -> dict[str, Any] | None:
+    """The JSON Schema of an announcer's options model; None when it declares none."""
+    from agent_wait.core._plugins import options_model
+
+    try:
+        model = options_model(registration.resolve())
+    except ImportError as error:
+        # Listed anyway: the plugin is installed, only its transport library is missing.
+        return {"error": str(error)}
+    return None if model is None else {"$schema": JSON_SCHEMA_DIALECT, **model.json_schema()}
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:
@@ -258,25 +273,51 @@ def _cmd_config_check(args: argparse.Namespace) -> int:
     _print(f"configuration: {config.describe()} (source: {config.source})")
     failed = 0
     for index, entry in enumerate(config.announce):
-        shown = json.dumps(entry.redacted(), ensure_ascii=False, default=str)
+        shown = json.dumps(_shown_entry(entry.use, entry.options), ensure_ascii=False, default=str)
+        _print(f"  announce[{index}] {shown}")
         try:
             built = announcer(entry.use, **entry.options)
         except Exception as error:  # noqa: BLE001 - reporting each entry's failure is this command's job
             failed += 1
-            _print(f"  announce[{index}] {shown}")
             _print(f"    error: {type(error).__name__}: {scrub(str(error), entry.options)}")
             continue
+        what = f"{type(built).__module__}.{type(built).__qualname__} named {built.name!r}"
         try:
-            _print(f"  announce[{index}] {shown}")
+            if not args.connect:
+                _print(f"    ok: {what}")
+            elif built.check_connection():
+                _print(f"    ok: {what}; connected")
+            else:
+                _print(f"    ok: {what}; it has no connectivity check")
+        except Exception as error:  # noqa: BLE001 - an unreachable destination is this entry's failure
+            failed += 1
+            _print(f"    built: {what}")
             _print(
-                f"    ok: {type(built).__module__}.{type(built).__qualname__} named {built.name!r}"
+                f"    error: cannot connect: {type(error).__name__}: {scrub(str(error), entry.options)}"
             )
         finally:
             built.close()
     if failed:
-        _error(f"{failed} of {len(config.announce)} announcers failed to build")
+        verb = "failed to build or connect" if args.connect else "failed to build"
+        _error(f"{failed} of {len(config.announce)} announcers {verb}")
         return 1
     return 0
+
+
+def _shown_entry(use: str, options: Mapping[str, Any]) -> dict[str, Any]:
+    # The announcer's options model knows which options are secrets; without one (or when the
+    # name is unknown) values are redacted by their names and shapes.
+    from agent_wait.core._options import redact
+    from agent_wait.core._plugins import options_model, registry
+
+    registration = registry().announcers.get(use)
+    try:
+        model = options_model(registration.resolve()) if registration is not None else None
+    except ImportError:
+        model = None
+    if model is None:
+        return {"use": use, **cast("dict[str, Any]", redact(dict(options)))}
+    return {"use": use, **model.shown_options(options)}
 
 
 # --- inbox -------------------------------------------------------------------------------------
@@ -425,6 +466,12 @@ def build_parser() -> argparse.ArgumentParser:
         description="Show where the configuration comes from (AGENT_WAIT_ANNOUNCE, "
         "AGENT_WAIT_CONFIG, ./agent-wait.toml, ./pyproject.toml [tool.agent-wait], or the "
         "embedded default) and build every announcer, with secrets redacted. Exit 1 on any error.",
+    )
+    check.add_argument(
+        "--connect",
+        action="store_true",
+        help="also check that each destination is reachable (one cheap round trip that writes "
+        "nothing: a PING, a metadata read); announcers without such a check say so",
     )
     check.set_defaults(handler=_cmd_config_check)
 

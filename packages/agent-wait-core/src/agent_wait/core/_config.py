@@ -179,16 +179,26 @@ class AgentWaitConfig(BaseModel):
 def scrub(text: str, options: Mapping[str, Any]) -> str:
     """Text (an error message about a configured announcer) with its secrets hidden.
 
-    The values of secret options (also those read through ``*_env``) are replaced, then
-    :func:`redact` hides passwords in URLs, DSNs and ``name=value`` pairs.
+    The values of secret options and headers, at any depth (also those read through
+    ``*_env``), are replaced, then :func:`redact` hides passwords in URLs, DSNs and
+    ``name=value`` pairs.
     """
-    for key, value in options.items():
-        if not SECRET_NAME.search(key) or not isinstance(value, str):
-            continue
-        secret = os.environ.get(value) if key.endswith(ENV_SUFFIX) else value
-        if secret and len(secret) >= 3:  # shorter "secrets" would blank out ordinary words
+    for secret in _secret_values(options):
+        if len(secret) >= 3:  # shorter "secrets" would blank out ordinary words
             text = text.replace(secret, REDACTED)
     return redact(text)
+
+
+def _secret_values(options: Mapping[str, Any]) -> list[str]:
+    found: list[str] = []
+    for key, value in options.items():
+        if isinstance(value, Mapping):
+            found += _secret_values(cast("Mapping[str, Any]", value))
+        elif isinstance(value, str) and SECRET_NAME.search(str(key)):
+            secret = os.environ.get(value) if str(key).endswith(ENV_SUFFIX) else value
+            if secret:
+                found.append(secret)
+    return found
 
 
 def _short(value: object, limit: int = 80) -> str:
