@@ -27,6 +27,7 @@ from agent_wait.core import (
 )
 from agent_wait.dynamodb import DynamoDbAnnounce, create_table, open_questions_past
 from tests.aws_moto import Aws, count_requests, free_port, inject_error, questions
+from tests.config_check import assert_connect_tells_right_from_wrong
 
 TABLE = "agent-wait-questions"
 PUBLISHED = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
@@ -407,3 +408,17 @@ async def test_max_concurrency_one_sends_the_puts_in_order(aws: Aws) -> None:
 def test_max_concurrency_is_validated(value: object) -> None:
     with pytest.raises(ConfigError, match=r"max_concurrency: expected an integer from 1 to 256"):
         DynamoDbAnnounce(TABLE, client=object(), max_concurrency=value)  # pyright: ignore[reportArgumentType]
+
+
+def test_config_check_connect_describes_the_table_and_fails_on_a_wrong_port(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    create_table(aws.client("dynamodb"), TABLE)
+    right = {"use": "dynamodb", "table_name": TABLE, **aws.options}
+    wrong_port = {**right, "endpoint_url": f"http://127.0.0.1:{free_port()}"}
+    lines = assert_connect_tells_right_from_wrong(monkeypatch, right, wrong_port)
+    assert "EndpointConnectionError" in lines[4]
+    missing = {**right, "table_name": "no-such-table"}
+    lines = assert_connect_tells_right_from_wrong(monkeypatch, right, missing)
+    assert "ResourceNotFoundException" in lines[4]

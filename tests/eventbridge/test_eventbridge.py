@@ -33,6 +33,7 @@ from tests.aws_moto import (
     inject_error,
     questions,
 )
+from tests.config_check import assert_connect_tells_right_from_wrong
 
 QUESTIONS = {"source": ["agent-wait"], "detail-type": ["wait.created"]}
 
@@ -260,3 +261,16 @@ def test_configured_by_name_from_toml(aws: Aws) -> None:
     assert report.ok, report.failures
     assert report.deliveries[0].announcer == "eventbridge"
     assert len(_details(sqs, url)) == 1
+
+
+def test_config_check_connect_describes_the_bus_and_fails_on_a_wrong_port(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    aws.client("events").create_event_bus(Name="approvals")
+    right = {"use": "eventbridge", "bus_name": "approvals", **aws.options}
+    wrong_port = {**right, "endpoint_url": f"http://127.0.0.1:{free_port()}"}
+    lines = assert_connect_tells_right_from_wrong(monkeypatch, right, wrong_port)
+    assert "EndpointConnectionError" in lines[4]
+    lines = assert_connect_tells_right_from_wrong(monkeypatch, right, {**right, "bus_name": "nope"})
+    assert "ResourceNotFoundException" in lines[4]

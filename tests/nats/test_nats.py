@@ -26,6 +26,7 @@ from agent_wait.core import (
 )
 from agent_wait.core.testing import sample_questions
 from agent_wait.nats import NatsAnnounce
+from tests.config_check import assert_connect_tells_right_from_wrong
 
 
 def question(qid: str, **tags: str) -> Question:
@@ -299,3 +300,23 @@ def test_invalid_options_name_the_field_and_value(options: dict[str, object], me
         announcer("nats", **options)
     assert message in str(raised.value)
     assert "s3cret" not in str(raised.value)
+
+
+def test_config_check_connect_reaches_the_server_and_fails_on_a_wrong_port(
+    nats_url: str, closed_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = assert_connect_tells_right_from_wrong(
+        monkeypatch,
+        {"use": "nats", "url": nats_url},
+        {"use": "nats", "url": f"nats://user:s3cret@127.0.0.1:{closed_port}", "timeout": 2},
+    )
+    assert "s3cret" not in "\n".join(lines)
+
+
+def test_config_check_connect_fails_on_a_missing_stream(
+    nats_url: str, stream: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    right = {"use": "nats", "url": nats_url, "stream": stream.name}
+    missing = {"use": "nats", "url": nats_url, "stream": stream.name + "_MISSING"}
+    lines = assert_connect_tells_right_from_wrong(monkeypatch, right, missing)
+    assert "NotFoundError" in lines[4]

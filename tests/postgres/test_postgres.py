@@ -36,6 +36,7 @@ from agent_wait.postgres import (
     create_schema,
     open_questions_past,
 )
+from tests.config_check import assert_connect_tells_right_from_wrong, config_check
 
 from .conftest import Names
 
@@ -397,3 +398,29 @@ def test_channel_none_sends_no_notification(
         assert publish(sample_questions(2), "t", quiet).ok
     assert [n.payload for n in conn.notifies(timeout=0.3)] == []
     assert len(rows(conn, names.table)) == 2
+
+
+def test_config_check_connect_reaches_the_server_and_fails_on_a_wrong_port(
+    postgres_url: str, names: Names, closed_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wrong_port = f"postgresql://postgres:s3cret@127.0.0.1:{closed_port}/test"
+    lines = assert_connect_tells_right_from_wrong(
+        monkeypatch,
+        {"use": "postgres", "url": postgres_url, "table": names.table},
+        {"use": "postgres", "url": wrong_port, "table": names.table, "timeout": 2},
+    )
+    assert "s3cret" not in "\n".join(lines)
+    assert "Connection refused" in lines[4]
+
+
+def test_config_check_connect_fails_on_a_missing_table_unless_it_is_created(
+    postgres_url: str, names: Names, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = {"use": "postgres", "url": postgres_url, "table": names.table + "_missing"}
+    lines = assert_connect_tells_right_from_wrong(
+        monkeypatch, {"use": "postgres", "url": postgres_url, "table": names.table}, missing
+    )
+    assert "does not exist; create it with create_schema() or set create_table" in lines[4]
+    code, lines, _ = config_check(monkeypatch, [{**missing, "create_table": True}], "--connect")
+    assert code == 0
+    assert lines[1].endswith("; connected")

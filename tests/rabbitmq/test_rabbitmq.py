@@ -24,6 +24,7 @@ from agent_wait.core import (
 )
 from agent_wait.core.testing import sample_questions
 from agent_wait.rabbitmq import RabbitMqAnnounce
+from tests.config_check import assert_connect_tells_right_from_wrong
 
 from .conftest import Broker
 
@@ -296,3 +297,28 @@ def test_template_tag_missing_fails_that_envelope(amqp_url: str, broker: Broker)
         "'q-1' has tags ['team']"
     )
     assert len(broker.drain(queue)) == 1
+
+
+def test_config_check_connect_reaches_the_server_and_fails_on_a_wrong_port(
+    amqp_url: str, closed_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = assert_connect_tells_right_from_wrong(
+        monkeypatch,
+        {"use": "rabbitmq", "url": amqp_url, "exchange": ""},
+        {
+            "use": "rabbitmq",
+            "url": f"amqp://guest:s3cret@127.0.0.1:{closed_port}/",
+            "exchange": "",
+            "timeout": 2,
+        },
+    )
+    assert "s3cret" not in "\n".join(lines)
+
+
+def test_config_check_connect_fails_on_a_missing_exchange(
+    amqp_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    right = {"use": "rabbitmq", "url": amqp_url, "exchange": ""}
+    missing = {"use": "rabbitmq", "url": amqp_url, "exchange": "agent-wait-no-such-exchange"}
+    lines = assert_connect_tells_right_from_wrong(monkeypatch, right, missing)
+    assert "NOT_FOUND" in lines[4]

@@ -25,6 +25,7 @@ from agent_wait.core import (
 )
 from agent_wait.core.testing import sample_questions
 from agent_wait.redis import RedisAnnounce
+from tests.config_check import assert_connect_tells_right_from_wrong
 
 
 def question(qid: str, **tags: str) -> Question:
@@ -260,3 +261,14 @@ def test_invalid_options_name_the_field_and_value(options: dict[str, object], me
 def test_unknown_option_is_refused_with_a_suggestion() -> None:
     with pytest.raises(ConfigError, match="unknown option 'streem'; did you mean 'stream'"):
         announcer("redis", streem="x")
+
+
+def test_config_check_connect_reaches_the_server_and_fails_on_a_wrong_port(
+    redis_url: str, closed_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lines = assert_connect_tells_right_from_wrong(
+        monkeypatch,
+        {"use": "redis", "url": redis_url},
+        {"use": "redis", "url": f"redis://:s3cret@127.0.0.1:{closed_port}/0", "timeout": 2},
+    )
+    assert "s3cret" not in "\n".join(lines)

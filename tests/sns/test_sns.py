@@ -34,6 +34,7 @@ from tests.aws_moto import (
     inject_error,
     questions,
 )
+from tests.config_check import assert_connect_tells_right_from_wrong
 
 
 def _topic_with_queue(
@@ -345,3 +346,17 @@ def test_configured_by_name_from_toml(aws: Aws) -> None:
     assert report.deliveries[0].announcer == "sns"
     (message,) = drain(sqs, url)
     assert _attributes(message)["app"] == "billing"
+
+
+def test_config_check_connect_reads_the_topic_and_fails_on_a_wrong_port(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    topic_arn = aws.client("sns").create_topic(Name="approvals")["TopicArn"]
+    right = {"use": "sns", "topic_arn": topic_arn, **aws.options}
+    wrong_port = {**right, "endpoint_url": f"http://127.0.0.1:{free_port()}"}
+    lines = assert_connect_tells_right_from_wrong(monkeypatch, right, wrong_port)
+    assert "EndpointConnectionError" in lines[4]
+    missing = {**right, "topic_arn": f"arn:aws:sns:{REGION}:{ACCOUNT}:no-such-topic"}
+    lines = assert_connect_tells_right_from_wrong(monkeypatch, right, missing)
+    assert "NotFound" in lines[4]

@@ -33,6 +33,7 @@ from tests.aws_moto import (
     inject_error,
     questions,
 )
+from tests.config_check import assert_connect_tells_right_from_wrong
 
 
 def _bodies(messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -398,3 +399,17 @@ def test_configured_by_name_from_toml(aws: Aws) -> None:
     (message,) = drain(sqs, url)
     assert message["Attributes"]["MessageGroupId"] == "approvals"
     assert _attributes(message)["app"] == "billing"
+
+
+def test_config_check_connect_reads_the_queue_and_fails_on_a_wrong_port(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    url, _ = create_queue(aws.client("sqs"), "approvals")
+    right = {"use": "sqs", "queue_url": url, **aws.options}
+    wrong_port = {**right, "endpoint_url": f"http://127.0.0.1:{free_port()}"}
+    lines = assert_connect_tells_right_from_wrong(monkeypatch, right, wrong_port)
+    assert "EndpointConnectionError" in lines[4]
+    missing = {**right, "queue_url": url.replace("approvals", "no-such-queue")}
+    lines = assert_connect_tells_right_from_wrong(monkeypatch, right, missing)
+    assert "NonExistentQueue" in lines[4] or "QueueDoesNotExist" in lines[4]

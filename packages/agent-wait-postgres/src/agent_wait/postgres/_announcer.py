@@ -151,9 +151,21 @@ class PostgresAnnounce(BaseAnnounce):
                 return [_unavailable(error)] * len(envelopes)
 
     def check_connection(self) -> bool:
-        """Connect and run ``SELECT 1`` (``agent-wait config check --connect``)."""
+        """Connect and look the table up (``agent-wait config check --connect``).
+
+        One ``SELECT`` that writes nothing; the table must exist unless ``create_table``.
+
+        Raises:
+            LookupError: The table does not exist and ``create_table`` is off.
+        """
         with psycopg.Connection.connect(self.url, **self._connect_args()) as conn:
-            conn.execute("SELECT 1")
+            name = table_identifier(self.table).as_string(conn)
+            row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", [name]).fetchone()
+        if not self.create_table and not (row and row[0]):
+            raise LookupError(
+                f"table {self.table!r} does not exist; create it with create_schema() or set "
+                "create_table"
+            )
         return True
 
     def _connect(self) -> Connection[TupleRow]:

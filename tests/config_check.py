@@ -1,0 +1,43 @@
+"""Run ``agent-wait config check`` on a list of announcer entries, in process."""
+
+from __future__ import annotations
+
+import io
+import json
+from contextlib import redirect_stderr, redirect_stdout
+from typing import Any
+
+import pytest
+
+from agent_wait.core._cli import main
+
+
+def config_check(
+    monkeypatch: pytest.MonkeyPatch, entries: list[dict[str, Any]], *flags: str
+) -> tuple[int, list[str], str]:
+    """Exit code, the lines printed for the entries, and stderr."""
+    monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", json.dumps(entries))
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["config", "check", *flags])
+    return code, out.getvalue().splitlines()[1:], err.getvalue()
+
+
+def assert_connect_tells_right_from_wrong(
+    monkeypatch: pytest.MonkeyPatch, right: dict[str, Any], wrong: dict[str, Any]
+) -> list[str]:
+    """``--connect`` passes ``right`` and fails ``wrong``, which a plain check calls ok.
+
+    Returns the lines of the ``--connect`` run.
+    """
+    code, lines, err = config_check(monkeypatch, [right, wrong])
+    assert code == 0, lines
+    assert [line.strip().split(":")[0] for line in lines[1::2]] == ["ok", "ok"]
+    code, lines, err = config_check(monkeypatch, [right, wrong], "--connect")
+    assert code == 1
+    assert lines[1].strip().startswith("ok: "), lines
+    assert lines[1].endswith("; connected"), lines
+    assert lines[3].strip().startswith("built: "), lines
+    assert lines[4].strip().startswith("error: cannot connect: "), lines
+    assert "1 of 2 announcers failed to build or connect" in err
+    return lines
