@@ -12,6 +12,7 @@ import pytest
 
 from agent_wait.core import ConfigError, announcer, announcers_from_config, publish
 from agent_wait.webhook import WebhookAnnounce, verify
+from tests.config_check import assert_connect_tells_right_from_wrong, config_check
 
 from .conftest import SECRET, Receiver, make_question
 
@@ -199,3 +200,35 @@ def test_plugin_registers_webhook_without_importing_httpx() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+def test_config_check_connect_opens_a_connection_and_sends_no_request(
+    receiver: Receiver, closed_port: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in (
+        "http_proxy",
+        "HTTP_PROXY",
+        "https_proxy",
+        "HTTPS_PROXY",
+        "all_proxy",
+        "ALL_PROXY",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    url = receiver.url("/never-called")
+    right = {"use": "webhook", "url": url}
+    wrong = {"use": "webhook", "url": f"http://127.0.0.1:{closed_port}/hook?token=s3cret"}
+    lines = assert_connect_tells_right_from_wrong(monkeypatch, right, wrong)
+    assert "ConnectionRefusedError" in lines[4]
+    assert "s3cret" not in "\n".join(lines)
+    assert receiver.requests("/never-called") == []
+
+
+def test_config_check_connect_is_skipped_behind_a_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("https_proxy", "http://127.0.0.1:1")
+    monkeypatch.delenv("no_proxy", raising=False)
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    code, lines, _ = config_check(
+        monkeypatch, [{"use": "webhook", "url": "https://hooks.example.com/x"}], "--connect"
+    )
+    assert code == 0
+    assert lines[1].endswith("; it has no connectivity check")

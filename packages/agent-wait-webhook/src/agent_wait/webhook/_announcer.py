@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import socket
+import ssl
 import time
 from collections.abc import Collection, Mapping, Sequence
 from contextlib import suppress
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 try:
     import httpx
@@ -316,6 +319,27 @@ class WebhookAnnounce(BaseAnnounce):
     async def aclose(self) -> None:
         """Close the async client of the running loop, then the sync client."""
         await self._clients.aclose()
+
+    def check_connection(self) -> bool:
+        """Open a TCP connection to the receiver (and a TLS handshake for ``https``), then close it.
+
+        For ``agent-wait config check --connect``. No HTTP request is sent: a receiver may act
+        on any request, and a ``HEAD`` or ``OPTIONS`` it does not expect proves little. Returns
+        False (no check) when a proxy is configured for the URL, since requests go through it.
+
+        Raises:
+            OSError: The host does not resolve, the port refuses, or the TLS handshake fails.
+        """
+        parts = urlsplit(self.url)
+        if parts.scheme in getproxies() and not proxy_bypass(parts.hostname or ""):
+            return False
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        host = parts.hostname or ""
+        with socket.create_connection((host, port), timeout=self.timeout) as sock:
+            if parts.scheme == "https":
+                with ssl.create_default_context().wrap_socket(sock, server_hostname=host):
+                    pass
+        return True
 
     def __repr__(self) -> str:
         signed = " signed" if self.signed else ""
