@@ -219,6 +219,49 @@ class AnnouncerContract:
         assert name.strip(), "name is empty"
         assert name != "BaseAnnounce"
 
+    def test_options_model_matches_the_constructor(self, contract_announcer: BaseAnnounce) -> None:
+        """If this fails, the announcer's options model is missing or out of step with it.
+
+        Set a class attribute ``options_model`` to a subclass of
+        :class:`agent_wait.core.AnnouncerOptions` with one field per keyword argument of the
+        constructor (an ``X_env`` argument of a field ``X`` needs no field of its own), and
+        validate the arguments with ``options_model.parse(self.name, {...})``. Configuration
+        is checked against the model before the constructor is called, and
+        ``agent-wait plugins --json`` prints its JSON Schema.
+        """
+        import inspect
+        import json
+
+        from agent_wait.core._options import ENV_SUFFIX, AnnouncerOptions
+
+        cls = type(contract_announcer)
+        model = cls.options_model
+        assert isinstance(model, type) and issubclass(model, AnnouncerOptions), (
+            f"{cls.__name__}.options_model is {model!r}, not an AnnouncerOptions subclass"
+        )
+        parameters = inspect.signature(cls).parameters.values()
+        accepted = {
+            p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
+        }
+        fields = set(model.model_fields)
+        extra = {n for n in accepted - fields if n.removesuffix(ENV_SUFFIX) not in fields}
+        assert not extra, f"constructor arguments without an options field: {sorted(extra)}"
+        assert not fields - accepted, (
+            f"options fields the constructor does not take: {sorted(fields - accepted)}"
+        )
+        json.dumps(model.json_schema())  # the schema agent-wait plugins --json prints
+
+    def test_check_connection_on_a_working_transport(
+        self, contract_announcer: BaseAnnounce
+    ) -> None:
+        """If this fails, ``check_connection()`` raises although the transport works.
+
+        It backs ``agent-wait config check --connect``: one cheap round trip that writes
+        nothing, True when it ran, False when the announcer has no such check.
+        """
+        result = contract_announcer.check_connection()
+        assert result is True or result is False, f"check_connection() returned {result!r}"
+
     def test_deliver_one(self, contract_announcer: BaseAnnounce) -> None:
         """If this fails, publishing one question does not reach the transport intact.
 
