@@ -236,9 +236,9 @@ class AnnouncerContract:
 
         cls = type(contract_announcer)
         model = cls.options_model
-        assert isinstance(model, type) and issubclass(model, AnnouncerOptions), (
-            f"{cls.__name__}.options_model is {model!r}, not an AnnouncerOptions subclass"
-        )
+        wrong = f"{cls.__name__}.options_model is {model!r}, not an AnnouncerOptions subclass"
+        assert isinstance(model, type), wrong
+        assert issubclass(model, AnnouncerOptions), wrong
         parameters = inspect.signature(cls).parameters.values()
         accepted = {
             p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
