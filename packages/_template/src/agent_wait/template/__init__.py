@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from agent_wait.template._options import TemplateOptions
+
 if TYPE_CHECKING:
     from agent_wait.template._announcer import TemplateAnnounce
 
-__all__ = ["TemplateAnnounce"]
+__all__ = ["TemplateAnnounce", "TemplateOptions"]
 
 
 def __getattr__(name: str) -> Any:

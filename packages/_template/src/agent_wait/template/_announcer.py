@@ -12,7 +12,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from agent_wait.core import BaseAnnounce, ConfigError, WaitEnvelope
+from agent_wait.core import BaseAnnounce, WaitEnvelope
+from agent_wait.template._options import TemplateOptions
 
 
 class TemplateAnnounce(BaseAnnounce):
@@ -28,12 +29,13 @@ class TemplateAnnounce(BaseAnnounce):
     """
 
     name = "template"
+    options_model = TemplateOptions
 
     def __init__(self, directory: str) -> None:
-        # Options are what users write in configuration: check them here, naming option and value.
-        if not isinstance(directory, str) or not directory.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"directory: expected a directory path, got {directory!r}")
-        self.directory = Path(directory).expanduser()
+        # One field of the options model per argument: the model checks them all, and errors
+        # name the announcer, the option and the value.
+        options = TemplateOptions.parse(self.name, {"directory": directory})
+        self.directory = Path(options.directory).expanduser()
 
     def deliver(self, envelope: WaitEnvelope) -> None:
         """Write the envelope (the contract's JSON, byte for byte); raise when that fails."""

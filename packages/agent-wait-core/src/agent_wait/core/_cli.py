@@ -166,8 +166,34 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 # --- schema ------------------------------------------------------------------------------------
 
 
+def options_schema_text(name: str) -> str:
+    """The JSON Schema of an announcer's options, as committed under docs/schema/options/.
+
+    Raises:
+        PluginNotFoundError: No announcer of that name is installed.
+        ConfigError: It declares no options model.
+    """
+    from agent_wait.core._errors import ConfigError, PluginNotFoundError
+    from agent_wait.core._plugins import registry
+
+    registration = registry().announcers.get(name)
+    if registration is None:
+        raise PluginNotFoundError(f"unknown announcer {name!r}; see `agent-wait plugins`")
+    schema = _options_schema(registration)
+    if schema is None:
+        raise ConfigError(f"announcer {name!r} declares no options model")
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+
+
 def _cmd_schema(args: argparse.Namespace) -> int:
-    sys.stdout.write(schema_text(args.kind))
+    if args.announcer is None:
+        sys.stdout.write(schema_text(args.kind))
+        return 0
+    try:
+        sys.stdout.write(options_schema_text(args.announcer))
+    except AgentWaitError as error:
+        _error(str(error))
+        return 1
     return 0
 
 
@@ -410,9 +436,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = commands.add_parser(
         "schema",
-        help="print the JSON Schema of a message",
+        help="print the JSON Schema of a message or of an announcer's options",
         description="Print the JSON Schema (draft 2020-12) of the envelope agent-wait publishes, "
-        "the recommended answer, or the start message, generated from the models.",
+        "the recommended answer, or the start message, generated from the models; with "
+        "--announcer, the schema of that announcer's options.",
     )
     schema.add_argument(
         "kind",
@@ -420,6 +447,11 @@ def build_parser() -> argparse.ArgumentParser:
         default="envelope",
         choices=sorted(SCHEMA_MODELS),
         help="default: envelope",
+    )
+    schema.add_argument(
+        "--announcer",
+        metavar="NAME",
+        help="print the options schema of this installed announcer instead",
     )
     schema.set_defaults(handler=_cmd_schema)
 

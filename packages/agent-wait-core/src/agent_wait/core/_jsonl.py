@@ -14,7 +14,7 @@ from agent_wait.core._options import AnnouncerOptions
 
 
 class JsonlOptions(AnnouncerOptions):
-    """Options of the ``jsonl`` announcer (see :class:`JsonlAnnounce`)."""
+    """Options of the ``jsonl`` announcer (see ``JsonlAnnounce``)."""
 
     path: Path
 

@@ -23,7 +23,7 @@ def _upper(value: object) -> object:
 
 
 class LogOptions(AnnouncerOptions):
-    """Options of the ``log`` announcer (see :class:`LogAnnounce`)."""
+    """Options of the ``log`` announcer (see ``LogAnnounce``)."""
 
     logger: Text = "agent_wait.envelopes"
     level: Annotated[Literal["DEBUG", "INFO", "WARNING"], BeforeValidator(_upper)] = "DEBUG"

@@ -59,7 +59,7 @@ _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
 class SqliteOptions(AnnouncerOptions):
-    """Options of the ``sqlite`` announcer (see :class:`SqliteAnnounce`)."""
+    """Options of the ``sqlite`` announcer (see ``SqliteAnnounce``)."""
 
     path: Path | None = None
     table: str = Field(DEFAULT_TABLE, pattern=_IDENTIFIER.pattern)

@@ -23,7 +23,7 @@ TABLE_NAME = re.compile(
 
 
 class DynamoDbOptions(AwsOptions):
-    """Options of the ``dynamodb`` announcer (see :class:`agent_wait.dynamodb.DynamoDbAnnounce`)."""
+    """Options of the ``dynamodb`` announcer (see ``DynamoDbAnnounce``)."""
 
     table_name: str
     """The table (name or ARN)."""

@@ -37,7 +37,7 @@ def _stream_name(value: str | None) -> str | None:
 
 
 class NatsOptions(AnnouncerOptions):
-    """Options of the ``nats`` announcer (see :class:`agent_wait.nats.NatsAnnounce`)."""
+    """Options of the ``nats`` announcer (see ``NatsAnnounce``)."""
 
     url: Annotated[SensitiveUrl | list[SensitiveUrl], AfterValidator(_check_servers)] = DEFAULT_URL
     """Server URL ``nats://host:4222`` (several comma-separated, or a list); may carry

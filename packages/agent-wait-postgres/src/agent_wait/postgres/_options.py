@@ -27,7 +27,7 @@ def table_parts(table: str) -> list[str] | None:
 
 
 class PostgresOptions(AnnouncerOptions):
-    """Options of the ``postgres`` announcer (see :class:`agent_wait.postgres.PostgresAnnounce`)."""
+    """Options of the ``postgres`` announcer (see ``PostgresAnnounce``)."""
 
     url: SensitiveUrl = ""
     """libpq connection string or URI (``postgresql://user@host:5432/db``); empty uses the

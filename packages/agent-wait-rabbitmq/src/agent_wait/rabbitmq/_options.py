@@ -17,7 +17,7 @@ SCHEMES = ("amqp://", "amqps://")
 
 
 class RabbitMqOptions(AnnouncerOptions):
-    """Options of the ``rabbitmq`` announcer (see :class:`agent_wait.rabbitmq.RabbitMqAnnounce`)."""
+    """Options of the ``rabbitmq`` announcer (see ``RabbitMqAnnounce``)."""
 
     url: SensitiveUrl = DEFAULT_URL
     """``amqp://user:password@host:5672/vhost`` (or ``amqps://``)."""

@@ -14,7 +14,7 @@ SCHEMES = ("redis://", "rediss://", "unix://")
 
 
 class RedisOptions(AnnouncerOptions):
-    """Options of the ``redis`` announcer (see :class:`agent_wait.redis.RedisAnnounce`)."""
+    """Options of the ``redis`` announcer (see ``RedisAnnounce``)."""
 
     url: SensitiveUrl = DEFAULT_URL
     """``redis://``, ``rediss://`` or ``unix://`` URL (may carry credentials and the db)."""

@@ -15,7 +15,7 @@ TOPIC_ARN = re.compile(
 
 
 class SnsOptions(AwsOptions):
-    """Options of the ``sns`` announcer (see :class:`agent_wait.sns.SnsAnnounce`)."""
+    """Options of the ``sns`` announcer (see ``SnsAnnounce``)."""
 
     topic_arn: str
     """The topic's ARN, e.g. ``arn:aws:sns:us-east-1:123456789012:approvals``."""

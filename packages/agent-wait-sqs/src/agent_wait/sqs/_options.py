@@ -14,7 +14,7 @@ AWS_HOST = re.compile(r"^https://sqs[.-](?P<region>[a-z]{2}(?:-[a-z]+)+-\d)\.ama
 
 
 class SqsOptions(AwsOptions):
-    """Options of the ``sqs`` announcer (see :class:`agent_wait.sqs.SqsAnnounce`)."""
+    """Options of the ``sqs`` announcer (see ``SqsAnnounce``)."""
 
     queue_url: str
     """The queue's URL, e.g. ``https://sqs.us-east-1.amazonaws.com/123456789012/approvals``."""

@@ -50,7 +50,7 @@ def _header_value_problem(value: str) -> str | None:
 
 
 class WebhookOptions(AnnouncerOptions):
-    """Options of the ``webhook`` announcer (see :class:`agent_wait.webhook.WebhookAnnounce`)."""
+    """Options of the ``webhook`` announcer (see ``WebhookAnnounce``)."""
 
     url: SensitiveUrl
     """The receiver, ``http://`` or ``https://``."""
