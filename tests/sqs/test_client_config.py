@@ -109,6 +109,6 @@ def test_a_config_botocore_refuses_is_a_config_error_naming_it(
     config: object, fragment: str
 ) -> None:
     url = "https://sqs.us-east-1.amazonaws.com/123456789012/approvals"
-    with pytest.raises(ConfigError, match=r"^config: ") as raised:
+    with pytest.raises(ConfigError, match=r"^announcer 'sqs': option 'config': ") as raised:
         SqsAnnounce(url, config=config)
     assert fragment in str(raised.value)

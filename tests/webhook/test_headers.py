@@ -50,7 +50,8 @@ def test_every_reserved_header_is_refused_in_any_case(name: str) -> None:
         with pytest.raises(ConfigError) as caught:
             WebhookAnnounce("https://example.com/hook", headers={spelling: "x"})
         assert str(caught.value) == (
-            f"headers: {spelling!r} is set by the webhook announcer and cannot be overridden"
+            f"announcer 'webhook': option 'headers': {spelling!r} is set by the webhook "
+            "announcer and cannot be overridden (got '***')"
         )
 
 
@@ -74,7 +75,9 @@ def test_an_invalid_value_is_refused_naming_the_header_not_the_value(
     with pytest.raises(ConfigError) as caught:
         WebhookAnnounce("https://example.com/hook", headers={"Authorization": value})
     message = str(caught.value)
-    assert message.startswith(f"headers: the value of 'Authorization' {problem}")
+    assert message.startswith(
+        f"announcer 'webhook': option 'headers': the value of 'Authorization' {problem}"
+    )
     assert TOKEN not in message
     assert "Bearer" not in message
 
@@ -83,7 +86,7 @@ def test_an_invalid_value_is_refused_naming_the_header_not_the_value(
     "name", ["", "X Tenant", "X-Tenant:", "X-Tenant\n", "Tenänt", "X-(Tenant)", "a" * 300 + " "]
 )
 def test_an_invalid_name_is_refused(name: str) -> None:
-    with pytest.raises(ConfigError, match=r"headers: .* is not a valid HTTP header name"):
+    with pytest.raises(ConfigError, match=r"option 'headers': .* is not a valid HTTP header name"):
         WebhookAnnounce("https://example.com/hook", headers={name: "acme"})
 
 
