@@ -404,9 +404,10 @@ async def test_max_concurrency_one_sends_the_puts_in_order(aws: Aws) -> None:
     assert [call["Item"]["question_id"]["S"] for call in sent] == [q.question_id for q in many]
 
 
-@pytest.mark.parametrize("value", [0, 257, True, 2.5, "16"])
+@pytest.mark.parametrize("value", [0, 257, True, 2.5, "many"])
 def test_max_concurrency_is_validated(value: object) -> None:
-    with pytest.raises(ConfigError, match=r"max_concurrency: expected an integer from 1 to 256"):
+    # A numeric string is accepted: values read through *_env are strings.
+    with pytest.raises(ConfigError, match=r"announcer 'dynamodb': option 'max_concurrency': "):
         DynamoDbAnnounce(TABLE, client=object(), max_concurrency=value)  # pyright: ignore[reportArgumentType]
 
 
