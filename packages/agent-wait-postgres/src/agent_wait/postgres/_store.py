@@ -19,8 +19,8 @@ from agent_wait.core import (
     WaitEnvelope,
     format_utc,
 )
+from agent_wait.postgres._options import DEFAULT_TABLE
 from agent_wait.postgres._schema import (
-    DEFAULT_TABLE,
     _ordered,  # pyright: ignore[reportPrivateUsage]
     create_schema,
     moment,
