@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 from agent_wait.core import BaseAnnounce, Question, WaitEnvelope, WaitPolicy, publish
-from agent_wait.core.transport import EnvelopeTemplate, redact_url
+from agent_wait.core.options import redact
+from agent_wait.core.transport import EnvelopeTemplate
 
 
 class ListAnnounce(BaseAnnounce):
@@ -66,7 +67,7 @@ assert not report.ok
 assert "needs tag 'approver_group'" in (report.failures[0].error or "")
 
 # Error messages name the URL without its credentials.
-assert redact_url("amqp://app:s3cret@broker:5672/") == "amqp://***@broker:5672/"
-assert redact_url("redis://cache:6379/0") == "redis://cache:6379/0"
+assert redact("amqp://app:s3cret@broker:5672/") == "amqp://app:***@broker:5672/"
+assert redact("redis://cache:6379/0") == "redis://cache:6379/0"
 
 print("published", envelope["question_id"], "to", topic, f"({len(body)} bytes)")

@@ -22,8 +22,8 @@ import pytest
 from pika.adapters.select_connection import SelectConnection
 
 from agent_wait.core import BaseAnnounce, WaitEnvelope
+from agent_wait.core.options import redact
 from agent_wait.core.testing import AnnouncerContract
-from agent_wait.core.transport import redact_url
 
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/"
 
@@ -69,7 +69,7 @@ class ConfirmedQueueAnnounce(BaseAnnounce):
             self._opened.result(timeout=self.timeout)
         except TimeoutError:
             raise TimeoutError(
-                f"{redact_url(self.url)}: not connected within {self.timeout} s"
+                f"{redact(self.url)}: not connected within {self.timeout} s"
             ) from None
         assert self._connection is not None
         return self._connection
@@ -104,7 +104,7 @@ class ConfirmedQueueAnnounce(BaseAnnounce):
 
     def _publish(self, body: bytes, acked: Future[None]) -> None:
         if self._channel is None or not self._channel.is_open:
-            acked.set_exception(ConnectionError(f"{redact_url(self.url)}: channel closed"))
+            acked.set_exception(ConnectionError(f"{redact(self.url)}: channel closed"))
             return
         self._tag += 1  # confirms number the channel's publishes 1, 2, 3...
         self._pending[self._tag] = acked  # registered before the publish: no early ack is lost
@@ -130,7 +130,7 @@ class ConfirmedQueueAnnounce(BaseAnnounce):
                 future.set_result(None)
 
     def _fail(self, reason: object) -> None:
-        error = ConnectionError(f"{redact_url(self.url)}: {reason}")
+        error = ConnectionError(f"{redact(self.url)}: {reason}")
         if not self._opened.done():
             self._opened.set_exception(error)
         for future in self._pending.values():  # nobody waits forever for a lost acknowledgement
