@@ -21,20 +21,32 @@ import pika
 import pytest
 from pika.adapters.select_connection import SelectConnection
 
-from agent_wait.core import BaseAnnounce, WaitEnvelope
-from agent_wait.core.options import redact
+from agent_wait.core import AnnouncerOptions, BaseAnnounce, WaitEnvelope
+from agent_wait.core.options import Seconds, SensitiveUrl, Text, redact
 from agent_wait.core.testing import AnnouncerContract
 
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/"
+
+
+class ConfirmedQueueOptions(AnnouncerOptions):
+    """What configuration may set: one field per constructor argument."""
+
+    url: SensitiveUrl
+    queue: Text
+    timeout: Seconds = 5.0
 
 
 class ConfirmedQueueAnnounce(BaseAnnounce):
     """Publishes each envelope to a queue and returns once the broker has confirmed it."""
 
     name = "confirmed_queue"
+    options_model = ConfirmedQueueOptions
 
     def __init__(self, url: str, queue: str, *, timeout: float = 5.0) -> None:
-        self.url, self.queue, self.timeout = url, queue, timeout
+        options = ConfirmedQueueOptions.parse(
+            self.name, {"url": url, "queue": queue, "timeout": timeout}
+        )
+        self.url, self.queue, self.timeout = options.url, options.queue, options.timeout
         self._start = threading.Lock()  # guards only starting the thread, never a callback
         self._thread: threading.Thread | None = None
         self._opened: Future[None] = Future()

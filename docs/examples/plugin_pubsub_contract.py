@@ -18,20 +18,30 @@ from typing import Any
 import pytest
 import redis
 
-from agent_wait.core import BaseAnnounce, WaitEnvelope
+from agent_wait.core import AnnouncerOptions, BaseAnnounce, WaitEnvelope
+from agent_wait.core.options import SensitiveUrl, Text
 from agent_wait.core.testing import AnnouncerContract
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+class ChannelOptions(AnnouncerOptions):
+    """What configuration may set: one field per constructor argument."""
+
+    url: SensitiveUrl
+    channel: Text
 
 
 class ChannelAnnounce(BaseAnnounce):
     """Publishes each envelope body on a Redis channel."""
 
     name = "redis_channel"
+    options_model = ChannelOptions
 
     def __init__(self, url: str, channel: str) -> None:
-        self.channel = channel
-        self.client = redis.Redis.from_url(url, socket_timeout=2, socket_connect_timeout=2)
+        options = ChannelOptions.parse(self.name, {"url": url, "channel": channel})
+        self.channel = options.channel
+        self.client = redis.Redis.from_url(options.url, socket_timeout=2, socket_connect_timeout=2)
 
     def deliver(self, envelope: WaitEnvelope) -> None:
         self.client.publish(self.channel, envelope.to_json())

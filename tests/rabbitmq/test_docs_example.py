@@ -19,4 +19,4 @@ def test_callback_sdk_example_passes_the_kit(amqp_url: str) -> None:
         cwd=EXAMPLE.parent,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "9 passed" in done.stdout
+    assert "11 passed" in done.stdout

@@ -19,4 +19,4 @@ def test_pubsub_contract_example_passes(redis_url: str) -> None:
         cwd=EXAMPLE.parent,
     )
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "9 passed" in done.stdout
+    assert "11 passed" in done.stdout
