@@ -43,6 +43,9 @@ def test_outcome_values_are_the_documented_strings() -> None:
         "invalid_answer",
         "resume_failed",
         "held",
+        "unauthorized",
+        "stale_approval",
+        "expired",
     ]
 
 
@@ -58,6 +61,7 @@ def test_only_starts_and_resumes_ran() -> None:
 
 def test_public_module() -> None:
     assert sorted(core_host.__all__) == [
+        "AnswerTrust",
         "AsyncHost",
         "Clock",
         "Handled",

@@ -22,8 +22,9 @@ from typing import Any, Protocol, TypeVar
 from agent_wait.core._announce import PublishReport
 from agent_wait.core._errors import AgentWaitError, AnnounceFailed, InvalidAnswer
 from agent_wait.core._models import Answer, Question, StartMessage, parse_message
-from agent_wait.core._publish import Announce, Clock, apublish, publish
+from agent_wait.core._publish import Announce, Clock, apublish, publish, utc_now
 from agent_wait.core._storable import storable_problem
+from agent_wait.core._trust import AnswerTrust, configured_trust
 
 logger = logging.getLogger("agent_wait.host")
 
@@ -62,6 +63,17 @@ class Outcome(StrEnum):
     HELD = "held"
     """An answer to one of several pending questions, stored until the others are answered too:
     nothing ran yet (Pydantic AI resumes a run only with every pending call answered)."""
+    UNAUTHORIZED = "unauthorized"
+    """The host signs replies and the answer's token is missing, forged, made with a key the
+    host no longer holds, or for another thread or question: nothing ran, the question stays
+    answerable."""
+    STALE_APPROVAL = "stale_approval"
+    """An authentic answer to a question that changed since it was published (the call was
+    proposed again with other arguments): nothing ran, the question as it is now stays
+    answerable."""
+    EXPIRED = "expired"
+    """The host refuses late answers and this one came after the question's ``expires_at`` or
+    its own ``valid_until``: nothing ran, the question stays answerable."""
 
 
 @dataclass(frozen=True)
@@ -218,14 +230,20 @@ class AsyncHost(_HostBase[ThreadT, ResultT], Protocol[ThreadT, ResultT]):
 
 
 def plan(
-    host: Host[Any, Any] | AsyncHost[Any, Any], message: Answer | StartMessage
+    host: Host[Any, Any] | AsyncHost[Any, Any],
+    message: Answer | StartMessage,
+    *,
+    trust: AnswerTrust | None = None,
+    clock: Clock | None = None,
 ) -> Generator[Step, Any, Handled]:
     """The decision for one message, as a generator of the IO it needs.
 
     Each yielded :data:`Step` is ``(name, args)``: ``"publish"`` with ``(questions, thread_id)``,
     or the host method to call (``load``, ``asked``, ``hold``, ``start``, ``resume``). Send back
     its result, or throw in its exception; the generator returns the :class:`Handled`.
-    :func:`handle_message` and :func:`ahandle_message` are the two runners.
+    :func:`handle_message` and :func:`ahandle_message` are the two runners. ``trust`` is what
+    an answer must satisfy before anything runs (None: nothing more than being pending);
+    ``clock`` is "now" for its expiry checks.
     """
     thread_id = message.thread_id
     thread = yield ("load", (thread_id,))
@@ -241,16 +259,34 @@ def plan(
             )
         result = yield ("start", (thread, message))
         return (yield from _publish(Outcome.STARTED, host.questions_in(result), message, result))
-    handled = yield from _answer(host, thread, waiting, message)
+    handled = yield from _answer(host, thread, waiting, message, trust or _NO_TRUST, clock)
     _answered(message, handled)
     return handled
 
 
+_NO_TRUST = AnswerTrust()
+
+
 def _answer(
-    host: Host[Any, Any] | AsyncHost[Any, Any], thread: Any, waiting: Waiting, answer: Answer
+    host: Host[Any, Any] | AsyncHost[Any, Any],
+    thread: Any,
+    waiting: Waiting,
+    answer: Answer,
+    trust: AnswerTrust,
+    clock: Clock | None,
 ) -> Generator[Step, Any, Handled]:
     thread_id, question_id = answer.thread_id, answer.question_id
     where = f"question {question_id!r} of thread {thread_id!r}"
+    if trust.signing and (problem := trust.authenticate(answer)):
+        # The reason names a key id at most: never a secret, never the answer's content.
+        logger.warning(
+            "agent-wait host: answer refused as unauthorized (thread %s, question %s): %s",
+            thread_id,
+            question_id,
+            problem,
+        )
+        detail = f"{where}: {problem}; nothing ran, the question stays answerable"
+        return Handled(Outcome.UNAUTHORIZED, detail=detail)
     if question_id in waiting.held:
         detail = f"{where} is already answered (the first answer stands); nothing ran"
         return (yield from _publish(Outcome.DUPLICATE, waiting.unanswered, answer, detail=detail))
@@ -264,6 +300,24 @@ def _answer(
         state = f"it waits on {waiting.ids}" if waiting.ids else "it is not parked"
         detail = f"{where} is no longer pending (already answered, or late; {state}); nothing ran"
         return (yield from _publish(Outcome.DUPLICATE, waiting.unanswered, answer, detail=detail))
+    question = waiting.questions[waiting.ids.index(question_id)]
+    if trust.signing and trust.stale(answer, question):
+        detail = (
+            f"{where} changed since the answer's reply_with was published (another call or "
+            "other arguments); nothing ran, the question as it is now stays answerable"
+        )
+        return (
+            yield from _publish(Outcome.STALE_APPROVAL, waiting.unanswered, answer, detail=detail)
+        )
+    resumed_detail = None
+    if trust.expired != "accept" and (late := trust.late(answer, (clock or utc_now)())):
+        if trust.expired == "refuse":
+            detail = f"{where}: the answer came too late ({late}); nothing ran"
+            return Handled(Outcome.EXPIRED, detail=detail)
+        answer = answer.model_copy(update={"answer": question.policy.default})
+        resumed_detail = f"{where}: the answer came too late ({late}); resumed with its default"
+    elif trust.strict_actions and (problem := trust.action_problem(answer.answer, question)):
+        return _refused(where, InvalidAnswer(problem))
     try:
         # Every framework saves the answer with the run: one its store cannot keep unchanged
         # would fail (or come back altered) after the tool ran.
@@ -299,7 +353,11 @@ def _answer(
         # still waits on the question is read back from the framework.
         after = yield ("load", (thread_id,))
         return _resume_failed(where, error, pending=question_id in host.waiting(after).ids)
-    return (yield from _publish(Outcome.RESUMED, host.questions_in(result), answer, result))
+    return (
+        yield from _publish(
+            Outcome.RESUMED, host.questions_in(result), answer, result, detail=resumed_detail
+        )
+    )
 
 
 def _resume_failed(where: str, error: Exception, *, pending: bool) -> Handled:
@@ -414,6 +472,7 @@ def handle_message(
     strict: bool = False,
     reply_to: Mapping[str, Any] | None = None,
     clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
 ) -> Handled:
     """Run :func:`plan` for one inbound message, performing its steps on ``host``.
 
@@ -427,15 +486,23 @@ def handle_message(
             unacknowledged; its redelivery republishes what the thread waits on.
         reply_to: A hint for where answers go, copied into every envelope.
         clock: Returns "now" (aware); ``expires_at`` is measured from it.
+        trust: What an answer must satisfy before anything runs: a signed token, not late, an
+            allowed action (None: from ``AGENT_WAIT_ANSWER_SECRETS``,
+            ``AGENT_WAIT_ANSWER_EXPIRED`` and ``AGENT_WAIT_ANSWER_STRICT_ACTIONS``; unset, none).
+            With secrets, every ``reply_with`` published carries a ``token``.
 
     Raises:
         pydantic.ValidationError: The message is neither an answer nor a start message.
         AnnounceFailed: ``strict`` and a delivery failed.
     """
+    trust = configured_trust() if trust is None else trust
     io = _IO(
-        host, partial(publish, announce=announce, reply_to=reply_to, clock=clock, strict=strict)
+        host,
+        partial(
+            publish, announce=announce, reply_to=reply_to, clock=clock, strict=strict, trust=trust
+        ),
     )
-    driver = _Driver(plan(host, _parse(message)))
+    driver = _Driver(plan(host, _parse(message), trust=trust, clock=clock))
     while not isinstance(step := driver.next(), Handled):
         try:
             driver.send(io(step))
@@ -452,12 +519,17 @@ async def ahandle_message(
     strict: bool = False,
     reply_to: Mapping[str, Any] | None = None,
     clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
 ) -> Handled:
     """Async :func:`handle_message`: awaits the host's IO, announcers delivered concurrently."""
+    trust = configured_trust() if trust is None else trust
     io = _IO(
-        host, partial(apublish, announce=announce, reply_to=reply_to, clock=clock, strict=strict)
+        host,
+        partial(
+            apublish, announce=announce, reply_to=reply_to, clock=clock, strict=strict, trust=trust
+        ),
     )
-    driver = _Driver(plan(host, _parse(message)))
+    driver = _Driver(plan(host, _parse(message), trust=trust, clock=clock))
     while not isinstance(step := driver.next(), Handled):
         try:
             driver.send(await io(step))

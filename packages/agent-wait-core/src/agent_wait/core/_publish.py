@@ -28,6 +28,7 @@ from agent_wait.core._models import (
     format_utc,
     trusted,
 )
+from agent_wait.core._trust import AnswerTrust, configured_trust
 
 if TYPE_CHECKING:
     from pluggy import HookCaller
@@ -88,12 +89,29 @@ def build_envelope(
     *,
     reply_to: Mapping[str, Any] | None = None,
     now: datetime | None = None,
+    trust: AnswerTrust | None = None,
 ) -> WaitEnvelope:
-    """Build the envelope of one question (fresh ``event_id``; ``expires_at`` from the policy)."""
+    """Build the envelope of one question (fresh ``event_id``; ``expires_at`` from the policy).
+
+    With ``trust`` signing (or enforcing expiry), ``reply_with`` also carries ``token`` (and
+    ``expires_at``) for the host to check the answer against.
+    """
     if not thread_id:
         raise ValueError(f"thread_id: must be a non-empty string, got {thread_id!r}")
     policy = question.policy
     expires = policy.expires_at(now or utc_now(), question.asked_at)
+    expires_at = None if expires is None else format_utc(expires)
+    reply: dict[str, Any] = {
+        "thread_id": thread_id,
+        "question_id": question.question_id,
+        "answer": None,
+    }
+    reply_with = (
+        # Extra keys live in the model's extras, which only validation fills in.
+        ReplyWith.model_validate({**reply, **trust.reply_extras(thread_id, question, expires_at)})
+        if trust is not None and trust.marks_expiry
+        else trusted(ReplyWith, reply)
+    )
     # Every part is already validated (policy, question), and this path runs once per envelope.
     return trusted(
         WaitEnvelope,
@@ -104,15 +122,12 @@ def build_envelope(
             "question_id": question.question_id,
             "question": question.question,
             "allowed_actions": list(policy.allowed_actions),
-            "expires_at": None if expires is None else format_utc(expires),
+            "expires_at": expires_at,
             "default": policy.default,
             "answer_ttl": None if policy.answer_ttl is None else format_duration(policy.answer_ttl),
             "source": question.source,
             "reply_to": None if reply_to is None else dict(reply_to),
-            "reply_with": trusted(
-                ReplyWith,
-                {"thread_id": thread_id, "question_id": question.question_id, "answer": None},
-            ),
+            "reply_with": reply_with,
             "correlation": policy.correlation,
             "tags": dict(policy.tags),
         },
@@ -146,9 +161,13 @@ def _prepare(
     reply_to: Mapping[str, Any] | None,
     clock: Clock | None,
     adjust: HookCaller | None,
+    trust: AnswerTrust | None,
 ) -> tuple[list[WaitEnvelope], dict[str, QuestionTooLarge] | None, list[WaitEnvelope]]:
     now = (clock or utc_now)()
-    envelopes = [build_envelope(q, thread_id, reply_to=reply_to, now=now) for q in questions]
+    trust = configured_trust() if trust is None else trust
+    envelopes = [
+        build_envelope(q, thread_id, reply_to=reply_to, now=now, trust=trust) for q in questions
+    ]
     if adjust is not None:
         envelopes = [adjust_envelope(adjust, e) for e in envelopes]
     oversize: dict[str, QuestionTooLarge] | None = None
@@ -329,6 +348,7 @@ def publish(
     reply_to: Mapping[str, Any] | None = None,
     clock: Clock | None = None,
     strict: bool = False,
+    trust: AnswerTrust | None = None,
 ) -> PublishReport:
     """Publish one envelope per question to every announcer.
 
@@ -344,13 +364,18 @@ def publish(
             failed, or if there was no announcer at all (``announce=[]``), so the host can
             leave its inbound message unacknowledged. Without ``strict`` an empty announcer list
             logs a WARNING and the report is not ``ok``.
+        trust: The host's answer checks; with secrets, each ``reply_with`` carries a signed
+            ``token`` (None: from ``AGENT_WAIT_ANSWER_SECRETS`` and friends, see
+            :class:`~agent_wait.core.host.AnswerTrust`).
 
     Returns:
         The report: the envelopes and one outcome per announcer and envelope. Announcer errors
         never raise (unless ``strict``).
     """
     hooks = _publish_hooks()
-    envelopes, oversize, sendable = _prepare(questions, thread_id, reply_to, clock, hooks.adjust)
+    envelopes, oversize, sendable = _prepare(
+        questions, thread_id, reply_to, clock, hooks.adjust, trust
+    )
     deliveries: list[Delivery] = []
     if envelopes:
         observe = hooks.observe
@@ -396,10 +421,13 @@ async def apublish(
     reply_to: Mapping[str, Any] | None = None,
     clock: Clock | None = None,
     strict: bool = False,
+    trust: AnswerTrust | None = None,
 ) -> PublishReport:
     """Async :func:`publish`: all announcers are delivered to concurrently."""
     hooks = _publish_hooks()
-    envelopes, oversize, sendable = _prepare(questions, thread_id, reply_to, clock, hooks.adjust)
+    envelopes, oversize, sendable = _prepare(
+        questions, thread_id, reply_to, clock, hooks.adjust, trust
+    )
     deliveries: list[Delivery] = []
     if envelopes:
         announcers = _somewhere(resolve_announcers(announce), envelopes)

@@ -7,6 +7,8 @@ frameworks: :meth:`~Host.load` a thread, report what it :meth:`~Host.waiting` on
 question answered), and ``questions_in``. :func:`handle_message` / :func:`ahandle_message` then
 decide and act: start, resume, republish, duplicate, unknown question, invalid answer, held,
 publish what the run parked on, and report every answer's outcome to ``answer_handled`` hooks.
+:class:`AnswerTrust` is what a host demands of an answer first (a signed token, not late, an
+allowed action); every framework's ``handle_message`` takes it as ``trust=``.
 :func:`plan` is the decision itself, free of IO. Application code does not need this module.
 """
 
@@ -26,8 +28,10 @@ from agent_wait.core._host import (
     plan,
 )
 from agent_wait.core._publish import Clock
+from agent_wait.core._trust import AnswerTrust
 
 __all__ = [
+    "AnswerTrust",
     "AsyncHost",
     "Clock",
     "Handled",
