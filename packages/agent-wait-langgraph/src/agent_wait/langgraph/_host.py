@@ -32,7 +32,7 @@ from agent_wait.core import (
     storable_problem,
 )
 from agent_wait.core import host as core_host
-from agent_wait.core.host import AsyncHost, Clock, Host, QuestionNotPending, Waiting
+from agent_wait.core.host import AnswerTrust, AsyncHost, Clock, Host, QuestionNotPending, Waiting
 from agent_wait.langgraph._adapter import (
     batch_actions,
     interrupts_in,
@@ -339,6 +339,7 @@ def handle_message(
     reply_to: Mapping[str, Any] | None = None,
     config: RunnableConfig | Mapping[str, Any] | None = None,
     clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
 ) -> Handled:
     """Run or resume a LangGraph thread for one inbound message, then publish what it parked on.
 
@@ -372,6 +373,9 @@ def handle_message(
         config: Extra run config (callbacks, recursion_limit, configurable values); the
             message's thread id is merged into ``configurable``.
         clock: Returns "now" (aware); ``expires_at`` is measured from it.
+        trust: What an answer must satisfy before anything runs (a signed token, not late, an
+            allowed action); see :class:`~agent_wait.core.host.AnswerTrust`. None: from the
+            ``AGENT_WAIT_ANSWER_*`` environment variables (unset: nothing more).
 
     Returns:
         :class:`~agent_wait.core.Handled`: the outcome, the run's result (None when nothing ran)
@@ -386,7 +390,7 @@ def handle_message(
     """
     host = _SyncHost(_check_graph(graph), config)
     return core_host.handle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
 
 
@@ -399,6 +403,7 @@ async def ahandle_message(
     reply_to: Mapping[str, Any] | None = None,
     config: RunnableConfig | Mapping[str, Any] | None = None,
     clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
 ) -> Handled:
     """Async :func:`handle_message`: ``aget_state``, ``ainvoke`` and concurrent announcers.
 
@@ -406,5 +411,5 @@ async def ahandle_message(
     """
     host = _AsyncHost(_check_graph(graph), config)
     return await core_host.ahandle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )

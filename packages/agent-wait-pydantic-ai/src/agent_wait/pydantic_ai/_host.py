@@ -28,7 +28,7 @@ from agent_wait.core import (
     canonical_json,
 )
 from agent_wait.core import host as core_host
-from agent_wait.core.host import AsyncHost, Clock, Host, Waiting
+from agent_wait.core.host import AnswerTrust, AsyncHost, Clock, Host, Waiting
 from agent_wait.pydantic_ai._adapter import deferred_requests, questions_in
 from agent_wait.pydantic_ai._history import HistoryStore
 from agent_wait.pydantic_ai._results import deferred_results
@@ -269,6 +269,7 @@ def handle_message(
     reply_to: Mapping[str, Any] | None = None,
     strict: bool = False,
     clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
     **run_options: Any,
 ) -> Handled:
     """Handle one inbound message for a Pydantic AI agent: run or resume, store, publish.
@@ -308,6 +309,9 @@ def handle_message(
             history is already stored), so the host leaves the message unacknowledged; its
             redelivery republishes the thread's pending questions without running anything.
         clock: Returns "now" (aware); ``expires_at`` is measured from it.
+        trust: What an answer must satisfy before anything runs (a signed token, not late, an
+            allowed action); see :class:`~agent_wait.core.host.AnswerTrust`. None: from the
+            ``AGENT_WAIT_ANSWER_*`` environment variables (unset: nothing more).
         **run_options: Passed to ``agent.run_sync`` (``deps``, ``model``, ``usage_limits``...).
 
     Returns:
@@ -321,7 +325,7 @@ def handle_message(
     _check_options(run_options)
     host = _SyncHost(agent, history, run_options)
     return core_host.handle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
 
 
@@ -334,6 +338,7 @@ async def ahandle_message(
     reply_to: Mapping[str, Any] | None = None,
     strict: bool = False,
     clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
     **run_options: Any,
 ) -> Handled:
     """Async :func:`handle_message`: ``await agent.run(...)``, announcers delivered concurrently.
@@ -344,5 +349,5 @@ async def ahandle_message(
     _check_options(run_options)
     host = _AsyncHost(agent, history, run_options)
     return await core_host.ahandle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )

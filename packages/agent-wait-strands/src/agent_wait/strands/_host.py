@@ -19,7 +19,7 @@ from agent_wait.core import (
     storable_problem,
 )
 from agent_wait.core import host as core_host
-from agent_wait.core.host import AsyncHost, Clock, Host, Waiting
+from agent_wait.core.host import AnswerTrust, AsyncHost, Clock, Host, Waiting
 from agent_wait.strands._adapter import questions_in, questions_of
 from agent_wait.strands._recovery import responses_cleared_on_failure
 from strands import Agent
@@ -223,6 +223,7 @@ def handle_message(
     reply_to: Mapping[str, Any] | None = None,
     strict: bool = False,
     clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
     prompt: Callable[[Any], Any] = _prompt,
 ) -> Handled:
     """Run or resume a Strands agent for one inbound message, then publish what it parked on.
@@ -256,6 +257,9 @@ def handle_message(
         strict: Raise ``AnnounceFailed`` (after the run, after every announcer was tried) if a
             delivery failed, so the inbound message can be left unacknowledged.
         clock: Returns "now" (aware); ``expires_at`` is measured from it.
+        trust: What an answer must satisfy before anything runs (a signed token, not late, an
+            allowed action); see :class:`~agent_wait.core.host.AnswerTrust`. None: from the
+            ``AGENT_WAIT_ANSWER_*`` environment variables (unset: nothing more).
         prompt: Turns a start message's ``input`` into the Strands prompt. The default passes
             text, lists and None through and sends any other JSON as its JSON text.
 
@@ -268,7 +272,7 @@ def handle_message(
     """
     host = _SyncHost(agent_factory, prompt)
     return core_host.handle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
 
 
@@ -280,6 +284,7 @@ async def ahandle_message(
     reply_to: Mapping[str, Any] | None = None,
     strict: bool = False,
     clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
     prompt: Callable[[Any], Any] = _prompt,
 ) -> Handled:
     """Async :func:`handle_message`: ``await agent.invoke_async(...)`` and an async publish.
@@ -288,5 +293,5 @@ async def ahandle_message(
     """
     host = _AsyncHost(agent_factory, prompt)
     return await core_host.ahandle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
