@@ -49,7 +49,8 @@ _KEYWORD_ONLY = inspect.Parameter.KEYWORD_ONLY
 # framework's own question id (it appears twice, as question_id and in reply_with).
 _THREAD_ID_ROOM = 256
 _QUESTION_ID_ROOM = 128
-# Bytes for what only publish adds: a reply_to hint and adjust_envelope hook changes.
+# Bytes for what only publish adds: a reply_to hint, the token and expires_at a signing host
+# puts into reply_with (under 150 bytes), and adjust_envelope hook changes.
 _PUBLISH_ROOM = 1024
 
 

@@ -1,0 +1,60 @@
+"""Answers a host can trust, on real Strands agents and file sessions.
+
+The consumer is the one the message formats describe: copy ``reply_with``, set ``answer``, send.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from agent_wait.core import MemoryAnnounce, Outcome
+from agent_wait.core.host import AnswerTrust
+from agent_wait.strands import handle_message
+from tests.strands.fake_model import ScriptedModel
+from tests.strands.test_host import NOW, REFUND, Factory, Tools, only_envelope, reply, start
+
+NEW, OLD = "n" * 40, "o" * 40
+APPROVE = {"action": "approve"}
+
+
+def test_signed_replies_rotation_and_refusals(factory: Factory, inbox: MemoryAnnounce) -> None:
+    tools = Tools()
+    threads = factory(ScriptedModel([REFUND]), tools.all)
+    old = AnswerTrust([OLD])
+    envelope = only_envelope(handle_message(threads, start(), inbox, trust=old))
+    good = reply(envelope, APPROVE)
+    assert good["token"].startswith("v1.")
+    rotated, retired = AnswerTrust([NEW, OLD]), AnswerTrust([NEW])
+    for bad in (
+        {k: v for k, v in good.items() if k != "token"},
+        {**good, "question_id": "another-question"},
+        {**good, "thread_id": "order-9999"},
+    ):
+        assert handle_message(threads, bad, inbox, trust=rotated).outcome is Outcome.UNAUTHORIZED
+    assert handle_message(threads, good, inbox, trust=retired).outcome is Outcome.UNAUTHORIZED
+    assert tools.runs == []
+    assert threads.invocations == ["order-4471"]
+    resumed = handle_message(threads, good, inbox, trust=rotated)
+    assert resumed.outcome is Outcome.RESUMED
+    assert tools.runs == ["refund order-4471 41000"]
+
+
+def test_expiry_policies_and_strict_actions(factory: Factory, inbox: MemoryAnnounce) -> None:
+    tools = Tools()
+    threads = factory(ScriptedModel([REFUND]), tools.all)
+    refuse = AnswerTrust([NEW], expired="refuse", strict_actions=True)
+    envelope = only_envelope(
+        handle_message(threads, start(), inbox, trust=refuse, clock=lambda: NOW)
+    )
+    assert envelope.expires_at == "2026-09-14T09:00:00Z"
+    late = NOW + timedelta(days=4)
+    approve = reply(envelope, APPROVE)
+    refused = handle_message(threads, approve, inbox, trust=refuse, clock=lambda: late)
+    assert refused.outcome is Outcome.EXPIRED
+    maybe = reply(envelope, {"action": "maybe"})
+    invalid = handle_message(threads, maybe, inbox, trust=refuse, clock=lambda: NOW)
+    assert invalid.outcome is Outcome.INVALID_ANSWER
+    assert tools.runs == []
+    in_time = handle_message(threads, approve, inbox, trust=refuse, clock=lambda: NOW)
+    assert in_time.outcome is Outcome.RESUMED
+    assert tools.runs == ["refund order-4471 41000"]
