@@ -9,11 +9,24 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent_wait.core import Answer, MemoryAnnounce, Outcome, Question, WaitEnvelope, WaitPolicy
+from agent_wait.core import (
+    Answer,
+    MemoryAnnounce,
+    Outcome,
+    Question,
+    SqliteAnnounce,
+    SqliteEntry,
+    SqliteQuestionStore,
+    WaitEnvelope,
+    WaitPolicy,
+    answer,
+    resend,
+)
 from agent_wait.core import host as core_host
 from agent_wait.core.host import AnswerTrust, Handled, Waiting
 from tests.core.test_host import AsyncLedger, Ledger, Thread
@@ -41,7 +54,9 @@ class Proposals(Ledger):
         return Question(
             question_id=question_id,
             question={"function": "refund", "args": dict(self.args)},
-            policy=WaitPolicy(timeout=timedelta(hours=1), default={"action": "reject"}),
+            policy=WaitPolicy(
+                timeout=timedelta(hours=1), default={"action": "reject"}, answer_ttl="PT15M"
+            ),
             source={"function": "refund"},
         )
 
@@ -316,3 +331,33 @@ def test_answer_keeps_the_token_as_an_extra_field() -> None:
         {"thread_id": "t", "question_id": "q", "answer": 1, "token": "x"}
     )
     assert answer.model_extra == {"token": "x"}
+
+
+def test_agent_wait_answer_carries_the_token_and_its_answer_ttl_as_valid_until(
+    tmp_path: Path,
+) -> None:
+    inbox = tmp_path / "inbox.sqlite3"
+    ledger, trust = Proposals(), AnswerTrust([NEW], expired="refuse")
+
+    def handle(message: Any, now: datetime) -> Handled:
+        return core_host.handle_message(
+            ledger, message, SqliteAnnounce(inbox), trust=trust, clock=lambda: now
+        )
+
+    assert handle({"thread_id": "t", "input": "go"}, T0).outcome is Outcome.STARTED
+    answered_at = T0 + timedelta(minutes=5)
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        result = answer("t-q1", "approve", by="alice", store=store, entry=entry, at=answered_at)
+        assert result.message["valid_until"] == "2026-09-14T09:20:00Z"
+        assert result.message["token"].startswith("v1.")
+        [received] = entry.receive(1)
+        # Fifteen minutes after it was given, the answer is too old for this host.
+        too_old = handle(received.message, T0 + timedelta(minutes=21))
+        assert too_old.outcome is Outcome.EXPIRED
+        assert "valid_until 2026-09-14T09:20:00Z has passed" in (too_old.detail or "")
+        assert entry.ack(received)
+        # A resend carries the same valid_until: the recorded answer does not get younger.
+        assert resend("t-q1", store=store, entry=entry) == result.message
+        [again] = entry.receive(1)
+        assert handle(again.message, T0 + timedelta(minutes=19)).outcome is Outcome.RESUMED
+    assert ledger.threads["t"].answers == [("t-q1", APPROVE)]

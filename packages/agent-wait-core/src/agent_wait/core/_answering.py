@@ -16,10 +16,11 @@ from datetime import datetime
 from typing import Any
 
 from agent_wait.core._config import load_config
+from agent_wait.core._durations import parse_duration
 from agent_wait.core._entries import default_entry
 from agent_wait.core._entry import EntryPoint
 from agent_wait.core._errors import AgentWaitError
-from agent_wait.core._models import Answer
+from agent_wait.core._models import Answer, format_utc
 from agent_wait.core._sqlite_store import SqliteQuestionStore
 from agent_wait.core._store import (
     QuestionStatus,
@@ -91,9 +92,19 @@ def decision(action: str, answer: Mapping[str, Any] | None = None) -> dict[str, 
     return {**answer, "action": action}
 
 
-def reply(question: StoredQuestion, answer: Any) -> dict[str, Any]:
-    """``{**reply_with, "answer": answer}``, validated as an answer message."""
-    message = {**question.envelope.reply_with.model_dump(), "answer": answer}
+def reply(
+    question: StoredQuestion, answer: Any, answered_at: datetime | str | None = None
+) -> dict[str, Any]:
+    """``{**reply_with, "answer": answer}``, validated as an answer message.
+
+    A question with an ``answer_ttl`` answered at ``answered_at`` gets ``valid_until``
+    ``answered_at + answer_ttl``: a host that refuses late answers refuses it once that passed.
+    """
+    envelope = question.envelope
+    message = {**envelope.reply_with.model_dump(), "answer": answer}
+    if envelope.answer_ttl is not None and answered_at is not None:
+        ttl = parse_duration(envelope.answer_ttl, "answer_ttl")
+        message["valid_until"] = format_utc(parse_now(answered_at) + ttl)
     Answer.model_validate(message)
     return message
 
@@ -123,7 +134,8 @@ def _close_and_send(
 ) -> tuple[StoredQuestion, dict[str, Any]] | StoredQuestion:
     """Close then send; the closed question and the message, or the winner's close if lost."""
     envelope = question.envelope
-    message = reply(question, answer)
+    at = parse_now(at)
+    message = reply(question, answer, at)
     done = store.transition(
         envelope.thread_id, envelope.question_id, status, by=by, answer=answer, at=at
     )
@@ -247,7 +259,7 @@ def resend(
             else f"question {question_id} (thread {question.envelope.thread_id}) is "
             f"{question.describe_close()}: no answer was recorded"
         )
-    message = reply(question, question.answer)
+    message = reply(question, question.answer, question.answered_at)
     entry = entry if entry is not None else default_entry()
     try:
         entry.send(message)
