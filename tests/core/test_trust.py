@@ -361,3 +361,24 @@ def test_agent_wait_answer_carries_the_token_and_its_answer_ttl_as_valid_until(
         [again] = entry.receive(1)
         assert handle(again.message, T0 + timedelta(minutes=19)).outcome is Outcome.RESUMED
     assert ledger.threads["t"].answers == [("t-q1", APPROVE)]
+
+
+def test_an_answer_without_its_deadline_is_accepted_with_a_warning_when_unsigned(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # Unsigned, a deadline in the answer could be forged anyway; the host says it could not check.
+    host = parked(AnswerTrust(expired="refuse"))
+    host.now = T0 + timedelta(hours=2)
+    bare = {"thread_id": "t", "question_id": "t-q1", "answer": APPROVE}
+    with caplog.at_level(logging.WARNING, logger="agent_wait.host"):
+        assert host.handle(bare).outcome is Outcome.RESUMED
+    assert "carries no expires_at" in caplog.text
+
+
+def test_a_signed_answer_cannot_drop_its_deadline() -> None:
+    host = parked(AnswerTrust([NEW], expired="refuse"))
+    host.now = T0 + timedelta(hours=2)
+    reply = consumer_reply(host.last(), APPROVE)
+    undated = {k: v for k, v in reply.items() if k != "expires_at"}
+    assert host.handle(undated).outcome is Outcome.UNAUTHORIZED
+    assert host.handle(reply).outcome is Outcome.EXPIRED

@@ -310,6 +310,15 @@ def _answer(
             yield from _publish(Outcome.STALE_APPROVAL, waiting.unanswered, answer, detail=detail)
         )
     resumed_detail = None
+    if trust.expired != "accept" and trust.undated(answer, question):
+        # Published before the policy was on, or answered without copying reply_with: unsigned,
+        # such a deadline could be forged anyway, and signed, a stripped one fails the token.
+        logger.warning(
+            "agent-wait host: answer to question %s of thread %s carries no expires_at; its "
+            "lateness cannot be checked, accepted",
+            question_id,
+            thread_id,
+        )
     if trust.expired != "accept" and (late := trust.late(answer, (clock or utc_now)())):
         if trust.expired == "refuse":
             detail = f"{where}: the answer came too late ({late}); nothing ran"

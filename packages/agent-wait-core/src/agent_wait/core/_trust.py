@@ -196,6 +196,14 @@ class AnswerTrust:
         token = _extra(answer, TOKEN_KEY)
         return isinstance(token, str) and token.split(".")[2] != fingerprint(question)
 
+    def undated(self, answer: Answer, question: Question) -> bool:
+        """True when ``question`` has a deadline but the answer does not carry it back.
+
+        The host learns ``expires_at`` only from the answer (it is measured from publish time),
+        so an answer built without copying ``reply_with`` cannot be checked for lateness.
+        """
+        return question.policy.timeout is not None and _extra(answer, EXPIRES_KEY) is None
+
     def late(self, answer: Answer, now: datetime) -> str | None:
         """Why the answer comes too late (its ``valid_until`` or the question's ``expires_at``), or None."""
         stamp = format_utc(now)  # whole-second RFC 3339 UTC text: compares as it sorts

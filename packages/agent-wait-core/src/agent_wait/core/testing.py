@@ -59,7 +59,7 @@ import re
 import uuid
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 from urllib.parse import quote
 
@@ -81,6 +81,7 @@ from agent_wait.core._models import Answer, Question, Source, WaitEnvelope
 from agent_wait.core._plugins import registry
 from agent_wait.core._policy import WaitPolicy
 from agent_wait.core._publish import apublish, publish
+from agent_wait.core._trust import AnswerTrust
 from agent_wait.core.hookspecs import hookimpl
 
 __all__ = [
@@ -1058,3 +1059,64 @@ class HostContract:
         assert [e.question_id for e in self.inbox.envelopes][:2] == [
             self.inbox.envelopes[0].question_id
         ] * 2
+
+    def test_signed_replies_admit_only_their_own_token(self) -> None:
+        """If this fails, a host with answer secrets runs an answer it did not sign for.
+
+        With ``trust=AnswerTrust(secrets)`` every ``reply_with`` must carry a ``token``, and the
+        reply copied verbatim must resume. An answer without a token, with the token of another
+        question, or signed with a key no longer listed must be ``unauthorized``: nothing runs
+        and the question stays answerable. A key listed second still verifies (rotation).
+        """
+        app = self._app()
+        new, old = "contract-new-secret-".ljust(40, "n"), "contract-old-secret-".ljust(40, "o")
+        rotated, retired = AnswerTrust([new, old]), AnswerTrust([new])
+        self.handle(app, self._start(), self.inbox, clock=_clock, trust=AnswerTrust([old]))
+        envelope = self.inbox.envelopes[-1]
+        copied: dict[str, Any] = {
+            **envelope.reply_with.model_dump(mode="json"),
+            "answer": {"action": "approve"},
+        }
+        assert "token" in copied, "reply_with carries no token: trust= did not reach publish"
+        for bad, trust in (
+            (_reply(envelope, {"action": "approve"}), rotated),
+            ({**copied, "question_id": uuid.uuid4().hex}, rotated),
+            (copied, retired),
+        ):
+            handled = self.handle(app, bad, self.inbox, trust=trust)
+            assert handled.outcome is Outcome.UNAUTHORIZED, f"{handled.outcome}: {handled.detail}"
+        assert self.runs == [], f"an unauthorized answer ran the body: {self.runs}"
+        resumed = self.handle(app, copied, self.inbox, trust=rotated)
+        assert resumed.outcome is Outcome.RESUMED, f"{resumed.outcome}: {resumed.detail}"
+        assert self.runs == [("order-4471", 41000)], f"runs: {self.runs}"
+        token = self.inbox.envelopes[-1].reply_with.model_dump()["token"]
+        assert token.split(".")[1] != copied["token"].split(".")[1], "the first secret must sign"
+
+    def test_late_and_disallowed_answers_by_policy(self) -> None:
+        """If this fails, a host's expiry policy or strict ``allowed_actions`` is not enforced.
+
+        A host with ``AnswerTrust(expired="refuse", strict_actions=True)`` must put the
+        question's ``expires_at`` into ``reply_with``; a reply copied from it after that time
+        must be ``expired``, one whose action is not allowed ``invalid_answer``, both running
+        nothing. With ``expired="default"`` the late answer is replaced by the question's
+        ``default`` (a rejection: the body does not run).
+        """
+        app = self._app()
+        refuse = AnswerTrust(expired="refuse", strict_actions=True)
+        self.handle(app, self._start(), self.inbox, clock=_clock, trust=refuse)
+        reply_with = self.inbox.envelopes[-1].reply_with.model_dump(mode="json")
+        assert reply_with.get("expires_at") == "2026-09-14T09:00:00Z", (
+            f"reply_with does not carry expires_at: {reply_with}"
+        )
+        late = _NOW + timedelta(days=4)
+        approve = {**reply_with, "answer": {"action": "approve"}}
+        expired = self.handle(app, approve, self.inbox, trust=refuse, clock=lambda: late)
+        assert expired.outcome is Outcome.EXPIRED, f"{expired.outcome}: {expired.detail}"
+        maybe = {**reply_with, "answer": {"action": "maybe"}}
+        invalid = self.handle(app, maybe, self.inbox, trust=refuse, clock=_clock)
+        assert invalid.outcome is Outcome.INVALID_ANSWER, f"{invalid.outcome}: {invalid.detail}"
+        assert self.runs == [], f"a refused answer ran the body: {self.runs}"
+        default = AnswerTrust(expired="default")
+        handled = self.handle(app, approve, self.inbox, trust=default, clock=lambda: late)
+        assert handled.outcome is Outcome.RESUMED, f"{handled.outcome}: {handled.detail}"
+        assert self.runs == [], f"the late approval ran instead of the default: {self.runs}"
