@@ -382,3 +382,32 @@ def test_a_signed_answer_cannot_drop_its_deadline() -> None:
     undated = {k: v for k, v in reply.items() if k != "expires_at"}
     assert host.handle(undated).outcome is Outcome.UNAUTHORIZED
     assert host.handle(reply).outcome is Outcome.EXPIRED
+
+
+def test_signed_envelopes_and_their_replies_match_the_committed_schemas() -> None:
+    from tests.core.test_schema import validator
+
+    host = parked(AnswerTrust([NEW]))
+    envelope = host.last().model_dump(mode="json")
+    assert list(validator("envelope").iter_errors(envelope)) == []
+    reply = consumer_reply(host.last(), APPROVE)
+    assert list(validator("answer").iter_errors(reply)) == []
+    assert list(validator("answer").iter_errors({**reply, "token": "not a token"}))
+
+
+def test_secrets_env_names_the_variable_holding_the_secrets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("REFUND_ANSWER_SECRETS", f"{NEW},{OLD}")
+    assert AnswerTrust(secrets_env="REFUND_ANSWER_SECRETS").secrets == (NEW, OLD)
+    monkeypatch.delenv("REFUND_ANSWER_SECRETS")
+    with pytest.raises(ValueError, match="secrets_env: the environment variable REFUND_ANSWER"):
+        AnswerTrust(secrets_env="REFUND_ANSWER_SECRETS")
+    with pytest.raises(ValueError, match="give secrets or secrets_env, not both"):
+        AnswerTrust([NEW], secrets_env="REFUND_ANSWER_SECRETS")
+
+
+def test_the_repr_shows_no_secret() -> None:
+    trust = AnswerTrust([NEW], expired="refuse")
+    assert NEW not in repr(trust)
+    assert "expired='refuse'" in repr(trust)

@@ -126,15 +126,39 @@ class Source(BaseModel):
     function: str = Field(min_length=1)
 
 
+_TRUST_KEYS: dict[str, Any] = {
+    "token": {
+        "type": "string",
+        "pattern": r"^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$",
+        "description": "Present when the host signs replies: binds the answer to this thread, "
+        "question and question content. Copy it unchanged; a host that signs refuses an answer "
+        "without it.",
+    },
+    "expires_at": {
+        "type": "string",
+        "format": "date-time",
+        "description": "Present when the host signs replies or enforces deadlines: the "
+        "question's expires_at, carried back so the host can tell a late answer. Copy it "
+        "unchanged.",
+    },
+}
+
+
+def _with_trust_keys(schema: dict[str, Any]) -> None:
+    # Extra keys, not fields: a reply without them serialises exactly as before.
+    schema["properties"].update(_TRUST_KEYS)
+
+
 class ReplyWith(BaseModel):
     """A filled-in reply: copy it, set ``answer``, send it to the agent's entry point.
 
     Extra keys are kept: a plugin may add one (the OpenTelemetry plugin adds ``traceparent``)
-    through ``adjust_envelope``, and a consumer that copies ``reply_with`` verbatim carries it
-    back in the answer without knowing what it is.
+    through ``adjust_envelope``, a host that signs replies adds ``token`` (and ``expires_at``),
+    and a consumer that copies ``reply_with`` verbatim carries them back in the answer without
+    knowing what they are.
     """
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", json_schema_extra=_with_trust_keys)
 
     thread_id: str = Field(min_length=1)
     question_id: str = Field(min_length=1)
@@ -208,9 +232,9 @@ class WaitEnvelope(BaseModel):
 
 
 class Answer(BaseModel):
-    """The recommended inbound answer message. Extra fields are kept."""
+    """The recommended inbound answer message. Extra fields (those ``reply_with`` carried) are kept."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True, extra="allow", json_schema_extra=_with_trust_keys)
 
     thread_id: str = Field(min_length=1, description="Which conversation; copied from reply_with.")
     question_id: str = Field(

@@ -76,7 +76,8 @@ class AnswerTrust:
         secrets: Answer secrets (32 characters or more). The first signs every ``reply_with``
             published; every one listed verifies, so a rotation lists the new secret first and
             keeps the old one second until the questions it signed are answered. Empty: no
-            signing, and answers need no token.
+            signing, and answers need no token. ``secrets_env`` names an environment variable
+            holding them instead (comma-separated).
         expired: An answer after the question's ``expires_at`` or its own ``valid_until``:
             ``"accept"`` it (the default), ``"refuse"`` it (outcome ``expired``, the question
             stays answerable) or answer with the question's ``default`` instead.
@@ -84,7 +85,7 @@ class AnswerTrust:
             question's ``allowed_actions``.
     """
 
-    secrets: tuple[str, ...] = ()
+    secrets: tuple[str, ...] = field(default=(), repr=False)
     expired: Expired = "accept"
     strict_actions: bool = False
     _keys: dict[str, bytes] = field(init=False, repr=False, compare=False)
@@ -93,9 +94,14 @@ class AnswerTrust:
         self,
         secrets: Iterable[str] = (),
         *,
+        secrets_env: str | None = None,
         expired: Expired = "accept",
         strict_actions: bool = False,
     ) -> None:
+        if secrets_env is not None:
+            if secrets:
+                raise ValueError("give secrets or secrets_env, not both")
+            secrets = _split(_required_env(secrets_env))
         if isinstance(secrets, str):
             raise TypeError("secrets: expected a list of secrets, got one string")
         listed = tuple(secrets)
@@ -126,7 +132,7 @@ class AnswerTrust:
         ``AGENT_WAIT_ANSWER_EXPIRED`` and ``AGENT_WAIT_ANSWER_STRICT_ACTIONS``.
         """
         env = os.environ if environ is None else environ
-        secrets = [s.strip() for s in env.get(SECRETS_ENV, "").split(",") if s.strip()]
+        secrets = _split(env.get(SECRETS_ENV, ""))
         expired = env.get(EXPIRED_ENV, "").strip() or "accept"
         if expired not in _EXPIRED:
             raise ValueError(f"{EXPIRED_ENV}: expected one of {list(_EXPIRED)}, got {expired!r}")
@@ -235,6 +241,17 @@ class AnswerTrust:
             if action not in allowed:
                 return f"action {action!r} is not one of allowed_actions {allowed}"
         return None
+
+
+def _split(text: str) -> list[str]:
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def _required_env(name: str) -> str:
+    value = os.environ.get(name, "").strip()
+    if not value:
+        raise ValueError(f"secrets_env: the environment variable {name} is not set")
+    return value
 
 
 def _extra(answer: Answer, key: str) -> Any:
