@@ -15,6 +15,7 @@ def test_public_api() -> None:
         "AnnouncerOptions",
         "Answer",
         "AnswerResult",
+        "AnswerTrust",
         "BaseAnnounce",
         "BatchEntryFailed",
         "ConfigError",

@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from agent_wait.core._sqlite_store import SqliteQuestionStore
     from agent_wait.core._storable import storable_problem
     from agent_wait.core._store import QuestionStatus, QuestionStore, StoredQuestion, Transition
+    from agent_wait.core._trust import AnswerTrust
     from agent_wait.core._wait import (
         PAYLOAD_KEY,
         FrameworkAdapter,
@@ -109,6 +110,7 @@ _LAZY = {
     "AnnounceFailed": "agent_wait.core._errors",
     "Answer": "agent_wait.core._models",
     "AnswerResult": "agent_wait.core._answering",
+    "AnswerTrust": "agent_wait.core._trust",
     "BaseAnnounce": "agent_wait.core._announce",
     "BatchEntryFailed": "agent_wait.core._batching",
     "ConfigError": "agent_wait.core._errors",
@@ -204,6 +206,7 @@ __all__ = [
     "AnnouncerOptions",
     "Answer",
     "AnswerResult",
+    "AnswerTrust",
     "BaseAnnounce",
     "BatchEntryFailed",
     "ConfigError",

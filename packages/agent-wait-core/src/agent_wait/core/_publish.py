@@ -366,7 +366,7 @@ def publish(
             logs a WARNING and the report is not ``ok``.
         trust: The host's answer checks; with secrets, each ``reply_with`` carries a signed
             ``token`` (None: from ``AGENT_WAIT_ANSWER_SECRETS`` and friends, see
-            :class:`~agent_wait.core.host.AnswerTrust`).
+            :class:`~agent_wait.core.AnswerTrust`).
 
     Returns:
         The report: the envelopes and one outcome per announcer and envelope. Announcer errors

@@ -310,7 +310,7 @@ def handle_message(
             redelivery republishes the thread's pending questions without running anything.
         clock: Returns "now" (aware); ``expires_at`` is measured from it.
         trust: What an answer must satisfy before anything runs (a signed token, not late, an
-            allowed action); see :class:`~agent_wait.core.host.AnswerTrust`. None: from the
+            allowed action); see :class:`~agent_wait.core.AnswerTrust`. None: from the
             ``AGENT_WAIT_ANSWER_*`` environment variables (unset: nothing more).
         **run_options: Passed to ``agent.run_sync`` (``deps``, ``model``, ``usage_limits``...).
 

@@ -258,7 +258,7 @@ def handle_message(
             delivery failed, so the inbound message can be left unacknowledged.
         clock: Returns "now" (aware); ``expires_at`` is measured from it.
         trust: What an answer must satisfy before anything runs (a signed token, not late, an
-            allowed action); see :class:`~agent_wait.core.host.AnswerTrust`. None: from the
+            allowed action); see :class:`~agent_wait.core.AnswerTrust`. None: from the
             ``AGENT_WAIT_ANSWER_*`` environment variables (unset: nothing more).
         prompt: Turns a start message's ``input`` into the Strands prompt. The default passes
             text, lists and None through and sends any other JSON as its JSON text.
