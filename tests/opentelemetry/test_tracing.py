@@ -172,6 +172,27 @@ def test_an_answer_without_traceparent_still_resumes(aws: Aws, spans: InMemorySp
     assert resumed.outcome is Outcome.RESUMED
 
 
+def test_a_signed_reply_carries_token_and_traceparent_through_sqs(
+    aws: Aws, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENT_WAIT_ANSWER_SECRETS", "answer-secret-".ljust(40, "x"))
+    graph, announce, asking, body, _ = park_on_sqs(aws)
+    assert sorted(body["reply_with"]) == [
+        "answer",
+        "question_id",
+        "thread_id",
+        "token",
+        TRACEPARENT,
+    ]
+    assert body["reply_with"][TRACEPARENT] == traceparent_of(asking)
+    reply = {**body["reply_with"], "answer": {"action": "approve"}}
+    unsigned = {k: v for k, v in reply.items() if k != "token"}
+    assert handle_message(graph, unsigned, announce).outcome is Outcome.UNAUTHORIZED
+    resumed = handle_message(graph, json.dumps(reply), announce)
+    announce.close()
+    assert resumed.outcome is Outcome.RESUMED
+
+
 @pytest.mark.skipif(
     not hasattr(hookspecs, "answer_handled"), reason="core has no answer_handled hook"
 )
