@@ -296,14 +296,17 @@ def bench(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def demo(session: nox.Session) -> None:
-    """The refund agent demo: LangGraph, offline, on the embedded sqlite inbox."""
-    # Only what the demo imports: agent-wait-langgraph brings core, langgraph and langchain-core.
+    """The refund agent demo: LangGraph, offline, a worker, agent-wait answer and sweep."""
+    # Only what the demo imports: agent-wait-langgraph brings core, langgraph and langchain-core;
+    # its demo group adds LangGraph's sqlite checkpointer (a parked run outlives its process).
     session.run_install(
         "uv",
         "sync",
         "--package",
         "agent-wait-langgraph",
         "--no-default-groups",
+        "--group",
+        "demo",
         "--locked",
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
     )

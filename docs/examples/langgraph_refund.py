@@ -1,159 +1,297 @@
-"""A LangGraph refund agent that asks a human before refunds over a threshold, offline.
+"""A LangGraph refund agent that asks a human, offline, as separate processes.
 
-    python docs/examples/langgraph_refund.py [--interactive] [--db PATH]
+    python docs/examples/langgraph_refund.py [--home DIR]    # the whole walkthrough
+    python docs/examples/langgraph_refund.py worker          # the host: serve()
+    python docs/examples/langgraph_refund.py start THREAD_ID TEXT   # a start message
 
-1. A refund under the threshold just runs: no question, no envelope.
-2. A refund over the threshold parks on LangGraph's ``interrupt()`` inside the ``issue_refund``
-   tool; ``handle_message`` publishes its envelope to the embedded sqlite inbox
-   (``announcer("sqlite")``: ``$AGENT_WAIT_HOME/inbox.sqlite3`` unless ``--db`` says otherwise)
-   and the envelope is printed.
-3. The approver reads the open question from the inbox (``SqliteInbox``), approves it (or,
-   with ``--interactive``, approves or rejects as you type), and sends the answer back to the
-   agent's entry point, ``handle_message``: copy ``reply_with``, set ``answer``.
-4. The graph resumes from its checkpoint; the refund runs once, or not at all if rejected.
+The walkthrough runs everything on the embedded defaults (the sqlite inbox and the sqlite entry
+point, one database file in ``$AGENT_WAIT_HOME``; a fresh temporary directory unless ``--home``
+names one) and prints each command it runs with its output:
+
+1. ``worker``: the host. The graph's checkpointer is LangGraph's ``SqliteSaver`` (a file, so a
+   parked run survives the process); ``serve`` receives start messages and answers from the
+   entry point and runs ``handle_message`` for each. It prints the agent's last reply.
+2. ``start``: three start messages. A refund under the threshold just runs. A refund over it
+   parks on ``interrupt()`` inside the ``issue_refund`` tool (timeout P3D, default reject); a
+   replacement shipment parks inside ``ship_replacement`` (timeout PT2S, default reject).
+3. ``agent-wait inbox`` lists both questions; ``agent-wait answer QUESTION_ID approve``
+   records the approval and sends it to the entry point; the worker resumes the run from its
+   checkpoint and the refund runs once.
+4. Nobody answers the replacement: once its deadline passed, ``agent-wait sweep --once`` sends
+   its default, and the worker resumes that run with the rejection.
 
 The graph is the classic agent loop (a model node, then the prebuilt ``ToolNode``). The model
-is an offline stand-in for an LLM: it calls ``issue_refund`` with the order it is given, then
-reports the tool's result. With a real chat model, bind the tools and call it in ``agent``.
+is an offline stand-in for an LLM: it calls a tool for the order it is given, then reports the
+tool's result. With a real chat model, bind the tools and call it in ``agent``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
+import os
+import queue
 import re
-import secrets
+import shlex
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
-
-from agent_wait.core import Handled, SqliteAnnounce, SqliteInbox, WaitPolicy, announcer
-from agent_wait.langgraph import handle_message, wait
-
 THRESHOLD = 1000  # euros: larger refunds need a human
-
-POLICY = WaitPolicy(
-    timeout="P3D",
-    default={"action": "reject", "reason": "no response within P3D"},
-    tags={"approver_group": "finance"},
-)
+SCRIPT = Path(__file__).resolve()
 
 
-@tool
-@wait(POLICY, when=lambda order_id, amount: amount > THRESHOLD)
-def issue_refund(order_id: str, amount: int) -> str:
-    """Refund an order.
-
-    Args:
-        order_id: The order.
-        amount: The amount in euros.
-    """
-    return f"refunded {amount} EUR on {order_id}"
+# -- the agent (the worker process) ------------------------------------------------------------
 
 
-def offline_model(messages: list[Any]) -> AIMessage:
-    """Stand-in for an LLM: "refund <amount> on <order>" -> a tool call; a tool result -> a reply."""
-    last = messages[-1]
-    if isinstance(last, ToolMessage):
-        return AIMessage(f"Refund request done: {last.content}")
-    match = re.search(r"refund (\d+) on (\S+)", str(last.content))
-    if not match:
-        return AIMessage("I only handle 'refund <amount> on <order>'.")
-    args = {"order_id": match.group(2), "amount": int(match.group(1))}
-    call = {
-        "name": "issue_refund",
-        "args": args,
-        "id": f"call_{len(messages)}",
-        "type": "tool_call",
-    }
-    return AIMessage("", tool_calls=[call])
+def build_graph(checkpoints: Path) -> Any:
+    """The agent loop: model -> ToolNode -> model, checkpointed in a sqlite file."""
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langchain_core.runnables import RunnableConfig
+    from langchain_core.tools import tool
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode, tools_condition
 
+    from agent_wait.core import WaitPolicy
+    from agent_wait.langgraph import wait
 
-def build_graph() -> Any:
-    """The agent loop: model -> ToolNode -> model, checkpointed (parked threads resume)."""
+    @tool
+    @wait(
+        WaitPolicy(
+            timeout="P3D",
+            default={"action": "reject", "reason": "no response within P3D"},
+            tags={"approver_group": "finance"},
+        ),
+        when=lambda order_id, amount: amount > THRESHOLD,
+    )
+    def issue_refund(order_id: str, amount: int) -> str:
+        """Refund an order.
 
-    def agent(state: MessagesState) -> MessagesState:
-        return {"messages": [offline_model(state["messages"])]}
+        Args:
+            order_id: The order.
+            amount: The amount in euros.
+        """
+        return f"refunded {amount} EUR on {order_id}"
+
+    @tool
+    @wait(
+        WaitPolicy(
+            timeout="PT2S",
+            default={"action": "reject", "reason": "no response within PT2S"},
+            tags={"approver_group": "support"},
+        )
+    )
+    def ship_replacement(order_id: str) -> str:
+        """Ship a replacement for an order.
+
+        Args:
+            order_id: The order.
+        """
+        return f"replacement shipped for {order_id}"
+
+    def offline_model(messages: list[Any]) -> AIMessage:
+        """Stand-in for an LLM: an instruction -> a tool call; a tool result -> a reply."""
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            done = str(last.content).startswith(("refunded", "replacement shipped"))
+            return AIMessage(f"{'Done' if done else 'Not done'}: {last.content}")
+        text = str(last.content)
+        if match := re.search(r"refund (\d+) on (\S+)", text):
+            name, args = "issue_refund", {"order_id": match[2], "amount": int(match[1])}
+        elif match := re.search(r"replace (\S+)", text):
+            name, args = "ship_replacement", {"order_id": match[1]}
+        else:
+            return AIMessage("I only handle 'refund <amount> on <order>' and 'replace <order>'.")
+        call = {"name": name, "args": args, "id": f"call_{len(messages)}", "type": "tool_call"}
+        return AIMessage("", tool_calls=[call])
+
+    def agent(state: MessagesState, config: RunnableConfig) -> MessagesState:
+        reply = offline_model(state["messages"])
+        if not reply.tool_calls:
+            print(f"agent ({config['configurable']['thread_id']}): {reply.content}", flush=True)
+        return {"messages": [reply]}
 
     builder = StateGraph(MessagesState)
     builder.add_node("agent", agent)
-    builder.add_node("tools", ToolNode([issue_refund]))
+    builder.add_node("tools", ToolNode([issue_refund, ship_replacement]))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition)
     builder.add_edge("tools", "agent")
-    return builder.compile(checkpointer=InMemorySaver())
+    connection = sqlite3.connect(checkpoints, check_same_thread=False)
+    return builder.compile(checkpointer=SqliteSaver(connection))
 
 
-def reply(handled: Handled) -> str:
-    """The agent's last message."""
-    return str(handled.result["messages"][-1].content)
+def worker() -> None:
+    """The host: serve the configured entry point until SIGTERM or Ctrl-C."""
+    from agent_wait.core import SqliteAnnounce, entry
+    from agent_wait.langgraph import serve
+
+    # The worker's own log lines: one per message handled, with its outcome.
+    logging.basicConfig(level=logging.WARNING, format="%(message)s", stream=sys.stdout)
+    logging.getLogger("agent_wait.core.serve").setLevel(logging.INFO)
+    # The checkpoints next to the inbox, in $AGENT_WAIT_HOME (or the user data directory).
+    graph = build_graph(SqliteAnnounce().path.parent / "checkpoints.sqlite3")
+    # The embedded entry point, polled often so the demo is quick.
+    report = serve(graph, entry("sqlite", poll_interval=0.05), wait=0.2)
+    print(f"worker stopped: acknowledged {report.acknowledged}", flush=True)
 
 
-def decide(envelope: dict[str, Any], interactive: bool) -> dict[str, Any]:
-    """The approver's decision: approve, unless --interactive and the human says otherwise."""
-    if not interactive:
-        return {"action": "approve", "note": "auto-approved by the demo"}
-    args = envelope["question"]["args"]
-    choice = input(
-        f"approve refund of {args['amount']} EUR on {args['order_id']}? [approve/reject] "
-    )
-    if choice.strip().lower() in ("a", "approve", "y", "yes"):
-        return {"action": "approve", "note": "approved at the terminal"}
-    return {"action": "reject", "reason": "rejected at the terminal"}
+def start(thread_id: str, text: str) -> None:
+    """Send a start message to the configured entry point."""
+    from agent_wait.core import default_entry
+
+    message = {"thread_id": thread_id, "input": {"messages": [{"role": "user", "content": text}]}}
+    with default_entry() as messages:
+        messages.send(message)
+    print(f"sent {json.dumps(message)}")
+
+
+# -- the walkthrough (drives the processes) ----------------------------------------------------
+
+
+class Worker:
+    """The worker process; its output is printed as the walkthrough waits for it."""
+
+    def __init__(self, env: dict[str, str], cwd: Path) -> None:
+        command = [sys.executable, str(SCRIPT), "worker"]
+        show(command, background=True)
+        self.process = subprocess.Popen(
+            command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.put(line)
+        self.lines.put("")  # the worker exited
+
+    def expect(self, wanted: Callable[[str], bool], what: str, timeout: float = 30.0) -> None:
+        """Print the worker's lines until one ``wanted`` accepts."""
+        deadline = time.monotonic() + timeout
+        while (left := deadline - time.monotonic()) > 0:
+            try:
+                line = self.lines.get(timeout=left)
+            except queue.Empty:
+                break
+            if not line:
+                raise SystemExit(f"the worker exited before it reported {what}")
+            print(f"  worker | {line.rstrip()}", flush=True)
+            if wanted(line):
+                return
+        raise SystemExit(f"the worker did not report {what} within {timeout:.0f} s")
+
+    def stop(self) -> None:
+        """SIGTERM: the worker finishes what it holds; print the rest of its output."""
+        print("\n$ kill -TERM %1", flush=True)
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=30)
+        while line := self.lines.get(timeout=5):
+            print(f"  worker | {line.rstrip()}", flush=True)
+
+
+def show(command: list[str], *, background: bool = False) -> None:
+    """Print a command as a shell line (the script and the agent-wait CLI by their names)."""
+    words = [
+        "python"
+        if word == sys.executable
+        else os.path.relpath(word)
+        if word == str(SCRIPT)
+        else word
+        for word in command
+    ]
+    print(f"\n$ {shlex.join(words)}{' &' if background else ''}", flush=True)
+
+
+def run(
+    command: list[str], env: dict[str, str], cwd: Path, *, shown: list[str] | None = None
+) -> str:
+    """Run a command, print it and its output, return the output; a failure stops the demo."""
+    show(shown or command)
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True, check=False)
+    output = done.stdout + done.stderr
+    print(output, end="", flush=True)
+    if done.returncode != 0:
+        raise SystemExit(f"exit {done.returncode}: {shlex.join(command)}")
+    return done.stdout
+
+
+def walkthrough(home: Path) -> None:
+    """Run the worker, start three runs, answer one question, let one expire and sweep it."""
+    cli = str(Path(sys.executable).with_name("agent-wait"))
+
+    def agent_wait(*args: str) -> str:
+        return run([cli, *args], env, home, shown=["agent-wait", *args])
+
+    def started(thread_id: str, text: str) -> None:
+        run([sys.executable, str(SCRIPT), "start", thread_id, text], env, home)
+
+    def handled(thread_id: str, outcome: str) -> Callable[[str], bool]:
+        return lambda line: f"of thread {thread_id} " in line and line.rstrip().endswith(outcome)
+
+    # Only the embedded defaults: no configuration from the environment or the working directory.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_WAIT_")}
+    env["AGENT_WAIT_HOME"] = str(home)
+    print(f"AGENT_WAIT_HOME={home}")
+    worker_process = Worker(env, home)
+    try:
+        started("order-1002", f"refund 120 on order-1002 (under the threshold of {THRESHOLD})")
+        worker_process.expect(handled("order-1002", "started"), "order-1002 done")
+        started("order-4471", "refund 41000 on order-4471")
+        worker_process.expect(handled("order-4471", "started"), "order-4471 parked")
+        started("order-4502", "replace order-4502")
+        worker_process.expect(handled("order-4502", "started"), "order-4502 parked")
+
+        # EXPIRES_AT  THREAD_ID  QUESTION_ID  SOURCE  ALLOWED_ACTIONS: one row per question
+        rows = [line.split() for line in agent_wait("inbox").splitlines()[1:]]
+        questions = {thread_id: (due, question_id) for due, thread_id, question_id, *_ in rows}
+
+        refund = questions["order-4471"][1]
+        agent_wait("answer", refund, "approve", "--by", "alice", "--answer", '{"note": "ok"}')
+        worker_process.expect(handled("order-4471", "resumed"), "order-4471 resumed")
+
+        due = datetime.fromisoformat(questions["order-4502"][0])
+        time.sleep(max(0.0, (due - datetime.now(UTC)).total_seconds()) + 0.1)
+        agent_wait("sweep", "--once")
+        worker_process.expect(handled("order-4502", "resumed"), "order-4502 resumed")
+        agent_wait("inbox")
+    finally:
+        worker_process.stop()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Run the demo."""
+    """Run the walkthrough, or one of its processes."""
     parser = argparse.ArgumentParser(
         description="An offline LangGraph refund agent with approvals."
     )
-    parser.add_argument("--interactive", action="store_true", help="choose approve/reject yourself")
-    parser.add_argument("--db", type=Path, help="the sqlite inbox (default: the embedded one)")
+    parser.add_argument("--home", type=Path, help="AGENT_WAIT_HOME (default: a temporary one)")
+    commands = parser.add_subparsers(dest="command")
+    commands.add_parser("worker", help="serve the entry point (the host)")
+    begin = commands.add_parser("start", help="send a start message")
+    begin.add_argument("thread_id")
+    begin.add_argument("text")
     options = parser.parse_args(argv)
-
-    graph = build_graph()
-    announce = announcer("sqlite", path=options.db) if options.db else announcer("sqlite")
-    assert isinstance(announce, SqliteAnnounce)
-    run = secrets.token_hex(3)  # fresh thread ids, so reruns on one inbox never collide
-    print(f"inbox: {announce.path}")
-
-    small = {
-        "thread_id": f"order-1002-{run}",
-        "input": {"messages": [HumanMessage("refund 120 on order-1002")]},
-    }
-    handled = handle_message(graph, small, announce)
-    print(f"\n== refund 120 EUR on order-1002 (threshold {THRESHOLD}): {handled.outcome}")
-    print(f"questions published: {len(handled.question_ids)}")
-    print(f"agent: {reply(handled)}")
-
-    big = {
-        "thread_id": f"order-4471-{run}",
-        "input": {"messages": [HumanMessage("refund 41000 on order-4471")]},
-    }
-    handled = handle_message(graph, big, announce)
-    print(f"\n== refund 41000 EUR on order-4471 (threshold {THRESHOLD}): {handled.outcome}")
-    print(f"parked on: {handled.question_ids}")
-
-    # The approver's side: open questions from the inbox, answered through the entry point.
-    with SqliteInbox(announce.path) as inbox:
-        for item in inbox.open_questions():
-            envelope = item.envelope.to_dict()
-            if envelope["question_id"] not in handled.question_ids:
-                continue  # an older question in a shared inbox
-            print("envelope:", json.dumps(envelope, indent=2))
-            decision = decide(envelope, options.interactive)
-            print(f"approver: {decision['action']} question {envelope['question_id']}")
-            resumed = handle_message(
-                graph, {**envelope["reply_with"], "answer": decision}, announce
-            )
-            inbox.mark(envelope["thread_id"], envelope["question_id"], "answered")
-            print(f"resume: {resumed.outcome}")
-            print(f"agent: {reply(resumed)}")
+    if options.command == "worker":
+        worker()
+    elif options.command == "start":
+        start(options.thread_id, options.text)
+    elif options.home:
+        options.home.mkdir(parents=True, exist_ok=True)
+        walkthrough(options.home.resolve())
+    else:
+        with tempfile.TemporaryDirectory(prefix="agent-wait-demo-") as home:
+            walkthrough(Path(home))
 
 
 if __name__ == "__main__":

@@ -1,58 +1,83 @@
-"""docs/examples/langgraph_refund.py, run as a user would: a subprocess, its output, its inbox."""
+"""docs/examples/langgraph_refund.py, run as ``nox -s demo`` runs it: a worker process, the
+``agent-wait`` command line, the embedded inbox and entry point, a durable checkpointer."""
 
 from __future__ import annotations
 
-import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
-from agent_wait.core import SqliteInbox
+import pytest
+
+from agent_wait.core import SqliteEntry, SqliteQuestionStore
 
 DEMO = Path(__file__).parents[2] / "docs" / "examples" / "langgraph_refund.py"
 
 
-def demo(*args: str, stdin: str = "", home: Path) -> str:
+@pytest.mark.integration
+def test_demo_parks_answers_sweeps_and_resumes_in_separate_processes(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    # The environment's agent-wait settings must not leak in: the demo is the embedded default.
+    env = {
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}/usr/bin:/bin",
+        "AGENT_WAIT_ENTRY": '{"use": "nowhere"}',
+    }
     done = subprocess.run(
-        [sys.executable, str(DEMO), *args],
-        input=stdin,
+        [sys.executable, str(DEMO), "--home", str(home)],
         capture_output=True,
         text=True,
         check=False,
-        timeout=60,
-        env={"PATH": "/usr/bin:/bin", "AGENT_WAIT_HOME": str(home)},
+        timeout=110,
+        env=env,
     )
-    assert done.returncode == 0, done.stderr
-    return done.stdout
+    out = done.stdout
+    assert done.returncode == 0, out + done.stderr
 
+    # Every step is a command it printed, with that command's output.
+    commands = re.findall(r"^\$ (.*)$", out, re.MULTILINE)
+    assert commands[0].endswith("langgraph_refund.py worker &")
+    assert [c.split()[3] for c in commands[1:4]] == ["order-1002", "order-4471", "order-4502"]
+    assert [c.split()[:2] for c in commands[4:]] == [
+        ["agent-wait", "inbox"],
+        ["agent-wait", "answer"],
+        ["agent-wait", "sweep"],
+        ["agent-wait", "inbox"],
+        ["kill", "-TERM"],
+    ]
+    assert "worker | agent (order-1002): Done: refunded 120 EUR on order-1002" in out
 
-def test_demo_auto_approves_the_big_refund(tmp_path: Path) -> None:
-    db = tmp_path / "inbox.sqlite3"
-    out = demo("--db", str(db), home=tmp_path / "home")
-    assert f"inbox: {db}" in out
-    small, big = out.split("\n== ")[1:]
-    assert "order-1002" in small
-    assert "questions published: 0" in small
-    assert "refunded 120 EUR on order-1002" in small
-    assert '"type": "wait.created"' in big
-    assert '"approver_group": "finance"' in big
-    assert "approver: approve question" in big
-    assert "resume: resumed" in big
-    assert big.rstrip().endswith("agent: Refund request done: refunded 41000 EUR on order-4471")
-    printed = json.loads(big.split("envelope: ", 1)[1].split("\napprover:", 1)[0])
-    assert f"parked on: ['{printed['question_id']}']" in big
-    with SqliteInbox(db) as inbox:
-        assert inbox.open_questions() == []
-        row = inbox.get(printed["thread_id"], printed["question_id"])
-    assert row is not None
-    assert row.status == "answered"
-    assert row.envelope.to_dict() == printed
+    # The inbox the demo printed: both parked questions, the short one first.
+    table = out.split("$ agent-wait inbox\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    rows = [line.split() for line in table[1:]]
+    assert [(row[1], row[3]) for row in rows] == [
+        ("order-4502", "ship_replacement"),
+        ("order-4471", "issue_refund"),
+    ]
+    store = SqliteQuestionStore(home / "inbox.sqlite3")
+    [replacement] = store.find(rows[0][2], "order-4502")
+    [refund] = store.find(rows[1][2], "order-4471")
+    assert f"$ agent-wait answer {rows[1][2]} approve --by alice" in out
+    assert refund.status == "answered"
+    assert refund.answered_by == "alice"
+    assert refund.answer == {"note": "ok", "action": "approve"}
+    assert "worker | agent (order-4471): Done: refunded 41000 EUR on order-4471" in out
 
+    assert replacement.status == "expired"
+    assert replacement.answered_by == "sweeper"
+    assert f"expired {replacement.envelope.question_id} (thread order-4502" in out
+    assert (
+        'worker | agent (order-4502): Not done: {"action": "reject", '
+        '"reason": "no response within PT2S"}' in out
+    )
+    assert "refunded 120 EUR on order-1002" not in out.split("$ agent-wait inbox")[1]
+    assert out.count("refunded 41000 EUR") == 1  # the refund ran once
+    assert "replacement shipped" not in out
+    assert out.rstrip().endswith("worker stopped: acknowledged 5")
 
-def test_demo_interactive_reject_does_not_refund(tmp_path: Path) -> None:
-    out = demo("--interactive", home=tmp_path / "home", stdin="reject\n")
-    assert f"inbox: {tmp_path / 'home' / 'inbox.sqlite3'}" in out  # the default location
-    big = out.split("\n== ")[2]
-    assert "approver: reject question" in big
-    assert "refunded 41000" not in big
-    assert "rejected at the terminal" in big
+    # The runs were checkpointed in a file, and every message was acknowledged.
+    assert (home / "checkpoints.sqlite3").stat().st_size > 0
+    with SqliteEntry(home / "inbox.sqlite3") as entry:
+        assert entry.receive(10) == []
+        assert entry.dead_letters() == []
