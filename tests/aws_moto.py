@@ -340,3 +340,58 @@ def questions(
         )
         for i in range(count)
     ]
+
+
+def lambda_sqs_event(sqs: Any, url: str, arn: str, *, max_messages: int = 10) -> dict[str, Any]:
+    """Receive from the queue and build the event Lambda's SQS event source mapping delivers.
+
+    Each record has the shape Lambda gives a function: ``messageId``, ``receiptHandle``,
+    ``body``, the system ``attributes`` (``ApproximateReceiveCount``, and on a FIFO queue
+    ``MessageGroupId``...), ``messageAttributes`` in Lambda's lower-camel form, ``md5OfBody``,
+    ``eventSource`` ``aws:sqs``, ``eventSourceARN`` and ``awsRegion``.
+    """
+    received = sqs.receive_message(
+        QueueUrl=url,
+        MaxNumberOfMessages=max_messages,
+        WaitTimeSeconds=1,
+        MessageAttributeNames=["All"],
+        MessageSystemAttributeNames=["All"],
+    ).get("Messages", [])
+    return {
+        "Records": [
+            {
+                "messageId": message["MessageId"],
+                "receiptHandle": message["ReceiptHandle"],
+                "body": message["Body"],
+                "attributes": message["Attributes"],
+                "messageAttributes": {
+                    name: {
+                        "stringValue": value.get("StringValue"),
+                        "stringListValues": [],
+                        "binaryListValues": [],
+                        "dataType": value["DataType"],
+                    }
+                    for name, value in message.get("MessageAttributes", {}).items()
+                },
+                "md5OfBody": message["MD5OfBody"],
+                "eventSource": "aws:sqs",
+                "eventSourceARN": arn,
+                "awsRegion": REGION,
+            }
+            for message in received
+        ]
+    }
+
+
+def settle_lambda_batch(
+    sqs: Any, url: str, event: dict[str, Any], response: dict[str, Any]
+) -> None:
+    """What the event source mapping does with a partial batch response.
+
+    The records not named in ``batchItemFailures`` are deleted; the failed ones are left to
+    become visible again when their visibility timeout ends.
+    """
+    failed = {item["itemIdentifier"] for item in response["batchItemFailures"]}
+    for record in event["Records"]:
+        if record["messageId"] not in failed:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=record["receiptHandle"])

@@ -14,24 +14,36 @@ or by name from configuration (``agent-wait.toml``)::
     queue_url = "https://sqs.eu-west-1.amazonaws.com/123456789012/approvals.fifo"
 
 Options, message shape, limits and IAM permissions: docs/announcers/sqs.md.
+
+A Lambda function behind an SQS event source mapping hands each record to the framework::
+
+    handler = lambda_handler(lambda m: handle_message(graph, m, announce, strict=True))
+
+It returns the partial batch response (``batchItemFailures``): see docs/deployment.md.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 from agent_wait.sqs._options import SqsOptions
 
 if TYPE_CHECKING:
     from agent_wait.sqs._announcer import SqsAnnounce
+    from agent_wait.sqs._lambda import LambdaHandler, lambda_handler
 
-__all__ = ["SqsAnnounce", "SqsOptions"]
+__all__ = ["LambdaHandler", "SqsAnnounce", "SqsOptions", "lambda_handler"]
+
+# Lazy, so importing the package (the entry point does) never imports boto3, and a Lambda
+# handler (which needs no SDK) never loads it either.
+_HOMES = {"LambdaHandler": "_lambda", "SqsAnnounce": "_announcer", "lambda_handler": "_lambda"}
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy, so importing the package (the entry point does) never imports boto3.
-    if name == "SqsAnnounce":
-        from agent_wait.sqs._announcer import SqsAnnounce
-
-        return SqsAnnounce
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
