@@ -6,7 +6,13 @@ import agent_wait.sqs
 
 
 def test_public_api() -> None:
-    assert sorted(agent_wait.sqs.__all__) == ["LambdaHandler", "SqsAnnounce", "SqsOptions", "lambda_handler"]
+    assert sorted(agent_wait.sqs.__all__) == [
+        "LambdaHandler",
+        "SqsAnnounce",
+        "SqsEntry",
+        "SqsOptions",
+        "lambda_handler",
+    ]
 
 
 def test_plugin_registers_sqs_without_importing_the_sdk() -> None:

@@ -31,13 +31,19 @@ from agent_wait.sqs._options import SqsOptions
 
 if TYPE_CHECKING:
     from agent_wait.sqs._announcer import SqsAnnounce
+    from agent_wait.sqs._entry import SqsEntry
     from agent_wait.sqs._lambda import LambdaHandler, lambda_handler
 
-__all__ = ["LambdaHandler", "SqsAnnounce", "SqsOptions", "lambda_handler"]
+__all__ = ["LambdaHandler", "SqsAnnounce", "SqsEntry", "SqsOptions", "lambda_handler"]
 
 # Lazy, so importing the package (the entry point does) never imports boto3, and a Lambda
 # handler (which needs no SDK) never loads it either.
-_HOMES = {"LambdaHandler": "_lambda", "SqsAnnounce": "_announcer", "lambda_handler": "_lambda"}
+_HOMES = {
+    "LambdaHandler": "_lambda",
+    "SqsAnnounce": "_announcer",
+    "SqsEntry": "_entry",
+    "lambda_handler": "_lambda",
+}
 
 
 def __getattr__(name: str) -> Any:

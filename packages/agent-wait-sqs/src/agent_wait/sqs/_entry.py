@@ -1,0 +1,329 @@
+"""SqsEntry: an SQS FIFO queue as an entry point, its redrive policy's queue as the dead letters."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import threading
+import time
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
+from agent_wait.core.transport import aws_client_pair, fit_identifier
+from agent_wait.sqs._announcer import _AWS_HOST, _QUEUE_URL, _SDK  # pyright: ignore[reportPrivateUsage]
+
+logger = logging.getLogger(__name__)
+
+_LONG_POLL = 20  # seconds: SQS's longest ReceiveMessage wait
+_ERROR_BYTES = 4096  # of the last error kept on a dead letter
+_ATTEMPTS = "agent-wait-attempts"
+_ERROR = "agent-wait-error"
+_DEAD_AT = "agent-wait-dead-at"
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class SqsEntry(EntryPoint):
+    """Start messages and answers on an SQS FIFO queue, one message group per thread.
+
+    ``send`` sets ``MessageGroupId`` to the thread id and ``MessageDeduplicationId`` to the
+    SHA-256 of the message, so SQS hands a thread's messages out one at a time, in order, and
+    drops an identical copy sent within its five-minute deduplication window. ``receive`` long
+    polls (one message per request, so a thread's next message is never in the same batch);
+    ``ack`` deletes; ``extend`` changes the visibility timeout; ``fail`` makes the message
+    visible again after ``retry_delay``. The attempt is SQS's ``ApproximateReceiveCount``.
+
+    Dead letters live in the queue's redrive policy's dead-letter queue: after its
+    ``maxReceiveCount`` (= ``max_attempts``) failed attempts a message is moved there by ``fail``
+    with the last error, and a message never acknowledged that often (the host crashed) is
+    moved there by SQS itself.
+
+    Args:
+        queue_url: The FIFO queue's URL (``.fifo``), with a redrive policy.
+        visibility_timeout: Seconds a received message stays leased (whole seconds, 1 to 43200).
+        max_attempts: Deliveries before a message is dead-lettered; default and only allowed
+            value: the redrive policy's ``maxReceiveCount``.
+        retry_delay: Seconds before a failed message is handed out again (whole seconds).
+        client: A boto3 SQS client to use (and not close) instead of building one.
+        endpoint_url: Endpoint of the built client (LocalStack, moto, a VPC endpoint).
+        region: Region of the built client; default: the queue URL's, else the AWS config's.
+        profile: AWS config profile of the built client.
+        config: A ``botocore.config.Config`` (or a table of its options) for the built client.
+
+    Raises:
+        ConfigError: An option is invalid, the queue is not FIFO or has no redrive policy, or
+            ``max_attempts`` differs from its ``maxReceiveCount``; the message names it.
+    """
+
+    name = "sqs"
+
+    def __init__(
+        self,
+        queue_url: str,
+        *,
+        visibility_timeout: float = 300,
+        max_attempts: int | None = None,
+        retry_delay: float = 1,
+        client: Any = None,
+        endpoint_url: str | None = None,
+        region: str | None = None,
+        profile: str | None = None,
+        config: Any = None,
+    ) -> None:
+        match = _QUEUE_URL.match(queue_url) if isinstance(queue_url, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
+        if match is None or not match["name"].endswith(".fifo"):
+            raise ConfigError(
+                "queue_url: expected an SQS FIFO queue URL (ending in .fifo: a thread's messages "
+                f"are handed out one at a time), got {queue_url!r}"
+            )
+        for option, value, low in (
+            ("visibility_timeout", visibility_timeout, 1),
+            ("retry_delay", retry_delay, 0),
+        ):
+            number = not isinstance(value, bool) and isinstance(value, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not number or not low <= value <= 43200:
+                raise ConfigError(f"{option}: expected seconds from {low} to 43200, got {value!r}")
+        self.queue_url = queue_url
+        self.visibility_timeout = float(math.ceil(visibility_timeout))
+        self.retry_delay = retry_delay
+        if region is None and (host := _AWS_HOST.match(queue_url)):
+            region = host["region"]
+        self._clients = aws_client_pair(
+            "sqs",
+            _SDK,
+            client=client,
+            endpoint_url=endpoint_url,
+            region=region,
+            profile=profile,
+            config=config,
+        )
+        self.dead_letter_queue_url, receives = self._redrive_target()
+        if max_attempts is not None and max_attempts != receives:
+            raise ConfigError(
+                f"max_attempts: the queue's redrive policy moves a message after {receives} "
+                f"receives (maxReceiveCount); max_attempts must match it, got {max_attempts!r}"
+            )
+        self.max_attempts = receives
+        self._leases: dict[str, float] = {}  # receipt -> monotonic end of the lease
+        self._lock = threading.Lock()
+
+    @property
+    def _sqs(self) -> Any:
+        return self._clients.sync()
+
+    def _redrive_target(self) -> tuple[str, int]:
+        attributes = self._sqs.get_queue_attributes(
+            QueueUrl=self.queue_url, AttributeNames=["RedrivePolicy"]
+        ).get("Attributes", {})
+        if "RedrivePolicy" not in attributes:
+            raise ConfigError(
+                f"queue_url: {self.queue_url!r} has no redrive policy; give it a dead-letter "
+                "queue (deadLetterTargetArn, maxReceiveCount) so failing messages are kept"
+            )
+        policy = json.loads(attributes["RedrivePolicy"])
+        _, _, _, _, account, name = str(policy["deadLetterTargetArn"]).split(":", 5)
+        url = self._sqs.get_queue_url(QueueName=name, QueueOwnerAWSAccountId=account)["QueueUrl"]
+        return str(url), int(policy["maxReceiveCount"])
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Send a start message or an answer: group = thread, deduplicated on its content."""
+        parse_message(message)  # a malformed message is refused before it is sent
+        checked = dict(message)
+        body = json.dumps(checked, ensure_ascii=False, sort_keys=True)
+        self._send(self.queue_url, body, checked["thread_id"], _digest(body))
+
+    def _send(self, url: str, body: str, thread_id: str, dedupe: str, **attributes: str) -> None:
+        self._sqs.send_message(
+            QueueUrl=url,
+            MessageBody=body,
+            MessageGroupId=fit_identifier(thread_id),
+            MessageDeduplicationId=dedupe,
+            MessageAttributes={
+                name: {"DataType": "String", "StringValue": value}
+                for name, value in attributes.items()
+            },
+        )
+
+    def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
+        """Long poll for up to ``max_messages``, one per request (one per thread at a time)."""
+        received: list[Received] = []
+        seconds = min(_LONG_POLL, math.ceil(wait))
+        while len(received) < max_messages:
+            began = time.monotonic()
+            messages = self._sqs.receive_message(
+                QueueUrl=self.queue_url,
+                MaxNumberOfMessages=1,
+                WaitTimeSeconds=0 if received else seconds,
+                VisibilityTimeout=int(self.visibility_timeout),
+                MessageSystemAttributeNames=["ApproximateReceiveCount", "MessageGroupId"],
+            ).get("Messages", [])
+            if not messages:
+                break
+            for raw in cast("list[dict[str, Any]]", messages):
+                message = json.loads(raw["Body"])
+                receipt = str(raw["ReceiptHandle"])
+                with self._lock:
+                    self._leases[receipt] = began + self.visibility_timeout
+                received.append(
+                    Received(
+                        id=str(raw["MessageId"]),
+                        thread_id=str(message.get("thread_id", "")),
+                        message=message,
+                        attempt=int(raw["Attributes"]["ApproximateReceiveCount"]),
+                        receipt=receipt,
+                    )
+                )
+        return received
+
+    def _held(self, received: Received, *, release: bool) -> bool:
+        # SQS accepts an old receipt handle after the message went to another receiver; the
+        # lease's end, measured from before the receive, says whether it is still ours.
+        with self._lock:
+            end = (
+                self._leases.pop(received.receipt, None)
+                if release
+                else self._leases.get(received.receipt)
+            )
+        return end is not None and time.monotonic() < end
+
+    def ack(self, received: Received) -> bool:
+        """Delete the message; False (nothing deleted) if its lease had run out."""
+        if not self._held(received, release=True):
+            return False
+        self._sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=received.receipt)
+        return True
+
+    def extend(self, received: Received) -> bool:
+        """Another ``visibility_timeout`` of lease; False if it had run out."""
+        if not self._held(received, release=False):
+            return False
+        began = time.monotonic()
+        self._sqs.change_message_visibility(
+            QueueUrl=self.queue_url,
+            ReceiptHandle=received.receipt,
+            VisibilityTimeout=int(self.visibility_timeout),
+        )
+        with self._lock:
+            self._leases[received.receipt] = began + self.visibility_timeout
+        return True
+
+    def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
+        """Visible again after ``retry_delay``; on the last attempt, to the dead-letter queue."""
+        if not self._held(received, release=True):
+            return False  # someone else holds it now; the redelivery counts the attempt
+        if retry and received.attempt < self.max_attempts:
+            self._sqs.change_message_visibility(
+                QueueUrl=self.queue_url,
+                ReceiptHandle=received.receipt,
+                VisibilityTimeout=math.ceil(self.retry_delay),
+            )
+            return False
+        body = json.dumps(received.message, ensure_ascii=False, sort_keys=True)
+        self._send(
+            self.dead_letter_queue_url,
+            body,
+            received.thread_id,
+            fit_identifier(received.id),
+            **{
+                _ATTEMPTS: str(received.attempt),
+                _ERROR: error.encode("utf-8")[:_ERROR_BYTES].decode("utf-8", "ignore"),
+                _DEAD_AT: _rfc3339(datetime.now(UTC)),
+            },
+        )
+        self._sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=received.receipt)
+        logger.error(
+            "message %s of thread %s dead-lettered after %d attempts (%s); kept in %s",
+            received.id,
+            received.thread_id,
+            received.attempt,
+            error.split(":", 1)[0],
+            self.dead_letter_queue_url,
+        )
+        return True
+
+    def _peek_dead(self, take: str | None = None) -> list[dict[str, Any]]:
+        """Every message of the dead-letter queue; all but ``take`` are made visible again.
+
+        ``take`` (a message id) is left hidden and returned first, for the caller to delete.
+        """
+        seen: list[dict[str, Any]] = []
+        while True:
+            batch = self._sqs.receive_message(
+                QueueUrl=self.dead_letter_queue_url,
+                MaxNumberOfMessages=10,
+                WaitTimeSeconds=0,
+                VisibilityTimeout=30,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["SentTimestamp"],
+            ).get("Messages", [])
+            if not batch:
+                break
+            seen.extend(cast("list[dict[str, Any]]", batch))
+        for raw in seen:
+            if raw["MessageId"] != take:
+                self._sqs.change_message_visibility(
+                    QueueUrl=self.dead_letter_queue_url,
+                    ReceiptHandle=raw["ReceiptHandle"],
+                    VisibilityTimeout=0,
+                )
+        return sorted(seen, key=lambda raw: raw["MessageId"] != take)
+
+    def dead_letters(self) -> list[DeadLetter]:
+        """The dead-letter queue's messages: the last error, or "never acknowledged"."""
+        letters: list[DeadLetter] = []
+        for raw in self._peek_dead():
+            message = json.loads(raw["Body"])
+            attributes = {
+                name: str(value.get("StringValue", ""))
+                for name, value in cast(
+                    "dict[str, dict[str, Any]]", raw.get("MessageAttributes", {})
+                ).items()
+            }
+            sent = datetime.fromtimestamp(int(raw["Attributes"]["SentTimestamp"]) / 1000, UTC)
+            letters.append(
+                DeadLetter(
+                    id=str(raw["MessageId"]),
+                    thread_id=str(message.get("thread_id", "")),
+                    message=message,
+                    attempts=int(attributes.get(_ATTEMPTS, self.max_attempts)),
+                    error=attributes.get(
+                        _ERROR,
+                        f"never acknowledged in {self.max_attempts} deliveries (moved by the "
+                        "queue's redrive policy)",
+                    ),
+                    dead_at=attributes.get(_DEAD_AT, _rfc3339(sent)),
+                )
+            )
+        return letters
+
+    def redrive(self, message_id: str) -> bool:
+        """Send a dead letter to the queue again as new, then delete it from the dead letters."""
+        found = self._peek_dead(take=message_id)
+        if not found or found[0]["MessageId"] != message_id:
+            return False
+        raw = found[0]
+        message = json.loads(raw["Body"])
+        # A fresh deduplication id: the original may be inside SQS's five-minute window.
+        self._send(self.queue_url, raw["Body"], str(message["thread_id"]), uuid.uuid4().hex)
+        self._sqs.delete_message(
+            QueueUrl=self.dead_letter_queue_url, ReceiptHandle=raw["ReceiptHandle"]
+        )
+        return True
+
+    def close(self) -> None:
+        """Close the built client."""
+        self._clients.close()
+
+    def __repr__(self) -> str:
+        return f"<SqsEntry 'sqs' queue_url={self.queue_url!r}>"
+
+
+def _digest(body: str) -> str:
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()

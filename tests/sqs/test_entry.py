@@ -1,0 +1,89 @@
+"""SqsEntry on a real moto server: the entry-point conformance kit, options and registration."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_wait.core import ConfigError, EntryPoint, entry
+from agent_wait.core.testing import EntryContract
+from agent_wait.sqs import SqsEntry
+from tests.aws_moto import Aws, create_queue
+
+pytestmark = pytest.mark.integration
+
+
+def fifo_with_dead_letters(aws: Aws, name: str, max_receives: int) -> str:
+    sqs = aws.client("sqs")
+    _, dlq_arn = create_queue(sqs, f"{name}-dlq.fifo")
+    redrive = json.dumps({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receives)})
+    url, _ = create_queue(sqs, f"{name}.fifo", RedrivePolicy=redrive)
+    return url
+
+
+class TestSqsEntry(EntryContract):
+    @pytest.fixture(autouse=True)
+    def _aws(self, aws: Aws) -> None:
+        self.aws = aws
+
+    def make_entry(
+        self, *, visibility_timeout: float, max_attempts: int, retry_delay: float
+    ) -> EntryPoint:
+        url = fifo_with_dead_letters(self.aws, "inbound", max_attempts)
+        return SqsEntry(
+            url,
+            visibility_timeout=visibility_timeout,
+            max_attempts=max_attempts,
+            retry_delay=retry_delay,
+            **self.aws.options,
+        )
+
+
+def test_registered_by_name_with_the_redrive_policy_as_max_attempts(aws: Aws) -> None:
+    url = fifo_with_dead_letters(aws, "named", 4)
+    with entry("sqs", queue_url=url, **aws.options) as built:
+        assert isinstance(built, SqsEntry)
+        assert built.max_attempts == 4
+        assert built.dead_letter_queue_url.endswith("/named-dlq.fifo")
+
+
+def test_send_groups_by_thread_and_deduplicates_on_the_content(aws: Aws) -> None:
+    url = fifo_with_dead_letters(aws, "sent", 3)
+    sqs = aws.client("sqs")
+    answer = {"thread_id": "order 4471/ä", "question_id": "q1", "answer": {"action": "approve"}}
+    with SqsEntry(url, **aws.options) as messages:
+        messages.send(answer)
+        messages.send(dict(answer))  # the same message again: deduplicated
+        [raw] = sqs.receive_message(
+            QueueUrl=url, MaxNumberOfMessages=10, MessageSystemAttributeNames=["All"]
+        )["Messages"]
+    assert json.loads(raw["Body"]) == answer
+    group = raw["Attributes"]["MessageGroupId"]
+    # The thread id has characters SQS refuses in a group id: its SHA-256 digest stands in.
+    assert len(group) == 64
+    assert group != answer["thread_id"]
+    assert len(raw["Attributes"]["MessageDeduplicationId"]) == 64
+
+
+@pytest.mark.parametrize(
+    ("queue", "redrive", "options", "expected"),
+    [
+        ("standard", True, {}, "queue_url: expected an SQS FIFO queue URL"),
+        ("bare.fifo", False, {}, "has no redrive policy"),
+        ("ok.fifo", True, {"max_attempts": 9}, "max_attempts: .* after 3 receives"),
+        ("ok.fifo", True, {"visibility_timeout": 0}, "visibility_timeout: expected seconds"),
+        ("ok.fifo", True, {"retry_delay": -1}, "retry_delay: expected seconds"),
+    ],
+)
+def test_bad_options_are_refused_naming_them(
+    aws: Aws, queue: str, redrive: bool, options: dict[str, int], expected: str
+) -> None:
+    sqs = aws.client("sqs")
+    if redrive:
+        url = fifo_with_dead_letters(aws, queue.removesuffix(".fifo"), 3)
+        url = url if queue.endswith(".fifo") else url.removesuffix(".fifo")
+    else:
+        url, _ = create_queue(sqs, queue)
+    with pytest.raises(ConfigError, match=expected):
+        SqsEntry(url, **options, **aws.options)  # pyright: ignore[reportArgumentType]
