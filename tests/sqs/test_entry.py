@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
+from typing import Any
 
 import pytest
 
-from agent_wait.core import ConfigError, EntryPoint, entry
+from agent_wait.core import ConfigError, EntryPoint, entry, serve_entry
 from agent_wait.core.testing import EntryContract
 from agent_wait.sqs import SqsEntry
 from tests.aws_moto import Aws, create_queue
@@ -87,3 +90,23 @@ def test_bad_options_are_refused_naming_them(
         url, _ = create_queue(sqs, queue)
     with pytest.raises(ConfigError, match=expected):
         SqsEntry(url, **options, **aws.options)  # pyright: ignore[reportArgumentType]
+
+
+def test_serve_keeps_a_long_runs_lease_and_handles_it_once(aws: Aws) -> None:
+    url = fifo_with_dead_letters(aws, "serve", 3)
+    calls: list[str] = []
+    stop = threading.Event()
+
+    def handle(message: dict[str, Any]) -> str:
+        calls.append(message["thread_id"])
+        time.sleep(5)  # more than twice the visibility timeout: only extend keeps it
+        stop.set()
+        return "done"
+
+    with SqsEntry(url, visibility_timeout=2, **aws.options) as messages:
+        messages.send({"thread_id": "order-4471", "input": {"amount": 41000}})
+        report = serve_entry(handle, messages, concurrency=2, wait=0.5, stop=stop)
+        assert messages.receive(1, wait=0) == []
+        assert messages.dead_letters() == []
+    assert calls == ["order-4471"]
+    assert (report.acknowledged, report.lost_leases, report.retried) == (1, 0, 0)
