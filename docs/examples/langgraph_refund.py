@@ -203,14 +203,10 @@ class Worker:
 
 def show(command: list[str], *, background: bool = False) -> None:
     """Print a command as a shell line (the script and the agent-wait CLI by their names)."""
-    words = [
-        "python"
-        if word == sys.executable
-        else os.path.relpath(word)
-        if word == str(SCRIPT)
-        else word
-        for word in command
-    ]
+    script = os.path.relpath(SCRIPT)
+    script = str(SCRIPT) if script.startswith("..") else script
+    names = {sys.executable: "python", str(SCRIPT): script}
+    words = [names.get(word, word) for word in command]
     print(f"\n$ {shlex.join(words)}{' &' if background else ''}", flush=True)
 
 
@@ -262,7 +258,8 @@ def walkthrough(home: Path) -> None:
         worker_process.expect(handled("order-4471", "resumed"), "order-4471 resumed")
 
         due = datetime.fromisoformat(questions["order-4502"][0])
-        time.sleep(max(0.0, (due - datetime.now(UTC)).total_seconds()) + 0.1)
+        # Deadlines are whole seconds and a question is overdue once one has passed after it.
+        time.sleep(max(0.0, (due - datetime.now(UTC)).total_seconds()) + 1.1)
         agent_wait("sweep", "--once")
         worker_process.expect(handled("order-4502", "resumed"), "order-4502 resumed")
         agent_wait("inbox")
