@@ -15,7 +15,8 @@ from typing import Any, cast
 
 from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
 from agent_wait.core.transport import aws_client_pair, fit_identifier
-from agent_wait.sqs._announcer import _AWS_HOST, _QUEUE_URL, _SDK  # pyright: ignore[reportPrivateUsage]
+from agent_wait.sqs._announcer import _SDK  # pyright: ignore[reportPrivateUsage]
+from agent_wait.sqs._options import QUEUE_URL, SqsOptions
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +78,7 @@ class SqsEntry(EntryPoint):
         profile: str | None = None,
         config: Any = None,
     ) -> None:
-        match = _QUEUE_URL.match(queue_url) if isinstance(queue_url, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
+        match = QUEUE_URL.match(queue_url) if isinstance(queue_url, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
         if match is None or not match["name"].endswith(".fifo"):
             raise ConfigError(
                 "queue_url: expected an SQS FIFO queue URL (ending in .fifo: a thread's messages "
@@ -93,17 +94,20 @@ class SqsEntry(EntryPoint):
         self.queue_url = queue_url
         self.visibility_timeout = float(math.ceil(visibility_timeout))
         self.retry_delay = retry_delay
-        if region is None and (host := _AWS_HOST.match(queue_url)):
-            region = host["region"]
-        self._clients = aws_client_pair(
-            "sqs",
-            _SDK,
-            client=client,
-            endpoint_url=endpoint_url,
-            region=region,
-            profile=profile,
-            config=config,
+        # The connection options are the sqs announcer's: one model checks them for both.
+        connection = SqsOptions.parse(
+            self.name,
+            {
+                "queue_url": queue_url,
+                "client": client,
+                "endpoint_url": endpoint_url,
+                "region": region,
+                "profile": profile,
+                "config": config,
+            },
         )
+        connection = connection.model_copy(update={"region": connection.region_or_default()})
+        self._clients = aws_client_pair("sqs", _SDK, connection, name=self.name)
         self.dead_letter_queue_url, receives = self._redrive_target()
         if max_attempts is not None and max_attempts != receives:
             raise ConfigError(
