@@ -8,6 +8,7 @@ import agent_wait.postgres
 def test_public_api() -> None:
     assert sorted(agent_wait.postgres.__all__) == [
         "PostgresAnnounce",
+        "PostgresEntry",
         "PostgresOptions",
         "PostgresQuestionStore",
         "acreate_schema",
@@ -25,7 +26,7 @@ def test_every_public_name_resolves() -> None:
 def test_plugin_registers_postgres_without_importing_psycopg() -> None:
     code = (
         "import sys; from agent_wait.core._plugins import registry; reg = registry(); "
-        "reg.load(['postgres']); assert reg.announcers['postgres'].plugin == 'postgres'; "
+        "reg.load(['postgres']); assert reg.announcers['postgres'].plugin == 'postgres'; assert reg.entry_points['postgres'].plugin == 'postgres'; "
         "import agent_wait.postgres; assert 'psycopg' not in sys.modules, 'psycopg imported'"
     )
     env = {**os.environ, "AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD": "1"}

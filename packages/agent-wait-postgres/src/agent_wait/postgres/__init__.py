@@ -35,6 +35,7 @@ from agent_wait.postgres._options import PostgresOptions
 
 if TYPE_CHECKING:
     from agent_wait.postgres._announcer import PostgresAnnounce
+    from agent_wait.postgres._entry import PostgresEntry
     from agent_wait.postgres._schema import (
         acreate_schema,
         aopen_questions_past,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PostgresAnnounce",
+    "PostgresEntry",
     "PostgresOptions",
     "PostgresQuestionStore",
     "acreate_schema",
@@ -64,6 +66,10 @@ def __getattr__(name: str) -> Any:
         from agent_wait.postgres._announcer import PostgresAnnounce
 
         return PostgresAnnounce
+    if name == "PostgresEntry":
+        from agent_wait.postgres._entry import PostgresEntry
+
+        return PostgresEntry
     if name == "PostgresQuestionStore":
         from agent_wait.postgres._store import PostgresQuestionStore
 

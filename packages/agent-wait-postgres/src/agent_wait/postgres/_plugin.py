@@ -1,4 +1,4 @@
-"""Registers the ``postgres`` announcer; psycopg is imported only when the announcer is built."""
+"""Registers the ``postgres`` announcer and entry point; psycopg is imported only when one is built."""
 
 from __future__ import annotations
 
@@ -10,3 +10,9 @@ from agent_wait.core.hookspecs import RegisterTarget
 def register_announcers(register: RegisterTarget) -> None:
     """Register ``postgres``: :class:`agent_wait.postgres.PostgresAnnounce`."""
     register("postgres", "agent_wait.postgres._announcer:PostgresAnnounce")
+
+
+@hookimpl
+def register_entry_points(register: RegisterTarget) -> None:
+    """Register the ``postgres`` entry point: :class:`agent_wait.postgres.PostgresEntry`."""
+    register("postgres", "agent_wait.postgres._entry:PostgresEntry")
