@@ -26,8 +26,9 @@ from agent_wait.redis._options import RedisOptions
 
 if TYPE_CHECKING:
     from agent_wait.redis._announcer import RedisAnnounce
+    from agent_wait.redis._entry import RedisEntry
 
-__all__ = ["RedisAnnounce", "RedisOptions"]
+__all__ = ["RedisAnnounce", "RedisEntry", "RedisOptions"]
 
 
 def __getattr__(name: str) -> Any:
@@ -36,4 +37,8 @@ def __getattr__(name: str) -> Any:
         from agent_wait.redis._announcer import RedisAnnounce
 
         return RedisAnnounce
+    if name == "RedisEntry":
+        from agent_wait.redis._entry import RedisEntry
+
+        return RedisEntry
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

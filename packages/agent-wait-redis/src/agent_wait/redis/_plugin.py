@@ -1,4 +1,4 @@
-"""Registers the ``redis`` announcer; redis-py is imported only when the announcer is built."""
+"""Registers the ``redis`` announcer and entry point; redis-py is imported only when one is built."""
 
 from __future__ import annotations
 
@@ -10,3 +10,9 @@ from agent_wait.core.hookspecs import RegisterTarget
 def register_announcers(register: RegisterTarget) -> None:
     """Register ``redis``: :class:`agent_wait.redis.RedisAnnounce`."""
     register("redis", "agent_wait.redis._announcer:RedisAnnounce")
+
+
+@hookimpl
+def register_entry_points(register: RegisterTarget) -> None:
+    """Register the ``redis`` entry point: :class:`agent_wait.redis.RedisEntry`."""
+    register("redis", "agent_wait.redis._entry:RedisEntry")

@@ -1,0 +1,134 @@
+"""The ``redis`` entry point against the real server: the conformance kit, plus its own parts."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+import redis
+
+from agent_wait.core import ConfigError, EntryPoint, entry
+from agent_wait.core.testing import EntryContract
+from agent_wait.redis import RedisEntry
+
+
+class TestRedisEntry(EntryContract):
+    @pytest.fixture(autouse=True)
+    def _server(self, redis_url: str, names: tuple[str, str]) -> None:
+        self.url = redis_url
+        self.stream = names[0]
+
+    def make_entry(
+        self, *, visibility_timeout: float, max_attempts: int, retry_delay: float
+    ) -> EntryPoint:
+        return RedisEntry(
+            self.url,
+            stream=self.stream,
+            visibility_timeout=visibility_timeout,
+            max_attempts=max_attempts,
+            retry_delay=retry_delay,
+        )
+
+
+def _answer(thread: str, n: int) -> dict[str, object]:
+    return {"thread_id": thread, "question_id": f"q{n}", "answer": {"n": n}}
+
+
+def test_hosts_on_separate_consumers_never_hold_one_thread_at_once(
+    redis_url: str, names: tuple[str, str]
+) -> None:
+    """If this fails, two consumers of the group can handle one thread concurrently."""
+    stream = names[0]
+    with (
+        RedisEntry(redis_url, stream=stream, consumer="a") as a,
+        RedisEntry(redis_url, stream=stream, consumer="b") as b,
+    ):
+        for n in range(3):
+            a.send(_answer("shared", n))
+        a.send(_answer("other", 0))
+        held_by_b = b.receive(5)
+        assert [(r.thread_id, r.message["question_id"]) for r in held_by_b] == [
+            ("shared", "q0"),
+            ("other", "q0"),
+        ]
+        assert a.receive(5) == [], "a thread's second message was handed to another consumer"
+        assert b.ack(held_by_b[0])
+        [following] = a.receive(5)
+        assert (following.message["question_id"], following.attempt) == ("q1", 1)
+        assert a.ack(following)
+        assert b.ack(held_by_b[1])
+
+
+def test_a_crashed_consumer_s_message_is_taken_over(
+    redis_url: str, names: tuple[str, str], client: redis.Redis
+) -> None:
+    """If this fails, a message pending for a dead consumer is never handed out again."""
+    stream = names[0]
+    with (
+        RedisEntry(redis_url, stream=stream, consumer="dies", visibility_timeout=0.5) as dies,
+        RedisEntry(redis_url, stream=stream, consumer="lives", visibility_timeout=0.5) as lives,
+    ):
+        dies.send(_answer("crash", 1))
+        [lost] = dies.receive(1)
+        time.sleep(0.6)
+        [taken] = lives.receive(1)
+        assert (taken.id, taken.attempt) == (lost.id, 2)
+        [pending] = client.xpending_range(stream, "agent-wait-hosts", "-", "+", 10)
+        assert (pending["consumer"], pending["times_delivered"]) == ("lives", 2)
+        assert not dies.ack(lost)
+        assert lives.ack(taken)
+        assert client.xlen(stream) == 0
+
+
+def test_retries_back_off_exponentially(redis_url: str, names: tuple[str, str]) -> None:
+    """If this fails, a failing message is retried at a fixed pace (or not at all)."""
+    with RedisEntry(redis_url, stream=names[0], retry_delay=0.4, poll_interval=0.1) as messages:
+        messages.send(_answer("backoff", 1))
+        [first] = messages.receive(1)
+        assert not messages.fail(first, "RuntimeError: one")
+        assert messages.receive(1) == []
+        assert not messages.ack(first), "a released message was still acknowledged"
+        [second] = messages.receive(1, wait=3.0)
+        messages.fail(second, "RuntimeError: two")
+        time.sleep(0.5)
+        assert messages.receive(1) == [], "the second retry came after one retry_delay"
+        [third] = messages.receive(1, wait=3.0)
+        assert third.attempt == 3
+        assert messages.ack(third)
+
+
+def test_a_waiting_receiver_wakes_on_a_new_message(redis_url: str, names: tuple[str, str]) -> None:
+    """If this fails, a waiting host only sees a new message after its poll interval."""
+    with (
+        RedisEntry(redis_url, stream=names[0], poll_interval=30) as waiting,
+        RedisEntry(redis_url, stream=names[0]) as sender,
+    ):
+        waiting.receive(1)  # connects and creates the group before the wait starts
+        got: list[float] = []
+
+        def wait() -> None:
+            [received] = waiting.receive(1, wait=20.0)
+            got.append(time.monotonic())
+            waiting.ack(received)
+
+        waiter = threading.Thread(target=wait)
+        waiter.start()
+        time.sleep(0.5)
+        sent = time.monotonic()
+        sender.send(_answer("wake", 1))
+        waiter.join(25)
+        assert got, "the receiver got nothing"
+        assert got[0] - sent < 10, "the receiver was not woken by the new entry"
+
+
+def test_options_are_checked_and_the_password_never_shown() -> None:
+    """If this fails, a bad option is accepted or an error leaks the password."""
+    with pytest.raises(ConfigError, match=r"redis entry point option max_attempts: .* got 0"):
+        RedisEntry(max_attempts=0)
+    with pytest.raises(ConfigError, match=r"option url") as error:
+        RedisEntry("http://user:s3cret@example.com")
+    assert "s3cret" not in str(error.value)
+    built = entry("redis", url="redis://app:s3cret@127.0.0.1:1/0")
+    assert isinstance(built, RedisEntry)
+    assert "s3cret" not in repr(built)
