@@ -132,3 +132,25 @@ def test_options_are_checked_and_the_password_never_shown() -> None:
     built = entry("redis", url="redis://app:s3cret@127.0.0.1:1/0")
     assert isinstance(built, RedisEntry)
     assert "s3cret" not in repr(built)
+
+
+def test_a_lapsed_lease_behind_many_live_ones_is_taken_over(
+    redis_url: str, names: tuple[str, str]
+) -> None:
+    """If this fails, a crashed host's message behind a long pending list is never redelivered."""
+    stream = names[0]
+    with (
+        RedisEntry(redis_url, stream=stream, consumer="busy", visibility_timeout=1.0) as busy,
+        RedisEntry(redis_url, stream=stream, consumer="other", visibility_timeout=1.0) as other,
+    ):
+        for n in range(30):
+            busy.send(_answer(f"thread-{n}", n))
+        held = busy.receive(30)
+        assert len(held) == 30
+        time.sleep(1.1)
+        # Every lease lapsed; renewing all but the newest leaves it, behind 29 live ones, the
+        # only entry idle long enough to be taken over.
+        for received in held[:-1]:
+            assert busy.extend(received)
+        [taken] = other.receive(1)
+        assert (taken.id, taken.attempt) == (held[-1].id, 2)

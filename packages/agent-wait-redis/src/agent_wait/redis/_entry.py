@@ -90,20 +90,26 @@ _RECEIVE = (
     + """
 local consumer, lease, count, max = ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local out, buried = {}, {}
-local claimed = redis.call('XAUTOCLAIM', S, G, consumer, lease, '0-0', 'COUNT', count)
-for _, e in ipairs(claimed[2]) do
-  local id, f = e[1], fields(e[2])
-  local d = redis.call('XPENDING', S, G, id, id, 1)[1][4]
-  if d > max then
-    local err = redis.call('HGET', S .. ':errors', id)
-    if not err then err = 'never acknowledged in ' .. (d - 1) .. ARGV[7] end
-    bury(id, f['thread'], d - 1, err, ARGV[6])
-    buried[#buried + 1] = {id, f['thread'], d - 1, err}
-  else
-    redis.call('SREM', S .. ':released', id)
-    out[#out + 1] = {id, f['thread'], f['body'], d}
+-- XAUTOCLAIM inspects at most COUNT x 10 pending entries per call: follow its cursor through
+-- the whole pending list (at most one entry per thread) until enough are taken over.
+local cursor = '0-0'
+repeat
+  local claimed = redis.call('XAUTOCLAIM', S, G, consumer, lease, cursor, 'COUNT', count - #out)
+  cursor = claimed[1]
+  for _, e in ipairs(claimed[2]) do
+    local id, f = e[1], fields(e[2])
+    local d = redis.call('XPENDING', S, G, id, id, 1)[1][4]
+    if d > max then
+      local err = redis.call('HGET', S .. ':errors', id)
+      if not err then err = 'never acknowledged in ' .. (d - 1) .. ARGV[7] end
+      bury(id, f['thread'], d - 1, err, ARGV[6])
+      buried[#buried + 1] = {id, f['thread'], d - 1, err}
+    else
+      redis.call('SREM', S .. ':released', id)
+      out[#out + 1] = {id, f['thread'], f['body'], d}
+    end
   end
-end
+until cursor == '0-0' or #out >= count
 if #out < count then
   local fresh = redis.call('XREADGROUP', 'GROUP', G, consumer, 'COUNT', count - #out,
     'STREAMS', S, '>')
