@@ -25,6 +25,9 @@ Or configure it by name in ``agent-wait.toml``::
 
 The table, the NOTIFY payload and the dedupe behaviour are described on
 :class:`PostgresAnnounce` and in docs/announcers/postgres.md.
+
+:class:`PostgresEntry` is the ``postgres`` entry point (``entry("postgres", url=...)``): a
+message table hosts lease with ``FOR UPDATE SKIP LOCKED``, described in docs/entry-points.md.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ Or by name in ``agent-wait.toml``::
 
 Options, the entry's fields and the dedupe behaviour are described on :class:`RedisAnnounce`
 and in docs/announcers/redis.md.
+
+:class:`RedisEntry` is the ``redis`` entry point (``entry("redis", url=...)``): a stream hosts
+read with a consumer group, described in docs/entry-points.md.
 """
 
 from __future__ import annotations
