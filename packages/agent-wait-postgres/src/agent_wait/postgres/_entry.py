@@ -24,7 +24,7 @@ from agent_wait.core import (
     format_utc,
     parse_message,
 )
-from agent_wait.core.transport import redact_url
+from agent_wait.core.options import redact
 from agent_wait.postgres._schema import check_channel, table_identifier
 
 logger = logging.getLogger("agent_wait.postgres.entry")
@@ -379,7 +379,7 @@ class PostgresEntry(EntryPoint):
                 conn.close()
 
     def __repr__(self) -> str:
-        return f"<PostgresEntry {self.name!r} url={redact_url(self.url)!r} table={self.table!r}>"
+        return f"<PostgresEntry {self.name!r} url={redact(self.url)!r} table={self.table!r}>"
 
 
 def _check(message: Mapping[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from agent_wait.core import (
     format_utc,
     parse_message,
 )
-from agent_wait.core.transport import redact_url
+from agent_wait.core.options import redact
 from redis.commands.core import Script
 
 logger = logging.getLogger("agent_wait.redis.entry")
@@ -247,7 +247,7 @@ class RedisEntry(EntryPoint):
         if not isinstance(url, str) or not url.startswith(_SCHEMES):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
                 f"redis entry point option url: expected a {'/'.join(_SCHEMES)} URL, "
-                f"got {redact_url(url)!r}"
+                f"got {redact(url)!r}"
             )
         _text("stream", stream)
         _text("group", group)
@@ -444,7 +444,7 @@ class RedisEntry(EntryPoint):
 
     def __repr__(self) -> str:
         return (
-            f"<RedisEntry {self.name!r} url={redact_url(self.url)!r} stream={self.stream!r} "
+            f"<RedisEntry {self.name!r} url={redact(self.url)!r} stream={self.stream!r} "
             f"consumer={self.consumer!r}>"
         )
 
