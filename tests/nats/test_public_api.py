@@ -6,7 +6,7 @@ import agent_wait.nats
 
 
 def test_public_api() -> None:
-    assert sorted(agent_wait.nats.__all__) == ["NatsAnnounce", "NatsOptions"]
+    assert sorted(agent_wait.nats.__all__) == ["NatsAnnounce", "NatsEntry", "NatsOptions"]
 
 
 def test_plugin_registers_nats_without_importing_nats_py() -> None:

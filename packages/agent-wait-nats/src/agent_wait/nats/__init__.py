@@ -18,6 +18,10 @@ Or by name in ``agent-wait.toml``::
     stream = "AGENT_WAIT"
     create_stream = true
 
+The ``nats`` entry point (:class:`NatsEntry`, ``entry("nats", ...)``) is where hosts receive
+start messages and answers: a JetStream work queue read by a durable pull consumer (see
+docs/entry-points.md).
+
 Options, headers and the dedupe behaviour are described on :class:`NatsAnnounce` and in
 docs/announcers/nats.md.
 """
@@ -30,8 +34,9 @@ from agent_wait.nats._options import NatsOptions
 
 if TYPE_CHECKING:
     from agent_wait.nats._announcer import NatsAnnounce
+    from agent_wait.nats._entry import NatsEntry
 
-__all__ = ["NatsAnnounce", "NatsOptions"]
+__all__ = ["NatsAnnounce", "NatsEntry", "NatsOptions"]
 
 
 def __getattr__(name: str) -> Any:
@@ -40,4 +45,8 @@ def __getattr__(name: str) -> Any:
         from agent_wait.nats._announcer import NatsAnnounce
 
         return NatsAnnounce
+    if name == "NatsEntry":
+        from agent_wait.nats._entry import NatsEntry
+
+        return NatsEntry
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Registers the ``nats`` announcer; nats-py is imported only when the announcer is built."""
+"""Registers the ``nats`` announcer and entry point; nats-py is imported only when one is built."""
 
 from __future__ import annotations
 
@@ -10,3 +10,9 @@ from agent_wait.core.hookspecs import RegisterTarget
 def register_announcers(register: RegisterTarget) -> None:
     """Register ``nats``: :class:`agent_wait.nats.NatsAnnounce`."""
     register("nats", "agent_wait.nats._announcer:NatsAnnounce")
+
+
+@hookimpl
+def register_entry_points(register: RegisterTarget) -> None:
+    """Register ``nats``: :class:`agent_wait.nats.NatsEntry`."""
+    register("nats", "agent_wait.nats._entry:NatsEntry")

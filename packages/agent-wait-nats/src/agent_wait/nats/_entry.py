@@ -1,0 +1,498 @@
+"""NatsEntry: start messages and answers through a JetStream work queue and a durable pull consumer."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import re
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+try:
+    import nats.errors
+    import nats.js.errors
+    from nats.aio.client import Client
+    from nats.aio.msg import Msg
+    from nats.js import JetStreamContext
+    from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy
+    from nats.js.kv import KeyValue
+except ImportError as error:  # pragma: no cover - the distribution depends on nats-py
+    raise ImportError("NatsEntry needs nats-py: pip install agent-wait-nats") from error
+
+from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
+from agent_wait.nats._announcer import (
+    DEFAULT_URL,
+    _LoopThread,  # pyright: ignore[reportPrivateUsage]
+    _servers,  # pyright: ignore[reportPrivateUsage]
+)
+
+logger = logging.getLogger("agent_wait.nats.entry")
+
+DEFAULT_STREAM = "AGENT_WAIT_ENTRY"
+DEFAULT_SUBJECT = "agent-wait.entry"
+DEFAULT_DURABLE = "agent-wait"
+_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
+_SUBJECT = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+_ACK = b"+ACK"
+_PROGRESS = b"+WPI"
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _token(thread_id: str) -> str:
+    """A thread id as one subject token (any text becomes ``[A-Za-z0-9_-]``)."""
+    return base64.urlsafe_b64encode(thread_id.encode()).decode().rstrip("=")
+
+
+class NatsEntry(EntryPoint):
+    """An entry point on NATS JetStream: a work-queue stream read by a durable pull consumer.
+
+    ``send`` publishes the message to ``<subject>.<thread>`` (the thread id encoded as one
+    subject token) and waits for the stream's ack. ``receive`` fetches from the durable
+    consumer (``ack_wait`` = ``visibility_timeout``): ``ack`` acknowledges (the work queue
+    removes the message), ``extend`` sends an in-progress ack, ``fail`` naks with a delay of
+    ``retry_delay`` seconds, and a message never acknowledged is redelivered by JetStream
+    when ``ack_wait`` runs out.
+
+    Per-thread order: a fetched message is handed out only when it is the oldest message of
+    its thread still in the stream; a later one is nak'ed for ``hold_delay`` seconds and
+    offered again. Because JetStream counts those hold-backs as deliveries, attempts are
+    counted in a key-value bucket (``<stream>_ATTEMPTS``, one key per message while it is in
+    hand) rather than with the consumer's ``max_deliver``. After ``max_attempts`` the message is
+    moved to the dead-letter stream ``<stream>_DEAD`` (subject ``<subject>-dead.<id>``), logged
+    at ERROR, and removed from the queue.
+
+    Args:
+        url: Server URL(s), as for the ``nats`` announcer; may carry credentials.
+        stream: The work-queue stream (``<stream>_DEAD`` and the ``<stream>_ATTEMPTS`` bucket
+            go with it).
+        subject: The subject prefix; messages go to ``<subject>.<thread>``.
+        durable: The durable consumer's name, shared by every host of this entry point.
+        create: Create the stream, the dead-letter stream, the bucket and the consumer when
+            missing (and set the consumer's ``ack_wait``).
+        visibility_timeout: Seconds a received message stays leased (the consumer's
+            ``ack_wait``).
+        max_attempts: Deliveries before a message is dead-lettered.
+        retry_delay: Seconds before a failed message is delivered again (the nak delay).
+        hold_delay: Seconds before a message held back behind its thread's earlier one is
+            offered again.
+        timeout: Seconds to wait to connect and for each server reply.
+
+    Raises:
+        ConfigError: An option is invalid (the message names it and the value).
+    """
+
+    name = "nats"
+
+    def __init__(
+        self,
+        url: str | Sequence[str] = DEFAULT_URL,
+        stream: str = DEFAULT_STREAM,
+        subject: str = DEFAULT_SUBJECT,
+        durable: str = DEFAULT_DURABLE,
+        create: bool = True,
+        visibility_timeout: float = 300.0,
+        max_attempts: int = 5,
+        retry_delay: float = 1.0,
+        hold_delay: float = 0.2,
+        timeout: float = 5.0,
+    ) -> None:
+        self.servers = _servers(url)
+        for option, value in (("stream", stream), ("durable", durable)):
+            if not isinstance(value, str) or not _NAME.match(value):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ConfigError(
+                    f"nats entry point option {option}: expected letters, digits, '_' or '-', "
+                    f"got {value!r}"
+                )
+        if not isinstance(subject, str) or not _SUBJECT.match(subject):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                "nats entry point option subject: expected dot-separated tokens of letters, "
+                f"digits, '_' or '-' (no wildcards), got {subject!r}"
+            )
+        if not isinstance(create, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"nats entry point option create: expected true or false, got {create!r}"
+            )
+        _positive("visibility_timeout", visibility_timeout)
+        _positive("hold_delay", hold_delay)
+        _positive("timeout", timeout)
+        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"nats entry point option max_attempts: expected a positive whole number, "
+                f"got {max_attempts!r}"
+            )
+        if not _number(retry_delay) or retry_delay < 0:
+            raise ConfigError(
+                f"nats entry point option retry_delay: expected seconds >= 0, got {retry_delay!r}"
+            )
+        self.stream = stream
+        self.subject = subject
+        self.durable = durable
+        self.create = create
+        self.visibility_timeout = float(visibility_timeout)
+        self.max_attempts = max_attempts
+        self.retry_delay = float(retry_delay)
+        self.hold_delay = float(hold_delay)
+        self.timeout = float(timeout)
+        self.dead_stream = f"{stream}_DEAD"
+        self.dead_subject = f"{subject}-dead"
+        self.bucket = f"{stream}_ATTEMPTS"
+        self._runner: _LoopThread | None = None
+        self._session: _Session | None = None
+
+    # -- plumbing: one connection on a private loop thread, set up on first use --
+
+    def _run(self, action: Any) -> Any:
+        if self._runner is None:
+            self._runner = _LoopThread()
+        return self._runner.run(self._with_session(action))
+
+    async def _with_session(self, action: Any) -> Any:
+        if self._session is None or self._session.closed:
+            self._session = await self._open()
+        return await action(self._session)
+
+    async def _open(self) -> _Session:
+        try:
+            client = await nats.connect(  # pyright: ignore[reportUnknownMemberType]
+                servers=list(self.servers),
+                name="agent-wait-entry",
+                connect_timeout=self.timeout,  # pyright: ignore[reportArgumentType] - floats work
+                max_reconnect_attempts=2,
+                reconnect_time_wait=0.25,  # pyright: ignore[reportArgumentType]
+            )
+        except (TimeoutError, nats.errors.NoServersError, OSError) as error:
+            from agent_wait.core.transport import redact_url
+
+            shown = ", ".join(redact_url(s) for s in self.servers)
+            raise ConnectionError(f"cannot reach NATS at {shown}: {error!r}") from None
+        js = client.jetstream(timeout=self.timeout)  # pyright: ignore[reportUnknownMemberType]
+        try:
+            if self.create:
+                await self._provision(js)
+            kv = await js.key_value(self.bucket)
+            sub = await js.pull_subscribe_bind(self.durable, self.stream)  # pyright: ignore[reportUnknownMemberType]
+        except BaseException:
+            await client.close()
+            raise
+        return _Session(client, js, kv, sub)
+
+    async def _provision(self, js: JetStreamContext) -> None:
+        await _ensure_stream(
+            js, self.stream, [f"{self.subject}.*"], retention=RetentionPolicy.WORK_QUEUE
+        )
+        # One message per dead letter's subject: burying a message twice keeps one copy.
+        await _ensure_stream(
+            js, self.dead_stream, [f"{self.dead_subject}.*"], max_msgs_per_subject=1
+        )
+        try:
+            await js.key_value(self.bucket)
+        except nats.js.errors.BucketNotFoundError:
+            await js.create_key_value(bucket=self.bucket, history=1)  # pyright: ignore[reportUnknownMemberType]
+        config = ConsumerConfig(
+            durable_name=self.durable,
+            ack_policy=AckPolicy.EXPLICIT,
+            ack_wait=self.visibility_timeout,
+            # Attempts are counted here, not by JetStream: hold-backs are deliveries to it.
+            max_deliver=-1,
+            filter_subject=f"{self.subject}.*",
+        )
+        await js.add_consumer(self.stream, config)  # pyright: ignore[reportUnknownMemberType]
+
+    # -- the consumer side --
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Publish the message to its thread's subject and wait for the stream's ack."""
+        parse_message(message)
+        body = dict(message)
+        self._run(lambda s: self._publish(s, body))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
+
+    async def _publish(self, session: _Session, body: dict[str, Any]) -> None:
+        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        subject = f"{self.subject}.{_token(body['thread_id'])}"
+        await session.js.publish(subject, data, stream=self.stream, timeout=self.timeout)
+
+    # -- the host side --
+
+    def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
+        """Fetch up to ``max_messages`` thread heads, waiting up to ``wait`` seconds for one."""
+        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(
+                f"max_messages: expected a positive whole number, got {max_messages!r}"
+            )
+        return self._run(lambda s: self._receive(s, max_messages, max(wait, 0.0)))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
+
+    async def _receive(self, session: _Session, limit: int, wait: float) -> list[Received]:
+        deadline = time.monotonic() + wait
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                # A short fetch when not waiting: nats-py needs a positive timeout.
+                fetched = await session.sub.fetch(limit, timeout=max(remaining, 0.05))
+            except nats.errors.TimeoutError:
+                fetched: list[Msg] = []
+            handed: list[Received] = []
+            for msg in fetched:
+                received = await self._admit(session, msg)
+                if received is not None:
+                    handed.append(received)
+            if handed or deadline - time.monotonic() <= 0:
+                return handed
+
+    async def _admit(self, session: _Session, msg: Msg) -> Received | None:
+        seq = msg.metadata.sequence.stream
+        head = await session.js.get_msg(self.stream, seq=1, subject=msg.subject, next=True)
+        if head.seq is not None and head.seq < seq:
+            # An earlier message of this thread is still in hand or waiting: not yet.
+            await msg.nak(delay=self.hold_delay)
+            return None
+        body: dict[str, Any] = json.loads(msg.data)
+        thread_id = str(body.get("thread_id"))
+        attempts, error, revision = await self._attempts(session, seq)
+        if attempts >= self.max_attempts:
+            # Its last lease ran out: the receiver died or was too slow every time.
+            reason = error or (
+                f"never acknowledged in {attempts} deliveries (the host crashed or took longer "
+                f"than visibility_timeout={self.visibility_timeout}s)"
+            )
+            await self._bury(session, seq, thread_id, body, attempts, reason, msg.reply)
+            return None
+        record = json.dumps({"attempts": attempts + 1, "receipt": msg.reply, "error": error})
+        try:
+            if revision is None:
+                await session.kv.create(str(seq), record.encode())
+            else:
+                await session.kv.update(str(seq), record.encode(), last=revision)
+        except nats.js.errors.KeyWrongLastSequenceError:
+            # Another host took the same delivery's record first; let it have the message.
+            return None
+        return Received(str(seq), thread_id, body, attempts + 1, msg.reply)
+
+    async def _attempts(self, session: _Session, seq: int) -> tuple[int, str | None, int | None]:
+        try:
+            entry = await session.kv.get(str(seq))
+        except nats.js.errors.KeyNotFoundError:
+            return 0, None, None
+        if entry.value is None:
+            return 0, None, entry.revision
+        record = json.loads(entry.value)
+        return int(record["attempts"]), record.get("error"), entry.revision
+
+    async def _mine(self, session: _Session, received: Received) -> int | None:
+        """The attempts record's revision if ``received`` still holds the lease, else None."""
+        try:
+            entry = await session.kv.get(received.id)
+        except nats.js.errors.KeyNotFoundError:
+            entry = None
+        if (
+            entry is not None
+            and entry.value
+            and json.loads(entry.value)["receipt"] == received.receipt
+        ):
+            return entry.revision
+        logger.warning(
+            "message %s of thread %s: its lease ran out before it was settled (handed out again)",
+            received.id,
+            received.thread_id,
+        )
+        return None
+
+    async def _forget(self, session: _Session, seq: str) -> None:
+        # A purge, not a delete: no marker stays behind for a message that is gone.
+        await session.js.purge_stream(f"KV_{self.bucket}", subject=f"$KV.{self.bucket}.{seq}")
+
+    def ack(self, received: Received) -> bool:
+        """Acknowledge the message (the work queue removes it); False if its lease had run out."""
+        return self._run(lambda s: self._ack(s, received))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
+
+    async def _ack(self, session: _Session, received: Received) -> bool:
+        if await self._mine(session, received) is None:
+            return False
+        await session.client.request(received.receipt, _ACK, timeout=self.timeout)
+        await self._forget(session, received.id)
+        return True
+
+    def extend(self, received: Received) -> bool:
+        """Send an in-progress ack: the lease runs ``visibility_timeout`` seconds from now."""
+        return self._run(lambda s: self._extend(s, received))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
+
+    async def _extend(self, session: _Session, received: Received) -> bool:
+        if await self._mine(session, received) is None:
+            return False
+        await session.client.publish(received.receipt, _PROGRESS)
+        await session.client.flush(timeout=int(self.timeout) or 1)
+        return True
+
+    def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
+        """Nak the message with ``retry_delay``, or dead-letter it; True if dead-lettered."""
+        return self._run(lambda s: self._fail(s, received, error, retry))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
+
+    async def _fail(self, session: _Session, received: Received, error: str, retry: bool) -> bool:
+        revision = await self._mine(session, received)
+        if revision is None:
+            return False
+        if not retry or received.attempt >= self.max_attempts:
+            await self._bury(
+                session,
+                int(received.id),
+                received.thread_id,
+                received.message,
+                received.attempt,
+                error,
+                received.receipt,
+            )
+            return True
+        record = {"attempts": received.attempt, "receipt": None, "error": error}
+        await session.kv.update(received.id, json.dumps(record).encode(), last=revision)
+        nak = b"-NAK"
+        if self.retry_delay > 0:
+            nak += b" " + json.dumps({"delay": int(self.retry_delay * 1e9)}).encode()
+        await session.client.publish(received.receipt, nak)
+        await session.client.flush(timeout=int(self.timeout) or 1)
+        return False
+
+    async def _bury(
+        self,
+        session: _Session,
+        seq: int,
+        thread_id: str,
+        body: dict[str, Any],
+        attempts: int,
+        error: str,
+        reply: str | None,
+    ) -> None:
+        letter = {
+            "message": body,
+            "thread_id": thread_id,
+            "attempts": attempts,
+            "error": error,
+            "dead_at": _now(),
+        }
+        data = json.dumps(letter, ensure_ascii=False, separators=(",", ":")).encode()
+        # Stored first, then removed from the queue: a crash in between buries it twice (one
+        # copy is kept), never loses it.
+        await session.js.publish(
+            f"{self.dead_subject}.{seq}", data, stream=self.dead_stream, timeout=self.timeout
+        )
+        if reply:
+            await session.client.request(reply, _ACK, timeout=self.timeout)
+        await self._forget(session, str(seq))
+        # Only the error's type: its message may quote the message's content.
+        logger.error(
+            "message %s of thread %s dead-lettered after %d attempts (%s); kept in stream %s",
+            seq,
+            thread_id,
+            attempts,
+            error.partition(":")[0],
+            self.dead_stream,
+        )
+
+    def dead_letters(self) -> list[DeadLetter]:
+        """Every dead-lettered message, oldest first (a scan of the dead-letter stream)."""
+        return self._run(self._dead_letters)
+
+    async def _dead_letters(self, session: _Session) -> list[DeadLetter]:
+        state = (await session.js.stream_info(self.dead_stream)).state
+        letters: list[DeadLetter] = []
+        if not state.messages:
+            return letters
+        for seq in range(state.first_seq, state.last_seq + 1):
+            try:
+                raw = await session.js.get_msg(self.dead_stream, seq)
+            except nats.js.errors.NotFoundError:
+                continue  # redriven
+            assert raw.subject is not None
+            assert raw.data is not None
+            letter = json.loads(raw.data)
+            letters.append(
+                DeadLetter(
+                    raw.subject.rpartition(".")[2],
+                    letter["thread_id"],
+                    letter["message"],
+                    letter["attempts"],
+                    letter["error"],
+                    letter["dead_at"],
+                )
+            )
+        return letters
+
+    def redrive(self, message_id: str) -> bool:
+        """Send a dead letter again as a new message (at the end of its thread's queue)."""
+        return self._run(lambda s: self._redrive(s, message_id))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
+
+    async def _redrive(self, session: _Session, message_id: str) -> bool:
+        if not isinstance(message_id, str) or not message_id.isdigit():  # pyright: ignore[reportUnnecessaryIsInstance]
+            return False
+        subject = f"{self.dead_subject}.{message_id}"
+        try:
+            raw = await session.js.get_msg(self.dead_stream, subject=subject)
+        except nats.js.errors.NotFoundError:
+            return False
+        assert raw.data is not None
+        await self._publish(session, json.loads(raw.data)["message"])
+        await session.js.purge_stream(self.dead_stream, subject=subject)
+        return True
+
+    def close(self) -> None:
+        """Close the connection and stop the private loop thread. Safe to call more than once."""
+        runner, self._runner = self._runner, None
+        session, self._session = self._session, None
+        if runner is None:
+            return
+        try:
+            if session is not None:
+                runner.run(session.close())
+        finally:
+            runner.close()
+
+    def __repr__(self) -> str:
+        return f"<NatsEntry {self.name!r} stream={self.stream!r} subject={self.subject!r}>"
+
+
+class _Session:
+    """A connection, its JetStream context, the attempts bucket and the pull subscription."""
+
+    def __init__(
+        self,
+        client: Client,
+        js: JetStreamContext,
+        kv: KeyValue,
+        sub: JetStreamContext.PullSubscription,
+    ) -> None:
+        self.client = client
+        self.js = js
+        self.kv = kv
+        self.sub = sub
+
+    @property
+    def closed(self) -> bool:
+        return self.client.is_closed
+
+    async def close(self) -> None:
+        if not self.client.is_closed:
+            await self.client.close()
+
+
+async def _ensure_stream(
+    js: JetStreamContext, name: str, subjects: list[str], **config: Any
+) -> None:
+    try:
+        await js.stream_info(name)
+    except nats.js.errors.NotFoundError:
+        await js.add_stream(name=name, subjects=subjects, **config)  # pyright: ignore[reportUnknownMemberType]
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _positive(option: str, value: object) -> None:
+    if not _number(value) or not value > 0:  # pyright: ignore[reportOperatorIssue]
+        raise ConfigError(
+            f"nats entry point option {option}: expected positive seconds, got {value!r}"
+        )

@@ -1,0 +1,108 @@
+"""The core entry-point conformance kit and the nats entry point's own behaviour, on real NATS."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from agent_wait.core import ConfigError, EntryPoint, entry
+from agent_wait.core.testing import EntryContract
+from agent_wait.nats import NatsEntry
+from tests.nats.conftest import Admin, unique
+
+
+class TestNatsEntry(EntryContract):
+    @pytest.fixture(autouse=True)
+    def _server(self, nats_url: str, admin: Admin) -> Iterator[None]:
+        self.url = nats_url
+        self.streams: list[str] = []
+        yield
+        for name in self.streams:
+            for made in (name, f"{name}_DEAD", f"KV_{name}_ATTEMPTS"):
+                admin.drop(made)
+
+    def make_entry(
+        self, *, visibility_timeout: float, max_attempts: int, retry_delay: float
+    ) -> EntryPoint:
+        stream = f"AW_ENTRY_{unique()}"
+        self.streams.append(stream)
+        return NatsEntry(
+            self.url,
+            stream=stream,
+            subject=f"awtest.{unique()}",
+            visibility_timeout=visibility_timeout,
+            max_attempts=max_attempts,
+            retry_delay=retry_delay,
+            hold_delay=0.05,
+        )
+
+
+@pytest.fixture
+def named(nats_url: str, admin: Admin) -> Iterator[tuple[str, str]]:
+    """A fresh stream name and subject prefix, with everything made for them dropped after."""
+    stream, subject = f"AW_ENTRY_{unique()}", f"awtest.{unique()}"
+    yield stream, subject
+    for made in (stream, f"{stream}_DEAD", f"KV_{stream}_ATTEMPTS"):
+        admin.drop(made)
+
+
+def test_built_by_name_and_two_hosts_share_the_durable_consumer(
+    nats_url: str, named: tuple[str, str]
+) -> None:
+    stream, subject = named
+    first = entry("nats", url=nats_url, stream=stream, subject=subject, hold_delay=0.05)
+    second = entry("nats", url=nats_url, stream=stream, subject=subject, hold_delay=0.05)
+    try:
+        assert isinstance(first, NatsEntry)
+        for n in range(2):
+            first.send({"thread_id": "t/1 ä", "question_id": f"q{n}", "answer": n})
+        [head] = first.receive(10, wait=2.0)
+        assert head.message["question_id"] == "q0"
+        assert second.receive(10, wait=0.3) == [], "another host got the thread's next message"
+        assert first.ack(head)
+        [following] = second.receive(10, wait=2.0)
+        assert (following.message["question_id"], following.attempt) == ("q1", 1)
+        assert second.ack(following)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_dead_letters_outlive_the_host_that_buried_them(
+    nats_url: str, named: tuple[str, str]
+) -> None:
+    stream, subject = named
+    with NatsEntry(nats_url, stream=stream, subject=subject, max_attempts=1) as host:
+        host.send({"thread_id": "t-1", "question_id": "q1", "answer": 1})
+        [received] = host.receive(wait=2.0)
+        assert host.fail(received, "RuntimeError: boom")
+    with NatsEntry(nats_url, stream=stream, subject=subject) as later:
+        [letter] = later.dead_letters()
+        assert (letter.thread_id, letter.attempts, letter.error) == ("t-1", 1, "RuntimeError: boom")
+        assert not later.redrive("999999")
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "field"),
+    [
+        ("stream", "has.dot", "stream"),
+        ("subject", "a.*", "subject"),
+        ("max_attempts", 0, "max_attempts"),
+        ("retry_delay", -1, "retry_delay"),
+        ("visibility_timeout", "5", "visibility_timeout"),
+    ],
+)
+def test_bad_options_name_the_option_and_value(option: str, value: object, field: str) -> None:
+    with pytest.raises(ConfigError, match=f"option {field}: .*{value!r}"):
+        entry("nats", **{option: value})
+
+
+def test_an_unreachable_server_never_shows_the_password(closed_port: int) -> None:
+    with (
+        NatsEntry(f"nats://user:s3cret@127.0.0.1:{closed_port}", timeout=1) as unreachable,
+        pytest.raises(ConnectionError) as raised,
+    ):
+        unreachable.send({"thread_id": "t", "question_id": "q", "answer": 1})
+    assert "s3cret" not in str(raised.value)
+    assert "127.0.0.1" in str(raised.value)
