@@ -20,6 +20,10 @@ Or by name in ``agent-wait.toml``::
 
 Options, message properties and failure reporting are described on :class:`RabbitMqAnnounce`
 and in docs/announcers/rabbitmq.md.
+
+The ``rabbitmq`` entry point (:class:`RabbitMqEntry`, ``entry("rabbitmq", ...)``) is where hosts
+receive start messages and answers: a quorum queue with a single active consumer and a
+dead-letter exchange (see docs/entry-points.md).
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ from agent_wait.rabbitmq._options import RabbitMqOptions
 
 if TYPE_CHECKING:
     from agent_wait.rabbitmq._announcer import RabbitMqAnnounce
+    from agent_wait.rabbitmq._entry import RabbitMqEntry
 
-__all__ = ["RabbitMqAnnounce", "RabbitMqOptions"]
+__all__ = ["RabbitMqAnnounce", "RabbitMqEntry", "RabbitMqOptions"]
 
 
 def __getattr__(name: str) -> Any:
@@ -40,4 +45,8 @@ def __getattr__(name: str) -> Any:
         from agent_wait.rabbitmq._announcer import RabbitMqAnnounce
 
         return RabbitMqAnnounce
+    if name == "RabbitMqEntry":
+        from agent_wait.rabbitmq._entry import RabbitMqEntry
+
+        return RabbitMqEntry
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

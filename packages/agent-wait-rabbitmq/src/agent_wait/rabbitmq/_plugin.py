@@ -1,4 +1,4 @@
-"""Registers the ``rabbitmq`` announcer; pika and aio-pika are imported only when it is built."""
+"""Registers the ``rabbitmq`` announcer and entry point; pika and aio-pika load only when built."""
 
 from __future__ import annotations
 
@@ -10,3 +10,9 @@ from agent_wait.core.hookspecs import RegisterTarget
 def register_announcers(register: RegisterTarget) -> None:
     """Register ``rabbitmq``: :class:`agent_wait.rabbitmq.RabbitMqAnnounce`."""
     register("rabbitmq", "agent_wait.rabbitmq._announcer:RabbitMqAnnounce")
+
+
+@hookimpl
+def register_entry_points(register: RegisterTarget) -> None:
+    """Register ``rabbitmq``: :class:`agent_wait.rabbitmq.RabbitMqEntry`."""
+    register("rabbitmq", "agent_wait.rabbitmq._entry:RabbitMqEntry")

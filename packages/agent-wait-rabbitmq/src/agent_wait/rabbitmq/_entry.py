@@ -1,0 +1,445 @@
+"""RabbitMqEntry: start messages and answers through a quorum queue with one active consumer."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+try:
+    import pika
+    import pika.adapters.blocking_connection
+    import pika.exceptions
+    import pika.spec
+except ImportError as error:  # pragma: no cover - the distribution depends on pika
+    raise ImportError("RabbitMqEntry needs pika: pip install agent-wait-rabbitmq") from error
+
+from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
+from agent_wait.core.transport import redact_url
+
+logger = logging.getLogger("agent_wait.rabbitmq.entry")
+
+DEFAULT_URL = "amqp://guest:guest@localhost:5672/"
+DEFAULT_QUEUE = "agent-wait.entry"
+CONTENT_TYPE = "application/json"
+APP_ID = "agent-wait"
+DEAD_LETTER_TYPE = "agent-wait.dead-letter"
+_SLICE = 0.05  # seconds the connection is held per poll, so settling threads get their turn
+
+BlockingChannel = pika.adapters.blocking_connection.BlockingChannel
+T = TypeVar("T")
+
+
+@dataclass
+class _Held:
+    """A delivery this host holds unacknowledged: handed out, or waiting for its turn."""
+
+    tag: int
+    id: str
+    thread_id: str
+    body: dict[str, Any]
+    attempts: int
+    receipt: str | None = None
+    leased_until: float = 0.0
+    available_at: float = 0.0
+    error: str | None = None
+
+
+class RabbitMqEntry(EntryPoint):
+    """An entry point on RabbitMQ: a quorum queue with a single active consumer.
+
+    ``send`` publishes the message (persistent, with publisher confirms) to the queue. A host's
+    first ``receive`` subscribes with manual acknowledgement and a ``prefetch`` window. The
+    queue has ``x-single-active-consumer``: the broker delivers to one host at a time, in queue
+    order, and to the next subscribed host when that one's connection closes (its unacknowledged
+    messages are requeued, with ``x-delivery-count`` one higher). The active host hands out only
+    the oldest message of each thread it holds, so a thread's messages are handled one at a
+    time, in order, while different threads are handled in parallel.
+
+    Leases are kept by the host: a message handed out and not settled within
+    ``visibility_timeout`` seconds (or :meth:`extend`-ed) is handed out again with ``attempt``
+    one higher; :meth:`fail` hands it out again after ``retry_delay``. After ``max_attempts``
+    the message is published to the dead-letter exchange ``<queue>.dead`` (into the queue
+    ``<queue>.dead``), logged at ERROR, then acknowledged. The queue's ``x-delivery-limit`` (also
+    ``max_attempts``) dead-letters to the same exchange a message whose hosts keep crashing.
+
+    Args:
+        url: ``amqp://user:password@host:5672/vhost`` (or ``amqps://``).
+        queue: The queue; ``<queue>.dead`` is the dead-letter exchange and queue.
+        declare: Declare the queue, the exchange and the dead-letter queue when missing.
+        prefetch: Unacknowledged messages the broker sends this host ahead.
+        visibility_timeout: Seconds a received message stays leased.
+        max_attempts: Deliveries before a message is dead-lettered.
+        retry_delay: Seconds before a failed message is handed out again.
+        timeout: Seconds to wait to connect and for each confirm.
+
+    Raises:
+        ConfigError: An option is invalid (the message names it and the value).
+    """
+
+    name = "rabbitmq"
+
+    def __init__(
+        self,
+        url: str = DEFAULT_URL,
+        queue: str = DEFAULT_QUEUE,
+        declare: bool = True,
+        prefetch: int = 100,
+        visibility_timeout: float = 300.0,
+        max_attempts: int = 5,
+        retry_delay: float = 1.0,
+        timeout: float = 5.0,
+    ) -> None:
+        if not isinstance(url, str) or not url.startswith(("amqp://", "amqps://")):  # pyright: ignore[reportUnnecessaryIsInstance]
+            shown = redact_url(url) if isinstance(url, str) else type(url).__name__  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"rabbitmq entry point option url: expected an amqp:// or amqps:// URL, got {shown!r}"
+            )
+        if not isinstance(queue, str) or not queue or len(queue) > 200:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"rabbitmq entry point option queue: expected a queue name, got {queue!r}"
+            )
+        if not isinstance(declare, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"rabbitmq entry point option declare: expected true or false, got {declare!r}"
+            )
+        for option, value in (("prefetch", prefetch), ("max_attempts", max_attempts)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ConfigError(
+                    f"rabbitmq entry point option {option}: expected a positive whole number, "
+                    f"got {value!r}"
+                )
+        for option, value in (("visibility_timeout", visibility_timeout), ("timeout", timeout)):
+            if not _number(value) or not value > 0:
+                raise ConfigError(
+                    f"rabbitmq entry point option {option}: expected positive seconds, got {value!r}"
+                )
+        if not _number(retry_delay) or retry_delay < 0:
+            raise ConfigError(
+                f"rabbitmq entry point option retry_delay: expected seconds >= 0, got {retry_delay!r}"
+            )
+        self.url = url
+        self.queue = queue
+        self.dead = f"{queue}.dead"
+        self.declare = declare
+        self.prefetch = prefetch
+        self.visibility_timeout = float(visibility_timeout)
+        self.max_attempts = max_attempts
+        self.retry_delay = float(retry_delay)
+        self.timeout = float(timeout)
+        self._lock = threading.RLock()  # a BlockingConnection is not thread-safe
+        self._connection: pika.BlockingConnection | None = None
+        self._publisher: BlockingChannel | None = None
+        self._consumer: BlockingChannel | None = None
+        self._held: dict[str, _Held] = {}  # in delivery order
+
+    # -- connection --
+
+    def _connect(self) -> pika.BlockingConnection:
+        if self._connection is not None and self._connection.is_open:
+            return self._connection
+        self._drop()
+        parameters = pika.URLParameters(self.url)
+        parameters.socket_timeout = self.timeout
+        parameters.blocked_connection_timeout = self.timeout
+        parameters.client_properties = {"connection_name": f"{APP_ID}-entry"}
+        try:
+            connection = pika.BlockingConnection(parameters)
+        except pika.exceptions.AMQPError as error:
+            raise ConnectionError(
+                f"cannot reach RabbitMQ at {redact_url(self.url)}: {type(error).__name__}"
+            ) from None
+        self._connection = connection
+        if self.declare:
+            channel = connection.channel()
+            channel.exchange_declare(self.dead, "fanout", durable=True)
+            channel.queue_declare(self.dead, durable=True)
+            channel.queue_bind(self.dead, self.dead)
+            channel.queue_declare(
+                self.queue,
+                durable=True,
+                arguments={
+                    "x-queue-type": "quorum",
+                    "x-single-active-consumer": True,
+                    "x-delivery-limit": self.max_attempts,
+                    "x-dead-letter-exchange": self.dead,
+                },
+            )
+            channel.close()  # pyright: ignore[reportUnknownMemberType]
+        return connection
+
+    def _publishing(self) -> BlockingChannel:
+        if self._publisher is None or not self._publisher.is_open:  # pyright: ignore[reportUnknownMemberType]
+            self._publisher = self._connect().channel()
+            self._publisher.confirm_delivery()
+        return self._publisher
+
+    def _consuming(self) -> BlockingChannel:
+        if self._consumer is None or not self._consumer.is_open:  # pyright: ignore[reportUnknownMemberType]
+            # What the old channel held the broker has requeued; it will come again.
+            self._held.clear()
+            channel = self._connect().channel()
+            channel.basic_qos(prefetch_count=self.prefetch)
+            channel.basic_consume(self.queue, self._on_message, auto_ack=False)
+            self._consumer = channel
+        return self._consumer
+
+    def _on_message(
+        self,
+        channel: BlockingChannel,
+        method: pika.spec.Basic.Deliver,
+        properties: pika.spec.BasicProperties,
+        body: bytes,
+    ) -> None:
+        headers: Mapping[str, Any] = properties.headers or {}
+        message: dict[str, Any] = json.loads(body)
+        # Deliveries before this one that ended without an ack (a host's connection closed).
+        returned = int(headers.get("x-delivery-count", 0))
+        held = _Held(
+            tag=method.delivery_tag,  # pyright: ignore[reportArgumentType]
+            id=properties.message_id or str(method.delivery_tag),
+            thread_id=str(message.get("thread_id")),
+            body=message,
+            attempts=returned,
+        )
+        self._held[held.id] = held
+
+    def _locked(self, action: Callable[[], T]) -> T:
+        with self._lock:
+            try:
+                return action()
+            except (pika.exceptions.AMQPConnectionError, pika.exceptions.StreamLostError):
+                self._drop()
+                raise
+
+    # -- the consumer side --
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Publish the message to the queue and wait for the broker's confirm."""
+        parse_message(message)
+        body = dict(message)
+        self._locked(lambda: self._publish(self.queue, body, str(uuid.uuid4())))
+
+    def _publish(
+        self, routing_key: str, body: dict[str, Any], message_id: str, kind: str | None = None
+    ) -> None:
+        self._publishing().basic_publish(
+            "",
+            routing_key,
+            json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(),
+            pika.BasicProperties(
+                content_type=CONTENT_TYPE,
+                delivery_mode=pika.DeliveryMode.Persistent,
+                message_id=message_id,
+                app_id=APP_ID,
+                type=kind,
+            ),
+            mandatory=True,
+        )
+
+    # -- the host side --
+
+    def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
+        """Hand out up to ``max_messages`` thread heads, waiting up to ``wait`` seconds for one."""
+        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(
+                f"max_messages: expected a positive whole number, got {max_messages!r}"
+            )
+        deadline = time.monotonic() + max(wait, 0.0)
+        while True:
+            handed = self._locked(lambda: self._hand_out(max_messages))
+            remaining = deadline - time.monotonic()
+            if handed or remaining <= 0:
+                return handed
+            # Outside the lock, so other threads can settle meanwhile.
+            time.sleep(min(_SLICE, remaining))
+
+    def _hand_out(self, limit: int) -> list[Received]:
+        self._consuming()
+        assert self._connection is not None
+        self._connection.process_data_events(0)
+        now = time.monotonic()
+        busy: set[str] = set()
+        for held in self._held.values():
+            if held.receipt is not None and held.leased_until > now:
+                busy.add(held.thread_id)
+        handed: list[Received] = []
+        seen: set[str] = set()
+        for held in list(self._held.values()):
+            if held.thread_id in seen:
+                continue  # an earlier message of its thread is here: not its turn
+            seen.add(held.thread_id)
+            if held.thread_id in busy or held.available_at > now or len(handed) >= limit:
+                continue
+            if held.attempts >= self.max_attempts:
+                reason = held.error or (
+                    f"never acknowledged in {held.attempts} deliveries (the host crashed or took "
+                    f"longer than visibility_timeout={self.visibility_timeout}s)"
+                )
+                self._bury(held, reason)
+                continue
+            held.attempts += 1
+            held.receipt = uuid.uuid4().hex
+            held.leased_until = now + self.visibility_timeout
+            handed.append(Received(held.id, held.thread_id, held.body, held.attempts, held.receipt))
+        return handed
+
+    def _mine(self, received: Received) -> _Held | None:
+        held = self._held.get(received.id)
+        if held is not None and held.receipt == received.receipt:
+            return held
+        logger.warning(
+            "message %s of thread %s: its lease ran out before it was settled (handed out again)",
+            received.id,
+            received.thread_id,
+        )
+        return None
+
+    def ack(self, received: Received) -> bool:
+        """Acknowledge the message (the queue removes it); False if its lease had run out."""
+        return self._locked(lambda: self._ack(received))
+
+    def _ack(self, received: Received) -> bool:
+        held = self._mine(received)
+        if held is None:
+            return False
+        self._consuming().basic_ack(held.tag)
+        del self._held[held.id]
+        return True
+
+    def extend(self, received: Received) -> bool:
+        """Lease the message for another ``visibility_timeout`` seconds."""
+        return self._locked(lambda: self._extend(received))
+
+    def _extend(self, received: Received) -> bool:
+        held = self._mine(received)
+        if held is None:
+            return False
+        held.leased_until = time.monotonic() + self.visibility_timeout
+        assert self._connection is not None
+        self._connection.process_data_events(0)  # keeps the heartbeats going
+        return True
+
+    def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
+        """Hand the message out again after ``retry_delay``, or dead-letter it."""
+        return self._locked(lambda: self._fail(received, error, retry))
+
+    def _fail(self, received: Received, error: str, retry: bool) -> bool:
+        held = self._mine(received)
+        if held is None:
+            return False
+        if not retry or held.attempts >= self.max_attempts:
+            self._bury(held, error)
+            return True
+        held.receipt = None
+        held.error = error
+        held.available_at = time.monotonic() + self.retry_delay
+        return False
+
+    def _bury(self, held: _Held, error: str) -> None:
+        letter = {
+            "id": held.id,
+            "thread_id": held.thread_id,
+            "message": held.body,
+            "attempts": held.attempts,
+            "error": error,
+            "dead_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        }
+        # Stored (confirmed) first, then acknowledged: a crash in between keeps two copies,
+        # never none.
+        self._publish(self.dead, letter, held.id, DEAD_LETTER_TYPE)
+        self._consuming().basic_ack(held.tag)
+        del self._held[held.id]
+        # Only the error's type: its message may quote the message's content.
+        logger.error(
+            "message %s of thread %s dead-lettered after %d attempts (%s); kept in queue %s",
+            held.id,
+            held.thread_id,
+            held.attempts,
+            error.partition(":")[0],
+            self.dead,
+        )
+
+    def dead_letters(self) -> list[DeadLetter]:
+        """Every dead-lettered message, oldest first (read and put back)."""
+        return self._locked(lambda: self._scan(None))
+
+    def redrive(self, message_id: str) -> bool:
+        """Send a dead letter again as a new message (at the end of the queue)."""
+        return bool(self._locked(lambda: self._scan(message_id)))
+
+    def _scan(self, redrive: str | None) -> list[DeadLetter]:
+        """Read the dead-letter queue; with ``redrive``, send that one back and remove it."""
+        channel = self._connect().channel()
+        letters: list[DeadLetter] = []
+        try:
+            while True:
+                method, properties, body = channel.basic_get(self.dead, auto_ack=False)
+                if method is None or properties is None or body is None:
+                    break
+                letter = _letter(properties, json.loads(body), self.max_attempts)
+                if redrive is not None and letter.id == redrive:
+                    self._publish(self.queue, letter.message, str(uuid.uuid4()))
+                    channel.basic_ack(method.delivery_tag)  # pyright: ignore[reportArgumentType]
+                    return [letter]
+                letters.append(letter)
+        finally:
+            # Closing the channel puts back every dead letter read and not redriven, in order.
+            with contextlib.suppress(pika.exceptions.AMQPError):
+                channel.close()  # pyright: ignore[reportUnknownMemberType]
+        return [] if redrive is not None else letters
+
+    def close(self) -> None:
+        """Close the connection (held messages go back to the queue). Safe to call twice."""
+        with self._lock:
+            self._drop()
+
+    def _drop(self) -> None:
+        connection = self._connection
+        self._connection = self._publisher = self._consumer = None
+        self._held.clear()
+        if connection is not None and connection.is_open:
+            with contextlib.suppress(pika.exceptions.AMQPError):
+                connection.close()
+
+    def __repr__(self) -> str:
+        return f"<RabbitMqEntry {self.name!r} queue={self.queue!r}>"
+
+
+def _letter(properties: pika.spec.BasicProperties, body: dict[str, Any], limit: int) -> DeadLetter:
+    if properties.type == DEAD_LETTER_TYPE:
+        return DeadLetter(
+            body["id"],
+            body["thread_id"],
+            body["message"],
+            body["attempts"],
+            body["error"],
+            body["dead_at"],
+        )
+    # Dead-lettered by the broker: delivered once more than the queue's delivery limit, and
+    # every consumer closed without settling it (the broker drops x-delivery-count then).
+    headers: Mapping[str, Any] = properties.headers or {}
+    deaths: list[dict[str, Any]] = headers.get("x-death") or [{}]
+    when = deaths[0].get("time")
+    dead_at = (
+        when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if isinstance(when, datetime) else ""
+    )
+    return DeadLetter(
+        properties.message_id or "",
+        str(body.get("thread_id")),
+        body,
+        limit + 1,
+        "delivery limit reached: never acknowledged (the hosts holding it closed or crashed)",
+        dead_at,
+    )
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -1,0 +1,132 @@
+"""The core entry-point conformance kit and the rabbitmq entry point's own behaviour, on RabbitMQ."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import pika
+import pytest
+
+from agent_wait.core import ConfigError, EntryPoint, entry
+from agent_wait.core.testing import EntryContract
+from agent_wait.rabbitmq import RabbitMqEntry
+
+
+def _drop(url: str, queue: str) -> None:
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    channel = connection.channel()
+    channel.queue_delete(queue)
+    channel.queue_delete(f"{queue}.dead")
+    channel.exchange_delete(f"{queue}.dead")
+    connection.close()
+
+
+@pytest.fixture
+def queue(amqp_url: str) -> Iterator[str]:
+    name = f"agent-wait-test-entry-{uuid.uuid4().hex[:12]}"
+    yield name
+    _drop(amqp_url, name)
+
+
+class TestRabbitMqEntry(EntryContract):
+    @pytest.fixture(autouse=True)
+    def _broker(self, amqp_url: str) -> Iterator[None]:
+        self.url = amqp_url
+        self.queues: list[str] = []
+        yield
+        for name in self.queues:
+            _drop(amqp_url, name)
+
+    def make_entry(
+        self, *, visibility_timeout: float, max_attempts: int, retry_delay: float
+    ) -> EntryPoint:
+        name = f"agent-wait-test-entry-{uuid.uuid4().hex[:12]}"
+        self.queues.append(name)
+        return RabbitMqEntry(
+            self.url,
+            queue=name,
+            visibility_timeout=visibility_timeout,
+            max_attempts=max_attempts,
+            retry_delay=retry_delay,
+        )
+
+
+def test_a_closed_host_hands_its_messages_to_the_next_in_order(amqp_url: str, queue: str) -> None:
+    first = entry("rabbitmq", url=amqp_url, queue=queue)
+    second = entry("rabbitmq", url=amqp_url, queue=queue)
+    try:
+        assert isinstance(first, RabbitMqEntry)
+        for n in range(3):
+            first.send({"thread_id": "t-1", "question_id": f"q{n}", "answer": n})
+        [head] = first.receive(10, wait=2.0)
+        assert head.message["question_id"] == "q0"
+        assert second.receive(10, wait=0.3) == [], "a second host got a message of the thread"
+        assert first.ack(head)
+        first.close()  # the host stops: what it held goes back to the queue, in order
+        [following] = second.receive(10, wait=3.0)
+        assert following.message["question_id"] == "q1"
+        # A delivery to a host that closed counts, even one still waiting its turn there.
+        assert following.attempt == 2
+        assert second.ack(following)
+        [last] = second.receive(10, wait=2.0)
+        assert last.message["question_id"] == "q2"
+        assert second.ack(last)
+    finally:
+        first.close()
+        second.close()
+
+
+def test_dead_letters_outlive_the_host_that_buried_them(amqp_url: str, queue: str) -> None:
+    with RabbitMqEntry(amqp_url, queue=queue, max_attempts=1) as host:
+        host.send({"thread_id": "t-1", "question_id": "q1", "answer": 1})
+        [received] = host.receive(wait=2.0)
+        assert host.fail(received, "RuntimeError: boom")
+    with RabbitMqEntry(amqp_url, queue=queue, max_attempts=1) as later:
+        [letter] = later.dead_letters()
+        assert (letter.thread_id, letter.attempts, letter.error) == ("t-1", 1, "RuntimeError: boom")
+        assert later.dead_letters() == [letter], "reading the dead letters removed them"
+        assert not later.redrive("no-such-id")
+
+
+def test_the_broker_dead_letters_what_crashing_consumers_never_settle(
+    amqp_url: str, queue: str
+) -> None:
+    with RabbitMqEntry(amqp_url, queue=queue, max_attempts=2) as host:
+        host.send({"thread_id": "t-1", "question_id": "q1", "answer": 1})
+        # Consumers that die holding the message, before any agent-wait host sees it.
+        for _ in range(3):
+            connection = pika.BlockingConnection(pika.URLParameters(amqp_url))
+            channel = connection.channel()
+            for method, _properties, _body in channel.consume(queue, inactivity_timeout=2.0):
+                assert method is not None, "the message was not delivered"
+                break
+            connection.close()
+        assert host.receive(wait=0.5) == []
+        [letter] = host.dead_letters()
+        assert (letter.thread_id, letter.message["question_id"]) == ("t-1", "q1")
+        assert letter.error.startswith("delivery limit reached")
+        assert letter.attempts == 3
+        assert host.redrive(letter.id)
+        [again] = host.receive(wait=2.0)
+        assert (again.message["question_id"], again.attempt) == ("q1", 1)
+        assert host.ack(again)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("queue", ""), ("prefetch", 0), ("max_attempts", 0), ("retry_delay", -1), ("timeout", "5")],
+)
+def test_bad_options_name_the_option_and_value(option: str, value: object) -> None:
+    with pytest.raises(ConfigError, match=f"option {option}: .*{value!r}"):
+        entry("rabbitmq", **{option: value})
+
+
+def test_an_unreachable_broker_never_shows_the_password(closed_port: int) -> None:
+    with (
+        RabbitMqEntry(f"amqp://user:s3cret@127.0.0.1:{closed_port}/", timeout=1) as unreachable,
+        pytest.raises(ConnectionError) as raised,
+    ):
+        unreachable.send({"thread_id": "t", "question_id": "q", "answer": 1})
+    assert "s3cret" not in str(raised.value)
+    assert "127.0.0.1" in str(raised.value)
