@@ -9,6 +9,7 @@ import pytest
 from agent_wait.core import ConfigError, EntryPoint, entry
 from agent_wait.core.testing import EntryContract
 from agent_wait.nats import NatsEntry
+from tests.entry_serving import check_serve_loop
 from tests.nats.conftest import Admin, unique
 
 
@@ -106,3 +107,11 @@ def test_an_unreachable_server_never_shows_the_password(closed_port: int) -> Non
         unreachable.send({"thread_id": "t", "question_id": "q", "answer": 1})
     assert "s3cret" not in str(raised.value)
     assert "127.0.0.1" in str(raised.value)
+
+
+def test_the_serve_loop_keeps_each_thread_in_order(nats_url: str, named: tuple[str, str]) -> None:
+    stream, subject = named
+    with NatsEntry(
+        nats_url, stream=stream, subject=subject, max_attempts=2, retry_delay=0, hold_delay=0.05
+    ) as served:
+        check_serve_loop(served)

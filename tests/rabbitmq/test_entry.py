@@ -11,6 +11,7 @@ import pytest
 from agent_wait.core import ConfigError, EntryPoint, entry
 from agent_wait.core.testing import EntryContract
 from agent_wait.rabbitmq import RabbitMqEntry
+from tests.entry_serving import check_serve_loop
 
 
 def _drop(url: str, queue: str) -> None:
@@ -130,3 +131,8 @@ def test_an_unreachable_broker_never_shows_the_password(closed_port: int) -> Non
         unreachable.send({"thread_id": "t", "question_id": "q", "answer": 1})
     assert "s3cret" not in str(raised.value)
     assert "127.0.0.1" in str(raised.value)
+
+
+def test_the_serve_loop_keeps_each_thread_in_order(amqp_url: str, queue: str) -> None:
+    with RabbitMqEntry(amqp_url, queue=queue, max_attempts=2, retry_delay=0) as served:
+        check_serve_loop(served)

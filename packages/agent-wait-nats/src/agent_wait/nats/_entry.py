@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -144,6 +145,7 @@ class NatsEntry(EntryPoint):
         self.bucket = f"{stream}_ATTEMPTS"
         self._runner: _LoopThread | None = None
         self._session: _Session | None = None
+        self._opening: asyncio.Lock | None = None
 
     # -- plumbing: one connection on a private loop thread, set up on first use --
 
@@ -153,9 +155,14 @@ class NatsEntry(EntryPoint):
         return self._runner.run(self._with_session(action))
 
     async def _with_session(self, action: Any) -> Any:
-        if self._session is None or self._session.closed:
-            self._session = await self._open()
-        return await action(self._session)
+        if self._opening is None:
+            self._opening = asyncio.Lock()  # on the private loop, its only user
+        async with self._opening:
+            # Calls from several threads share the loop: one of them connects.
+            if self._session is None or self._session.closed:
+                self._session = await self._open()
+            session = self._session
+        return await action(session)
 
     async def _open(self) -> _Session:
         try:
@@ -442,6 +449,7 @@ class NatsEntry(EntryPoint):
         """Close the connection and stop the private loop thread. Safe to call more than once."""
         runner, self._runner = self._runner, None
         session, self._session = self._session, None
+        self._opening = None  # bound to the loop that stops here
         if runner is None:
             return
         try:
