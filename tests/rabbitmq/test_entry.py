@@ -108,6 +108,7 @@ def test_the_broker_dead_letters_what_crashing_consumers_never_settle(
         assert (letter.thread_id, letter.message["question_id"]) == ("t-1", "q1")
         assert letter.error.startswith("delivery limit reached")
         assert letter.attempts == 3
+        assert letter.dead_at.endswith("Z"), letter.dead_at
         assert host.redrive(letter.id)
         [again] = host.receive(wait=2.0)
         assert (again.message["question_id"], again.attempt) == ("q1", 1)

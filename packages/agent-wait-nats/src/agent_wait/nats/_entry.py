@@ -23,7 +23,14 @@ try:
 except ImportError as error:  # pragma: no cover - the distribution depends on nats-py
     raise ImportError("NatsEntry needs nats-py: pip install agent-wait-nats") from error
 
-from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
+from agent_wait.core import (
+    ConfigError,
+    DeadLetter,
+    EntryPoint,
+    Received,
+    format_utc,
+    parse_message,
+)
 from agent_wait.nats._announcer import (
     DEFAULT_URL,
     _LoopThread,  # pyright: ignore[reportPrivateUsage]
@@ -39,10 +46,6 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _SUBJECT = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 _ACK = b"+ACK"
 _PROGRESS = b"+WPI"
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _token(thread_id: str) -> str:
@@ -378,7 +381,7 @@ class NatsEntry(EntryPoint):
             "thread_id": thread_id,
             "attempts": attempts,
             "error": error,
-            "dead_at": _now(),
+            "dead_at": format_utc(datetime.now(UTC)),
         }
         data = json.dumps(letter, ensure_ascii=False, separators=(",", ":")).encode()
         # Stored first, then removed from the queue: a crash in between buries it twice (one

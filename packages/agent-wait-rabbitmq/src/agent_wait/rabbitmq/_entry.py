@@ -21,7 +21,14 @@ try:
 except ImportError as error:  # pragma: no cover - the distribution depends on pika
     raise ImportError("RabbitMqEntry needs pika: pip install agent-wait-rabbitmq") from error
 
-from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
+from agent_wait.core import (
+    ConfigError,
+    DeadLetter,
+    EntryPoint,
+    Received,
+    format_utc,
+    parse_message,
+)
 from agent_wait.core.transport import redact_url
 
 logger = logging.getLogger("agent_wait.rabbitmq.entry")
@@ -350,7 +357,7 @@ class RabbitMqEntry(EntryPoint):
             "message": held.body,
             "attempts": held.attempts,
             "error": error,
-            "dead_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "dead_at": format_utc(datetime.now(UTC)),
         }
         # Stored (confirmed) first, then acknowledged: a crash in between keeps two copies,
         # never none.
@@ -428,9 +435,7 @@ def _letter(properties: pika.spec.BasicProperties, body: dict[str, Any], limit: 
     headers: Mapping[str, Any] = properties.headers or {}
     deaths: list[dict[str, Any]] = headers.get("x-death") or [{}]
     when = deaths[0].get("time")
-    dead_at = (
-        when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if isinstance(when, datetime) else ""
-    )
+    dead_at = format_utc(when) if isinstance(when, datetime) else ""
     return DeadLetter(
         properties.message_id or "",
         str(body.get("thread_id")),
