@@ -46,6 +46,8 @@ _NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _SUBJECT = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 _ACK = b"+ACK"
 _PROGRESS = b"+WPI"
+# Seconds a pull request waits when the caller does not: nats-py needs a positive timeout.
+_QUICK = 0.05
 
 
 def _token(thread_id: str) -> str:
@@ -239,19 +241,27 @@ class NatsEntry(EntryPoint):
 
     async def _receive(self, session: _Session, limit: int, wait: float) -> list[Received]:
         deadline = time.monotonic() + wait
+        handed: list[Received] = []
+        fetched = 0
         while True:
             remaining = deadline - time.monotonic()
+            # One message per pull request: a request for more stays open on the server after
+            # this call returns and takes messages (a held-back one coming round again) that
+            # nobody here hands out until ack_wait runs out. The first waits; the rest only
+            # take what is there.
+            quick = handed or remaining <= 0
             try:
-                # A short fetch when not waiting: nats-py needs a positive timeout.
-                fetched = await session.sub.fetch(limit, timeout=max(remaining, 0.05))
+                [msg] = await session.sub.fetch(1, timeout=_QUICK if quick else remaining)
             except nats.errors.TimeoutError:
-                fetched: list[Msg] = []
-            handed: list[Received] = []
-            for msg in fetched:
-                received = await self._admit(session, msg)
-                if received is not None:
-                    handed.append(received)
-            if handed or deadline - time.monotonic() <= 0:
+                if quick:
+                    return handed
+                continue
+            fetched += 1
+            received = await self._admit(session, msg)
+            if received is not None:
+                handed.append(received)
+            # Held-back messages come round again: stop after a batch's worth past the wait.
+            if len(handed) >= limit or (quick and fetched >= 2 * limit):
                 return handed
 
     async def _admit(self, session: _Session, msg: Msg) -> Received | None:
