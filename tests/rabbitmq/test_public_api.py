@@ -6,7 +6,11 @@ import agent_wait.rabbitmq
 
 
 def test_public_api() -> None:
-    assert sorted(agent_wait.rabbitmq.__all__) == ["RabbitMqAnnounce", "RabbitMqEntry", "RabbitMqOptions"]
+    assert sorted(agent_wait.rabbitmq.__all__) == [
+        "RabbitMqAnnounce",
+        "RabbitMqEntry",
+        "RabbitMqOptions",
+    ]
 
 
 def test_plugin_registers_rabbitmq_without_importing_pika() -> None:

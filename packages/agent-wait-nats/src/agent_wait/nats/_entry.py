@@ -31,11 +31,9 @@ from agent_wait.core import (
     format_utc,
     parse_message,
 )
-from agent_wait.nats._announcer import (
-    DEFAULT_URL,
-    _LoopThread,  # pyright: ignore[reportPrivateUsage]
-    _servers,  # pyright: ignore[reportPrivateUsage]
-)
+from agent_wait.core.options import redact
+from agent_wait.nats._announcer import _LoopThread  # pyright: ignore[reportPrivateUsage]
+from agent_wait.nats._options import DEFAULT_URL, SCHEMES, servers
 
 logger = logging.getLogger("agent_wait.nats.entry")
 
@@ -108,7 +106,13 @@ class NatsEntry(EntryPoint):
         hold_delay: float = 0.2,
         timeout: float = 5.0,
     ) -> None:
-        self.servers = _servers(url)
+        found = servers(list(url) if not isinstance(url, str) else url)
+        if not found or not all(server.startswith(SCHEMES) for server in found):
+            raise ConfigError(
+                f"nats entry point option url: expected {'/'.join(SCHEMES)} URLs "
+                f"(comma-separated or a list), got {redact(url)!r}"
+            )
+        self.servers = found
         for option, value in (("stream", stream), ("durable", durable)):
             if not isinstance(value, str) or not _NAME.match(value):  # pyright: ignore[reportUnnecessaryIsInstance]
                 raise ConfigError(
@@ -179,9 +183,7 @@ class NatsEntry(EntryPoint):
                 reconnect_time_wait=0.25,  # pyright: ignore[reportArgumentType]
             )
         except (TimeoutError, nats.errors.NoServersError, OSError) as error:
-            from agent_wait.core.transport import redact_url
-
-            shown = ", ".join(redact_url(s) for s in self.servers)
+            shown = ", ".join(redact(s) for s in self.servers)
             raise ConnectionError(f"cannot reach NATS at {shown}: {error!r}") from None
         js = client.jetstream(timeout=self.timeout)  # pyright: ignore[reportUnknownMemberType]
         try:

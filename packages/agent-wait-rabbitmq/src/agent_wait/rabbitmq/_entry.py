@@ -29,7 +29,7 @@ from agent_wait.core import (
     format_utc,
     parse_message,
 )
-from agent_wait.core.transport import redact_url
+from agent_wait.core.options import redact
 
 logger = logging.getLogger("agent_wait.rabbitmq.entry")
 
@@ -105,7 +105,7 @@ class RabbitMqEntry(EntryPoint):
         timeout: float = 5.0,
     ) -> None:
         if not isinstance(url, str) or not url.startswith(("amqp://", "amqps://")):  # pyright: ignore[reportUnnecessaryIsInstance]
-            shown = redact_url(url) if isinstance(url, str) else type(url).__name__  # pyright: ignore[reportUnnecessaryIsInstance]
+            shown = redact(url) if isinstance(url, str) else type(url).__name__  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
                 f"rabbitmq entry point option url: expected an amqp:// or amqps:// URL, got {shown!r}"
             )
@@ -161,7 +161,7 @@ class RabbitMqEntry(EntryPoint):
             connection = pika.BlockingConnection(parameters)
         except pika.exceptions.AMQPError as error:
             raise ConnectionError(
-                f"cannot reach RabbitMQ at {redact_url(self.url)}: {type(error).__name__}"
+                f"cannot reach RabbitMQ at {redact(self.url)}: {type(error).__name__}"
             ) from None
         self._connection = connection
         if self.declare:
