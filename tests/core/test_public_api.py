@@ -75,6 +75,7 @@ def test_public_api() -> None:
         "build_envelope",
         "cancel",
         "canonical_json",
+        "closing_status",
         "default_announcers",
         "default_approver",
         "default_entry",

@@ -83,7 +83,13 @@ if TYPE_CHECKING:
     from agent_wait.core._sqlite_entry import SqliteEntry
     from agent_wait.core._sqlite_store import SqliteQuestionStore
     from agent_wait.core._storable import storable_problem
-    from agent_wait.core._store import QuestionStatus, QuestionStore, StoredQuestion, Transition
+    from agent_wait.core._store import (
+        QuestionStatus,
+        QuestionStore,
+        StoredQuestion,
+        Transition,
+        closing_status,
+    )
     from agent_wait.core._trust import AnswerTrust
     from agent_wait.core._wait import (
         PAYLOAD_KEY,
@@ -142,6 +148,7 @@ _LAZY = {
     "QuestionClosed": "agent_wait.core._answering",
     "QuestionNotFound": "agent_wait.core._answering",
     "QuestionStatus": "agent_wait.core._store",
+    "closing_status": "agent_wait.core._store",
     "QuestionStore": "agent_wait.core._store",
     "QuestionTooLarge": "agent_wait.core._errors",
     "Received": "agent_wait.core._entry",
@@ -264,6 +271,7 @@ __all__ = [
     "build_envelope",
     "cancel",
     "canonical_json",
+    "closing_status",
     "default_announcers",
     "default_approver",
     "default_entry",

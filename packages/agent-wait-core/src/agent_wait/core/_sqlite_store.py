@@ -12,7 +12,13 @@ from typing import Any, Self
 
 from agent_wait.core._models import WaitEnvelope, format_utc
 from agent_wait.core._sqlite import DEFAULT_TABLE, _Store  # pyright: ignore[reportPrivateUsage]
-from agent_wait.core._store import CLOSED, QuestionStatus, StoredQuestion, Transition, parse_now
+from agent_wait.core._store import (
+    QuestionStatus,
+    StoredQuestion,
+    Transition,
+    closing_status,
+    parse_now,
+)
 
 _SELECT = "SELECT envelope, status, answered_at, answered_by, answer FROM"
 
@@ -94,13 +100,7 @@ class SqliteQuestionStore:
             ValueError: ``status`` is not a closed state, or ``by`` is empty.
             LookupError: No such question.
         """
-        status = QuestionStatus(status)
-        if status not in CLOSED:
-            raise ValueError(
-                f"status: expected one of {sorted(s.value for s in CLOSED)}, got {status.value!r}"
-            )
-        if not isinstance(by, str) or not by.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f"by: expected who closes the question, got {by!r}")
+        status = closing_status(status, by)
         stamp = format_utc(parse_now(at))
         text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
         key = (f"THREAD#{thread_id}", f"WAIT#{question_id}")

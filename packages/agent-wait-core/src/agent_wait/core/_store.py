@@ -96,6 +96,25 @@ def parse_now(now: datetime | str | None) -> datetime:
     return now
 
 
+def closing_status(status: QuestionStatus | str, by: str) -> QuestionStatus:
+    """Check the arguments of a ``QuestionStore.transition`` before it touches storage.
+
+    Returns:
+        ``status`` as a ``QuestionStatus``.
+
+    Raises:
+        ValueError: ``status`` is not a closed state, or ``by`` is empty.
+    """
+    status = QuestionStatus(status)
+    if status not in CLOSED:
+        raise ValueError(
+            f"status: expected one of {sorted(s.value for s in CLOSED)}, got {status.value!r}"
+        )
+    if not isinstance(by, str) or not by.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(f"by: expected who closes the question, got {by!r}")
+    return status
+
+
 @runtime_checkable
 class QuestionStore(Protocol):
     """Where questions live and are closed. The sqlite store is the embedded default."""

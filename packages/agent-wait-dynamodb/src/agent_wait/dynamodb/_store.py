@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol, cast
 
-from agent_wait.core import QuestionStatus, StoredQuestion, Transition, format_utc
+from agent_wait.core import QuestionStatus, StoredQuestion, Transition, closing_status, format_utc
 from agent_wait.dynamodb._announcer import _already_written  # pyright: ignore[reportPrivateUsage]
 from agent_wait.dynamodb._table import (
     INDEX_NAME,
@@ -22,8 +22,6 @@ try:
     from botocore.exceptions import ClientError
 except ImportError as error:  # pragma: no cover - the distribution depends on boto3
     raise ImportError("the DynamoDB store needs boto3: pip install agent-wait-dynamodb") from error
-
-_CLOSED = (QuestionStatus.ANSWERED, QuestionStatus.EXPIRED, QuestionStatus.CANCELLED)
 
 
 class DynamoDbQuestionStore:
@@ -103,13 +101,7 @@ class DynamoDbQuestionStore:
             ValueError: ``status`` is not a closed state, or ``by`` is empty.
             LookupError: No such question.
         """
-        status = QuestionStatus(status)
-        if status not in _CLOSED:
-            raise ValueError(
-                f"status: expected one of {sorted(s.value for s in _CLOSED)}, got {status.value!r}"
-            )
-        if not isinstance(by, str) or not by.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f"by: expected who closes the question, got {by!r}")
+        status = closing_status(status, by)
         stamp = format_utc(_moment(at))
         # Numbers as DynamoDB stores them (Decimal), as the announcer writes the envelope.
         stored = json.loads(json.dumps(answer), parse_float=Decimal)

@@ -17,6 +17,7 @@ from agent_wait.core import (
     StoredQuestion,
     Transition,
     WaitEnvelope,
+    closing_status,
     format_utc,
 )
 from agent_wait.postgres._options import DEFAULT_TABLE
@@ -32,7 +33,6 @@ _LIFECYCLE: dict[str, LiteralString] = {
     "answered_by": "text",
     "answer": "jsonb",
 }
-_CLOSED = (QuestionStatus.ANSWERED, QuestionStatus.EXPIRED, QuestionStatus.CANCELLED)
 
 
 class PostgresQuestionStore:
@@ -136,13 +136,7 @@ class PostgresQuestionStore:
             ValueError: ``status`` is not a closed state, or ``by`` is empty.
             LookupError: No such question.
         """
-        status = QuestionStatus(status)
-        if status not in _CLOSED:
-            raise ValueError(
-                f"status: expected one of {sorted(s.value for s in _CLOSED)}, got {status.value!r}"
-            )
-        if not isinstance(by, str) or not by.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f"by: expected who closes the question, got {by!r}")
+        status = closing_status(status, by)
         # Whole seconds, like every timestamp of the contract.
         stamp = moment(at).replace(microsecond=0)
         key = [f"THREAD#{thread_id}", f"WAIT#{question_id}"]
