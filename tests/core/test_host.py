@@ -72,8 +72,10 @@ def test_public_module() -> None:
         "Step",
         "Waiting",
         "ahandle_message",
+        "aserve_host",
         "handle_message",
         "plan",
+        "serve_host",
     ]
     assert core_host.Handled is Handled
 

@@ -33,6 +33,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_wait.core._entry import EntryPoint, Received
+from agent_wait.core._publish import Announce
 
 logger = logging.getLogger("agent_wait.core.serve")
 
@@ -267,3 +268,45 @@ async def aserve_entry(
             entry.close()
     logger.info("stopped: %s", settler.report)
     return settler.report
+
+
+def serve_host(
+    handle_message: Callable[..., object],
+    runnable: object,
+    entry: EntryPoint | None = None,
+    announce: Announce = None,
+    *,
+    concurrency: int = 4,
+    wait: float = 1.0,
+    stop: threading.Event | None = None,
+    **host_options: Any,
+) -> ServeReport:
+    """A framework's ``serve``: :func:`serve_entry` with its ``handle_message`` bound.
+
+    Each message is handled with ``handle_message(runnable, message, announce, strict=True,
+    **host_options)``: strict, so a failed publish raises and the message is handed out again.
+    """
+
+    def handle(message: dict[str, Any]) -> object:
+        return handle_message(runnable, message, announce, strict=True, **host_options)
+
+    return serve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+
+
+async def aserve_host(
+    ahandle_message: Callable[..., Awaitable[object]],
+    runnable: object,
+    entry: EntryPoint | None = None,
+    announce: Announce = None,
+    *,
+    concurrency: int = 4,
+    wait: float = 1.0,
+    stop: asyncio.Event | None = None,
+    **host_options: Any,
+) -> ServeReport:
+    """Async :func:`serve_host`: :func:`aserve_entry` with ``ahandle_message`` bound."""
+
+    async def handle(message: dict[str, Any]) -> object:
+        return await ahandle_message(runnable, message, announce, strict=True, **host_options)
+
+    return await aserve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)

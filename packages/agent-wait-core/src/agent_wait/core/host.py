@@ -9,7 +9,9 @@ decide and act: start, resume, republish, duplicate, unknown question, invalid a
 publish what the run parked on, and report every answer's outcome to ``answer_handled`` hooks.
 :class:`AnswerTrust` is what a host demands of an answer first (a signed token, not late, an
 allowed action); every framework's ``handle_message`` takes it as ``trust=``.
-:func:`plan` is the decision itself, free of IO. Application code does not need this module.
+:func:`plan` is the decision itself, free of IO. :func:`serve_host` / :func:`aserve_host` run a
+framework's ``handle_message`` on every message of an entry point (each framework's ``serve``).
+Application code does not need this module.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from agent_wait.core._host import (
 )
 from agent_wait.core._publish import Clock
 from agent_wait.core._trust import AnswerTrust
+from agent_wait.core._worker import aserve_host, serve_host
 
 __all__ = [
     "AnswerTrust",
@@ -42,6 +45,8 @@ __all__ = [
     "Step",
     "Waiting",
     "ahandle_message",
+    "aserve_host",
     "handle_message",
     "plan",
+    "serve_host",
 ]

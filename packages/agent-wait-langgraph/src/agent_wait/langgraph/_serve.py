@@ -6,7 +6,8 @@ import asyncio
 import threading
 from typing import Any
 
-from agent_wait.core import Announce, EntryPoint, ServeReport, aserve_entry, serve_entry
+from agent_wait.core import Announce, EntryPoint, ServeReport
+from agent_wait.core.host import aserve_host, serve_host
 from agent_wait.langgraph._host import ahandle_message, handle_message
 
 
@@ -41,11 +42,16 @@ def serve(
     Returns:
         What was acknowledged, retried and dead-lettered.
     """
-
-    def handle(message: dict[str, Any]) -> object:
-        return handle_message(graph, message, announce, strict=True, **host_options)
-
-    return serve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+    return serve_host(
+        handle_message,
+        graph,
+        entry,
+        announce,
+        concurrency=concurrency,
+        wait=wait,
+        stop=stop,
+        **host_options,
+    )
 
 
 async def aserve(
@@ -59,8 +65,13 @@ async def aserve(
     **host_options: Any,
 ) -> ServeReport:
     """Async :func:`serve` with :func:`ahandle_message` (async checkpointers, nodes and tools)."""
-
-    async def handle(message: dict[str, Any]) -> object:
-        return await ahandle_message(graph, message, announce, strict=True, **host_options)
-
-    return await aserve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+    return await aserve_host(
+        ahandle_message,
+        graph,
+        entry,
+        announce,
+        concurrency=concurrency,
+        wait=wait,
+        stop=stop,
+        **host_options,
+    )

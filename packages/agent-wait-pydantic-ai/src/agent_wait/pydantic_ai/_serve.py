@@ -6,7 +6,8 @@ import asyncio
 import threading
 from typing import Any
 
-from agent_wait.core import Announce, EntryPoint, ServeReport, aserve_entry, serve_entry
+from agent_wait.core import Announce, EntryPoint, ServeReport
+from agent_wait.core.host import aserve_host, serve_host
 from agent_wait.pydantic_ai._history import HistoryStore
 from agent_wait.pydantic_ai._host import ahandle_message, handle_message
 from pydantic_ai import Agent
@@ -42,13 +43,17 @@ def serve(
         stop: Set it to stop the worker from another thread.
         host_options: ``reply_to``, ``clock`` and run options for :func:`handle_message`.
     """
-
-    def handle(message: dict[str, Any]) -> object:
-        return handle_message(
-            agent, message, announce, history=history, strict=True, **host_options
-        )
-
-    return serve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+    return serve_host(
+        handle_message,
+        agent,
+        entry,
+        announce,
+        concurrency=concurrency,
+        wait=wait,
+        stop=stop,
+        history=history,
+        **host_options,
+    )
 
 
 async def aserve(
@@ -63,10 +68,14 @@ async def aserve(
     **host_options: Any,
 ) -> ServeReport:
     """Async :func:`serve` with :func:`ahandle_message`."""
-
-    async def handle(message: dict[str, Any]) -> object:
-        return await ahandle_message(
-            agent, message, announce, history=history, strict=True, **host_options
-        )
-
-    return await aserve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+    return await aserve_host(
+        ahandle_message,
+        agent,
+        entry,
+        announce,
+        concurrency=concurrency,
+        wait=wait,
+        stop=stop,
+        history=history,
+        **host_options,
+    )

@@ -7,7 +7,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from agent_wait.core import Announce, EntryPoint, ServeReport, aserve_entry, serve_entry
+from agent_wait.core import Announce, EntryPoint, ServeReport
+from agent_wait.core.host import aserve_host, serve_host
 from agent_wait.strands._host import AgentFactory, ahandle_message, handle_message
 from strands import Agent
 
@@ -40,11 +41,16 @@ def serve(
         stop: Set it to stop the worker from another thread.
         host_options: ``reply_to``, ``clock``, ``prompt``: passed to :func:`handle_message`.
     """
-
-    def handle(message: dict[str, Any]) -> object:
-        return handle_message(agent_factory, message, announce, strict=True, **host_options)
-
-    return serve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+    return serve_host(
+        handle_message,
+        agent_factory,
+        entry,
+        announce,
+        concurrency=concurrency,
+        wait=wait,
+        stop=stop,
+        **host_options,
+    )
 
 
 async def aserve(
@@ -58,8 +64,13 @@ async def aserve(
     **host_options: Any,
 ) -> ServeReport:
     """Async :func:`serve` with :func:`ahandle_message` (``agent_factory`` may be async)."""
-
-    async def handle(message: dict[str, Any]) -> object:
-        return await ahandle_message(agent_factory, message, announce, strict=True, **host_options)
-
-    return await aserve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+    return await aserve_host(
+        ahandle_message,
+        agent_factory,
+        entry,
+        announce,
+        concurrency=concurrency,
+        wait=wait,
+        stop=stop,
+        **host_options,
+    )
