@@ -18,6 +18,7 @@ def test_public_api() -> None:
         "AnswerTrust",
         "BaseAnnounce",
         "BatchEntryFailed",
+        "Closing",
         "ConfigError",
         "Correlation",
         "DeadLetter",

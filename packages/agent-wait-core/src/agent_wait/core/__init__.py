@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     )
     from agent_wait.core._batching import BatchEntryFailed
     from agent_wait.core._canonical import canonical_json, derive_question_id, to_jsonable
+    from agent_wait.core._closing import Closing
     from agent_wait.core._config import AgentWaitConfig, default_announcers, load_config
     from agent_wait.core._durations import parse_duration
     from agent_wait.core._entries import default_entry, entry
@@ -119,6 +120,7 @@ _LAZY = {
     "AnswerTrust": "agent_wait.core._trust",
     "BaseAnnounce": "agent_wait.core._announce",
     "BatchEntryFailed": "agent_wait.core._batching",
+    "Closing": "agent_wait.core._closing",
     "ConfigError": "agent_wait.core._errors",
     "Correlation": "agent_wait.core._policy",
     "DeadLetter": "agent_wait.core._entry",
@@ -216,6 +218,7 @@ __all__ = [
     "AnswerTrust",
     "BaseAnnounce",
     "BatchEntryFailed",
+    "Closing",
     "ConfigError",
     "Correlation",
     "DeadLetter",

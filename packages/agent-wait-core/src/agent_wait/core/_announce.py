@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, fields
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+from agent_wait.core._closing import Closing
 from agent_wait.core._models import WaitEnvelope
 
 if TYPE_CHECKING:
@@ -32,7 +33,7 @@ DeliveryOutcome = Receipt | BaseException | None
 exception."""
 
 
-class BaseAnnounce:
+class BaseAnnounce(Closing):
     """Base class of every announcer.
 
     Subclass it and write :meth:`deliver`. Override :meth:`adeliver` for a native async client,
@@ -118,17 +119,6 @@ class BaseAnnounce:
 
     async def aclose(self) -> None:
         """Async :meth:`close`."""
-        self.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
         self.close()
 
     async def __aenter__(self) -> Self:

@@ -17,9 +17,9 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
+from agent_wait.core._closing import Closing
 from agent_wait.core._models import parse_message
 
 logger = logging.getLogger("agent_wait.core.entry")
@@ -76,7 +76,7 @@ def check_message(message: Mapping[str, Any]) -> dict[str, Any]:
     return dict(message)
 
 
-class EntryPoint(ABC):
+class EntryPoint(Closing, ABC):
     """Base class of entry points. Subclasses implement the abstract methods.
 
     Attributes:
@@ -136,19 +136,8 @@ class EntryPoint(ABC):
     def redrive(self, message_id: str) -> bool:
         """Put a dead-lettered message back, as if new; False if there is no such dead letter."""
 
-    def close(self) -> None:  # noqa: B027 - optional hook, most entry points hold connections
+    def close(self) -> None:
         """Release connections. Safe to call more than once."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"

@@ -18,12 +18,12 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from pydantic import Field, field_validator
 
 from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome
+from agent_wait.core._closing import Closing
 from agent_wait.core._models import WaitEnvelope, format_utc
 from agent_wait.core._options import AnnouncerOptions, Seconds
 from agent_wait.core._store import parse_now
@@ -339,7 +339,7 @@ class SqliteAnnounce(BaseAnnounce):
         return f"<SqliteAnnounce {self.name!r} path={str(self.path)!r}>"
 
 
-class SqliteInbox:
+class SqliteInbox(Closing):
     """Read and update the questions a :class:`SqliteAnnounce` wrote (the consumer side).
 
     Args:
@@ -415,14 +415,3 @@ class SqliteInbox:
     def close(self) -> None:
         """Close the connection. Safe to call more than once."""
         self._store.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()

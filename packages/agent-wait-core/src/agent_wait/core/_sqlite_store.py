@@ -7,9 +7,9 @@ import os
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
+from agent_wait.core._closing import Closing
 from agent_wait.core._models import WaitEnvelope, format_utc
 from agent_wait.core._sqlite import DEFAULT_TABLE, _Store  # pyright: ignore[reportPrivateUsage]
 from agent_wait.core._store import (
@@ -23,7 +23,7 @@ from agent_wait.core._store import (
 _SELECT = "SELECT envelope, status, answered_at, answered_by, answer FROM"
 
 
-class SqliteQuestionStore:
+class SqliteQuestionStore(Closing):
     """The questions of a sqlite inbox and their lifecycle (:class:`QuestionStore`).
 
     It reads and updates the table :class:`SqliteAnnounce` writes, in the same database file:
@@ -141,17 +141,6 @@ class SqliteQuestionStore:
     def close(self) -> None:
         """Close the connection. Safe to call more than once."""
         self._store.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<SqliteQuestionStore path={str(self.path)!r} table={self._table!r}>"

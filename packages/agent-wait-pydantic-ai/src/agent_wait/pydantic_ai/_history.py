@@ -13,9 +13,9 @@ import sqlite3
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Protocol, Self, runtime_checkable
+from typing import Protocol, runtime_checkable
 
+from agent_wait.core import Closing
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
@@ -66,7 +66,7 @@ class InMemoryHistory:
             self._data[thread_id] = data
 
 
-class SqliteHistory:
+class SqliteHistory(Closing):
     """Histories in a SQLite table: one row per thread, the history as JSON.
 
     One connection per store, shared by threads under a lock and opened on first use, in WAL
@@ -143,17 +143,6 @@ class SqliteHistory:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"<SqliteHistory {str(self.path)!r} table={self.table!r}>"
