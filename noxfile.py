@@ -311,3 +311,10 @@ def demo(session: nox.Session) -> None:
         env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
     )
     session.run("python", "docs/examples/langgraph_refund.py", *session.posargs)
+
+
+@nox.session(python="3.11")
+def screenshots(session: nox.Session) -> None:
+    """Regenerate the inbox screenshots under docs/images (needs Debian's chromium)."""
+    _sync(session, "test")
+    session.run("python", "-m", "tests.inbox.screenshots", "docs/images")

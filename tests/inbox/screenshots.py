@@ -2,7 +2,8 @@
 
 Sample questions in a fresh inbox file, ``agent-wait inbox serve --no-auth`` on it, and the
 system Chromium (Playwright) saving ``inbox-list.png`` and ``inbox-detail.png`` (default:
-``docs/images``). Ready to be a nox session; tests/inbox/test_screenshots.py runs it.
+``docs/images``). ``nox -s screenshots`` regenerates the committed ones;
+tests/inbox/test_screenshots.py checks that it works.
 """
 
 from __future__ import annotations
