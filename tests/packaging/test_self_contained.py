@@ -14,9 +14,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 SCOPE = ["packages", "docs", "tests", "README.md", "CONTRIBUTING.md", "CHANGELOG.md"]
+# The words a citation uses, assembled from parts so that this file never quotes one itself.
+SPEC, TRACKER, OUTSIDE = "se" + "ed", "iss" + "ue", "sha" + "red/"
+FRAMEWORK_NOTES, TRANSPORT_NOTES = "FRAMEWORK" + "_FACTS", "TRANSPORT" + "_FACTS"
+SECTION_SIGN = chr(0xA7)
 CITATION = re.compile(
-    r"seed ?(section|0|§)|seed's|the seed|seeds|seed[-_ ](section|verbatim|fields|envelope|examples?"
-    r"|messages)|the_seed|FRAMEWORK_FACTS|TRANSPORT_FACTS|issue ?#?[0-9]|shared/|this issue|§",
+    rf"{SPEC} ?(section|0|{SECTION_SIGN})|{SPEC}'s|the {SPEC}|{SPEC}s"
+    rf"|{SPEC}[-_ ](section|verbatim|fields|envelope|examples?|messages)|the_{SPEC}"
+    rf"|{FRAMEWORK_NOTES}|{TRANSPORT_NOTES}|{TRACKER} ?#?[0-9]|{OUTSIDE}|this {TRACKER}"
+    rf"|{SECTION_SIGN}",
     re.IGNORECASE,
 )
 RANDOM_SEED = re.compile(r"seed=|SOAK_SEED|random\.seed", re.IGNORECASE)
@@ -39,7 +45,7 @@ def _files() -> list[Path]:
             for path in ([ROOT / entry] if (ROOT / entry).is_file() else (ROOT / entry).rglob("*"))
             if path.is_file() and "__pycache__" not in path.parts
         ]
-    return [p for p in paths if p.suffix not in BINARY and p != Path(__file__).resolve()]
+    return [p for p in paths if p.suffix not in BINARY]
 
 
 def citations(text: str) -> list[str]:
@@ -53,17 +59,17 @@ def citations(text: str) -> list[str]:
 @pytest.mark.parametrize(
     "line",
     [
-        '"""The recommended inbound answer (seed section 2)."""',
-        "# Seed 000 section 1: the envelope's fields",
-        "batched questions (seed 001 §2)",
-        "def test_envelope_follows_the_seed(self) -> None:",
-        "SEED_FIELDS = [",
-        "def test_a_host_following_the_seed_verbatim_works() -> None:",
-        "(FRAMEWORK_FACTS sections 1-2)",
-        "see TRANSPORT_FACTS",
-        "costs little more than the function (issue 7).",
-        "## What issue #12 changed",
-        "/work/shared/seeds/000_formats.txt",
+        f'"""The recommended inbound answer ({SPEC} section 2)."""',
+        f"# {SPEC.title()} 000 section 1: the envelope's fields",
+        f"batched questions ({SPEC} 001 {SECTION_SIGN}2)",
+        f"def test_envelope_follows_the_{SPEC}(self) -> None:",
+        f"{SPEC.upper()}_FIELDS = [",
+        f"def test_a_host_following_the_{SPEC}_verbatim_works() -> None:",
+        f"({FRAMEWORK_NOTES} sections 1-2)",
+        f"see {TRANSPORT_NOTES}",
+        f"costs little more than the function ({TRACKER} 7).",
+        f"## What {TRACKER} #12 changed",
+        f"/work/{OUTSIDE}{SPEC}s/000_formats.txt",
     ],
 )
 def test_the_check_finds_citations(line: str) -> None:
