@@ -1,7 +1,7 @@
 """The product cites nothing a reader of the project cannot open: it states the fact instead.
 
 No specification file names or sections, no paths outside the repository, no tracker numbers in
-code, comments, docs, schemas or test names. Random seeds (hypothesis, the soak) are fine.
+code, comments, docs, schemas or test names. Seeding a random generator (hypothesis, the soak) is fine.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def test_the_check_finds_citations(line: str) -> None:
         "def issue_refund(order_id: str, amount: int) -> str:",
     ],
 )
-def test_the_check_lets_random_seeds_and_issue_refund_through(line: str) -> None:
+def test_the_check_lets_random_seeding_and_issue_refund_through(line: str) -> None:
     assert citations(line) == []
 
 
