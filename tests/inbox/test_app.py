@@ -457,6 +457,21 @@ def test_events_announce_a_new_question(alice: TestClient, inbox: Path) -> None:
                 break
 
 
+def test_a_question_asked_before_the_stream_opens_still_reaches_the_page(
+    alice: TestClient, inbox: Path
+) -> None:
+    page = alice.get("/")
+    marker = re.search(r'data-marker="([0-9a-f]+)"', page.text)
+    assert marker is not None
+    ask(inbox, "while-loading")
+    with alice.stream("GET", "/events", params={"since": marker.group(1)}) as stream:
+        lines = stream.iter_lines()
+        assert next(lines).startswith("retry:")
+        assert next(line for line in lines if line and not line.startswith(":")) == (
+            "event: changed"
+        )
+
+
 def test_no_auth_serves_loopback_only(inbox: Path) -> None:
     ask(inbox, "q1")
     auth = InboxAuth(no_auth=True, local_user="me")

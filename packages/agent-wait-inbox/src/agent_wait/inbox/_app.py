@@ -334,6 +334,8 @@ def inbox_app(
         return Filters.parse(request.query_params)
 
     async def index(request: Request) -> Response:
+        # Read before the page so a change that lands while it renders still reaches it live.
+        marker = await run_in_threadpool(listing.change_marker)
         try:
             filters = filters_of(request)
             page = await run_in_threadpool(
@@ -349,6 +351,7 @@ def inbox_app(
                 filters=Filters(),
                 next_link=None,
                 overdue=_overdue,
+                marker=marker,
             )
         next_link = (
             f"{root(request)}/?" + urlencode({**filters.query(), "after": page.next_cursor})
@@ -356,7 +359,13 @@ def inbox_app(
             else None
         )
         return render(
-            request, "list.html", page=page, filters=filters, next_link=next_link, overdue=_overdue
+            request,
+            "list.html",
+            page=page,
+            filters=filters,
+            next_link=next_link,
+            overdue=_overdue,
+            marker=marker,
         )
 
     async def history(request: Request) -> Response:
@@ -396,6 +405,7 @@ def inbox_app(
         return found[0] if len(found) == 1 else None
 
     async def detail(request: Request, message: str | None = None, status: int = 200) -> Response:
+        marker = await run_in_threadpool(listing.change_marker)
         question = await run_in_threadpool(find, request)
         if question is None:
             return render(request, "missing.html", 404)
@@ -416,6 +426,7 @@ def inbox_app(
             earlier=earlier,
             message=message,
             overdue=_overdue(question, _now()),
+            marker=marker,
         )
 
     async def show(request: Request) -> Response:
@@ -537,7 +548,11 @@ def inbox_app(
 
     async def events(request: Request) -> Response:
         async def stream() -> AsyncIterator[str]:
-            marker = await run_in_threadpool(listing.change_marker)
+            # The page says which state it showed, so a change between rendering it and this
+            # stream opening is still reported.
+            marker = request.query_params.get("since") or await run_in_threadpool(
+                listing.change_marker
+            )
             yield "retry: 3000\n\n"
             while not await request.is_disconnected():
                 await asyncio.sleep(poll_interval)

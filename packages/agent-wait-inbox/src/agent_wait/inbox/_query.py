@@ -8,6 +8,7 @@ questions, walked from the cursor): the cost does not grow with the page number.
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import sqlite3
 from collections.abc import Callable
@@ -246,17 +247,22 @@ class Listing:
             connection.close()
 
     def change_marker(self) -> str:
-        """Changes whenever a question is added or closed (cheap enough to poll every second)."""
+        """Changes whenever a question is added or closed (cheap enough to poll every second).
+
+        A short digest, because pages carry it back in the live-update URL.
+        """
         if self._sqlite is None:
-            return json.dumps(
+            state = json.dumps(
                 sorted(
                     (q.envelope.thread_id, q.envelope.question_id)
                     for q in self.store.open_questions()
                 )
             )
-        rows = self._rows(
-            f'SELECT max(rowid), (SELECT count(*) FROM "{self._sqlite.table}" '
-            f"WHERE status = 'open') FROM \"{self._sqlite.table}\"",
-            [],
-        )
-        return json.dumps(rows[0] if rows else None)
+        else:
+            rows = self._rows(
+                f'SELECT max(rowid), (SELECT count(*) FROM "{self._sqlite.table}" '
+                f"WHERE status = 'open') FROM \"{self._sqlite.table}\"",
+                [],
+            )
+            state = json.dumps(rows[0] if rows else None)
+        return hashlib.sha256(state.encode()).hexdigest()[:32]

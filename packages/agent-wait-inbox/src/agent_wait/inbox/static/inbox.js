@@ -22,7 +22,9 @@
   // Live updates: the list reloads itself; a question page says when it changed elsewhere.
   var live = document.querySelector("[data-live]");
   if (!live || !window.EventSource) { return; }
-  var source = new EventSource(document.body.dataset.root + "/events");
+  // "since" is the state this page shows: a change made while it loaded is not missed.
+  var source = new EventSource(
+    document.body.dataset.root + "/events?since=" + encodeURIComponent(live.dataset.marker || ""));
   source.addEventListener("changed", function () {
     if (live.dataset.live === "list") {
       window.location.reload();
