@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from httpx import Response
@@ -426,6 +428,51 @@ def test_json_api_list_get_answer_with_a_bearer_token(client: TestClient, inbox:
     assert [m["answer"] for m in sent(inbox)] == [{"args": {"amount": 4}, "action": "approve"}]
     wrong = client.get("/api/questions", headers={"Authorization": "Bearer nope"})
     assert wrong.status_code == 401
+
+
+def test_json_api_names_a_bad_limit_or_status(client: TestClient) -> None:
+    bearer = {"Authorization": f"Bearer {SECRET}"}
+    for params, message in [
+        ({"limit": "0"}, "limit: expected a whole number from 1 to 500, got '0'"),
+        ({"limit": "²"}, "limit: expected a whole number from 1 to 500, got '²'"),
+        ({"status": "done"}, "status: expected open or closed, got 'done'"),
+    ]:
+        response = client.get("/api/questions", params=params, headers=bearer)
+        assert (response.status_code, response.json()) == (400, {"error": message})
+
+
+class _DownEntry(SqliteEntry):
+    """Fault injection: an entry point whose every send fails, as a broken queue's would."""
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        raise ConnectionRefusedError("the queue is down")
+
+
+def test_an_entry_point_failure_is_reported_and_the_question_stays_open(inbox: Path) -> None:
+    ask(inbox, "q1")
+    store = SqliteQuestionStore(inbox)
+    with (
+        _DownEntry(inbox) as entry,
+        TestClient(
+            inbox_app(store, InboxAuth(token=SECRET), entry=entry), base_url="http://127.0.0.1"
+        ) as client,
+    ):
+        response = client.post(
+            "/api/questions/q1/answer",
+            headers={"Authorization": f"Bearer {SECRET}"},
+            json={"action": "approve"},
+        )
+        assert response.status_code == 502
+        assert response.json() == {
+            "error": "not sent: the entry point failed (ConnectionRefusedError); try again"
+        }
+        login(client)
+        page = answer_form(client, "q1", "order-4471", action="reject")
+        assert page.status_code == 502
+        assert "the entry point failed (ConnectionRefusedError)" in page.text
+        assert "the queue is down" not in page.text
+    assert store.find("q1")[0].is_open
+    store.close()
 
 
 def test_json_api_with_a_session_needs_the_csrf_header(alice: TestClient, inbox: Path) -> None:

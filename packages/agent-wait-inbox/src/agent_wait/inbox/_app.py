@@ -50,6 +50,7 @@ logger = logging.getLogger("agent_wait.inbox")
 HERE = Path(__file__).parent
 MAX_BODY = 64 * 1024
 PAGE_SIZE = 50
+MAX_LIMIT = 500
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
@@ -490,17 +491,14 @@ def inbox_app(
     # --- JSON API ------------------------------------------------------------------------
 
     async def api_list(request: Request) -> Response:
+        params = request.query_params
         try:
             filters = filters_of(request)
-            getter = (
-                listing.history_page
-                if request.query_params.get("status") == "closed"
-                else listing.open_page
-            )
-            limit = min(max(int(request.query_params.get("limit", PAGE_SIZE)), 1), 500)
-            page = await run_in_threadpool(
-                getter, filters, request.query_params.get("after"), limit
-            )
+            status = params.get("status", "open")
+            if status not in ("open", "closed"):
+                raise ValueError(f"status: expected open or closed, got {status[:40]!r}")
+            getter = listing.history_page if status == "closed" else listing.open_page
+            page = await run_in_threadpool(getter, filters, params.get("after"), _limit(params))
         except ValueError as error:
             return JSONResponse({"error": str(error)}, 400)
         return JSONResponse(_page_json(page))
@@ -541,6 +539,14 @@ def inbox_app(
             )
         except (ActionNotAllowed, QuestionNotFound, ValueError) as error:
             return JSONResponse({"error": str(error)}, 400)
+        except Exception as error:  # noqa: BLE001 - the entry point failed; reported, not traced
+            logger.error(
+                "answer to %s not sent: %s", question.envelope.question_id, type(error).__name__
+            )
+            return JSONResponse(
+                {"error": f"not sent: the entry point failed ({type(error).__name__}); try again"},
+                502,
+            )
         return JSONResponse(_question_json(result.question))
 
     async def openapi(request: Request) -> Response:
@@ -609,6 +615,16 @@ def inbox_app(
     )
 
 
+def _limit(params: Mapping[str, str]) -> int:
+    """The ``limit`` query parameter: 1 to ``MAX_LIMIT`` rows, ``PAGE_SIZE`` when absent."""
+    text = params.get("limit")
+    if text is None:
+        return PAGE_SIZE
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
+        raise ValueError(f"limit: expected a whole number from 1 to {MAX_LIMIT}, got {text[:40]!r}")
+    return int(text)
+
+
 def root(request: Request) -> str:
     """The path the app is mounted at ("" at the root of its server)."""
     return str(request.scope.get("root_path", "")).rstrip("/")
@@ -631,6 +647,19 @@ _ID = [
         "description": "The thread, needed only when several threads asked the same id.",
     },
 ]
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
+
+
+_REFUSED = {
+    "401": _error("No login, no proxy identity and no bearer token"),
+    "403": _error("Refused: the inbox without authentication serves loopback only"),
+}
 OPENAPI: dict[str, Any] = {
     "openapi": "3.1.0",
     "info": {"title": "agent-wait inbox", "version": "1"},
@@ -639,7 +668,7 @@ OPENAPI: dict[str, Any] = {
         "schemas": {
             "StoredQuestion": {
                 "type": "object",
-                "required": ["status", "envelope"],
+                "required": ["status", "answered_at", "answered_by", "answer", "envelope"],
                 "properties": {
                     "status": {"enum": ["open", "answered", "expired", "cancelled"]},
                     "answered_at": {"type": ["string", "null"], "format": "date-time"},
@@ -647,7 +676,15 @@ OPENAPI: dict[str, Any] = {
                     "answer": {},
                     "envelope": {"type": "object", "description": "The wait.created envelope."},
                 },
-            }
+            },
+            "Error": {
+                "type": "object",
+                "required": ["error"],
+                "properties": {
+                    "error": {"type": "string", "description": "What was wrong, naming the field"},
+                    "question": _QUESTION,
+                },
+            },
         },
     },
     "security": [{"bearer": []}],
@@ -656,8 +693,16 @@ OPENAPI: dict[str, Any] = {
             "get": {
                 "summary": "Open questions, earliest deadline first (status=closed: history)",
                 "parameters": [
-                    {"name": p, "in": "query", "schema": {"type": "string"}}
-                    for p in ("status", "tag", "function", "thread", "q", "after", "limit")
+                    {"name": "status", "in": "query", "schema": {"enum": ["open", "closed"]}},
+                    *(
+                        {"name": p, "in": "query", "schema": {"type": "string"}}
+                        for p in ("tag", "function", "thread", "q", "after")
+                    ),
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "schema": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},
+                    },
                 ],
                 "responses": {
                     "200": {
@@ -666,6 +711,7 @@ OPENAPI: dict[str, Any] = {
                             "application/json": {
                                 "schema": {
                                     "type": "object",
+                                    "required": ["questions", "next_cursor"],
                                     "properties": {
                                         "questions": {"type": "array", "items": _QUESTION},
                                         "next_cursor": {"type": ["string", "null"]},
@@ -673,7 +719,9 @@ OPENAPI: dict[str, Any] = {
                                 }
                             }
                         },
-                    }
+                    },
+                    "400": _error("A malformed parameter (the message names it)"),
+                    **_REFUSED,
                 },
             }
         },
@@ -686,7 +734,8 @@ OPENAPI: dict[str, Any] = {
                         "description": "The question",
                         "content": {"application/json": {"schema": _QUESTION}},
                     },
-                    "404": {"description": "No such question"},
+                    "404": _error("No such question"),
+                    **_REFUSED,
                 },
             }
         },
@@ -714,8 +763,13 @@ OPENAPI: dict[str, Any] = {
                         "description": "Answered",
                         "content": {"application/json": {"schema": _QUESTION}},
                     },
-                    "400": {"description": "Action not allowed or malformed body"},
-                    "409": {"description": "Already answered, expired or cancelled: who, when"},
+                    "400": _error("Action not allowed or malformed body"),
+                    "403": _error("A session without the X-CSRF-Token header"),
+                    "401": _REFUSED["401"],
+                    "404": _error("No such question"),
+                    "409": _error("Already answered, expired or cancelled: who, when"),
+                    "413": {"description": "Request body too large"},
+                    "502": _error("The entry point did not take the answer; try again"),
                 },
             }
         },
