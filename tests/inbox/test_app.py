@@ -189,29 +189,143 @@ def test_detail_shows_arguments_source_tags_deadline_default_and_thread(
     assert "<h2>Actions</h2>" not in text
 
 
-def test_a_middleware_batch_is_shown_as_its_actions(alice: TestClient, inbox: Path) -> None:
-    batch = {
-        "actions": [
-            {
-                "name": "send_email",
-                "args": {"to": "a@example.com"},
-                "description": "Mail",
-                "allowed_decisions": ["approve", "reject"],
-            },
-            {
-                "name": "delete_file",
-                "args": {"path": "/tmp/x"},
-                "description": None,
-                "allowed_decisions": ["approve"],
-            },
-        ]
-    }
-    ask(inbox, "b1", question=batch, function="agent")
+BATCH = {
+    "actions": [
+        {
+            "name": "send_email",
+            "args": {"to": "a@example.com", "copies": 1},
+            "description": "Mail",
+            "allowed_decisions": ["approve", "edit", "reject", "respond"],
+        },
+        {
+            "name": "delete_file",
+            "args": {"path": "/tmp/x"},
+            "description": None,
+            "allowed_decisions": ["approve", "reject"],
+        },
+    ]
+}
+
+
+def test_a_middleware_batch_is_shown_as_its_actions_with_a_decision_each(
+    alice: TestClient, inbox: Path
+) -> None:
+    ask(inbox, "b1", question=BATCH, function="agent")
     text = alice.get("/questions/b1", params={"thread": "order-4471"}).text
-    assert "<h2>Actions</h2>" in text
+    assert "Actions: one decision each" in text
     assert "send_email" in text
     assert "delete_file" in text
     assert "a@example.com" in text
+    for index, decisions in [
+        (0, ["approve", "edit", "reject", "respond"]),
+        (1, ["approve", "reject"]),
+    ]:
+        offered = re.findall(rf'name="action\.{index}\.decision" value="(\w+)"', text)
+        assert offered == decisions
+    assert 'name="action.0.arg.to"' in text
+    assert 'name="action.1.arg.path"' not in text, "delete_file does not allow edit"
+    assert 'name="action"' not in text, "a batch has one send button, not one per action"
+
+
+def test_batch_decisions_are_sent_as_one_answer(alice: TestClient, inbox: Path) -> None:
+    ask(inbox, "b1", question=BATCH, function="agent")
+    response = answer_form(
+        alice,
+        "b1",
+        "order-4471",
+        **{
+            "action.0.decision": "edit",
+            "action.0.arg.to": "ceo@example.com",
+            "action.0.arg.copies": "2",
+            "action.0.message": "ignored with edit",
+            "action.1.decision": "reject",
+            "action.1.message": "keep the file",
+        },
+    )
+    assert response.status_code == 303, response.text
+    [message] = sent(inbox)
+    assert message["answer"] == {
+        "action": "reject",
+        "decisions": [
+            {
+                "type": "edit",
+                "edited_action": {
+                    "name": "send_email",
+                    "args": {"to": "ceo@example.com", "copies": 2},
+                },
+            },
+            {"type": "reject", "message": "keep the file"},
+        ],
+    }
+
+
+def test_a_batch_all_approved_is_recorded_as_approve(alice: TestClient, inbox: Path) -> None:
+    ask(inbox, "b1", question=BATCH, function="agent")
+    fields = {"action.0.decision": "approve", "action.1.decision": "approve"}
+    assert answer_form(alice, "b1", "order-4471", **fields).status_code == 303
+    assert [m["answer"] for m in sent(inbox)] == [
+        {"action": "approve", "decisions": [{"type": "approve"}, {"type": "approve"}]}
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "problem"),
+    [
+        (
+            {"action.0.decision": "approve"},
+            "actions[1] (delete_file): choose a decision (approve, reject)",
+        ),
+        (
+            {"action.0.decision": "approve", "action.1.decision": "edit"},
+            "actions[1] (delete_file): decision &#39;edit&#39; is not allowed (allowed: approve, reject)",
+        ),
+        (
+            {
+                "action.0.decision": "approve",
+                "action.0.arg.to": "x@example.com",
+                "action.1.decision": "approve",
+            },
+            "actions[0] (send_email): the arguments were changed but the decision is &#39;approve&#39;",
+        ),
+        (
+            {"action.0.decision": "respond", "action.1.decision": "approve"},
+            "actions[0] (send_email): a respond decision needs the reply text (message)",
+        ),
+        (
+            {
+                "action.0.decision": "edit",
+                "action.0.arg.copies": "two",
+                "action.1.decision": "approve",
+            },
+            "actions[0].args.copies: expected JSON such as 1, got &#39;two&#39;",
+        ),
+    ],
+)
+def test_invalid_batch_decisions_are_refused_and_nothing_is_sent(
+    alice: TestClient, inbox: Path, fields: dict[str, str], problem: str
+) -> None:
+    ask(inbox, "b1", question=BATCH, function="agent")
+    response = answer_form(alice, "b1", "order-4471", **fields)
+    assert response.status_code == 400
+    assert f"Not sent: {problem}" in response.text
+    assert sent(inbox) == []
+
+
+def test_json_api_checks_batch_decisions_before_closing(client: TestClient, inbox: Path) -> None:
+    ask(inbox, "b1", question=BATCH, function="agent")
+    bearer = {"Authorization": f"Bearer {SECRET}"}
+    url, thread = "/api/questions/b1/answer", {"thread": "order-4471"}
+    plain = client.post(url, params=thread, headers=bearer, json={"action": "approve"})
+    assert plain.status_code == 400
+    assert plain.json()["error"].startswith("answer.decisions: a batch of 2 action(s)")
+    short = {"action": "approve", "answer": {"decisions": [{"type": "approve"}]}}
+    assert client.post(url, params=thread, headers=bearer, json=short).json() == {
+        "error": "answer.decisions: expected 2 decision(s), one per action in order, got 1"
+    }
+    assert client.get("/api/questions/b1", params=thread, headers=bearer).json()["status"] == "open"
+    good = {"action": "approve", "answer": {"decisions": [{"type": "approve"}] * 2}}
+    assert client.post(url, params=thread, headers=bearer, json=good).status_code == 200
+    assert [m["answer"]["decisions"] for m in sent(inbox)] == [[{"type": "approve"}] * 2]
 
 
 def test_approve_with_edited_arguments_sends_them(alice: TestClient, inbox: Path) -> None:

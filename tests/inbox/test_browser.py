@@ -184,3 +184,43 @@ def test_an_invalid_edit_is_caught_before_sending(served: Server, page: Page) ->
     expect(page.locator("#form-error")).to_have_text("lines: not valid JSON")
     with SqliteQuestionStore() as store:
         assert store.find("q1")[0].is_open
+
+
+def test_a_middleware_batch_gets_one_decision_per_action_and_the_agent_resumes(
+    served: Server, page: Page
+) -> None:
+    # A real create_agent graph with LangChain's HumanInTheLoopMiddleware (agent-wait-langgraph,
+    # a sibling absent when the inbox is tested alone).
+    pytest.importorskip("agent_wait.langgraph", reason="needs agent-wait-langgraph installed")
+    from langchain_core.messages import AIMessage, ToolMessage
+
+    from agent_wait.core import Outcome, SqliteAnnounce
+    from agent_wait.langgraph import handle_message
+    from tests.langgraph.conftest import model
+    from tests.langgraph.test_middleware import START, TURN, Office, agent
+
+    office = Office()
+    chat = model(TURN, AIMessage("done"))
+    graph = agent(office, chat)
+    [question_id] = handle_message(graph, START, SqliteAnnounce()).question_ids
+    log_in(page, served.url, "alice", SECRET)
+    page.goto(f"{served.url}/questions/{question_id}?thread=office-1")
+    expect(page.locator("fieldset.action")).to_have_count(2)
+    expect(page.locator("fieldset.action").nth(1)).to_contain_text("delete_file")
+    page.check("input[name='action.0.decision'][value=edit]")
+    page.click("fieldset.action >> nth=0 >> summary")
+    page.fill("input[name='action.0.arg.to']", "ceo@example.com")
+    page.check("input[name='action.1.decision'][value=reject]")
+    page.fill("textarea[name='action.1.message']", "keep the spreadsheet")
+    page.click("button:has-text('Send decisions')")
+    expect(page.locator("#result")).to_have_text("Answer sent.")
+    expect(page.locator("#status")).to_contain_text("answered by alice at")
+
+    with SqliteEntry() as entry:
+        [received] = entry.receive(10)
+        entry.ack(received)
+    resumed = handle_message(graph, received.message)
+    assert resumed.outcome is Outcome.RESUMED, resumed
+    assert office.runs == [("send_email", "ceo@example.com")]
+    tools = {m.name: m for m in chat.received[-1] if isinstance(m, ToolMessage)}
+    assert "keep the spreadsheet" in str(tools["delete_file"].content)

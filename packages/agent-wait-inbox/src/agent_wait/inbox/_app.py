@@ -43,6 +43,14 @@ from agent_wait.core import (
     default_store,
 )
 from agent_wait.inbox._auth import InboxAuth, clean_name, is_loopback
+from agent_wait.inbox._batch import (
+    batch_actions,
+    decisions_from_form,
+    decisions_problem,
+    edited,
+    mapping,
+    summary,
+)
 from agent_wait.inbox._query import Filters, Listing, Page, function_of
 
 logger = logging.getLogger("agent_wait.inbox")
@@ -134,11 +142,6 @@ def _function_name(envelope: Any) -> str:
     return function_of(envelope) or ""
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    """``value`` if it is a JSON object, else an empty one (envelope content is free-form)."""
-    return cast("Mapping[str, Any]", value) if isinstance(value, Mapping) else {}
-
-
 def _question_json(question: StoredQuestion) -> dict[str, Any]:
     return {
         "status": question.status,
@@ -154,57 +157,6 @@ def _page_json(page: Page) -> dict[str, Any]:
         "questions": [_question_json(q) for q in page.questions],
         "next_cursor": page.next_cursor,
     }
-
-
-def edited_args(question: StoredQuestion, form: Mapping[str, str]) -> dict[str, Any] | None:
-    """The arguments the approver edited (``arg.<name>`` fields), or None if none changed.
-
-    A text argument's field holds the text itself; any other argument's field holds its value
-    as JSON, and an edited value must keep the argument's JSON type.
-
-    Raises:
-        ValueError: A field is not valid JSON, changes the type, or names no argument.
-    """
-    args = _mapping(_mapping(question.envelope.question).get("args"))
-    edited: dict[str, Any] = dict(args)
-    changed = False
-    for key, text in form.items():
-        if not key.startswith("arg."):
-            continue
-        name = key[4:]
-        if name not in args:
-            raise ValueError(f"args.{name}: the question has no argument named {name!r}")
-        before = args[name]
-        if isinstance(before, str):
-            value: Any = text  # a text argument is edited as plain text, quotes and all
-        else:
-            try:
-                value = json.loads(text)
-            except ValueError:
-                raise ValueError(
-                    f"args.{name}: expected JSON such as {json.dumps(before)[:40]}, got {text[:40]!r}"
-                ) from None
-        kind = _json_kind(before)
-        if before is not None and _json_kind(value) != kind:
-            raise ValueError(f"args.{name}: expected a {kind} like the original, got {text[:40]!r}")
-        if value != before:
-            changed = True
-        edited[name] = value
-    return edited if changed else None
-
-
-def _json_kind(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return "null"
 
 
 def inbox_app(
@@ -416,7 +368,7 @@ def inbox_app(
             for q in await run_in_threadpool(listing.thread, envelope.thread_id)
             if q.envelope.question_id != envelope.question_id
         ]
-        body = _mapping(envelope.question)
+        body = mapping(envelope.question)
         return render(
             request,
             "detail.html",
@@ -424,6 +376,7 @@ def inbox_app(
             q=question,
             e=envelope,
             body=body,
+            actions=batch_actions(envelope.question),
             earlier=earlier,
             message=message,
             overdue=_overdue(question, _now()),
@@ -455,14 +408,20 @@ def inbox_app(
             return render(request, "missing.html", 404)
         action = fields.get("action", "")
         extra: dict[str, Any] = {}
+        actions = batch_actions(question.envelope.question)
         try:
-            args = edited_args(question, fields)
+            if actions is not None:
+                extra["decisions"] = decisions_from_form(actions, fields)
+                action = summary(extra["decisions"])
+            else:
+                asked = mapping(mapping(question.envelope.question).get("args"))
+                args = edited(asked, fields, "arg.", "args")
+                if args is not None:
+                    extra["args"] = args
         except ValueError as error:
             return await detail(request, f"Not sent: {error}", 400)
-        if args is not None:
-            extra["args"] = args
         reason = fields.get("reason", "").strip()
-        if reason:
+        if reason and actions is None:
             extra["reason"] = reason[:2000]
         by = identity(request) or "unknown"
         try:
@@ -526,6 +485,12 @@ def inbox_app(
         question = await run_in_threadpool(find, request)
         if question is None:
             return JSONResponse({"error": "no such question"}, 404)
+        actions = batch_actions(question.envelope.question)
+        if actions is not None:
+            # Refused here, before the question is closed: the host would refuse it too.
+            problem = decisions_problem(actions, cast("dict[str, Any]", extra).get("decisions"))
+            if problem:
+                return JSONResponse({"error": problem}, 400)
         by = identity(request) or "unknown"
         try:
             result = await run_in_threadpool(do_answer, question, body["action"], extra, by)  # pyright: ignore[reportUnknownArgumentType]

@@ -8,7 +8,8 @@
       var problem = null;
       form.querySelectorAll("input[data-kind=json]").forEach(function (input) {
         try { JSON.parse(input.value); } catch (e) {
-          problem = problem || (input.name.slice(4) + ": not valid JSON");
+          var name = input.name.replace(/^action\.(\d+)\.arg\./, "actions[$1].").replace(/^arg\./, "");
+          problem = problem || (name + ": not valid JSON");
         }
       });
       var error = document.getElementById("form-error");
