@@ -85,11 +85,15 @@ if TYPE_CHECKING:
     from agent_wait.core._sqlite_store import SqliteQuestionStore
     from agent_wait.core._storable import storable_problem
     from agent_wait.core._store import (
+        HistoryKey,
+        QuestionHistory,
         QuestionStatus,
         QuestionStore,
         StoredQuestion,
         Transition,
+        check_limit,
         closing_status,
+        history_key,
     )
     from agent_wait.core._trust import AnswerTrust
     from agent_wait.core._wait import (
@@ -152,6 +156,10 @@ _LAZY = {
     "QuestionStatus": "agent_wait.core._store",
     "closing_status": "agent_wait.core._store",
     "QuestionStore": "agent_wait.core._store",
+    "QuestionHistory": "agent_wait.core._store",
+    "HistoryKey": "agent_wait.core._store",
+    "history_key": "agent_wait.core._store",
+    "check_limit": "agent_wait.core._store",
     "QuestionTooLarge": "agent_wait.core._errors",
     "Received": "agent_wait.core._entry",
     "ReplyWith": "agent_wait.core._models",
@@ -228,6 +236,7 @@ __all__ = [
     "EntryPoint",
     "FrameworkAdapter",
     "Handled",
+    "HistoryKey",
     "InboxItem",
     "InvalidAnswer",
     "JsonlAnnounce",
@@ -243,6 +252,7 @@ __all__ = [
     "PublishReport",
     "Question",
     "QuestionClosed",
+    "QuestionHistory",
     "QuestionNotFound",
     "QuestionStatus",
     "QuestionStore",
@@ -274,6 +284,7 @@ __all__ = [
     "build_envelope",
     "cancel",
     "canonical_json",
+    "check_limit",
     "closing_status",
     "default_announcers",
     "default_approver",
@@ -282,6 +293,7 @@ __all__ = [
     "derive_question_id",
     "entry",
     "format_utc",
+    "history_key",
     "hookimpl",
     "is_answer",
     "load_config",

@@ -14,7 +14,13 @@ from agent_wait.core._announce import BaseAnnounce
 from agent_wait.core._models import Question, WaitEnvelope
 from agent_wait.core._policy import WaitPolicy
 from agent_wait.core._publish import publish
-from agent_wait.core._store import QuestionStatus, QuestionStore, Transition
+from agent_wait.core._store import (
+    QuestionHistory,
+    QuestionStatus,
+    QuestionStore,
+    Transition,
+    history_key,
+)
 
 _T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
 
@@ -197,3 +203,50 @@ class StoreContract:
             contract_store.transition(
                 "no-such-thread", "no-such-question", QuestionStatus.ANSWERED, by="alice"
             )
+
+    def test_history_pages_closed_questions_most_recent_first(
+        self, contract_store: QuestionStore
+    ) -> None:
+        """If this fails, the inbox's history skips, repeats or misorders closed questions."""
+        if not isinstance(contract_store, QuestionHistory):
+            pytest.skip(f"{type(contract_store).__name__} keeps no history (QuestionHistory)")
+        thread = f"store-contract-{ULID()}"
+        asked = self._ask(contract_store, count=5, thread_id=thread, default={"action": "no"})
+        closes = [
+            (asked[0], QuestionStatus.ANSWERED, "alice", {"action": "approve"}, 3),
+            (asked[1], QuestionStatus.EXPIRED, "sweeper", {"action": "no"}, 1),
+            (asked[2], QuestionStatus.ANSWERED, "bob", {"action": "reject", "reason": "ß"}, 3),
+            (asked[3], QuestionStatus.CANCELLED, "carol", None, 2),
+        ]
+        for envelope, status, by, answer, minutes in closes:
+            contract_store.transition(
+                thread,
+                envelope.question_id,
+                status,
+                by=by,
+                answer=answer,
+                at=_T0 + timedelta(days=400, minutes=minutes),  # after any other test's closes
+            )
+        # Two closed in the same second are ordered by thread, then question id, descending.
+        tied = sorted([asked[0].question_id, asked[2].question_id], reverse=True)
+        expected = [*tied, asked[3].question_id, asked[1].question_id]
+        seen: list[str] = []
+        after = None
+        while len(seen) < len(expected):
+            page = contract_store.closed_questions(3, after)
+            assert page, "the history ended early"
+            seen += [q.envelope.question_id for q in page]
+            after = history_key(page[-1])
+        assert seen[: len(expected)] == expected
+        [first] = contract_store.closed_questions(1)
+        assert first.envelope.question_id == tied[0]
+        assert first.answered_at == "2027-10-16T09:03:00Z"
+        assert first.answered_by in ("alice", "bob")
+        by_id = {q.envelope.question_id: q for q in contract_store.closed_questions(50)}
+        assert asked[4].question_id not in by_id, "an open question is in the history"
+        assert (by_id[asked[1].question_id].status, by_id[asked[1].question_id].answer) == (
+            "expired",
+            {"action": "no"},
+        )
+        with pytest.raises(ValueError, match="limit: expected a positive integer, got 0"):
+            contract_store.closed_questions(0)

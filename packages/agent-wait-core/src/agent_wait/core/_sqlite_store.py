@@ -13,9 +13,11 @@ from agent_wait.core._closing import Closing
 from agent_wait.core._models import WaitEnvelope, format_utc
 from agent_wait.core._sqlite import DEFAULT_TABLE, _Store  # pyright: ignore[reportPrivateUsage]
 from agent_wait.core._store import (
+    HistoryKey,
     QuestionStatus,
     StoredQuestion,
     Transition,
+    check_limit,
     closing_status,
     parse_now,
 )
@@ -83,6 +85,21 @@ class SqliteQuestionStore(Closing):
         """
         moment = format_utc(parse_now(now))
         return self._select("status = ? AND expires_at < ?", [QuestionStatus.OPEN.value, moment])
+
+    def closed_questions(self, limit: int, after: HistoryKey | None = None) -> list[StoredQuestion]:
+        """Closed questions, most recently closed first (:class:`QuestionHistory`)."""
+        where = "status != ? AND answered_at IS NOT NULL"
+        params: list[Any] = [QuestionStatus.OPEN.value]
+        if after is not None:
+            where += " AND (answered_at, pk, sk) < (?, ?, ?)"
+            params += [after[0], f"THREAD#{after[1]}", f"WAIT#{after[2]}"]
+        query = (
+            f'{_SELECT} "{self._table}" WHERE {where} '
+            "ORDER BY answered_at DESC, pk DESC, sk DESC LIMIT ?"
+        )
+        with self._store.connect() as connection:
+            rows = connection.execute(query, (*params, check_limit(limit))).fetchall()
+        return [_stored(row) for row in rows]
 
     def transition(
         self,

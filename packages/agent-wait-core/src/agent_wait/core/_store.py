@@ -158,3 +158,41 @@ class QuestionStore(Protocol):
     def close(self) -> None:
         """Release connections."""
         ...
+
+
+HistoryKey = tuple[str, str, str]
+"""Where a history page ends: ``(answered_at, thread_id, question_id)`` of its last question."""
+
+
+def history_key(question: StoredQuestion) -> HistoryKey:
+    """The :data:`HistoryKey` of a closed question (pass it to the next ``closed_questions``)."""
+    envelope = question.envelope
+    return (question.answered_at or "", envelope.thread_id, envelope.question_id)
+
+
+@runtime_checkable
+class QuestionHistory(Protocol):
+    """A question store that also lists closed questions, for history pages.
+
+    The sqlite, PostgreSQL and DynamoDB stores are all one.
+    """
+
+    def closed_questions(self, limit: int, after: HistoryKey | None = None) -> list[StoredQuestion]:
+        """Closed questions, most recently closed first (ties by thread and id, descending).
+
+        Args:
+            limit: At most this many.
+            after: The :func:`history_key` of the last question of the previous page: the page
+                starts just after it. None: the most recent.
+
+        Raises:
+            ValueError: ``limit`` is not a positive integer.
+        """
+        ...
+
+
+def check_limit(limit: int) -> int:
+    """``limit`` if it is a positive integer (for ``closed_questions``); else ValueError."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ValueError(f"limit: expected a positive integer, got {limit!r}")
+    return limit

@@ -8,7 +8,16 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol, cast
 
-from agent_wait.core import QuestionStatus, StoredQuestion, Transition, closing_status, format_utc
+from agent_wait.core import (
+    HistoryKey,
+    QuestionStatus,
+    StoredQuestion,
+    Transition,
+    check_limit,
+    closing_status,
+    format_utc,
+    history_key,
+)
 from agent_wait.dynamodb._announcer import _already_written  # pyright: ignore[reportPrivateUsage]
 from agent_wait.dynamodb._table import (
     INDEX_NAME,
@@ -63,11 +72,10 @@ class DynamoDbQuestionStore:
             scan["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         return [_stored(item) for item in items if str(item.get("sk", "")).startswith("WAIT#")]
 
-    def open_questions(self) -> list[StoredQuestion]:
-        """Every open question, earliest deadline first (the ``open`` partition of ``by_status``)."""
+    def _partition(self, status: str) -> list[StoredQuestion]:
         query: dict[str, Any] = {
             "IndexName": INDEX_NAME,
-            "KeyConditionExpression": _condition(Key, "status").eq(QuestionStatus.OPEN.value),
+            "KeyConditionExpression": _condition(Key, "status").eq(status),
         }
         items: list[Mapping[str, Any]] = []
         while True:
@@ -76,6 +84,30 @@ class DynamoDbQuestionStore:
             if "LastEvaluatedKey" not in page:
                 return [_stored(item) for item in items]
             query["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+    def closed_questions(self, limit: int, after: HistoryKey | None = None) -> list[StoredQuestion]:
+        """Closed questions, most recently closed first (a ``QuestionHistory``).
+
+        The ``answered``, ``expired`` and ``cancelled`` partitions of ``by_status`` are sorted
+        by deadline, not by close: every page reads them whole and sorts. Set a TTL on the
+        table (the announcer's ``ttl_attribute``) to keep the history that is read bounded.
+        """
+        check_limit(limit)
+        closed = [
+            q
+            for status in QuestionStatus
+            if status is not QuestionStatus.OPEN
+            for q in self._partition(status.value)
+            if q.answered_at is not None
+        ]
+        closed.sort(key=history_key, reverse=True)
+        if after is not None:
+            closed = [q for q in closed if history_key(q) < after]
+        return closed[:limit]
+
+    def open_questions(self) -> list[StoredQuestion]:
+        """Every open question, earliest deadline first (the ``open`` partition of ``by_status``)."""
+        return self._partition(QuestionStatus.OPEN.value)
 
     def open_questions_past(self, now: datetime | str | None = None) -> list[StoredQuestion]:
         """Open questions whose ``expires_at`` is before ``now`` (a query on ``by_status``)."""

@@ -2,7 +2,8 @@
 
 Over the embedded sqlite store a page is one indexed query (``(status, expires_at)`` for open
 questions, walked from the cursor): the cost does not grow with the page number. Any other
-:class:`QuestionStore` is read through its protocol (``open_questions()``) and filtered here.
+:class:`QuestionStore` is read through its protocol (``open_questions()``, and
+``closed_questions()`` for the history) and filtered here.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
-from agent_wait.core import QuestionStore, SqliteQuestionStore, StoredQuestion, WaitEnvelope
+from agent_wait.core import (
+    HistoryKey,
+    QuestionHistory,
+    QuestionStore,
+    SqliteQuestionStore,
+    StoredQuestion,
+    WaitEnvelope,
+    history_key,
+)
 
 NO_EXPIRY = "9999-12-31T23:59:59Z"
 
@@ -138,8 +147,8 @@ class Listing:
 
     @property
     def has_history(self) -> bool:
-        """True if closed questions can be listed (the sqlite store)."""
-        return self._sqlite is not None
+        """True if closed questions can be listed (a ``QuestionHistory`` store)."""
+        return isinstance(self.store, QuestionHistory)
 
     def _where(self, filters: Filters) -> tuple[list[str], list[Any]]:
         clauses: list[str] = []
@@ -199,9 +208,9 @@ class Listing:
         return Page(found[:limit], encode_cursor(["", start + limit]) if more else None)
 
     def history_page(self, filters: Filters, cursor: str | None, limit: int) -> Page:
-        """Closed questions, most recently closed first (the sqlite store only)."""
+        """Closed questions, most recently closed first (stores with a history)."""
         if self._sqlite is None:
-            return Page([], None)
+            return self._history_through(filters, cursor, limit)
         position = decode_cursor(cursor, (str, int))
         clauses, params = self._where(filters)
         clauses.insert(0, "status != 'open'")
@@ -219,6 +228,25 @@ class Listing:
         rows = rows[:limit]
         after = encode_cursor([rows[-1][5], rows[-1][6]]) if more and rows else None
         return Page([_stored(r) for r in rows], after)
+
+    def _history_through(self, filters: Filters, cursor: str | None, limit: int) -> Page:
+        """A history page read through the store's ``closed_questions``, filtered here."""
+        if not isinstance(self.store, QuestionHistory):
+            return Page([], None)
+        position = decode_cursor(cursor, (str, str, str))
+        after: HistoryKey | None = (position[0], position[1], position[2]) if position else None
+        found: list[StoredQuestion] = []
+        # Filters drop rows after the store's LIMIT: read on until the page (and one more row,
+        # to know there is a next page) is full or the history ends.
+        while len(found) <= limit:
+            batch = self.store.closed_questions(max(limit + 1, 50), after)
+            found += [q for q in batch if filters.matches(q.envelope)]
+            if len(batch) < max(limit + 1, 50):
+                break
+            after = history_key(batch[-1])
+        page = found[:limit]
+        more = len(found) > limit
+        return Page(page, encode_cursor(list(history_key(page[-1]))) if more and page else None)
 
     def thread(self, thread_id: str) -> list[StoredQuestion]:
         """Every question of a thread, in the order they were asked."""

@@ -13,10 +13,12 @@ from psycopg.types.json import Jsonb
 
 from agent_wait.core import (
     ConfigError,
+    HistoryKey,
     QuestionStatus,
     StoredQuestion,
     Transition,
     WaitEnvelope,
+    check_limit,
     closing_status,
     format_utc,
 )
@@ -89,6 +91,13 @@ class PostgresQuestionStore:
                             sql.Identifier(f"{name}_by_question"[:63]), self._ident
                         )
                     )
+                    # The history, newest first: a partial index holding closed rows only.
+                    conn.execute(
+                        sql.SQL(
+                            "CREATE INDEX IF NOT EXISTS {} ON {} (answered_at DESC, pk DESC, "
+                            "sk DESC) WHERE status <> 'open' AND answered_at IS NOT NULL"
+                        ).format(sql.Identifier(f"{name}_by_closed"[:63]), self._ident)
+                    )
             except BaseException:
                 conn.close()
                 raise
@@ -119,6 +128,24 @@ class PostgresQuestionStore:
     def open_questions_past(self, now: datetime | str | None = None) -> list[StoredQuestion]:
         """Open questions whose ``expires_at`` is before ``now`` (the status index)."""
         return self._select(sql.SQL("status = 'open' AND expires_at < %s"), [moment(now)])
+
+    def closed_questions(self, limit: int, after: HistoryKey | None = None) -> list[StoredQuestion]:
+        """Closed questions, most recently closed first (a ``QuestionHistory``).
+
+        One walk of the partial ``(answered_at, pk, sk)`` index of closed rows from ``after``.
+        """
+        where: sql.Composable = sql.SQL("status <> 'open' AND answered_at IS NOT NULL")
+        params: list[Any] = []
+        if after is not None:
+            where = sql.SQL("{} AND (answered_at, pk, sk) < (%s, %s, %s)").format(where)
+            params += [moment(after[0]), f"THREAD#{after[1]}", f"WAIT#{after[2]}"]
+        query = sql.SQL(
+            "SELECT envelope, status, answered_at, answered_by, answer FROM {} WHERE {} "
+            "ORDER BY answered_at DESC, pk DESC, sk DESC LIMIT %s"
+        ).format(self._ident, where)
+        with self._lock:
+            rows = self._connection().execute(query, [*params, check_limit(limit)]).fetchall()
+        return [_stored(row) for row in rows]
 
     def transition(
         self,

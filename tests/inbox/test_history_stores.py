@@ -1,0 +1,163 @@
+"""The inbox's history (answered and expired: who, when, what) over the PostgreSQL and DynamoDB stores.
+
+Each store runs on its real server: the machine's PostgreSQL, and a moto server process over HTTP.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from starlette.testclient import TestClient
+
+from agent_wait.core import (
+    BaseAnnounce,
+    Question,
+    QuestionStore,
+    SqliteEntry,
+    WaitPolicy,
+    publish,
+    sweep,
+)
+from agent_wait.inbox import InboxAuth, inbox_app
+from tests.aws_moto import Aws, aws, moto_server  # noqa: F401 - fixtures, registered by import
+from tests.inbox.conftest import SECRET, csrf_of, login, sent
+
+pytestmark = pytest.mark.integration
+
+POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+BEARER = {"Authorization": f"Bearer {SECRET}"}
+# A store, and an announcer writing the questions it holds.
+Backend = tuple[QuestionStore, Callable[[], BaseAnnounce]]
+
+
+@pytest.fixture
+def postgres() -> Iterator[Backend]:
+    # Sibling distributions: present in the workspace run, absent when the inbox is tested alone.
+    module = pytest.importorskip("agent_wait.postgres", reason="needs agent-wait-postgres")
+    psycopg = pytest.importorskip("psycopg")
+    sql = pytest.importorskip("psycopg.sql")
+    table = f"agent_wait_history_{uuid.uuid4().hex[:12]}"
+    store = module.PostgresQuestionStore(POSTGRES_URL, table=table)
+    yield (
+        store,
+        lambda: module.PostgresAnnounce(POSTGRES_URL, table=table, channel=None, create_table=True),
+    )
+    store.close()
+    with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+        connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+
+
+@pytest.fixture
+def dynamodb(aws: Aws) -> Backend:  # noqa: F811 - the fixture imported above
+    module = pytest.importorskip("agent_wait.dynamodb", reason="needs agent-wait-dynamodb")
+    module.create_table(aws.client("dynamodb"), "history")
+    table = aws.session.resource("dynamodb", endpoint_url=aws.url).Table("history")
+    return module.DynamoDbQuestionStore(table), lambda: module.DynamoDbAnnounce(
+        "history", **aws.options
+    )
+
+
+@pytest.fixture(params=["postgres", "dynamodb"])
+def backend(request: pytest.FixtureRequest) -> Backend:
+    return request.getfixturevalue(request.param)
+
+
+def ask(announcer: BaseAnnounce, question_id: str, function: str, **policy: Any) -> None:
+    publish(
+        [
+            Question(
+                question_id=question_id,
+                question={"function": function, "args": {"amount": len(question_id)}},
+                policy=WaitPolicy(**policy),
+            )
+        ],
+        f"thread-{question_id}",
+        announcer,
+        strict=True,
+    )
+
+
+def ids(page: dict[str, Any]) -> list[str]:
+    return [q["envelope"]["question_id"] for q in page["questions"]]
+
+
+def test_history_shows_who_answered_or_expired_what_and_when(
+    backend: Backend, tmp_path: Path
+) -> None:
+    store, announcer = backend
+    publisher = announcer()
+    ask(publisher, "refund1", "issue_refund")
+    ask(publisher, "refund2", "issue_refund")
+    ask(publisher, "delete1", "delete_user", timeout="PT1H", default={"action": "reject"})
+    ask(publisher, "still-open", "issue_refund")
+    publisher.close()
+    path = tmp_path / "entry.sqlite3"
+    with SqliteEntry(path) as entry:
+        client = TestClient(
+            inbox_app(store, InboxAuth(token=SECRET), entry=entry), base_url="http://127.0.0.1"
+        )
+        empty = client.get("/history", follow_redirects=True)
+        login(client, "alice")
+        assert "Nothing answered yet." in client.get("/history").text
+        # alice approves in the page; a bot rejects through the API; the sweeper expires one.
+        detail = client.get("/questions/refund1", params={"thread": "thread-refund1"})
+        client.post(
+            "/questions/refund1/answer",
+            params={"thread": "thread-refund1"},
+            data={"csrf": csrf_of(detail.text), "action": "approve", "arg.amount": "5"},
+        )
+        rejected = client.post(
+            "/api/questions/refund2/answer",
+            headers=BEARER,
+            json={"action": "reject", "answer": {"reason": "duplicate"}},
+        )
+        assert rejected.status_code == 200, rejected.text
+        report = sweep(store=store, entry=entry, now="2099-01-01T00:00:00Z")
+        assert [q.envelope.question_id for q in report.expired] == ["delete1"]
+
+        page = client.get("/history").text
+        assert "This question store lists open questions only." not in page
+        rows = re.findall(r"<tr>\s*<td>(.*?)</td><td>(\w+)</td><td>(.*?)</td>", page)
+        # Most recently closed first: the sweep ran "in 2099"; refund2 was answered after
+        # refund1 (or in the same second, and then its thread sorts first, descending).
+        assert [(status, by) for _, status, by in rows] == [
+            ("expired", "sweeper"),
+            ("answered", "api"),
+            ("answered", "alice"),
+        ]
+        assert rows[0][0] == "2099-01-01T00:00:00Z"
+        assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", when) for when, _, _ in rows)
+        assert "still-open" not in page
+        # What was sent, as JSON (PostgreSQL's JSONB keeps no key order).
+        assert "&#34;args&#34;: {&#34;amount&#34;: 5}" in page
+        assert "&#34;action&#34;: &#34;approve&#34;" in page
+        assert "duplicate" in page
+
+        everything = client.get(
+            "/api/questions", params={"status": "closed", "limit": "1"}, headers=BEARER
+        ).json()
+        walked = ids(everything)
+        while everything["next_cursor"]:
+            everything = client.get(
+                "/api/questions",
+                params={"status": "closed", "limit": "1", "after": everything["next_cursor"]},
+                headers=BEARER,
+            ).json()
+            walked += ids(everything)
+        assert walked == ["delete1", "refund2", "refund1"]
+        only = client.get(
+            "/api/questions",
+            params={"status": "closed", "function": "issue_refund"},
+            headers=BEARER,
+        ).json()
+        assert sorted(ids(only)) == ["refund1", "refund2"]
+        answers = {q["envelope"]["question_id"]: q for q in only["questions"]}
+        assert answers["refund2"]["answered_by"] == "api"
+        assert answers["refund2"]["answer"] == {"action": "reject", "reason": "duplicate"}
+    assert empty.url.path == "/login"
+    assert len(sent(path)) == 3
