@@ -23,6 +23,7 @@ import http.server
 import inspect
 import json
 import math
+import operator
 import os
 import platform
 import statistics
@@ -36,6 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -105,6 +107,9 @@ class Scale:
     sqlite_rounds: int = 5
     puts_n: int = 100
     puts_rounds: int = 3
+    inbox_n: int = 10_000
+    inbox_rounds: int = 21
+    roundtrip_rounds: int = 7
 
 
 QUICK = Scale(
@@ -119,6 +124,9 @@ QUICK = Scale(
     sqlite_rounds=1,
     puts_n=4,
     puts_rounds=1,
+    inbox_n=120,
+    inbox_rounds=2,
+    roundtrip_rounds=1,
 )
 
 
@@ -1049,6 +1057,222 @@ def bench_opentelemetry(scale: Scale) -> Result:
 # Machine, table, main
 
 
+# --------------------------------------------------------------------------------------------
+# 8. agent-wait-inbox: the list page over 10,000 open questions; an answer's round trip
+
+INBOX_SECRET = "bench-secret"
+INBOX_TITLE = "8. inbox list page, 10,000 open questions: server time / the store query"
+ROUNDTRIP_TITLE = "9. inbox answer round trip: click to worker resume (embedded sqlite)"
+
+
+def inbox_questions(path: Path, n: int) -> None:
+    """``n`` open refund questions in a sqlite inbox, deadlines spread over days, 100 threads."""
+    from agent_wait.core import Source, SqliteAnnounce
+
+    announce = SqliteAnnounce(path)
+    per_thread = max(1, n // 100)
+    for start in range(0, n, per_thread):
+        questions = [
+            Question(
+                question_id=f"q{i}",
+                question={"function": "issue_refund", "args": {"order_id": f"o-{i}", "amount": i}},
+                policy=WaitPolicy(
+                    timeout=f"PT{1 + (i * 7919) % 10_000}M",
+                    tags={"approver_group": "finance" if i % 3 else "support"},
+                ),
+                source=Source(function="issue_refund"),
+            )
+            for i in range(start, min(n, start + per_thread))
+        ]
+        report = publish(questions, f"order-{start // per_thread}", announce, clock=_now)
+        if not report.ok:
+            raise RuntimeError(f"inbox publish failed: {report.failures[:3]}")
+    announce.close()
+
+
+class _ServerTime:
+    """ASGI wrapper: seconds from a request's arrival to its last body byte, per request."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.last = 0.0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        start = time.perf_counter()
+
+        async def timed(message: Any) -> None:
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                self.last = time.perf_counter() - start
+
+        await self.app(scope, receive, timed)
+
+
+def bench_inbox(scale: Scale) -> Result:
+    """Server time of list page 1 and page 50 against ``Listing.open_page`` for the same page."""
+    from starlette.testclient import TestClient
+
+    from agent_wait.core import SqliteQuestionStore
+    from agent_wait.inbox import InboxAuth, inbox_app
+    from agent_wait.inbox._app import PAGE_SIZE
+    from agent_wait.inbox._query import Filters, Listing
+
+    with tempfile.TemporaryDirectory(prefix="agent-wait-bench-") as tmp:
+        path = Path(tmp) / "inbox.sqlite3"
+        inbox_questions(path, scale.inbox_n)
+        store = SqliteQuestionStore(path)
+        listing = Listing(store)
+        deep = min(50, math.ceil(scale.inbox_n / PAGE_SIZE))
+        last_start = (deep - 1) * PAGE_SIZE
+        cursors: list[str | None] = [None]
+        while len(cursors) < deep:  # the cursor a person reaches page `deep` with
+            cursors.append(listing.open_page(Filters(), cursors[-1], PAGE_SIZE).next_cursor)
+        timer = _ServerTime(inbox_app(store, InboxAuth(token=INBOX_SECRET)))
+        bearer = {"Authorization": f"Bearer {INBOX_SECRET}"}
+        samples: dict[str, list[float]] = {k: [] for k in ("p1", "p1_query", "pN", "pN_query")}
+        with TestClient(timer, base_url="http://127.0.0.1") as client:
+
+            def page(cursor: str | None, rows: int) -> float:
+                response = client.get(
+                    "/", params={"after": cursor} if cursor else {}, headers=bearer
+                )
+                if response.status_code != 200 or response.text.count("<tr class=") != rows:
+                    raise RuntimeError(f"inbox list page: {response.status_code}, not {rows} rows")
+                return timer.last
+
+            def query(cursor: str | None) -> float:
+                start = time.perf_counter()
+                listing.open_page(Filters(), cursor, PAGE_SIZE)
+                return time.perf_counter() - start
+
+            sides: dict[str, Callable[[], float]] = {
+                "p1": lambda: page(None, min(PAGE_SIZE, scale.inbox_n)),
+                "p1_query": lambda: query(None),
+                "pN": lambda: page(cursors[-1], min(PAGE_SIZE, scale.inbox_n - last_start)),
+                "pN_query": lambda: query(cursors[-1]),
+            }
+            for side in sides.values():  # warm the templates, caches and the page cache
+                side()
+            names = list(sides)
+            for index in range(scale.inbox_rounds):
+                for name in names if index % 2 == 0 else reversed(names):
+                    samples[name].append(sides[name]())
+        store.close()
+    median = {name: statistics.median(values) for name, values in samples.items()}
+    ratios = {"p1": median["p1"] / median["p1_query"], "pN": median["pN"] / median["pN_query"]}
+    ratio = max(ratios.values())
+    return Result(
+        name="inbox",
+        title=INBOX_TITLE,
+        raw={
+            "open_questions": scale.inbox_n,
+            "deep_page": deep,
+            "seconds": {name: _stats(values) for name, values in samples.items()},
+            "ratios": {"page_1": ratios["p1"], f"page_{deep}": ratios["pN"]},
+        },
+        ratio=ratio,
+        target="<= 3.0 for page 1 and page 50",
+        passed=ratio <= 3.0,
+        summary=(
+            f"page 1: {_ms(median['p1'])} vs {_ms(median['p1_query'])} "
+            f"({ratios['p1']:.2f}); page {deep}: {_ms(median['pN'])} vs "
+            f"{_ms(median['pN_query'])} ({ratios['pN']:.2f})"
+        ),
+    )
+
+
+def bench_inbox_roundtrip(scale: Scale) -> Result:
+    """From the approve click (the form post) to the resumed LangGraph node running."""
+    try:
+        from langgraph.checkpoint.memory import InMemorySaver
+        from langgraph.graph import START, StateGraph
+        from starlette.testclient import TestClient
+
+        from agent_wait.core import SqliteAnnounce, SqliteEntry, SqliteQuestionStore
+        from agent_wait.inbox import InboxAuth, inbox_app
+        from agent_wait.langgraph import serve, wait
+    except ImportError as error:
+        return _skipped("inbox_roundtrip", ROUNDTRIP_TITLE, f"needs {error.name}")
+
+    resumed: dict[str, float] = {}
+    arrived = threading.Condition()
+
+    @wait(WaitPolicy(timeout="P1D"))
+    def issue_refund(order_id: str, amount: int) -> str:
+        with arrived:
+            resumed[order_id] = time.perf_counter()
+            arrived.notify_all()
+        return "refunded"
+
+    builder: Any = StateGraph(dict)
+    builder.add_node("refund", lambda s: {"result": issue_refund(s["order_id"], s["amount"])})
+    builder.add_edge(START, "refund")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    clicks: list[float] = []
+    totals: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="agent-wait-bench-") as tmp:
+        path = Path(tmp) / "inbox.sqlite3"
+        store, stop = SqliteQuestionStore(path), threading.Event()
+        # The embedded defaults: the sqlite entry point polled as `serve` polls it by default.
+        worker = threading.Thread(
+            target=serve,
+            args=(graph, SqliteEntry(path), SqliteAnnounce(path)),
+            kwargs={"stop": stop},
+        )
+        worker.start()
+        try:
+            app = inbox_app(store, InboxAuth(token=INBOX_SECRET), entry=SqliteEntry(path))
+            with (
+                TestClient(app, base_url="http://127.0.0.1") as client,
+                SqliteEntry(path) as sender,
+            ):
+                for index in range(scale.roundtrip_rounds + 1):  # the first warms up
+                    order = f"o-{index}"
+                    sender.send({"thread_id": order, "input": {"order_id": order, "amount": 4100}})
+                    deadline = time.monotonic() + 30
+                    asked: list[Any] = []
+                    while not asked:
+                        if time.monotonic() > deadline:
+                            raise RuntimeError("the worker did not park the run")
+                        asked = [q for q in store.open_questions() if q.envelope.thread_id == order]
+                        time.sleep(0.01)
+                    envelope = asked[0].envelope
+                    start = time.perf_counter()
+                    response = client.post(
+                        f"/questions/{envelope.question_id}/answer",
+                        params={"thread": order},
+                        data={"action": "approve"},
+                        headers={"Authorization": f"Bearer {INBOX_SECRET}"},
+                        follow_redirects=False,
+                    )
+                    clicked = time.perf_counter() - start
+                    if response.status_code != 303:
+                        raise RuntimeError(f"answer: {response.status_code} {response.text[:200]}")
+                    with arrived:
+                        if not arrived.wait_for(partial(operator.contains, resumed, order), 30):
+                            raise RuntimeError("the worker did not resume the run")
+                    if index:
+                        clicks.append(clicked)
+                        totals.append(resumed[order] - start)
+        finally:
+            stop.set()
+            worker.join(timeout=30)
+            store.close()
+    return Result(
+        name="inbox_roundtrip",
+        title=ROUNDTRIP_TITLE,
+        raw={"click_seconds": _stats(clicks), "round_trip_seconds": _stats(totals)},
+        ratio=None,
+        target="report (no target)",
+        passed=None,
+        summary=(
+            f"median {_ms(statistics.median(totals))} (the answer post itself "
+            f"{_ms(statistics.median(clicks))}; the rest is the worker's poll of the sqlite "
+            "entry point, every 0.2 s by default)"
+        ),
+    )
+
+
 def _skipped(name: str, title: str, why: str) -> Result:
     return Result(name, title, {}, None, "", None, f"not measured: {why}", note=why)
 
@@ -1137,6 +1361,8 @@ BENCHMARKS: dict[str, Callable[[Scale], Result]] = {
     "fanout": bench_fanout,
     "sqlite": bench_sqlite,
     "opentelemetry": bench_opentelemetry,
+    "inbox": bench_inbox,
+    "inbox_roundtrip": bench_inbox_roundtrip,
 }
 
 PROFILES: dict[str, Callable[[], dict[str, Callable[[], object]]]] = {

@@ -51,12 +51,14 @@ def test_minimal_wrapper_binds_and_asks() -> None:
         wrapper("order-1")
 
 
-@pytest.mark.parametrize("name", ["envelope", "publish", "wait", "sqlite"])
+@pytest.mark.parametrize("name", ["envelope", "publish", "wait", "sqlite", "inbox"])
 def test_in_process_benchmarks_report(name: str) -> None:
     result = bench.BENCHMARKS[name](bench.QUICK)
     assert result.ratio is not None
     assert result.ratio > 0
     assert result.raw
+    if name == "inbox":
+        assert set(result.raw["seconds"]) == {"p1", "p1_query", "pN", "pN_query"}
     if name == "sqlite":
         peaks = result.raw["peak_bytes"]
         assert peaks[str(bench.QUICK.sqlite_memory_n)] > peaks["one"] > 0
@@ -87,6 +89,13 @@ def test_dynamodb_puts_run_on_moto_behind_the_proxy() -> None:
     result = bench.bench_dynamodb_puts(bench.QUICK, delay=0.005)
     assert result.passed is not None, result.note
     assert set(result.raw["seconds"]) == {"concurrent", "one_at_a_time"}
+
+
+def test_inbox_roundtrip_resumes_a_real_graph() -> None:
+    result = bench.bench_inbox_roundtrip(bench.QUICK)
+    assert result.passed is None, result.summary
+    seconds = result.raw["round_trip_seconds"]
+    assert seconds["max"] >= seconds["min"] > result.raw["click_seconds"]["min"] > 0
 
 
 def test_import_probe_lists_no_sdk() -> None:

@@ -286,14 +286,13 @@ def inbox_app(
     def filters_of(request: Request) -> Filters:
         return Filters.parse(request.query_params)
 
-    async def index(request: Request) -> Response:
-        # Read before the page so a change that lands while it renders still reaches it live.
-        marker = await run_in_threadpool(listing.change_marker)
+    def list_page(request: Request) -> Response:
         try:
             filters = filters_of(request)
-            page = await run_in_threadpool(
-                listing.open_page, filters, request.query_params.get("after"), PAGE_SIZE
-            )
+            # The marker is read before the page, so a change that lands while it renders
+            # still reaches it live.
+            marker = listing.change_marker()
+            page = listing.open_page(filters, request.query_params.get("after"), PAGE_SIZE)
         except ValueError as error:
             return render(
                 request,
@@ -304,7 +303,7 @@ def inbox_app(
                 filters=Filters(),
                 next_link=None,
                 overdue=_overdue,
-                marker=marker,
+                marker=listing.change_marker(),
             )
         next_link = (
             f"{root(request)}/?" + urlencode({**filters.query(), "after": page.next_cursor})
@@ -320,6 +319,10 @@ def inbox_app(
             overdue=_overdue,
             marker=marker,
         )
+
+    async def index(request: Request) -> Response:
+        # Query and render in one worker thread: one hop off the event loop per page.
+        return await run_in_threadpool(list_page, request)
 
     async def history(request: Request) -> Response:
         try:

@@ -179,8 +179,9 @@ class Listing:
         clauses, params = self._where(filters)
         clauses.insert(0, "status = 'open'")
         if position is not None:
-            clauses.append("(expires_at > ? OR (expires_at = ? AND rowid > ?))")
-            params += [position[0], position[0], position[1]]
+            # A row value, not "a > ? OR (a = ? AND b > ?)": SQLite seeks the index to it.
+            clauses.append("(expires_at, rowid) > (?, ?)")
+            params += [position[0], position[1]]
         query = (
             "SELECT envelope, status, answered_at, answered_by, answer, expires_at, rowid "
             f'FROM "{self._sqlite.table}" WHERE {" AND ".join(clauses)} '
@@ -287,9 +288,12 @@ class Listing:
                 )
             )
         else:
+            # Two scalar subqueries: max(rowid) alone is one B-tree seek, while an aggregate
+            # over the table with a subquery beside it would scan every row.
+            table = self._sqlite.table
             rows = self._rows(
-                f'SELECT max(rowid), (SELECT count(*) FROM "{self._sqlite.table}" '
-                f"WHERE status = 'open') FROM \"{self._sqlite.table}\"",
+                f'SELECT (SELECT max(rowid) FROM "{table}"), '
+                f"(SELECT count(*) FROM \"{table}\" WHERE status = 'open')",
                 [],
             )
             state = json.dumps(rows[0] if rows else None)
