@@ -54,7 +54,22 @@ def refund_question(**policy: object) -> Question:
 def test_envelope_has_exactly_the_contract_fields_in_order() -> None:
     envelope = build_envelope(refund_question(), "order-4471", now=NOW)
     assert list(json.loads(envelope.to_json())) == ENVELOPE_FIELDS
-    assert list(WaitEnvelope.model_fields) == ENVELOPE_FIELDS
+    # Optional fields follow the contract's, and appear only when they have a value.
+    assert list(WaitEnvelope.model_fields) == [*ENVELOPE_FIELDS, "answer_schema"]
+
+
+def test_an_answer_schema_appears_only_when_the_question_states_one() -> None:
+    schema = {"type": "object", "properties": {"age": {"type": "integer"}}, "required": ["age"]}
+    asked = refund_question().model_copy(update={"answer_schema": schema})
+    envelope = build_envelope(asked, "order-4471", now=NOW)
+    data = json.loads(envelope.to_json())
+    assert list(data) == [*ENVELOPE_FIELDS, "answer_schema"]
+    assert data["answer_schema"] == schema
+    assert envelope.to_dict()["answer_schema"] == schema
+    assert WaitEnvelope.model_validate_json(envelope.to_json()) == envelope
+    plain = build_envelope(refund_question(), "order-4471", now=NOW)
+    assert "answer_schema" not in plain.to_dict()
+    assert WaitEnvelope.model_validate_json(plain.to_json()).answer_schema is None
 
 
 def test_envelope_values_follow_the_policy() -> None:

@@ -55,6 +55,18 @@ def test_published_envelopes_validate() -> None:
         check.validate(json.loads(envelope.to_json()))
 
 
+def test_an_envelope_with_an_answer_schema_validates() -> None:
+    schema = {"type": "array", "prefixItems": [{"type": "object"}], "minItems": 1}
+    asked = sample_questions(1)[0].model_copy(update={"answer_schema": schema})
+    [envelope] = publish([asked], "order-4471", MemoryAnnounce(), strict=True).envelopes
+    data = json.loads(envelope.to_json())
+    assert data["answer_schema"] == schema
+    validator("envelope").validate(data)
+    # Optional: the documented example (a question that states none) has no such key.
+    assert "answer_schema" not in example("envelope")
+    assert "answer_schema" not in json_schema("envelope")["required"]
+
+
 @pytest.mark.parametrize(
     ("change", "path"),
     [
@@ -69,6 +81,8 @@ def test_published_envelopes_validate() -> None:
             ["reply_with", "answer"],
         ),
         ({"correlation": {"provider": "batch"}}, ["correlation"]),
+        ({"answer_schema": None}, ["answer_schema"]),
+        ({"answer_schema": "integer"}, ["answer_schema"]),
         ({"unexpected": 1}, []),
     ],
 )
@@ -79,7 +93,9 @@ def test_schema_rejects_what_the_contract_forbids(change: dict[str, Any], path: 
 
 
 def test_schema_requires_every_envelope_field() -> None:
-    assert json_schema("envelope")["required"] == list(WaitEnvelope.model_fields)
+    assert json_schema("envelope")["required"] == [
+        f for f in WaitEnvelope.model_fields if f != "answer_schema"
+    ]
     envelope = example("envelope")
     for field in envelope:
         partial = {k: v for k, v in envelope.items() if k != field}

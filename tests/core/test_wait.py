@@ -324,18 +324,23 @@ async def test_async_functions(adapter: FakeAdapter) -> None:
     assert memory.question_ids == [pending["question_id"]]
 
 
-def test_bare_interrupt_value_uses_default_policy() -> None:
+def test_bare_interrupt_value_states_no_allowed_actions() -> None:
     question = question_from_value("iid", {"please": "confirm"})
     assert question.question == {"please": "confirm"}
     assert question.source is None
-    assert question.policy == WaitPolicy()
+    # The code that asked never said which answers it takes: nothing is invented.
+    assert question.policy.allowed_actions == ()
+    assert question.policy.timeout is None
+    assert question.policy.default is None
+    assert question.answer_schema is None
 
 
 def test_payload_with_a_broken_policy_is_still_published() -> None:
     question = question_from_value(
         "iid", {"question": 1, "agent_wait": {"policy": {"timeout": "P1Y"}}}
     )
-    assert question.policy == WaitPolicy()
+    assert question.policy.allowed_actions == ()
+    assert question.policy.timeout is None
 
 
 def test_wait_call_names_the_decision_parameter(adapter: FakeAdapter) -> None:

@@ -88,10 +88,16 @@ def check_envelope(
     reply_to: dict[str, Any] | None = None,
     correlation: dict[str, Any] | None = None,
     tags: dict[str, str] | None = None,
+    answer_schema: dict[str, Any] | None = None,
 ) -> None:
-    """Check every field of a published envelope against the message formats, in order."""
+    """Check every field of a published envelope against the message formats, in order.
+
+    ``answer_schema`` is optional: present (last) only when the question states one.
+    """
     data = json.loads(envelope.to_json())
-    assert list(data) == ENVELOPE_FIELDS
+    optional = [] if answer_schema is None else ["answer_schema"]
+    assert list(data) == ENVELOPE_FIELDS + optional
+    assert data.get("answer_schema") == answer_schema
     assert data["type"] == "wait.created"
     assert ULID.match(data["event_id"]), data["event_id"]
     assert data["thread_id"] == thread_id

@@ -179,7 +179,14 @@ def test_per_call_questions(inbox: MemoryAnnounce) -> None:
         },
         allowed_actions=["approve", "reject"],
         source=None,
+        answer_schema=delete.answer_schema,
     )
+    # The middleware's own response schema, as LangGraph surfaces it on the interrupt.
+    pending = graph.get_state({"configurable": {"thread_id": "office-1"}}).interrupts
+    schemas = {i.id: i.response_schema for i in pending}
+    assert delete.answer_schema == schemas[delete.question_id]
+    assert email.answer_schema == schemas[email.question_id]
+    assert delete.answer_schema is not None
     assert email.allowed_actions == ALL_DECISIONS
 
     refused = handle_message(graph, answer(delete, {"type": "edit"}), inbox)

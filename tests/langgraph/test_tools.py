@@ -423,7 +423,7 @@ def test_a_bare_interrupt_in_a_tool_node_tool(inbox: MemoryAnnounce) -> None:
         thread_id="t10",
         question_id=started.question_ids[0],
         question={"ask": "which card?"},
-        allowed_actions=["approve", "reject"],
+        allowed_actions=[],
         source=None,
     )
     resumed = handle_message(graph, answer(envelope, "the visa"), inbox)

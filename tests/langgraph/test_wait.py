@@ -192,7 +192,7 @@ def test_a_raising_predicate_asks() -> None:
     assert len(result["__interrupt__"]) == 1
 
 
-def test_a_bare_interrupt_is_published_with_the_default_policy(inbox: MemoryAnnounce) -> None:
+def test_a_bare_interrupt_is_published_without_invented_actions(inbox: MemoryAnnounce) -> None:
     def review(state: RefundState) -> RefundState:
         return {"result": interrupt({"please": "review", "amount": state["amount"]})}
 
@@ -208,7 +208,7 @@ def test_a_bare_interrupt_is_published_with_the_default_policy(inbox: MemoryAnno
         thread_id="o-7",
         question_id=result["__interrupt__"][0].id,
         question={"please": "review", "amount": 3},
-        allowed_actions=["approve", "reject"],
+        allowed_actions=[],
         source=None,
     )
     done = graph.invoke(Command(resume={envelope.question_id: "fine"}), config("o-7"))

@@ -264,7 +264,7 @@ def test_async_mode_needs_announcers() -> None:
         refund_tool([], mode="async")
 
 
-def test_bare_interrupt_is_published_with_the_default_policy(
+def test_bare_interrupt_is_published_without_invented_actions(
     factory: Factory, inbox: MemoryAnnounce
 ) -> None:
     answers: list[Any] = []
@@ -282,7 +282,8 @@ def test_bare_interrupt_is_published_with_the_default_policy(
     [envelope] = report.envelopes
     assert envelope.question == {"name": "approve-delete", "reason": {"path": "/tmp/x"}}
     assert envelope.source is None
-    assert envelope.allowed_actions == ["approve", "reject"]
+    assert envelope.allowed_actions == []
+    assert "answer_schema" not in envelope.to_dict()
     assert envelope.expires_at is None
     assert envelope.default is None
     assert envelope.tags == {}
@@ -315,6 +316,7 @@ def test_hook_interrupt_is_published_as_a_bare_question(
     [envelope] = publish_interrupts(agent("drop"), agent.session_id, inbox).envelopes
     assert envelope.question == {"name": "guard", "reason": {"table": "orders"}}
     assert envelope.source is None
+    assert envelope.allowed_actions == []  # the hook takes "ok"; nothing says so, none invented
     agent(interrupt_responses({"question_id": envelope.question_id, "answer": "ok"}))
     assert runs == ["orders"]
 

@@ -201,7 +201,8 @@ def answer(
         if not question.is_open:
             raise QuestionClosed(question)
         allowed = question.envelope.allowed_actions
-        if not force and action not in allowed:
+        # An empty list states no actions (a foreign interrupt): nothing to refuse against.
+        if not force and allowed and action not in allowed:
             raise ActionNotAllowed(
                 f"action {action!r} is not one of the question's allowed_actions "
                 f"{allowed}; pass force=True (--force) to send it anyway"

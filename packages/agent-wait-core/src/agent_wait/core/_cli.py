@@ -37,14 +37,16 @@ _short.maxlist = 4
 def json_schema(kind: str) -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of ``envelope``, ``answer`` or ``start``, from the models.
 
-    The envelope is outbound, so its schema describes the serialised form: every field is
-    always present (nulls included) and timestamps are exactly ``YYYY-MM-DDTHH:MM:SSZ``. The
-    inbound messages are described as the models accept them.
+    The envelope is outbound, so its schema describes the serialised form: every contract
+    field is always present (nulls included), an optional field only when it has a value, and
+    timestamps are exactly ``YYYY-MM-DDTHH:MM:SSZ``. The inbound messages are described as the
+    models accept them.
     """
     model = SCHEMA_MODELS[kind]
     if kind == "envelope":
         schema = model.model_json_schema(mode="serialization")
-        schema["required"] = list(schema["properties"])
+        fields = model.model_fields
+        schema["required"] = [n for n in schema["properties"] if fields[n].exclude_if is None]
     else:
         schema = model.model_json_schema()
     return {"$schema": JSON_SCHEMA_DIALECT, **schema}

@@ -22,6 +22,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import from_json
 
 from agent_wait.core._durations import format_duration, parse_duration
@@ -165,6 +166,15 @@ class ReplyWith(BaseModel):
     answer: None = None
 
 
+def _is_none(value: object) -> bool:
+    return value is None
+
+
+def _no_default(schema: dict[str, Any]) -> None:
+    # An optional field is absent when unset, never null: the schema must not suggest null.
+    schema.pop("default", None)
+
+
 class WaitEnvelope(BaseModel):
     """One question, as every announcer publishes it (the ``wait.created`` event).
 
@@ -198,6 +208,13 @@ class WaitEnvelope(BaseModel):
     reply_with: ReplyWith = Field(description="A filled-in reply: copy it, set answer, send it.")
     correlation: Correlation | None = Field(description="{'provider', 'id'} of an external job.")
     tags: dict[str, str] = Field(description="Routing hints from the policy; never null.")
+    answer_schema: dict[str, Any] | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="The JSON Schema an answer must match, when the asker stated one. Present "
+        "only then: an envelope without it carries exactly the other fields.",
+    )
 
     @model_validator(mode="after")
     def _reply_matches(self) -> WaitEnvelope:
@@ -388,6 +405,9 @@ class Question(BaseModel):
         asked_at: When it was asked, if known; ``expires_at`` is measured from it, else from
             publish time.
         source: ``{"function": name}`` for a ``@wait`` question, None for a bare interrupt.
+        answer_schema: The JSON Schema an answer must match, when the asker stated one
+            (LangGraph's ``interrupt(value, response_schema=...)``); the envelope's
+            ``answer_schema``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -397,3 +417,4 @@ class Question(BaseModel):
     policy: WaitPolicy = Field(default_factory=WaitPolicy)
     asked_at: datetime | None = None
     source: Source | None = None
+    answer_schema: dict[str, Any] | None = None

@@ -122,3 +122,11 @@ class WaitPolicy(BaseModel):
 
 
 _DEFAULT = WaitPolicy()
+
+UNSTATED = WaitPolicy.model_construct(allowed_actions=())
+"""The policy of a question agent-wait did not ask (a bare interrupt, a foreign tool's).
+
+Nothing is known of what the asking code accepts, so no allowed actions are published: ``[]``
+means "not stated", and no check against them applies. Constructed, not validated: a policy
+given to ``@wait`` must still name at least one action.
+"""

@@ -130,6 +130,7 @@ def build_envelope(
             "reply_with": reply_with,
             "correlation": policy.correlation,
             "tags": dict(policy.tags),
+            "answer_schema": question.answer_schema,
         },
     )
 

@@ -223,6 +223,11 @@ class AnswerTrust:
     def action_problem(self, answer: Any, question: Question) -> str | None:
         """Why ``answer`` names no action in the question's ``allowed_actions``, or None."""
         allowed = list(question.policy.allowed_actions)
+        if not allowed:
+            return None  # the asker stated none (a foreign interrupt): nothing to hold it to
+        if isinstance(answer, list) and answer:
+            # An Agent Inbox response: a list of ``{"type": ...}`` objects.
+            answer = {"decisions": cast("list[Any]", answer)}
         if isinstance(answer, Mapping):
             mapping = cast("Mapping[str, Any]", answer)
             if "action" in mapping:

@@ -27,7 +27,7 @@ from agent_wait.core._announce import PublishReport
 from agent_wait.core._canonical import derive_question_id, to_jsonable
 from agent_wait.core._errors import AnnounceFailed, InvalidAnswer, QuestionTooLarge
 from agent_wait.core._models import PendingResult, Question, Source, trusted
-from agent_wait.core._policy import WaitPolicy
+from agent_wait.core._policy import UNSTATED, WaitPolicy
 from agent_wait.core._publish import (
     ENVELOPE_LIMIT,
     Announce,
@@ -129,7 +129,8 @@ def question_from_value(question_id: str, value: Any) -> Question:
     """Read a parked value back into a :class:`Question`.
 
     A value written by :func:`wait_payload` gives its question, policy and source; any other
-    value (a bare interrupt) is the question itself, with the default policy and no source.
+    value (a bare interrupt) is the question itself, with no source and no stated allowed
+    actions (``[]``: the asking code never said which answers it takes).
     A payload whose policy no longer validates is published as a bare value rather than lost.
     """
     if isinstance(value, Mapping) and PAYLOAD_KEY in value and "question" in value:
@@ -153,7 +154,7 @@ def question_from_value(question_id: str, value: Any) -> Question:
                     policy=policy,
                     source=source,
                 )
-    return Question(question_id=question_id, question=value)
+    return Question(question_id=question_id, question=value, policy=UNSTATED)
 
 
 def apply_answer(
@@ -330,6 +331,7 @@ class _Wait:
                 "policy": self.policy,
                 "asked_at": None,
                 "source": Source(function=self.name),
+                "answer_schema": None,
             },
         )
         envelope = build_envelope(question, thread_id or "t" * _THREAD_ID_ROOM)

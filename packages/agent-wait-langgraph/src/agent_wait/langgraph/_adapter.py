@@ -102,25 +102,117 @@ def batch_actions(value: Mapping[str, Any]) -> list[dict[str, Any]]:
     return actions
 
 
+# Agent Inbox's ``HumanInterruptConfig`` switches and the ``HumanResponse.type`` each allows,
+# in the order the inbox offers them.
+_INBOX_RESPONSES = (
+    ("allow_accept", "accept"),
+    ("allow_edit", "edit"),
+    ("allow_respond", "response"),
+    ("allow_ignore", "ignore"),
+)
+# The ``args`` of each ``HumanResponse`` type: nothing, the edited action, or the reply text.
+_INBOX_ARGS: dict[str, dict[str, Any]] = {
+    "accept": {"type": "null"},
+    "ignore": {"type": "null"},
+    "response": {"type": "string"},
+    "edit": {
+        "type": "object",
+        "properties": {"action": {"type": "string"}, "args": {"type": "object"}},
+        "required": ["action", "args"],
+    },
+}
+
+
+def is_inbox_request(value: Any) -> bool:
+    """True for an Agent Inbox interrupt: a non-empty list of ``HumanInterrupt`` objects."""
+    if not isinstance(value, list) or not value:
+        return False
+    for entry in cast("list[Any]", value):
+        data = as_mapping(entry)
+        if data is None or as_mapping(data.get("action_request")) is None:
+            return False
+        if as_mapping(data.get("config")) is None:
+            return False
+    return True
+
+
+def _inbox_types(entry: Mapping[str, Any]) -> list[str]:
+    config = as_mapping(entry.get("config")) or {}
+    return [kind for switch, kind in _INBOX_RESPONSES if config.get(switch) is True]
+
+
+def _inbox_schema(requests: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """The JSON Schema of the answer to an Agent Inbox interrupt: one response per request."""
+    items: list[dict[str, Any]] = []
+    for entry in requests:
+        kinds = _inbox_types(entry)
+        if not kinds:
+            return None  # a request that allows nothing: no answer is known to fit
+        items.append(
+            {
+                "oneOf": [
+                    {
+                        "type": "object",
+                        "properties": {"type": {"const": kind}, "args": _INBOX_ARGS[kind]},
+                        "required": ["type"],
+                    }
+                    for kind in kinds
+                ]
+            }
+        )
+    return {
+        "type": "array",
+        "prefixItems": items,
+        "minItems": len(items),
+        "maxItems": len(items),
+    }
+
+
+def answer_schema_of(item: Interrupt) -> dict[str, Any] | None:
+    """The JSON Schema an answer to ``item`` must match, or None when none is known.
+
+    ``interrupt(value, response_schema=...)`` surfaces its schema on the interrupt; an Agent
+    Inbox request's follows from its config (one ``HumanResponse`` per request, of an allowed
+    type).
+    """
+    if is_inbox_request(item.value):
+        return _inbox_schema(cast("list[Mapping[str, Any]]", item.value))
+    schema = as_mapping(item.response_schema)
+    # `{}` accepts anything: it states nothing (a @wait call parks with such a schema).
+    return dict(schema) if schema else None
+
+
 def question_of(item: Interrupt) -> Question:
     """The question one LangGraph ``Interrupt`` asks.
 
     A ``@wait`` payload gives its question, policy and source; a ``HumanInTheLoopMiddleware``
     batch becomes ``{"actions": [...]}`` with the union of the allowed decisions as
-    ``allowed_actions``; a per-call approval is published as is, with its allowed decisions; any
-    other value is the question itself, with the default policy and no source.
+    ``allowed_actions``; a per-call approval is published as is, with its allowed decisions; an
+    Agent Inbox request (a list of ``HumanInterrupt``) as is, with the response types its
+    config allows. Any other value is the question itself, with no source and no allowed
+    actions: the code that asked never said which answers it takes. Whatever answer schema the
+    interrupt carries (see :func:`answer_schema_of`) becomes ``answer_schema``.
     """
     value = item.value
     if is_batch_request(value):
         actions = batch_actions(value)
         allowed = list(dict.fromkeys(d for a in actions for d in a["allowed_decisions"]))
-        policy = WaitPolicy(allowed_actions=tuple(allowed)) if allowed else WaitPolicy()
-        return Question(question_id=item.id, question={"actions": actions}, policy=policy)
-    if is_tool_approval(value):
+        asked = question_from_value(item.id, {"actions": actions})
+    elif is_tool_approval(value):
         allowed = _decision_types(item.response_schema)
-        policy = WaitPolicy(allowed_actions=tuple(allowed)) if allowed else WaitPolicy()
-        return Question(question_id=item.id, question=value, policy=policy)
-    return question_from_value(item.id, value)
+        asked = question_from_value(item.id, value)
+    elif is_inbox_request(value):
+        requests = cast("list[Mapping[str, Any]]", value)
+        allowed = list(dict.fromkeys(k for entry in requests for k in _inbox_types(entry)))
+        asked = question_from_value(item.id, value)
+    else:
+        asked = question_from_value(item.id, value)
+        schema = None if asked.source is not None else answer_schema_of(item)
+        return asked if schema is None else asked.model_copy(update={"answer_schema": schema})
+    update: dict[str, Any] = {"answer_schema": answer_schema_of(item)}
+    if allowed:
+        update["policy"] = WaitPolicy(allowed_actions=tuple(allowed))
+    return asked.model_copy(update=update)
 
 
 def interrupts_in(result: Any) -> list[Interrupt]:

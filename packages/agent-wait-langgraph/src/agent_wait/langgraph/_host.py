@@ -17,6 +17,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError as SchemaError
+from jsonschema.exceptions import best_match  # pyright: ignore[reportUnknownVariableType]
 from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
 
@@ -34,6 +37,7 @@ from agent_wait.core import (
 from agent_wait.core import host as core_host
 from agent_wait.core.host import AnswerTrust, AsyncHost, Clock, Host, QuestionNotPending, Waiting
 from agent_wait.langgraph._adapter import (
+    answer_schema_of,
     batch_actions,
     interrupts_in,
     is_batch_request,
@@ -118,10 +122,16 @@ def resume_command(
 def answer_problem(pending: Interrupt, answer: Any) -> str | None:
     """Why ``answer`` would break the question it answers, or None if it is usable.
 
-    Only ``HumanInTheLoopMiddleware`` batches need this: LangChain saves a malformed batch answer
-    before it fails, and every later resume of the thread then fails the same way. (``@wait``
-    calls and per-call approvals check their answers inside ``interrupt()``, before saving.)
+    An answer that does not match the question's answer schema (``interrupt(value,
+    response_schema=...)``, or an Agent Inbox request's) is refused: LangGraph does not check
+    against a schema given as a dict, and a foreign tool that chokes on the answer has it saved
+    first, so every later resume of the thread fails the same way. A
+    ``HumanInTheLoopMiddleware`` batch answer is checked decision by decision for the same
+    reason. (``@wait`` calls check their answers inside ``interrupt()``, before saving.)
     """
+    schema = answer_schema_of(pending)
+    if schema is not None:
+        return schema_problem(schema, answer)
     if not is_batch_request(pending.value):
         return None
     actions = batch_actions(pending.value)
@@ -139,6 +149,21 @@ def answer_problem(pending: Interrupt, answer: Any) -> str | None:
         if problem:
             return problem
     return None
+
+
+def schema_problem(schema: Mapping[str, Any], answer: Any) -> str | None:
+    """Why ``answer`` does not match the JSON Schema ``schema``, or None if it does.
+
+    The message names the offending place in the answer (``answer.age``, ``answer[0].type``)
+    and what is wrong with its value.
+    """
+    validator = Draft202012Validator(schema)
+    errors = cast("Iterable[SchemaError]", validator.iter_errors(answer))  # pyright: ignore[reportUnknownMemberType]
+    error = cast("SchemaError | None", best_match(errors))
+    if error is None:
+        return None
+    path = error.json_path
+    return f"answer{path.removeprefix('$')}: {error.message} (the question's answer_schema)"
 
 
 def _decision_problem(where: str, decision: Any, action: Mapping[str, Any]) -> str | None:

@@ -32,7 +32,11 @@ NO_EXPIRY = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
 NOTIFY_LIMIT = 7999
 """Bytes: PostgreSQL refuses a NOTIFY payload of 8000 bytes or more."""
 
-FIELDS: tuple[str, ...] = tuple(WaitEnvelope.model_fields)
+# The contract's fields, each a column; an optional field (present only when set, such as
+# answer_schema) lives in the envelope column alone, so older tables need no migration.
+FIELDS: tuple[str, ...] = tuple(
+    name for name, info in WaitEnvelope.model_fields.items() if info.exclude_if is None
+)
 _TEXT_FIELDS = frozenset({"type", "event_id", "thread_id", "question_id", "answer_ttl"})
 COLUMNS: tuple[str, ...] = ("pk", "sk", "status", *FIELDS, "envelope")
 

@@ -102,12 +102,16 @@ def deferred_requests(result: Any) -> DeferredToolRequests | None:
     )
 
 
-def question_of(call: ToolCallPart, metadata: dict[str, Any] | None) -> Question:
+def question_of(
+    call: ToolCallPart, metadata: dict[str, Any] | None, *, external: bool = False
+) -> Question:
     """The question of one deferred call.
 
     A ``@wait`` payload gives its question, policy and source; any other call (a
     ``requires_approval`` tool, ``CallDeferred``) is ``{"function", "args"}`` plus its
-    ``metadata`` if it has one, with the default policy and no source.
+    ``metadata`` if it has one, with no source. An approval is answered approve or reject (the
+    default policy); an ``external`` (``CallDeferred``) call is answered with its result, so it
+    states no allowed actions.
     """
     if is_ours(metadata):
         return question_from_value(call.tool_call_id, metadata)
@@ -117,6 +121,8 @@ def question_of(call: ToolCallPart, metadata: dict[str, Any] | None) -> Question
     }
     if metadata is not None:
         question["metadata"] = to_jsonable(metadata, f"{call.tool_name}().metadata")
+    if external:
+        return question_from_value(call.tool_call_id, question)
     return Question(question_id=call.tool_call_id, question=question)
 
 
@@ -181,8 +187,11 @@ class PydanticAIAdapter:
         if requests is None:
             return []
         return [
-            question_of(call, requests.metadata.get(call.tool_call_id))
-            for call in (*requests.approvals, *requests.calls)
+            *(question_of(c, requests.metadata.get(c.tool_call_id)) for c in requests.approvals),
+            *(
+                question_of(c, requests.metadata.get(c.tool_call_id), external=True)
+                for c in requests.calls
+            ),
         ]
 
     def _context(self, call: WaitCall) -> RunContext[Any]:

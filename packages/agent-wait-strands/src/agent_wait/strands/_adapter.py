@@ -64,13 +64,14 @@ def question_of(interrupt: Interrupt) -> Question:
     A ``@wait`` interrupt (named ``agent_wait:<function>``) carries the parked payload as its
     reason: its question, policy and source. Any other interrupt (a bare
     ``tool_context.interrupt(name, reason=...)`` or a hook's ``event.interrupt``) asks
-    ``{"name": name, "reason": reason}`` with the default policy: the name is kept because it is
-    what tells one interrupt of a tool from another, and ``reason`` is optional in Strands.
+    ``{"name": name, "reason": reason}`` with no allowed actions (the code that asked never said
+    which responses it takes): the name is kept because it is what tells one interrupt of a
+    tool from another, and ``reason`` is optional in Strands.
     """
     if interrupt.name.startswith(INTERRUPT_PREFIX):
         return question_from_value(interrupt.id, interrupt.reason)
     reason = to_jsonable(interrupt.reason, f"interrupt {interrupt.name!r} reason")
-    return Question(question_id=interrupt.id, question={"name": interrupt.name, "reason": reason})
+    return question_from_value(interrupt.id, {"name": interrupt.name, "reason": reason})
 
 
 def questions_of(interrupts: Iterable[Interrupt]) -> list[Question]:
