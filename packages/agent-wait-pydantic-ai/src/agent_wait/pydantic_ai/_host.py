@@ -37,7 +37,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 
 _REQUESTS: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)
 # handle_message supplies these itself; a caller passing one would silently fight it.
-_RESERVED = frozenset({"user_prompt", "message_history", "deferred_tool_results"})
+_RESERVED = frozenset({"message_history", "deferred_tool_results"})
 
 
 @dataclass(frozen=True)
@@ -47,10 +47,12 @@ class Parked:
     Attributes:
         requests: The pending calls (only those still without a result).
         answers: Answers received so far, held until every pending call has one.
+        prompts: User prompts that came with the held answers, sent with the resume.
     """
 
     requests: DeferredToolRequests
     answers: dict[str, Any]
+    prompts: tuple[str, ...] = ()
 
 
 def _last_response(messages: Sequence[ModelMessage]) -> int | None:
@@ -110,19 +112,28 @@ def parked(thread_id: str, messages: Sequence[ModelMessage]) -> Parked | None:
         for k, v in cast("Mapping[str, Any]", record.get("answers") or {}).items()
         if k in pending
     }
-    return Parked(requests, answers)
+    prompts = record.get("prompts") or ()
+    return Parked(requests, answers, tuple(str(p) for p in cast("Sequence[Any]", prompts)))
 
 
 def recorded(
-    messages: Sequence[ModelMessage], requests: DeferredToolRequests, answers: Mapping[str, Any]
+    messages: Sequence[ModelMessage],
+    requests: DeferredToolRequests,
+    answers: Mapping[str, Any],
+    prompts: Sequence[str] = (),
 ) -> list[ModelMessage]:
-    """``messages`` with the parked requests and held answers recorded on the last response."""
+    """``messages`` with the parked requests, held answers and their prompts recorded."""
     history = list(messages)
     index = _last_response(history)
     if index is None:
         raise ValueError("a parked history has no model response to record the pending calls on")
     response = cast("ModelResponse", history[index])
-    record = {"pending": _REQUESTS.dump_python(requests, mode="json"), "answers": dict(answers)}
+    record: dict[str, Any] = {
+        "pending": _REQUESTS.dump_python(requests, mode="json"),
+        "answers": dict(answers),
+    }
+    if prompts:
+        record["prompts"] = list(prompts)
     history[index] = dataclasses.replace(
         response, metadata={**(response.metadata or {}), PAYLOAD_KEY: record}
     )
@@ -164,10 +175,17 @@ class _Host:
 
     holds_answers = True
 
-    def __init__(self, agent: Agent[Any, Any], history: HistoryStore, options: dict[str, Any]):
+    def __init__(
+        self,
+        agent: Agent[Any, Any],
+        history: HistoryStore,
+        options: dict[str, Any],
+        prompt: str | None = None,
+    ):
         self.agent = agent
         self.history = history
         self.options = options
+        self.prompt = prompt
 
     def _load(self, thread_id: str, messages: list[ModelMessage]) -> _Thread:
         return _Thread(thread_id, messages, parked(thread_id, messages))
@@ -189,16 +207,39 @@ class _Host:
     def questions_in(self, result: AgentRunResult[Any]) -> list[Question]:
         return questions_in(result)
 
+    def _prompts(self, thread: _Thread) -> list[str]:
+        assert thread.state is not None
+        own = [] if self.prompt is None else [self.prompt]
+        return [*thread.state.prompts, *own]
+
     def _held(self, thread: _Thread, answers: Mapping[str, Any]) -> list[ModelMessage]:
         assert thread.state is not None
-        return recorded(thread.messages, thread.state.requests, answers)
+        return recorded(thread.messages, thread.state.requests, answers, self._prompts(thread))
+
+    def _start_prompt(self, message: StartMessage) -> str | None:
+        if self.prompt is not None:
+            raise ValueError(
+                f"user_prompt: {self.prompt!r} goes with an answer (sent with the deferred "
+                f"results); the start message of thread {message.thread_id!r} carries its own "
+                "prompt as input"
+            )
+        return _prompt(message)
 
     def _run_args(self, thread: _Thread, answers: Mapping[str, Any]) -> dict[str, Any]:
         assert thread.state is not None
         results = deferred_results(
             thread.state.requests, *(_answer(thread.thread_id, i, v) for i, v in answers.items())
         )
-        return {"message_history": thread.messages or None, "deferred_tool_results": results}
+        prompts = self._prompts(thread)
+        # One prompt as is; several (held answers each brought one) as one user turn, in order.
+        prompt: str | list[str] | None = (
+            None if not prompts else prompts[0] if len(prompts) == 1 else prompts
+        )
+        return {
+            "user_prompt": prompt,
+            "message_history": thread.messages or None,
+            "deferred_tool_results": results,
+        }
 
 
 class _SyncHost(_Host, Host[_Thread, AgentRunResult[Any]]):
@@ -213,12 +254,13 @@ class _SyncHost(_Host, Host[_Thread, AgentRunResult[Any]]):
 
     def start(self, thread: _Thread, message: StartMessage) -> AgentRunResult[Any]:
         history = thread.messages or None
-        result = self.agent.run_sync(_prompt(message), message_history=history, **self.options)
+        prompt = self._start_prompt(message)
+        result = self.agent.run_sync(prompt, message_history=history, **self.options)
         self.history.save(thread.thread_id, _after_run(result))
         return result
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentRunResult[Any]:
-        result = self.agent.run_sync(None, **self._run_args(thread, answers), **self.options)
+        result = self.agent.run_sync(**self._run_args(thread, answers), **self.options)
         self.history.save(thread.thread_id, _after_run(result))
         return result
 
@@ -237,12 +279,13 @@ class _AsyncHost(_Host, AsyncHost[_Thread, AgentRunResult[Any]]):
 
     async def start(self, thread: _Thread, message: StartMessage) -> AgentRunResult[Any]:
         history = thread.messages or None
-        result = await self.agent.run(_prompt(message), message_history=history, **self.options)
+        prompt = self._start_prompt(message)
+        result = await self.agent.run(prompt, message_history=history, **self.options)
         await asyncio.to_thread(self.history.save, thread.thread_id, _after_run(result))
         return result
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentRunResult[Any]:
-        result = await self.agent.run(None, **self._run_args(thread, answers), **self.options)
+        result = await self.agent.run(**self._run_args(thread, answers), **self.options)
         await asyncio.to_thread(self.history.save, thread.thread_id, _after_run(result))
         return result
 
@@ -251,7 +294,10 @@ def _answer(thread_id: str, question_id: str, answer: Any) -> Answer:
     return Answer(thread_id=thread_id, question_id=question_id, answer=answer)
 
 
-def _check_options(run_options: Mapping[str, Any]) -> None:
+def _check_options(run_options: Mapping[str, Any], user_prompt: object) -> None:
+    if user_prompt is not None and not isinstance(user_prompt, str):
+        # Kept in the stored history with a held answer: text only.
+        raise TypeError(f"user_prompt: expected text, got {type(user_prompt).__name__}")
     reserved = sorted(set(run_options) & _RESERVED)
     if reserved:
         raise TypeError(
@@ -270,6 +316,7 @@ def handle_message(
     strict: bool = False,
     clock: Clock | None = None,
     trust: AnswerTrust | None = None,
+    user_prompt: str | None = None,
     **run_options: Any,
 ) -> Handled:
     """Handle one inbound message for a Pydantic AI agent: run or resume, store, publish.
@@ -312,6 +359,10 @@ def handle_message(
         trust: What an answer must satisfy before anything runs (a signed token, not late, an
             allowed action); see :class:`~agent_wait.core.AnswerTrust`. None: from the
             ``AGENT_WAIT_ANSWER_*`` environment variables (unset: nothing more).
+        user_prompt: A new user message sent together with the deferred results when the
+            answer resumes the run (Pydantic AI's "approve and ask for more" in one turn). With
+            an answer that is held, it is stored with it and sent when the run resumes; with
+            a start message it is refused (``ValueError``: its ``input`` is the prompt).
         **run_options: Passed to ``agent.run_sync`` (``deps``, ``model``, ``usage_limits``...).
 
     Returns:
@@ -320,10 +371,12 @@ def handle_message(
 
     Raises:
         pydantic.ValidationError: The message is neither a valid answer nor start message.
-        TypeError: ``run_options`` names an argument handle_message sets itself.
+        TypeError: ``run_options`` names an argument handle_message sets itself, or
+            ``user_prompt`` is not text.
+        ValueError: ``user_prompt`` with a start message.
     """
-    _check_options(run_options)
-    host = _SyncHost(agent, history, run_options)
+    _check_options(run_options, user_prompt)
+    host = _SyncHost(agent, history, run_options, user_prompt)
     return core_host.handle_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
@@ -339,6 +392,7 @@ async def ahandle_message(
     strict: bool = False,
     clock: Clock | None = None,
     trust: AnswerTrust | None = None,
+    user_prompt: str | None = None,
     **run_options: Any,
 ) -> Handled:
     """Async :func:`handle_message`: ``await agent.run(...)``, announcers delivered concurrently.
@@ -346,8 +400,8 @@ async def ahandle_message(
     The history store is called in a worker thread, so a blocking store does not stall the
     event loop. Same arguments, guarantees and result as :func:`handle_message`.
     """
-    _check_options(run_options)
-    host = _AsyncHost(agent, history, run_options)
+    _check_options(run_options, user_prompt)
+    host = _AsyncHost(agent, history, run_options, user_prompt)
     return await core_host.ahandle_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )

@@ -18,8 +18,10 @@ from pydantic_ai import (
     AgentRunResult,
     DeferredToolRequests,
     DeferredToolResults,
+    ModelRetry,
     ToolApproved,
     ToolDenied,
+    ToolFailed,
 )
 from pydantic_ai.messages import ToolCallPart
 
@@ -69,7 +71,8 @@ def approval_for(
     - ``{"action": "approve"}`` approves; the answer rides in metadata (a ``@wait`` tool reads
       it, including ``args`` edits). For any other tool ``args`` become
       ``ToolApproved(override_args=<call args updated with them>)``.
-    - Anything else denies: the tool is not called and the model receives the answer as JSON.
+    - Anything else denies: the tool is not called and the model receives the answer, text as
+      is (``"Deleting files is not allowed"``), anything else as its JSON.
 
     Raises:
         InvalidAnswer: ``answer["args"]`` is not an object or names arguments the call lacks.
@@ -83,7 +86,39 @@ def approval_for(
         if edited is None or is_ours(metadata):
             return ToolApproved(), answer_metadata(answer)
         return ToolApproved(override_args={**published, **edited}), answer_metadata(answer)
-    return ToolDenied(canonical_json(answer)), None
+    return ToolDenied(denial_text(answer)), None
+
+
+def denial_text(answer: object) -> str:
+    """What the model reads for a denied call: a text answer as is, anything else as JSON."""
+    return answer if isinstance(answer, str) else canonical_json(answer)
+
+
+_CALL_OUTCOMES = {"model-retry": ModelRetry, "tool-failed": ToolFailed}
+
+
+def call_result(answer: object) -> object:
+    """The ``DeferredToolResults.calls`` entry for the answer to a ``CallDeferred`` call.
+
+    Pydantic AI's own JSON form of a failed call, exactly ``{"kind": "model-retry", "message":
+    text}`` or ``{"kind": "tool-failed", "message": text}``, becomes ``ModelRetry`` (the model is
+    asked to try again, within the tool's retry budget) or ``ToolFailed`` (a terminal failure the
+    model sees); any other answer is the call's result.
+    """
+    if not isinstance(answer, Mapping):
+        return answer
+    data = cast("Mapping[str, Any]", answer)
+    if set(data) == {"kind", "message"}:
+        outcome = _CALL_OUTCOMES.get(data["kind"])
+        if outcome is not None:
+            message = data["message"]
+            if not isinstance(message, str):
+                raise InvalidAnswer(
+                    f"answer.message: a {data['kind']!r} result needs the text the model "
+                    f"reads, got {message!r}"
+                )
+            return outcome(message)
+    return data
 
 
 def _answer_message(index: int, item: Answer | Mapping[str, Any]) -> Answer:
@@ -101,9 +136,10 @@ def deferred_results(
     """Build the ``DeferredToolResults`` that resume a parked run with these answers.
 
     Approval calls (``@wait``, ``ApprovalRequired``, ``requires_approval=True``) get
-    ``ToolApproved`` with the answer in ``metadata[question_id]``, or ``ToolDenied(<answer as
-    JSON>)`` (see :func:`approval_for`); ``CallDeferred`` calls get the answer as their result,
-    in ``calls[question_id]``. Which is which comes from ``DeferredToolRequests.kind``.
+    ``ToolApproved`` with the answer in ``metadata[question_id]``, or ``ToolDenied`` with the
+    answer's text (see :func:`approval_for`); ``CallDeferred`` calls get the answer as their
+    result, in ``calls[question_id]``, or a retry or failure (see :func:`call_result`). Which is
+    which comes from ``DeferredToolRequests.kind``.
 
     Pydantic AI resumes only when every pending call is answered; pass all of them (or use
     :func:`handle_message`, which holds partial answers until the rest arrive).
@@ -152,5 +188,5 @@ def deferred_results(
             if metadata is not None:
                 results.metadata[question_id] = metadata
         else:
-            results.calls[question_id] = message.answer
+            results.calls[question_id] = call_result(message.answer)
     return results
