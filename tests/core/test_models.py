@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -277,3 +278,59 @@ def test_pending_result_shape() -> None:
         "question_id": "7f3e",
         "function": "issue_refund",
     }
+
+
+def test_an_answer_with_more_answers_splits_into_single_answers() -> None:
+    message = {
+        "thread_id": "order-4471",
+        "question_id": "q1",
+        "answer": {"action": "approve"},
+        "token": "v1.k.f.m",
+        "more_answers": [
+            {"question_id": "q2", "answer": "no", "valid_until": "2026-09-12T09:00:00Z"},
+            {"question_id": "q3", "answer": [1], "token": "v1.k.g.n"},
+        ],
+    }
+    parsed = parse_message(message)
+    assert isinstance(parsed, Answer)
+    first, second, third = parsed.entries()
+    assert (first.question_id, first.answer, first.more_answers) == (
+        "q1",
+        {"action": "approve"},
+        [],
+    )
+    assert first.model_extra == {"token": "v1.k.f.m"}
+    assert (second.thread_id, second.question_id, second.answer) == ("order-4471", "q2", "no")
+    assert second.valid_until == "2026-09-12T09:00:00Z"
+    assert third.model_extra == {"token": "v1.k.g.n"}
+    # A host that does not know the field still reads the first answer.
+    assert (parsed.question_id, parsed.answer) == ("q1", {"action": "approve"})
+
+
+def test_a_single_answer_is_unchanged_by_the_batch_field() -> None:
+    parsed = parse_message({"thread_id": "t", "question_id": "q1", "answer": 1})
+    assert isinstance(parsed, Answer)
+    assert parsed.entries() == [parsed]
+    assert parsed.model_dump() == {
+        "thread_id": "t",
+        "question_id": "q1",
+        "answer": 1,
+        "valid_until": None,
+    }
+
+
+@pytest.mark.parametrize(
+    ("more", "error"),
+    [
+        ([{"question_id": "q1", "answer": 2}], "question 'q1' is answered twice"),
+        ([{"question_id": "q2", "answer": 1}, {"question_id": "q2", "answer": 2}], "'q2'"),
+        ([{"answer": 2}], "more_answers.0.question_id"),
+        ([{"question_id": "q2"}], "more_answers.0.answer"),
+        ([{"question_id": "", "answer": 2}], "more_answers.0.question_id"),
+    ],
+)
+def test_malformed_more_answers_are_refused_naming_the_field(
+    more: list[dict[str, Any]], error: str
+) -> None:
+    with pytest.raises(ValidationError, match=re.escape(error)):
+        parse_message({"thread_id": "t", "question_id": "q1", "answer": 1, "more_answers": more})

@@ -215,3 +215,24 @@ def test_a_retry_without_text_is_refused_before_anything_runs(inbox: MemoryAnnou
     assert refused.detail is not None
     assert "answer.message" in refused.detail
     assert recorder.requests == []
+
+
+def test_one_message_answers_every_pending_call_and_resumes_once(inbox: MemoryAnnounce) -> None:
+    recorder, runs = (
+        Recorder(
+            ("delete_file", {"path": "a.py"}), ("update_file", {"path": "b.py", "content": "x"})
+        ),
+        [],
+    )
+    agent, history = files_agent(recorder, runs), InMemoryHistory()
+    handle_message(agent, start("b-1"), inbox, history=history)
+    message = {
+        **reply("b-1", "delete_file-0", {"action": "approve"}),
+        "more_answers": [{"question_id": "update_file-1", "answer": "Not that file"}],
+    }
+    done = handle_message(agent, message, inbox, history=history)
+    assert done.outcome is Outcome.RESUMED  # not held: every pending call is answered
+    assert runs == ["delete a.py"]
+    returns = {p.tool_call_id: p.content for p in recorder.parts(ToolReturnPart)}
+    assert returns == {"delete_file-0": "deleted a.py", "update_file-1": "Not that file"}
+    assert len(recorder.requests) == 1

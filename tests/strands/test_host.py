@@ -339,3 +339,29 @@ async def test_ahandle_message_whole_loop_with_async_tools_and_factory(
     assert duplicate.outcome is Outcome.DUPLICATE
     assert runs == [41000]
     assert len(threads.invocations) == 2
+
+
+def batch(first: WaitEnvelope, answer: Any, *more: tuple[WaitEnvelope, Any]) -> dict[str, Any]:
+    """One message answering several questions: the first as usual, the rest in more_answers."""
+    return {
+        **reply(first, answer),
+        "more_answers": [{"question_id": e.question_id, "answer": a} for e, a in more],
+    }
+
+
+def test_one_message_answers_both_questions_and_resumes_once(
+    factory: Factory, inbox: MemoryAnnounce
+) -> None:
+    tools = Tools()
+    threads = factory(ScriptedModel([REFUND, DELETE]), tools.all)
+    refund, delete = handle_message(threads, start(), inbox).report.envelopes
+    message = batch(refund, {"action": "approve"}, (delete, {"action": "reject"}))
+    done = handle_message(threads, message, inbox)
+    assert done.outcome is Outcome.RESUMED
+    assert done.result is not None
+    assert done.result.stop_reason == "end_turn"
+    assert tools.runs == ["refund order-4471 41000"]
+    assert len(threads.invocations) == 2  # the start, and one resume for both answers
+    again = handle_message(threads, message, inbox)
+    assert again.outcome is Outcome.DUPLICATE
+    assert len(threads.invocations) == 2

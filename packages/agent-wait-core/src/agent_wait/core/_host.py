@@ -275,79 +275,66 @@ def _answer(
     trust: AnswerTrust,
     clock: Clock | None,
 ) -> Generator[Step, Any, Handled]:
-    thread_id, question_id = answer.thread_id, answer.question_id
-    where = f"question {question_id!r} of thread {thread_id!r}"
-    if trust.signing and (problem := trust.authenticate(answer)):
-        # The reason names a key id at most: never a secret, never the answer's content.
-        logger.warning(
-            "agent-wait host: answer refused as unauthorized (thread %s, question %s): %s",
-            thread_id,
-            question_id,
-            problem,
-        )
-        detail = f"{where}: {problem}; nothing ran, the question stays answerable"
-        return Handled(Outcome.UNAUTHORIZED, detail=detail)
-    if question_id in waiting.held:
-        detail = f"{where} is already answered (the first answer stands); nothing ran"
-        return (yield from _publish(Outcome.DUPLICATE, waiting.unanswered, answer, detail=detail))
-    if question_id not in waiting.ids:
-        if not (yield ("asked", (thread, question_id))):
-            detail = f"thread {thread_id!r} never asked question {question_id!r}; nothing ran"
-            return Handled(Outcome.UNKNOWN_QUESTION, detail=detail)
-        # The questions the thread waits on now go out again: this may be the redelivery of an
-        # answer whose resume parked on the next question and whose strict publish failed.
-        # Consumers deduplicate on question_id.
-        state = f"it waits on {waiting.ids}" if waiting.ids else "it is not parked"
-        detail = f"{where} is no longer pending (already answered, or late; {state}); nothing ran"
-        return (yield from _publish(Outcome.DUPLICATE, waiting.unanswered, answer, detail=detail))
-    question = waiting.questions[waiting.ids.index(question_id)]
-    if trust.signing and trust.stale(answer, question):
-        detail = (
-            f"{where} changed since the answer's reply_with was published (another call or "
-            "other arguments); nothing ran, the question as it is now stays answerable"
-        )
-        return (
-            yield from _publish(Outcome.STALE_APPROVAL, waiting.unanswered, answer, detail=detail)
-        )
+    entries = answer.entries()
+    thread_id = answer.thread_id
+    for entry in entries:
+        if trust.signing and (problem := trust.authenticate(entry)):
+            # The reason names a key id at most: never a secret, never the answer's content.
+            logger.warning(
+                "agent-wait host: answer refused as unauthorized (thread %s, question %s): %s",
+                thread_id,
+                entry.question_id,
+                problem,
+            )
+            detail = f"{_where(entry)}: {problem}; nothing ran, the question stays answerable"
+            return Handled(Outcome.UNAUTHORIZED, detail=detail)
+    # In a message answering several questions, those no longer pending are left out; the
+    # message is a duplicate (or unknown) only when none is pending.
+    pending = [
+        e for e in entries if e.question_id in waiting.ids and e.question_id not in waiting.held
+    ]
+    if not pending:
+        return (yield from _not_pending(host, thread, waiting, entries[0]))
+    answers: dict[str, Any] = {}
     resumed_detail = None
-    if trust.expired != "accept" and trust.undated(answer, question):
-        # Published before the policy was on, or answered without copying reply_with: unsigned,
-        # such a deadline could be forged anyway, and signed, a stripped one fails the token.
-        logger.warning(
-            "agent-wait host: answer to question %s of thread %s carries no expires_at; its "
-            "lateness cannot be checked, accepted",
-            question_id,
-            thread_id,
-        )
-    if trust.expired != "accept" and (late := trust.late(answer, (clock or utc_now)())):
-        if trust.expired == "refuse":
-            detail = f"{where}: the answer came too late ({late}); nothing ran"
-            return Handled(Outcome.EXPIRED, detail=detail)
-        answer = answer.model_copy(update={"answer": question.policy.default})
-        resumed_detail = f"{where}: the answer came too late ({late}); resumed with its default"
-    elif trust.strict_actions and (problem := trust.action_problem(answer.answer, question)):
-        return _refused(where, InvalidAnswer(problem))
-    try:
-        # Every framework saves the answer with the run: one its store cannot keep unchanged
-        # would fail (or come back altered) after the tool ran.
-        problem = storable_problem(answer.answer)
-        if problem:
-            raise InvalidAnswer(problem)
-        value = host.check(thread, answer)
-    except InvalidAnswer as error:
-        return _refused(where, error)
-    answers = {question_id: value}
+    for entry in pending:
+        vetted = _vet(host, thread, waiting, entry, trust, clock)
+        if isinstance(vetted, Handled):
+            if vetted.outcome is Outcome.STALE_APPROVAL:
+                return (
+                    yield from _publish(
+                        vetted.outcome, waiting.unanswered, answer, detail=vetted.detail
+                    )
+                )
+            return vetted
+        value, late_detail = vetted
+        answers[entry.question_id] = value
+        resumed_detail = resumed_detail or late_detail
+    left_out = [e.question_id for e in entries if e not in pending]
+    if left_out:
+        note = f"answers to {left_out} left out: no longer pending (already answered, or late)"
+        resumed_detail = f"{resumed_detail}; {note}" if resumed_detail else note
+    first = pending[0].question_id
+    where = (
+        _where(pending[0])
+        if len(pending) == 1
+        else f"questions {list(answers)} of thread {thread_id!r}"
+    )
     if host.holds_answers:
-        held = {**waiting.held, question_id: value}
+        held = {**waiting.held, **answers}
         answers = {i: held[i] for i in waiting.ids if i in held}
         remaining = [i for i in waiting.ids if i not in held]
         if remaining:
             yield ("hold", (thread, answers))
+            named = first if len(pending) == 1 else [e.question_id for e in pending]
             detail = (
-                f"answer to {question_id!r} held; thread {thread_id!r} resumes once {remaining} "
+                f"answer to {named!r} held; thread {thread_id!r} resumes once {remaining} "
                 "are answered too"
             )
             return Handled(Outcome.HELD, detail=detail)
+    else:
+        # Publish order, as the framework reports its questions.
+        answers = {i: answers[i] for i in waiting.ids if i in answers}
     try:
         result = yield ("resume", (thread, answers))
     except QuestionNotPending:
@@ -361,12 +348,81 @@ def _answer(
         # The host's resume undid what the framework kept of the answer; whether the thread
         # still waits on the question is read back from the framework.
         after = yield ("load", (thread_id,))
-        return _resume_failed(where, error, pending=question_id in host.waiting(after).ids)
+        return _resume_failed(where, error, pending=first in host.waiting(after).ids)
     return (
         yield from _publish(
             Outcome.RESUMED, host.questions_in(result), answer, result, detail=resumed_detail
         )
     )
+
+
+def _where(answer: Answer) -> str:
+    return f"question {answer.question_id!r} of thread {answer.thread_id!r}"
+
+
+def _not_pending(
+    host: Host[Any, Any] | AsyncHost[Any, Any], thread: Any, waiting: Waiting, answer: Answer
+) -> Generator[Step, Any, Handled]:
+    """An answer to a question the thread does not wait on: a duplicate or an unknown question."""
+    thread_id, question_id, where = answer.thread_id, answer.question_id, _where(answer)
+    if question_id in waiting.held:
+        detail = f"{where} is already answered (the first answer stands); nothing ran"
+        return (yield from _publish(Outcome.DUPLICATE, waiting.unanswered, answer, detail=detail))
+    if not (yield ("asked", (thread, question_id))):
+        detail = f"thread {thread_id!r} never asked question {question_id!r}; nothing ran"
+        return Handled(Outcome.UNKNOWN_QUESTION, detail=detail)
+    # The questions the thread waits on now go out again: this may be the redelivery of an
+    # answer whose resume parked on the next question and whose strict publish failed.
+    # Consumers deduplicate on question_id.
+    state = f"it waits on {waiting.ids}" if waiting.ids else "it is not parked"
+    detail = f"{where} is no longer pending (already answered, or late; {state}); nothing ran"
+    return (yield from _publish(Outcome.DUPLICATE, waiting.unanswered, answer, detail=detail))
+
+
+def _vet(
+    host: Host[Any, Any] | AsyncHost[Any, Any],
+    thread: Any,
+    waiting: Waiting,
+    answer: Answer,
+    trust: AnswerTrust,
+    clock: Clock | None,
+) -> Handled | tuple[Any, str | None]:
+    """The value to resume a pending question with (and a note if late), or why not (no IO)."""
+    where = _where(answer)
+    question = waiting.questions[waiting.ids.index(answer.question_id)]
+    if trust.signing and trust.stale(answer, question):
+        detail = (
+            f"{where} changed since the answer's reply_with was published (another call or "
+            "other arguments); nothing ran, the question as it is now stays answerable"
+        )
+        return Handled(Outcome.STALE_APPROVAL, detail=detail)
+    late_detail = None
+    if trust.expired != "accept" and trust.undated(answer, question):
+        # Published before the policy was on, or answered without copying reply_with: unsigned,
+        # such a deadline could be forged anyway, and signed, a stripped one fails the token.
+        logger.warning(
+            "agent-wait host: answer to question %s of thread %s carries no expires_at; its "
+            "lateness cannot be checked, accepted",
+            answer.question_id,
+            answer.thread_id,
+        )
+    if trust.expired != "accept" and (late := trust.late(answer, (clock or utc_now)())):
+        if trust.expired == "refuse":
+            detail = f"{where}: the answer came too late ({late}); nothing ran"
+            return Handled(Outcome.EXPIRED, detail=detail)
+        answer = answer.model_copy(update={"answer": question.policy.default})
+        late_detail = f"{where}: the answer came too late ({late}); resumed with its default"
+    elif trust.strict_actions and (problem := trust.action_problem(answer.answer, question)):
+        return _refused(where, InvalidAnswer(problem))
+    try:
+        # Every framework saves the answer with the run: one its store cannot keep unchanged
+        # would fail (or come back altered) after the tool ran.
+        problem = storable_problem(answer.answer)
+        if problem:
+            raise InvalidAnswer(problem)
+        return host.check(thread, answer), late_detail
+    except InvalidAnswer as error:
+        return _refused(where, error)
 
 
 def _resume_failed(where: str, error: Exception, *, pending: bool) -> Handled:

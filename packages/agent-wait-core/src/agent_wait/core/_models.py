@@ -170,6 +170,10 @@ def _is_none(value: object) -> bool:
     return value is None
 
 
+def _is_empty(value: list[Any]) -> bool:
+    return not value
+
+
 def _no_default(schema: dict[str, Any]) -> None:
     # An optional field is absent when unset, never null: the schema must not suggest null.
     schema.pop("default", None)
@@ -248,8 +252,32 @@ class WaitEnvelope(BaseModel):
         return self.model_dump(mode="json")
 
 
+class MoreAnswer(BaseModel):
+    """One more answer in an answer message's ``more_answers``: another question of the thread.
+
+    Extra fields (those the question's ``reply_with`` carried: ``token``, ``expires_at``) are
+    kept, as on :class:`Answer`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="allow", json_schema_extra=_with_trust_keys)
+
+    question_id: str = Field(min_length=1, description="Which question; from its reply_with.")
+    answer: Any = Field(description="The answer to that question. Any JSON.")
+    valid_until: UtcTimestamp | None = Field(default=None, description="The answer's own expiry.")
+
+    @field_validator("answer")
+    @classmethod
+    def _not_too_deep(cls, value: Any) -> Any:
+        return _shallow_enough(value)
+
+
 class Answer(BaseModel):
-    """The recommended inbound answer message. Extra fields (those ``reply_with`` carried) are kept."""
+    """The recommended inbound answer message. Extra fields (those ``reply_with`` carried) are kept.
+
+    ``more_answers`` (optional) answers further pending questions of the same thread in the
+    same message, so the run resumes once for all of them; a host that does not know the field
+    still reads the first answer.
+    """
 
     model_config = ConfigDict(frozen=True, extra="allow", json_schema_extra=_with_trust_keys)
 
@@ -259,19 +287,51 @@ class Answer(BaseModel):
     )
     answer: Any = Field(description="Received verbatim by the @wait function. Any JSON.")
     valid_until: UtcTimestamp | None = Field(default=None, description="The answer's own expiry.")
+    more_answers: list[MoreAnswer] = Field(
+        default_factory=list[MoreAnswer],
+        exclude_if=_is_empty,
+        json_schema_extra=_no_default,
+        description="Answers to further pending questions of the same thread, resumed together "
+        "with this one in one step. Optional: a host that ignores it still reads the first.",
+    )
+
+    @model_validator(mode="after")
+    def _each_question_once(self) -> Answer:
+        ids = [self.question_id, *(m.question_id for m in self.more_answers)]
+        twice = sorted({i for i in ids if ids.count(i) > 1})
+        if twice:
+            raise ValueError(f"more_answers: question {twice[0]!r} is answered twice")
+        return self
+
+    def entries(self) -> list[Answer]:
+        """Every answer the message carries, each as a single :class:`Answer`, in order."""
+        if not self.more_answers:
+            return [self]
+        first = self.model_copy(update={"more_answers": []})
+        return [
+            first,
+            *(
+                Answer.model_validate({"thread_id": self.thread_id, **m.model_dump()})
+                for m in self.more_answers
+            ),
+        ]
 
     @field_validator("answer")
     @classmethod
     def _not_too_deep(cls, value: Any) -> Any:
-        # An answer sent as JSON text cannot nest deeper (the parser refuses it); one the host
-        # decoded itself is held to the same limit before a checkpoint serialiser or canonical
-        # JSON recurses into it and crashes.
-        if _nests_deeper(value, ANSWER_DEPTH_LIMIT):
-            raise ValueError(
-                f"nested deeper than {ANSWER_DEPTH_LIMIT} levels of arrays and objects, more than "
-                "a JSON message may carry"
-            )
-        return value
+        return _shallow_enough(value)
+
+
+def _shallow_enough(value: Any) -> Any:
+    # An answer sent as JSON text cannot nest deeper (the parser refuses it); one the host
+    # decoded itself is held to the same limit before a checkpoint serialiser or canonical
+    # JSON recurses into it and crashes.
+    if _nests_deeper(value, ANSWER_DEPTH_LIMIT):
+        raise ValueError(
+            f"nested deeper than {ANSWER_DEPTH_LIMIT} levels of arrays and objects, more than "
+            "a JSON message may carry"
+        )
+    return value
 
 
 ANSWER_DEPTH_LIMIT = 199

@@ -301,9 +301,14 @@ class _Host:
         return questions_in(result)
 
     def _command(self, thread: _Thread, answers: Mapping[str, Any]) -> Command[Any]:
-        [(question_id, value)] = answers.items()
-        target = thread.target(question_id)
-        return Command(resume={question_id: address(thread.thread_id, target.value, value)})
+        # Several answers (a message with more_answers) resume in one step: each pending
+        # task runs once, instead of once per answer.
+        return Command(
+            resume={
+                question_id: address(thread.thread_id, thread.target(question_id).value, value)
+                for question_id, value in answers.items()
+            }
+        )
 
 
 @contextmanager

@@ -105,33 +105,35 @@ async def arestore_answers(graph: Pregel[Any, Any, Any, Any], saved: SavedAnswer
 
 @contextmanager
 def answers_restored_on_failure(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, question_id: str
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, *question_ids: str
 ) -> Generator[None]:
-    """Around a resume: if the run raises, the task's saved answers are put back, then it re-raises.
+    """Around a resume: if the run raises, the tasks' saved answers are put back, then it re-raises.
 
-    agent-wait's own errors (a refused or misrouted answer) are raised before anything is saved
+    The tasks are those asking ``question_ids``. agent-wait's own errors (a refused or misrouted answer) are raised before anything is saved
     and pass through untouched.
     """
-    saved = saved_answers(graph, config, question_id)
+    saved = [saved_answers(graph, config, question_id) for question_id in question_ids]
     try:
         yield
     except AgentWaitError:
         raise
     except Exception:
-        restore_answers(graph, saved)
+        for task in saved:
+            restore_answers(graph, task)
         raise
 
 
 @asynccontextmanager
 async def aanswers_restored_on_failure(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, question_id: str
+    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, *question_ids: str
 ) -> AsyncGenerator[None]:
     """Async :func:`answers_restored_on_failure`."""
-    saved = await asaved_answers(graph, config, question_id)
+    saved = [await asaved_answers(graph, config, question_id) for question_id in question_ids]
     try:
         yield
     except AgentWaitError:
         raise
     except Exception:
-        await arestore_answers(graph, saved)
+        for task in saved:
+            await arestore_answers(graph, task)
         raise
