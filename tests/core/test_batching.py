@@ -1,4 +1,4 @@
-"""The transport building blocks in agent_wait.core._batching."""
+"""The transport building blocks of agent_wait.core.transport."""
 
 from __future__ import annotations
 

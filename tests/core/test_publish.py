@@ -269,3 +269,58 @@ def test_a_question_too_large_has_no_duration() -> None:
     (failure,) = publish([big], "t1", MemoryAnnounce()).deliveries
     assert isinstance(failure.exception, QuestionTooLarge)
     assert failure.duration is None
+
+
+class BatchFirst(BaseAnnounce):
+    """Writes only deliver_many / adeliver_many: a refusal of every envelope named 'q1'."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def _outcomes(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        self.batches.append([e.question_id for e in envelopes])
+        return [
+            DeliveryFailed(f"refused {e.question_id}", retryable=False)
+            if e.question_id == "q1"
+            else Receipt(f"m-{e.question_id}", 1)
+            for e in envelopes
+        ]
+
+    def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        return self._outcomes(envelopes)
+
+    async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
+        return self._outcomes(envelopes)
+
+
+def _envelope(question_id: str) -> WaitEnvelope:
+    report = publish([Question(question_id=question_id, question="ok?")], "t-1", MemoryAnnounce())
+    return report.envelopes[0]
+
+
+def test_a_batch_first_announcer_delivers_one_as_a_batch_of_one() -> None:
+    announce = BatchFirst()
+    assert announce.deliver(_envelope("q0")) == Receipt("m-q0", 1)
+    with pytest.raises(DeliveryFailed, match="refused q1"):
+        announce.deliver(_envelope("q1"))
+    assert announce.batches == [["q0"], ["q1"]]
+
+
+async def test_a_batch_first_announcer_adelivers_through_adeliver_many() -> None:
+    announce = BatchFirst()
+    assert await announce.adeliver(_envelope("q0")) == Receipt("m-q0", 1)
+    with pytest.raises(DeliveryFailed, match="refused q1"):
+        await announce.adeliver(_envelope("q1"))
+    assert announce.batches == [["q0"], ["q1"]]
+
+
+def test_an_announcer_with_neither_deliver_nor_deliver_many_says_so() -> None:
+    class Empty(BaseAnnounce):
+        pass
+
+    with pytest.raises(
+        NotImplementedError, match=r"Empty must implement deliver\(\) or deliver_many\(\)"
+    ):
+        Empty().deliver(_envelope("q0"))
+    report = publish([Question(question_id="q0", question="ok?")], "t-1", Empty())
+    assert isinstance(report.failures[0].exception, NotImplementedError)

@@ -44,7 +44,6 @@ if TYPE_CHECKING:
         resend,
         sweep,
     )
-    from agent_wait.core._batching import BatchEntryFailed
     from agent_wait.core._canonical import canonical_json, derive_question_id, to_jsonable
     from agent_wait.core._closing import Closing
     from agent_wait.core._config import AgentWaitConfig, default_announcers, load_config
@@ -54,6 +53,7 @@ if TYPE_CHECKING:
     from agent_wait.core._errors import (
         AgentWaitError,
         AnnounceFailed,
+        BatchEntryFailed,
         ConfigError,
         DeliveryFailed,
         InvalidAnswer,
@@ -123,7 +123,7 @@ _LAZY = {
     "AnswerResult": "agent_wait.core._answering",
     "AnswerTrust": "agent_wait.core._trust",
     "BaseAnnounce": "agent_wait.core._announce",
-    "BatchEntryFailed": "agent_wait.core._batching",
+    "BatchEntryFailed": "agent_wait.core._errors",
     "Closing": "agent_wait.core._closing",
     "ConfigError": "agent_wait.core._errors",
     "Correlation": "agent_wait.core._policy",

@@ -37,7 +37,10 @@ class BaseAnnounce(Closing):
     """Base class of every announcer.
 
     Subclass it and write :meth:`deliver`. Override :meth:`adeliver` for a native async client,
-    and :meth:`deliver_many` / :meth:`adeliver_many` when the transport can batch. Raising from
+    and :meth:`deliver_many` / :meth:`adeliver_many` when the transport can batch. A batching
+    announcer may write only those (batch first): :meth:`deliver` then sends a batch of one
+    through :meth:`deliver_many` and raises its error, and :meth:`adeliver` does the same
+    through :meth:`adeliver_many` when that is overridden. Raising from
     any of them is safe: :func:`agent_wait.core.publish` contains it and records it in the report.
     Raise :class:`agent_wait.core.DeliveryFailed` for the transport's own errors, saying whether a
     retry may succeed, and return a :class:`Receipt` when the transport gives a message id.
@@ -60,11 +63,25 @@ class BaseAnnounce(Closing):
             cls.name = cls.__name__
 
     def deliver(self, envelope: WaitEnvelope) -> Receipt | None:
-        """Deliver one envelope, raising on failure; return a :class:`Receipt` or None."""
-        raise NotImplementedError(f"{type(self).__name__} must implement deliver()")
+        """Deliver one envelope, raising on failure; return a :class:`Receipt` or None.
+
+        The default serves batch-first announcers: a batch of one through an overridden
+        :meth:`deliver_many`, its error raised.
+        """
+        if type(self).deliver_many is BaseAnnounce.deliver_many:
+            raise NotImplementedError(
+                f"{type(self).__name__} must implement deliver() or deliver_many()"
+            )
+        return _raise_outcome(self.deliver_many([envelope])[0])
 
     async def adeliver(self, envelope: WaitEnvelope) -> Receipt | None:
-        """Deliver one envelope without blocking the event loop (default: ``deliver`` in a thread)."""
+        """Deliver one envelope without blocking the event loop.
+
+        The default is a batch of one through an overridden :meth:`adeliver_many`, else
+        :meth:`deliver` in a worker thread.
+        """
+        if type(self).adeliver_many is not BaseAnnounce.adeliver_many:
+            return _raise_outcome((await self.adeliver_many([envelope]))[0])
         import asyncio  # here, not at import: sync hosts never pay for asyncio
 
         return await asyncio.to_thread(self.deliver, envelope)
@@ -134,6 +151,12 @@ class BaseAnnounce(Closing):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def _raise_outcome(outcome: DeliveryOutcome) -> Receipt | None:
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
 
 
 @dataclass(frozen=True, slots=True, init=False)

@@ -85,6 +85,39 @@ class DeliveryFailed(AgentWaitError):
         self.attempts = attempts
 
 
+class BatchEntryFailed(DeliveryFailed):
+    """A transport refused one entry of a batch request; the other entries are unaffected.
+
+    Attributes:
+        service: The transport ("SQS", "PostgreSQL", "RabbitMQ").
+        code: The transport's error code for the entry.
+        detail: The transport's error message for the entry.
+        sender_fault: True when the entry itself is at fault, None when not reported.
+        retryable: As given; else True when the transport says it was not the entry's fault
+            (``sender_fault`` false), False otherwise.
+    """
+
+    code: str
+
+    def __init__(
+        self,
+        service: str,
+        code: str,
+        detail: str,
+        sender_fault: bool | None = None,
+        *,
+        retryable: bool | None = None,
+    ) -> None:
+        if retryable is None:
+            retryable = sender_fault is False
+        super().__init__(
+            f"{service} refused the entry: {code}: {detail}", retryable=retryable, code=code
+        )
+        self.service = service
+        self.detail = detail
+        self.sender_fault = sender_fault
+
+
 class AnnounceFailed(AgentWaitError):
     """Raised by ``publish(..., strict=True)`` when a delivery failed or there was no announcer.
 

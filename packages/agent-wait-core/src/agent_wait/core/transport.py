@@ -9,19 +9,18 @@ either client. Application code does not need this module.
 
 from __future__ import annotations
 
-from agent_wait.core._aws import AwsOptions, AwsSdk, aws_client_pair, aws_receipt
-from agent_wait.core._batching import (
+from agent_wait.core._aws import (
     AWS_MESSAGE_ATTRIBUTES,
-    AttributeRules,
-    BatchEntryFailed,
-    ClientAnnounce,
-    ClientPair,
-    Exchange,
-    RoutingAttributes,
-    chunk,
-    fit_identifier,
-    utf8_size,
+    AwsOptions,
+    AwsSdk,
+    aws_client_pair,
+    aws_receipt,
 )
+from agent_wait.core._clients import ClientPair
+from agent_wait.core._errors import BatchEntryFailed
+from agent_wait.core._exchange import ClientAnnounce, Exchange
+from agent_wait.core._routing import AttributeRules, RoutingAttributes
+from agent_wait.core._sizing import chunk, fit_identifier, utf8_size
 from agent_wait.core._template import EnvelopeTemplate
 
 __all__ = [

@@ -119,26 +119,16 @@ class NatsAnnounce(BaseAnnounce):
             )
         return headers
 
-    def deliver(self, envelope: WaitEnvelope) -> Receipt:
-        """Publish the envelope and wait for the ack (a duplicate ack counts as delivered).
-
-        Returns:
-            The receipt with the stream sequence number the ack carries.
-
-        Raises:
-            LookupError: The subject template needs a tag the envelope lacks, or no stream
-                stores the subject.
-            DeliveryFailed: No server could be reached, or the publish failed or timed out
-                (``retryable`` for timeouts, connection errors and an unavailable JetStream).
-        """
-        return _raise_outcome(self.deliver_many([envelope]))
-
-    async def adeliver(self, envelope: WaitEnvelope) -> Receipt:
-        """Async :meth:`deliver`."""
-        return _raise_outcome(await self.adeliver_many([envelope]))
-
     def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
-        """Publish every envelope concurrently on the private loop; one outcome per envelope."""
+        """Publish every envelope concurrently on the private loop; one outcome per envelope.
+
+        A delivered envelope's outcome is the receipt with the stream sequence number its ack
+        carries (a duplicate ack counts as delivered). A failed one's is a ``LookupError`` (the
+        subject template needs a tag the envelope lacks, or no stream stores the subject) or
+        :class:`~agent_wait.core.DeliveryFailed`: no server could be reached, or the publish
+        failed or timed out (``retryable`` for timeouts, connection errors and an unavailable
+        JetStream). ``deliver`` is a batch of one.
+        """
         if not envelopes:
             return []
         runner = self._clients.sync()
@@ -310,14 +300,6 @@ class _LoopThread:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join()
             self.loop.close()
-
-
-def _raise_outcome(outcomes: list[DeliveryOutcome]) -> Receipt:
-    outcome = outcomes[0]
-    if isinstance(outcome, BaseException):
-        raise outcome
-    assert outcome is not None  # every publish returns its receipt
-    return outcome
 
 
 def _classified(error: Exception) -> Exception:

@@ -127,17 +127,15 @@ class PostgresAnnounce(BaseAnnounce):
 
     # -- sync --------------------------------------------------------------------------------
 
-    def deliver(self, envelope: WaitEnvelope) -> None:
-        """Insert the question's row unless it exists, and notify when it is new.
-
-        Raises:
-            BatchEntryFailed: The database refused the row (its SQLSTATE is the ``code``).
-            DeliveryFailed: The database is unreachable (``retryable``) or the table is missing.
-        """
-        _raise_outcome(self.deliver_many([envelope]))
-
     def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
-        """Insert every row in one transaction; one outcome per envelope, in order."""
+        """Insert every row in one transaction; one outcome per envelope, in order.
+
+        Each row is inserted unless it exists, with a notification when it is new. A failed
+        envelope's outcome is :class:`~agent_wait.core.BatchEntryFailed` (the database refused
+        the row; its SQLSTATE is the ``code``) or :class:`~agent_wait.core.DeliveryFailed`
+        (the database is unreachable, ``retryable``, or the table is missing). ``deliver`` is a
+        batch of one.
+        """
         if not envelopes:
             return []
         slot = self._clients.sync()
@@ -224,10 +222,6 @@ class PostgresAnnounce(BaseAnnounce):
         self._clients.close()
 
     # -- async -------------------------------------------------------------------------------
-
-    async def adeliver(self, envelope: WaitEnvelope) -> None:
-        """Async :meth:`deliver`."""
-        _raise_outcome(await self.adeliver_many([envelope]))
 
     async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
         """Async :meth:`deliver_many`."""
@@ -368,8 +362,3 @@ def _unavailable(error: psycopg.Error) -> DeliveryFailed:
     )
     failed.__cause__ = error
     return failed
-
-
-def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:
-    if isinstance(outcomes[0], BaseException):
-        raise outcomes[0]

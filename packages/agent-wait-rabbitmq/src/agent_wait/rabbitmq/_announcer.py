@@ -128,20 +128,16 @@ class RabbitMqAnnounce(BaseAnnounce):
 
     # -- sync (pika) ----------------------------------------------------------------------
 
-    def deliver(self, envelope: WaitEnvelope) -> None:
-        """Publish the envelope and wait for the broker's confirm.
-
-        Raises:
-            BatchEntryFailed: The broker returned the message as unroutable (code
-                ``NO_ROUTE``, with ``mandatory``) or nacked it (``NACK``).
-            LookupError: The exchange does not exist, or the routing-key template needs a tag
-                the envelope lacks.
-            DeliveryFailed: The broker is unreachable (``retryable``) or closed the channel.
-        """
-        _raise_outcome(self.deliver_many([envelope]))
-
     def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
-        """Publish every envelope on one channel; one outcome per envelope, in order."""
+        """Publish every envelope on one channel; one outcome per envelope, in order.
+
+        An envelope is delivered once the broker confirms it. A failed one's outcome is
+        :class:`~agent_wait.core.BatchEntryFailed` (the broker returned the message as
+        unroutable, code ``NO_ROUTE``, with ``mandatory``; or nacked it, ``NACK``), a
+        ``LookupError`` (the exchange does not exist, or the routing-key template needs a tag
+        the envelope lacks) or :class:`~agent_wait.core.DeliveryFailed` (the broker is
+        unreachable, ``retryable``, or closed the channel). ``deliver`` is a batch of one.
+        """
         outcomes: list[DeliveryOutcome] = []
         sync = self._clients.sync()
         with sync.lock:
@@ -198,10 +194,6 @@ class RabbitMqAnnounce(BaseAnnounce):
         self._clients.close()
 
     # -- async (aio-pika) -----------------------------------------------------------------
-
-    async def adeliver(self, envelope: WaitEnvelope) -> None:
-        """Async :meth:`deliver` (aio-pika)."""
-        _raise_outcome(await self.adeliver_many([envelope]))
 
     async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
         """Publish every envelope concurrently, confirms awaited together; one outcome each."""
@@ -385,8 +377,3 @@ def _unroutable(exchange: str, key: str) -> BatchEntryFailed:
         "bind a queue or set mandatory=false to let the broker drop it)",
         sender_fault=True,
     )
-
-
-def _raise_outcome(outcomes: list[DeliveryOutcome]) -> None:
-    if isinstance(outcomes[0], BaseException):
-        raise outcomes[0]

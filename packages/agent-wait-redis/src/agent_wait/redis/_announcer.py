@@ -128,23 +128,13 @@ class RedisAnnounce(BaseAnnounce):
         fields.update({f"tag:{name}": value for name, value in envelope.tags.items()})
         return fields
 
-    def deliver(self, envelope: WaitEnvelope) -> Receipt | None:
-        """Add the envelope's entry (or skip it as a republish when ``index`` holds it).
-
-        Returns:
-            The receipt with the stream entry id; None for a skipped republish.
-
-        Raises:
-            DeliveryFailed: The server is unreachable (retryable) or refused the command.
-        """
-        return _raise_outcome(self.deliver_many([envelope]))
-
-    async def adeliver(self, envelope: WaitEnvelope) -> Receipt | None:
-        """Async :meth:`deliver` (redis.asyncio)."""
-        return _raise_outcome(await self.adeliver_many([envelope]))
-
     def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
-        """Add every envelope in one pipeline; one outcome per envelope, in order."""
+        """Add every envelope in one pipeline; one outcome per envelope, in order.
+
+        Each outcome is the receipt with the stream entry id, None for a republish skipped
+        because ``index`` holds it, or :class:`~agent_wait.core.DeliveryFailed`: the server is
+        unreachable (retryable) or refused the command. ``deliver`` is a batch of one.
+        """
         if not envelopes:
             return []
         pipe: Pipeline = self._clients.sync().pipeline(transaction=False)  # pyright: ignore[reportUnknownMemberType]
@@ -240,10 +230,3 @@ def _failed(error: Exception) -> DeliveryFailed:
     )
     failed.__cause__ = error
     return failed
-
-
-def _raise_outcome(outcomes: list[DeliveryOutcome]) -> Receipt | None:
-    outcome = outcomes[0]
-    if isinstance(outcome, BaseException):
-        raise outcome
-    return outcome
