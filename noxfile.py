@@ -27,6 +27,9 @@ PACKAGES = sorted(
     for p in ROOT.glob("packages/agent-wait-*/pyproject.toml")
 )
 
+# The AWS announcers: each depends on agent-wait-aws, the AWS code they share.
+AWS_PACKAGES = ["sqs", "sns", "eventbridge", "dynamodb"]
+
 nox.options.default_venv_backend = "uv"
 nox.options.sessions = ["lint", "typecheck", "arch", "tests"]
 os.environ.setdefault("UV_PYTHON_DOWNLOADS", "never")
@@ -130,21 +133,20 @@ def _locked_test_group() -> list[str]:
 @nox.session(python="3.11")
 @nox.parametrize("package", PACKAGES)
 def lowest(session: nox.Session, package: str) -> None:
-    """One distribution (plus core) with each of its direct dependencies at the declared floor."""
+    """One distribution (plus core, and agent-wait-aws for an AWS announcer) with each of its direct dependencies at the declared floor."""
     # Per package, not all at once: a sibling's stricter requirement on a shared dependency
     # (pydantic, anyio) would lift it above the floor under test. The test tools are pinned to
     # their locked versions: this checks the distributions' floors, not the test group's
     # (at its floor, moto 5.1.0 fails SQS, SNS and EventBridge tests that pass on the locked moto).
     editables = ["-e", "packages/agent-wait-core"]
+    if package in AWS_PACKAGES:
+        editables += ["-e", "packages/agent-wait-aws"]
     if package != "core":
         editables += ["-e", f"packages/agent-wait-{package}"]
     session.install("--resolution", "lowest-direct", *_locked_test_group(), *editables)
     session.run(
         "pytest", *_package_tests(package), "-q", "-p", "no:cacheprovider", *session.posargs
     )
-
-
-AWS_PACKAGES = ["sqs", "sns", "eventbridge", "dynamodb"]
 
 
 @nox.session(python="3.11")
@@ -159,10 +161,10 @@ AWS_PACKAGES = ["sqs", "sns", "eventbridge", "dynamodb"]
 )
 def aws_extra(session: nox.Session, install: str, resolution: str) -> None:
     """The AWS announcers installed without their [async] extra (newest and oldest boto3), and with it."""
-    # A fresh environment of the four distributions and moto only (no test group, which brings
+    # A fresh environment of the four distributions, agent-wait-aws and moto only (no test group, which brings
     # aiobotocore): sync publish works, and the async path reports the extra to install.
     extra = "[async]" if install == "with-async" else ""
-    editables = ["-e", "packages/agent-wait-core"]
+    editables = ["-e", "packages/agent-wait-core", "-e", "packages/agent-wait-aws"]
     for package in AWS_PACKAGES:
         editables += ["-e", f"packages/agent-wait-{package}{extra}"]
     moto = [r for r in _locked_test_group() if r.startswith("moto")]

@@ -395,3 +395,76 @@ def settle_lambda_batch(
     for record in event["Records"]:
         if record["messageId"] not in failed:
             sqs.delete_message(QueueUrl=url, ReceiptHandle=record["receiptHandle"])
+
+
+_BATCH_ENTRIES = {
+    "SendMessageBatch": ("Entries", "MessageBody"),
+    "PublishBatch": ("PublishBatchRequestEntries", "Message"),
+    "PutEvents": ("Entries", "Detail"),
+}
+
+
+def refuse_entries(
+    client: Any,
+    service: str,
+    operation: str,
+    *,
+    question_ids: list[str],
+    code: str = "ServiceUnavailable",
+    sender_fault: bool | None = False,
+    times: int | None = 1,
+) -> list[list[str]]:
+    """Fault injection for refusals the real server cannot produce (throttling, a server fault).
+
+    In the first ``times`` batch requests that carry them (default 1; None: all), the entries of
+    ``question_ids`` are taken out before sending, so the server never receives them, and the
+    parsed response reports them refused: in ``Failed`` with ``SenderFault`` (SQS, SNS; None
+    leaves it out) or, for EventBridge, as an ``ErrorCode`` result in their place. The other
+    entries go to the real server. Returns the question ids refused, one list per request.
+    """
+    refused: list[list[str]] = []
+    key, body = _BATCH_ENTRIES[operation]
+    mark = f"refused-{id(refused)}"  # several injections on one client keep their own entries
+
+    def take_out(params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        if times is not None and len(refused) >= times:
+            return
+        entries = params[key]
+        ids = [json.loads(entry[body])["question_id"] for entry in entries]
+        chosen = [p for p, question_id in enumerate(ids) if question_id in question_ids]
+        if not chosen:
+            return
+        refused.append([ids[p] for p in chosen])
+        context[mark] = [(p, entries[p]) for p in chosen]
+        if len(chosen) == len(entries):
+            context[f"{mark}-all"] = True  # nothing left to send: answered without a request
+        else:
+            params[key] = [e for p, e in enumerate(entries) if p not in chosen]
+
+    def answer_alone(context: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]] | None:
+        if not context.get(f"{mark}-all"):
+            return None
+        cls = AioAWSResponse if type(client).__module__.startswith("aiobotocore") else AWSResponse
+        return cls("", 200, {}, _Body(b"")), {}
+
+    def report(parsed: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        taken = context.get(mark)
+        if not taken:
+            return
+        if operation == "PutEvents":
+            results = parsed.setdefault("Entries", [])
+            for position, _entry in taken:
+                results.insert(position, {"ErrorCode": code, "ErrorMessage": "injected refusal"})
+            parsed["FailedEntryCount"] = parsed.get("FailedEntryCount", 0) + len(taken)
+            return
+        failed = parsed.setdefault("Failed", [])
+        for _position, entry in taken:
+            refusal = {"Id": entry["Id"], "Code": code, "Message": "injected refusal"}
+            if sender_fault is not None:
+                refusal["SenderFault"] = sender_fault
+            failed.append(refusal)
+
+    client.meta.events.register(f"before-parameter-build.{service}.{operation}", take_out)
+    client.meta.events.register(f"before-call.{service}.{operation}", answer_alone)
+    client.meta.events.register(f"after-call.{service}.{operation}", report)
+    return refused

@@ -11,7 +11,6 @@ import pytest
 
 from agent_wait.core import ConfigError, Question, WaitPolicy, build_envelope
 from agent_wait.core.transport import (
-    AWS_MESSAGE_ATTRIBUTES,
     AttributeRules,
     ClientAnnounce,
     ClientPair,
@@ -60,54 +59,22 @@ def _envelope(tags: dict[str, str]):
     return build_envelope(Question(question_id="q1", question={}, policy=policy), "t-1")
 
 
-def test_select_orders_type_thread_fixed_then_sorted_tags() -> None:
-    rules = AWS_MESSAGE_ATTRIBUTES
-    tags = {f"t{i:02d}": "v" for i in range(12)}
-    chosen = rules.select(_envelope(tags), {"app": "billing"})
-    assert list(chosen.values) == ["type", "thread_id", "app", *[f"t{i:02d}" for i in range(7)]]
-    assert chosen.values["type"] == "wait.created"
-    assert chosen.values["thread_id"] == "t-1"
-    assert sorted(chosen.dropped) == [f"t{i:02d}" for i in range(7, 12)]
-    assert all("10-attribute limit" in r for r in chosen.dropped.values())
-
-
-def test_select_drops_empty_invalid_and_taken_names_individually() -> None:
-    tags = {"ok": "1", "empty": "", "AWS.x": "1", "a..b": "1", "has space": "1", "type": "y"}
-    chosen = AWS_MESSAGE_ATTRIBUTES.select(_envelope(tags))
-    assert chosen.values == {"type": "wait.created", "thread_id": "t-1", "ok": "1"}
-    assert chosen.dropped["empty"] == "empty value"
-    assert "reserved" in chosen.dropped["AWS.x"]
-    assert "'..'" in chosen.dropped["a..b"]
-    assert "only letters" in chosen.dropped["has space"]
-    assert "taken" in chosen.dropped["type"]
-
-
-@pytest.mark.parametrize(
-    ("attributes", "message"),
-    [
-        ({"Amazon.app": "x"}, "'Amazon.app' is not a valid"),
-        ({".app": "x"}, "'.app' is not a valid"),
-        ({"a" * 257: "x"}, "longer than 256"),
-        ({"app": ""}, "'app' must be a non-empty string"),
-        ({"app": 3}, "'app' must be a non-empty string, got 3"),
-        ({"thread_id": "x"}, "'thread_id' is reserved"),
-        ({f"a{i}": "x" for i in range(9)}, "9 attributes given"),
-    ],
-)
-def test_fixed_attributes_are_checked_at_construction(
-    attributes: dict[str, object], message: str
-) -> None:
-    with pytest.raises(ConfigError, match=message) as info:
-        AWS_MESSAGE_ATTRIBUTES.fixed("attributes", attributes)
-    assert str(info.value).startswith("attributes: ")
-
-
-def test_fixed_attributes_accept_valid_names() -> None:
-    assert AWS_MESSAGE_ATTRIBUTES.fixed("attributes", {"b": "2", "a-b_c.d": "1"}) == {
-        "a-b_c.d": "1",
-        "b": "2",
+def test_attribute_rules_order_and_drop_tags_one_by_one() -> None:
+    rules = AttributeRules(
+        max_count=4,
+        name_error=lambda name: "no upper case" if name != name.lower() else None,
+        service="test header",
+    )
+    chosen = rules.select(_envelope({"b": "2", "a": "1", "Up": "x", "empty": "", "c": "3"}), {})
+    assert list(chosen.values) == ["type", "thread_id", "a", "b"]
+    assert chosen.dropped == {
+        "Up": "invalid name: no upper case",
+        "c": "over the 4-attribute limit",
+        "empty": "empty value",
     }
-    assert AttributeRules(max_count=3).fixed("x", None) == {}
+    assert rules.fixed("x", None) == {}
+    with pytest.raises(ConfigError, match="'Up' is not a valid test header name: no upper case"):
+        rules.fixed("headers", {"Up": "x"})
 
 
 class _Client:

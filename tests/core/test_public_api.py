@@ -111,18 +111,13 @@ def test_transport_building_blocks_for_plugins() -> None:
     import agent_wait.core.transport
 
     assert sorted(agent_wait.core.transport.__all__) == [
-        "AWS_MESSAGE_ATTRIBUTES",
         "AttributeRules",
-        "AwsOptions",
-        "AwsSdk",
         "BatchEntryFailed",
         "ClientAnnounce",
         "ClientPair",
         "EnvelopeTemplate",
         "Exchange",
         "RoutingAttributes",
-        "aws_client_pair",
-        "aws_receipt",
         "chunk",
         "fit_identifier",
         "utf8_size",

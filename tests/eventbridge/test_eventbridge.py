@@ -32,6 +32,7 @@ from tests.aws_moto import (
     free_port,
     inject_error,
     questions,
+    refuse_entries,
 )
 from tests.config_check import assert_connect_tells_right_from_wrong
 
@@ -133,12 +134,15 @@ def test_failed_entries_are_failures_of_their_envelopes(aws: Aws) -> None:
         params["Entries"][1]["Detail"] = "{not json"
 
     events.meta.events.register("before-parameter-build.eventbridge.PutEvents", corrupt)
+    requests = count_requests(events, "eventbridge", "PutEvents")
     announce = EventBridgeAnnounce("approvals", client=events)
     report = publish(questions(3), "t-1", announce)
     (failure,) = report.failures
     assert failure.question_id == "q1"
     assert isinstance(failure.exception, BatchEntryFailed)
     assert failure.exception.code == "MalformedDetail"
+    assert failure.exception.retryable is False
+    assert len(requests) == 1  # the entry is at fault: no retry
     assert sorted(e["detail"]["question_id"] for e in _details(sqs, url)) == ["q0", "q2"]
     with pytest.raises(AnnounceFailed) as info:
         publish(questions(3), "t-1", announce, strict=True)
@@ -274,3 +278,53 @@ def test_config_check_connect_describes_the_bus_and_fails_on_a_wrong_port(
     assert "EndpointConnectionError" in lines[4]
     lines = assert_connect_tells_right_from_wrong(monkeypatch, right, {**right, "bus_name": "nope"})
     assert "ResourceNotFoundException" in lines[4]
+
+
+def test_an_entry_refused_with_a_throttling_code_is_retried_once(aws: Aws) -> None:
+    events, sqs, url = _bus_to_queue(aws)
+    requests = count_requests(events, "eventbridge", "PutEvents")
+    refuse_entries(
+        events, "eventbridge", "PutEvents", question_ids=["q1"], code="ThrottlingException"
+    )
+    report = publish(questions(3), "t-1", EventBridgeAnnounce("approvals", client=events))
+    assert report.ok, report.failures
+    assert [len(call["Entries"]) for call in requests] == [3, 1]
+    assert json.loads(requests[1]["Entries"][0]["Detail"])["question_id"] == "q1"
+    assert [d.attempts for d in report.deliveries] == [1, 2, 1]
+    assert sorted(e["detail"]["question_id"] for e in _details(sqs, url)) == ["q0", "q1", "q2"]
+
+
+def test_an_entry_throttled_twice_is_reported_retryable(aws: Aws) -> None:
+    events, sqs, url = _bus_to_queue(aws)
+    requests = count_requests(events, "eventbridge", "PutEvents")
+    refuse_entries(
+        events,
+        "eventbridge",
+        "PutEvents",
+        question_ids=["q0"],
+        code="ThrottlingException",
+        times=None,
+    )
+    report = publish(questions(2), "t-1", EventBridgeAnnounce("approvals", client=events))
+    (failure,) = report.failures
+    assert failure.question_id == "q0"
+    assert isinstance(failure.exception, BatchEntryFailed)
+    assert (failure.exception.code, failure.exception.retryable) == ("ThrottlingException", True)
+    assert failure.attempts == 2
+    assert len(requests) == 2
+    assert [e["detail"]["question_id"] for e in _details(sqs, url)] == ["q1"]
+
+
+async def test_the_async_path_retries_a_refused_entry_the_same_way(aws: Aws) -> None:
+    _, sqs, url = _bus_to_queue(aws)
+    async with aws.aclient("events") as client:
+        refused = refuse_entries(
+            client, "eventbridge", "PutEvents", question_ids=["q0"], code="InternalFailure"
+        )
+        report = await apublish(
+            questions(2), "t-1", EventBridgeAnnounce("approvals", async_client=client)
+        )
+    assert report.ok, report.failures
+    assert refused == [["q0"]]
+    assert [d.attempts for d in report.deliveries] == [2, 1]
+    assert len(_details(sqs, url)) == 2

@@ -105,8 +105,24 @@ def test_aws_announcers_keep_aiobotocore_in_the_async_extra(name: str) -> None:
     requirements = {r.split(">")[0].split("<")[0]: r for r in project["dependencies"]}
     assert "aiobotocore" not in requirements
     assert [r for r in project["optional-dependencies"]["async"] if r.startswith("aiobotocore")]
+    # The AWS code they share comes from agent-wait-aws, released with them.
+    assert requirements["agent-wait-aws"] == "agent-wait-aws>=0.1,<0.2"
+    _assert_wide_boto3(requirements.get("boto3"))
+
+
+def test_agent_wait_aws_brings_boto3_and_never_aiobotocore() -> None:
+    project = _project(ROOT / "packages" / "agent-wait-aws")
+    requirements = {r.split(">")[0].split("<")[0]: r for r in project["dependencies"]}
+    assert set(requirements) == {"agent-wait-core", "boto3", "botocore"}
+    assert "optional-dependencies" not in project  # each announcer owns its [async] extra
+    _assert_wide_boto3(requirements["boto3"])
+
+
+def _assert_wide_boto3(requirement: str | None) -> None:
+    if requirement is None:  # not imported directly: agent-wait-aws declares it
+        return
     # Wide enough for the oldest tested boto3 and any later 1.x: it never forces a downgrade.
-    boto3 = SpecifierSet(requirements["boto3"].removeprefix("boto3"))
+    boto3 = SpecifierSet(requirement.removeprefix("boto3"))
     assert {"1.35.0", "1.44.8", "1.99.0"} <= set(boto3.filter(["1.35.0", "1.44.8", "1.99.0"]))
 
 

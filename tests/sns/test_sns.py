@@ -12,6 +12,7 @@ from botocore.exceptions import ClientError, EndpointConnectionError
 
 from agent_wait.core import (
     AnnounceFailed,
+    BatchEntryFailed,
     ConfigError,
     DeliveryFailed,
     Question,
@@ -33,6 +34,7 @@ from tests.aws_moto import (
     free_port,
     inject_error,
     questions,
+    refuse_entries,
 )
 from tests.config_check import assert_connect_tells_right_from_wrong
 
@@ -360,3 +362,68 @@ def test_config_check_connect_reads_the_topic_and_fails_on_a_wrong_port(
     missing = {**right, "topic_arn": f"arn:aws:sns:{REGION}:{ACCOUNT}:no-such-topic"}
     lines = assert_connect_tells_right_from_wrong(monkeypatch, right, missing)
     assert "NotFound" in lines[4]
+
+
+def test_an_entry_refused_for_no_fault_of_its_own_is_retried_once(aws: Aws) -> None:
+    sns, topic_arn, sqs, url = _topic_with_queue(aws)
+    batches = count_requests(sns, "sns", "PublishBatch")
+    refuse_entries(sns, "sns", "PublishBatch", question_ids=["q1"], code="InternalError")
+    report = publish(questions(3), "t-1", SnsAnnounce(topic_arn, client=sns))
+    assert report.ok, report.failures
+    assert [[e["Id"] for e in call["PublishBatchRequestEntries"]] for call in batches] == [
+        ["0", "1", "2"],
+        ["1"],
+    ]
+    assert [d.attempts for d in report.deliveries] == [1, 2, 1]
+    assert sorted(json.loads(m["Body"])["question_id"] for m in drain(sqs, url)) == [
+        "q0",
+        "q1",
+        "q2",
+    ]
+
+
+def test_an_entry_refused_twice_is_reported_and_one_at_fault_at_once(aws: Aws) -> None:
+    sns, topic_arn, sqs, url = _topic_with_queue(aws)
+    batches = count_requests(sns, "sns", "PublishBatch")
+    refuse_entries(sns, "sns", "PublishBatch", question_ids=["q1"], times=None)
+    refuse_entries(
+        sns,
+        "sns",
+        "PublishBatch",
+        question_ids=["q0"],
+        code="InvalidParameter",
+        times=1,
+        sender_fault=True,
+    )
+    report = publish(questions(3), "t-1", SnsAnnounce(topic_arn, client=sns))
+    failures = {d.question_id: d for d in report.failures}
+    assert sorted(failures) == ["q0", "q1"]
+    at_fault, unlucky = failures["q0"].exception, failures["q1"].exception
+    assert isinstance(at_fault, BatchEntryFailed)
+    assert (at_fault.code, at_fault.retryable, failures["q0"].attempts) == (
+        "InvalidParameter",
+        False,
+        1,
+    )
+    assert isinstance(unlucky, BatchEntryFailed)
+    assert (unlucky.code, unlucky.retryable, failures["q1"].attempts) == (
+        "ServiceUnavailable",
+        True,
+        2,
+    )
+    assert [[e["Id"] for e in call["PublishBatchRequestEntries"]] for call in batches] == [
+        ["0", "1", "2"],
+        ["1"],
+    ]
+    assert [json.loads(m["Body"])["question_id"] for m in drain(sqs, url)] == ["q2"]
+
+
+async def test_the_async_path_retries_a_refused_entry_the_same_way(aws: Aws) -> None:
+    _, topic_arn, sqs, url = _topic_with_queue(aws)
+    async with aws.aclient("sns") as client:
+        refused = refuse_entries(client, "sns", "PublishBatch", question_ids=["q2"])
+        report = await apublish(questions(3), "t-1", SnsAnnounce(topic_arn, async_client=client))
+    assert report.ok, report.failures
+    assert refused == [["q2"]]
+    assert [d.attempts for d in report.deliveries] == [1, 1, 2]
+    assert len(drain(sqs, url)) == 3

@@ -1,6 +1,6 @@
 """The clients SqsAnnounce builds: standard retries, an agent-wait User-Agent, the caller's Config on top.
 
-The construction lives in core (``aws_client_pair``) and is shared by every AWS announcer; SQS
+The construction lives in agent-wait-aws (``aws_client_pair``), shared by every AWS announcer; SQS
 checks it against the moto server, which records the headers it receives.
 """
 

@@ -32,6 +32,7 @@ from tests.aws_moto import (
     free_port,
     inject_error,
     questions,
+    refuse_entries,
 )
 from tests.config_check import assert_connect_tells_right_from_wrong
 
@@ -255,20 +256,38 @@ def test_a_profile_from_the_aws_config_file_is_used(aws: Aws, monkeypatch, tmp_p
     assert report.ok, report.failures
 
 
-def test_a_refused_entry_is_retried_once(aws: Aws) -> None:
+def test_an_entry_refused_for_no_fault_of_its_own_is_retried_once(aws: Aws) -> None:
     sqs = aws.client("sqs")
     url, _ = create_queue(sqs, "approvals")
     batches = count_requests(sqs, "sqs", "SendMessageBatch")
-    refuse_entry(sqs, entry_id="1", times=1)
+    refuse_entries(sqs, "sqs", "SendMessageBatch", question_ids=["q1"], code="InternalError")
     report = publish(questions(3), "t-1", SqsAnnounce(url, client=sqs))
     assert report.ok, report.failures
     assert [[e["Id"] for e in call["Entries"]] for call in batches] == [["0", "1", "2"], ["1"]]
+    assert [d.attempts for d in report.deliveries] == [1, 2, 1]
     assert len(drain(sqs, url)) == 3
 
 
-def test_an_entry_refused_twice_is_reported_and_the_others_delivered(aws: Aws) -> None:
+def test_an_entry_refused_twice_for_no_fault_of_its_own_is_reported(aws: Aws) -> None:
     sqs = aws.client("sqs")
     url, _ = create_queue(sqs, "approvals")
+    batches = count_requests(sqs, "sqs", "SendMessageBatch")
+    refuse_entries(sqs, "sqs", "SendMessageBatch", question_ids=["q1"], times=None)
+    report = publish(questions(3), "t-1", SqsAnnounce(url, client=sqs))
+    (failure,) = report.failures
+    assert failure.question_id == "q1"
+    assert isinstance(failure.exception, BatchEntryFailed)
+    assert failure.exception.code == "ServiceUnavailable"
+    assert failure.exception.retryable is True
+    assert failure.attempts == 2
+    assert len(batches) == 2
+    assert sorted(_bodies(drain(sqs, url))) == ["q0", "q2"]
+
+
+def test_an_entry_at_fault_is_reported_at_once_and_the_others_delivered(aws: Aws) -> None:
+    sqs = aws.client("sqs")
+    url, _ = create_queue(sqs, "approvals")
+    batches = count_requests(sqs, "sqs", "SendMessageBatch")
     refuse_entry(sqs, entry_id="1", times=None)
     announce = SqsAnnounce(url, client=sqs)
     report = publish(questions(3), "t-1", announce)
@@ -277,10 +296,24 @@ def test_an_entry_refused_twice_is_reported_and_the_others_delivered(aws: Aws) -
     assert isinstance(failure.exception, BatchEntryFailed)
     assert failure.exception.code
     assert failure.exception.sender_fault is True
+    assert failure.exception.retryable is False
+    assert len(batches) == 1  # the same entry would be refused again: no retry
     assert sorted(_bodies(drain(sqs, url))) == ["q0", "q2"]
     with pytest.raises(AnnounceFailed) as info:
         publish(questions(3), "t-1", announce, strict=True)
     assert [d.question_id for d in info.value.report.failures] == ["q1"]
+
+
+async def test_the_async_path_retries_a_refused_entry_the_same_way(aws: Aws) -> None:
+    sqs = aws.client("sqs")
+    url, _ = create_queue(sqs, "approvals")
+    async with aws.aclient("sqs") as client:
+        refused = refuse_entries(client, "sqs", "SendMessageBatch", question_ids=["q0", "q2"])
+        report = await apublish(questions(3), "t-1", SqsAnnounce(url, async_client=client))
+    assert report.ok, report.failures
+    assert refused == [["q0", "q2"]]
+    assert [d.attempts for d in report.deliveries] == [2, 1, 2]
+    assert sorted(_bodies(drain(sqs, url))) == ["q0", "q1", "q2"]
 
 
 def refuse_entry(sqs: Any, *, entry_id: str, times: int | None) -> None:

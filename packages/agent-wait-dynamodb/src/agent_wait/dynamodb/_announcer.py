@@ -10,49 +10,16 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Protocol, cast
 
+from agent_wait.aws import aws_client_pair, aws_receipt, boto3_sdk
 from agent_wait.core import DeliveryOutcome, WaitEnvelope
-from agent_wait.core.transport import (
-    AwsSdk,
-    ClientAnnounce,
-    Exchange,
-    aws_client_pair,
-    aws_receipt,
-    utf8_size,
-)
+from agent_wait.core.transport import ClientAnnounce, Exchange, utf8_size
 from agent_wait.dynamodb._options import DEFAULT_CONCURRENCY, DEFAULT_TTL_AFTER, DynamoDbOptions
 
 try:
-    import boto3
     from boto3.dynamodb.types import TypeSerializer
-    from botocore.config import Config
-    from botocore.exceptions import (
-        BotoCoreError,
-        ClientError,
-        HTTPClientError,
-        ProfileNotFound,
-    )
-    from botocore.exceptions import ConnectionError as BotoConnectionError
+    from botocore.exceptions import ClientError
 except ImportError as error:  # pragma: no cover - the distribution depends on boto3
     raise ImportError("DynamoDbAnnounce needs boto3: pip install agent-wait-dynamodb") from error
-
-
-def _aio_session() -> type[Any]:
-    # Imported on the async path's first use: aiobotocore is the [async] extra.
-    from aiobotocore.session import AioSession
-
-    return AioSession
-
-
-_SDK = AwsSdk(
-    boto3.Session,
-    _aio_session,
-    ProfileNotFound,
-    Config,
-    "agent-wait-dynamodb",
-    client_error=ClientError,
-    sdk_error=BotoCoreError,
-    connection_errors=(BotoConnectionError, HTTPClientError),
-)
 
 logger = logging.getLogger(__name__)
 
@@ -171,7 +138,9 @@ class DynamoDbAnnounce(ClientAnnounce):
         self.ttl_attribute = options.ttl_attribute
         self.ttl_after = DEFAULT_TTL_AFTER if options.ttl_after is None else options.ttl_after
         self.max_concurrency = options.max_concurrency
-        self.clients = aws_client_pair("dynamodb", _SDK, options, name=self.name)
+        self.clients = aws_client_pair(
+            "dynamodb", boto3_sdk("agent-wait-dynamodb"), options, name=self.name
+        )
 
     def check_connection(self) -> bool:
         """Describe the table (``DescribeTable``; ``agent-wait config check --connect``)."""

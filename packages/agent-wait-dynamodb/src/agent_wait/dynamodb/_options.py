@@ -7,9 +7,9 @@ from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
+from agent_wait.aws import AwsOptions
 from agent_wait.core import WaitEnvelope
 from agent_wait.core.options import Duration, PositiveCount
-from agent_wait.core.transport import AwsOptions
 
 DEFAULT_TTL_AFTER = 30 * 86_400
 """Seconds a row lives past its question's expiry (or publish) when only ``ttl_attribute`` is set."""

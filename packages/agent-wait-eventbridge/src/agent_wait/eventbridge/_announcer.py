@@ -3,54 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from agent_wait.core import BatchEntryFailed, DeliveryOutcome, WaitEnvelope
-from agent_wait.core.transport import (
-    AwsSdk,
-    ClientAnnounce,
-    Exchange,
+from agent_wait.aws import (
+    AwsBatchAnnounce,
+    Call,
+    EntryResult,
     aws_client_pair,
-    aws_receipt,
-    chunk,
-    utf8_size,
+    boto3_sdk,
+    refused_entry,
 )
+from agent_wait.core import WaitEnvelope
+from agent_wait.core.transport import utf8_size
 from agent_wait.eventbridge._options import EventBridgeOptions
-
-try:
-    import boto3
-    from botocore.config import Config
-    from botocore.exceptions import (
-        BotoCoreError,
-        ClientError,
-        HTTPClientError,
-        ProfileNotFound,
-    )
-    from botocore.exceptions import ConnectionError as BotoConnectionError
-except ImportError as error:  # pragma: no cover - the distribution depends on boto3
-    raise ImportError(
-        "EventBridgeAnnounce needs boto3: pip install agent-wait-eventbridge"
-    ) from error
-
-
-def _aio_session() -> type[Any]:
-    # Imported on the async path's first use: aiobotocore is the [async] extra.
-    from aiobotocore.session import AioSession
-
-    return AioSession
-
-
-_SDK = AwsSdk(
-    boto3.Session,
-    _aio_session,
-    ProfileNotFound,
-    Config,
-    "agent-wait-eventbridge",
-    client_error=ClientError,
-    sdk_error=BotoCoreError,
-    connection_errors=(BotoConnectionError, HTTPClientError),
-)
 
 ENTRY_LIMIT = 262_144
 """Bytes of one entry as EventBridge counts it (UTF-8 of Source, DetailType and Detail)."""
@@ -60,14 +25,7 @@ BATCH_LIMIT = 10
 """Entries per PutEvents request (AWS)."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
-    index: int
-    params: dict[str, Any]
-    size: int
-
-
-class EventBridgeAnnounce(ClientAnnounce):
+class EventBridgeAnnounce(AwsBatchAnnounce):
     """Puts each envelope on an EventBridge bus as one event; PutEvents in batches.
 
     ``DetailType`` is the envelope's ``type`` (``"wait.created"``), ``Detail`` the envelope
@@ -81,7 +39,8 @@ class EventBridgeAnnounce(ClientAnnounce):
     and per entry, older EventBridge guides and several targets (SNS, Lambda async) 256 KB; 256
     KiB is accepted everywhere and every envelope agent-wait publishes fits it. When
     ``FailedEntryCount`` is not zero, each refused entry is a failure of its envelope in the
-    report (:class:`agent_wait.core.BatchEntryFailed` with EventBridge's error code).
+    report (:class:`agent_wait.core.BatchEntryFailed` with EventBridge's error code); one
+    refused with a throttling or server-fault code is first retried once in a new request.
 
     Args:
         bus_name: The event bus: a name (``"default"`` for the account's default bus) or an ARN.
@@ -99,6 +58,9 @@ class EventBridgeAnnounce(ClientAnnounce):
     """
 
     name = "eventbridge"
+    service = "EventBridge"
+    batch_limit = BATCH_LIMIT
+    request_limit = REQUEST_LIMIT
     options_model = EventBridgeOptions
 
     def __init__(
@@ -129,53 +91,49 @@ class EventBridgeAnnounce(ClientAnnounce):
         self.bus_name = options.bus_name
         self.source = options.source
         options = options.model_copy(update={"region": options.region_or_default()})
-        self.clients = aws_client_pair("events", _SDK, options, name=self.name)
+        self.clients = aws_client_pair(
+            "events", boto3_sdk("agent-wait-eventbridge"), options, name=self.name
+        )
 
     def check_connection(self) -> bool:
         """Describe the bus (``DescribeEventBus``; ``agent-wait config check --connect``)."""
         self.clients.sync().describe_event_bus(Name=self.bus_name)
         return True
 
-    def plan(
-        self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]
-    ) -> list[Exchange]:
-        """PutEvents requests of at most 10 entries and 256 KiB."""
-        entries: list[_Entry] = []
-        for index, envelope in enumerate(envelopes):
-            detail = envelope.to_json().decode("utf-8")
-            size = utf8_size(self.source, envelope.type, detail)
-            if size > ENTRY_LIMIT:
-                outcomes[index] = ValueError(
-                    f"the EventBridge entry of question {envelope.question_id!r} is {size} bytes "
-                    f"(Source, DetailType and Detail), over the {ENTRY_LIMIT}-byte limit"
-                )
-                continue
-            params = {
-                "EventBusName": self.bus_name,
-                "Source": self.source,
-                "DetailType": envelope.type,
-                "Detail": detail,
-            }
-            entries.append(_Entry(index, params, size))
-        batches = chunk(entries, max_count=BATCH_LIMIT, max_bytes=REQUEST_LIMIT, size=_size)
-        return [self._put(batch, outcomes) for batch in batches]
+    def message(self, envelope: WaitEnvelope) -> tuple[dict[str, Any], int]:
+        """The PutEvents entry of one envelope and its size (Source, DetailType and Detail)."""
+        detail = envelope.to_json().decode("utf-8")
+        size = utf8_size(self.source, envelope.type, detail)
+        if size > ENTRY_LIMIT:
+            raise ValueError(
+                f"the EventBridge entry of question {envelope.question_id!r} is {size} bytes "
+                f"(Source, DetailType and Detail), over the {ENTRY_LIMIT}-byte limit"
+            )
+        params = {
+            "EventBusName": self.bus_name,
+            "Source": self.source,
+            "DetailType": envelope.type,
+            "Detail": detail,
+        }
+        return params, size
 
-    def _put(self, batch: list[_Entry], outcomes: list[DeliveryOutcome]) -> Exchange:
-        result = yield "put_events", {"Entries": [entry.params for entry in batch]}
-        if isinstance(result, BaseException):
-            for entry in batch:
-                outcomes[entry.index] = result
-            return
-        # The response lists one result per entry, in request order.
-        results = cast("Mapping[str, Any]", result).get("Entries", [])
-        for entry, answer in zip(batch, results, strict=False):
+    def batch_request(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> Call:
+        """PutEvents (also for one envelope: EventBridge has no single-event call)."""
+        return "put_events", {"Entries": [params for _, params in entries]}
+
+    def batch_results(
+        self, response: Mapping[str, Any], entry_ids: Sequence[str]
+    ) -> dict[str, EntryResult]:
+        """The response lists one result per entry, in request order."""
+        results: dict[str, EntryResult] = {}
+        for entry_id, answer in zip(entry_ids, response.get("Entries", []), strict=False):
             if answer.get("ErrorCode"):
-                outcomes[entry.index] = BatchEntryFailed(
-                    "EventBridge", answer["ErrorCode"], answer.get("ErrorMessage", "")
+                results[entry_id] = (
+                    None,
+                    refused_entry(
+                        self.service, answer["ErrorCode"], answer.get("ErrorMessage", "")
+                    ),
                 )
             else:
-                outcomes[entry.index] = aws_receipt(result, answer.get("EventId"))
-
-
-def _size(entry: _Entry) -> int:
-    return entry.size
+                results[entry_id] = (answer.get("EventId"), None)
+        return results

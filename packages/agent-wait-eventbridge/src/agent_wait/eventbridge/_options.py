@@ -6,7 +6,7 @@ import re
 
 from pydantic import field_validator
 
-from agent_wait.core.transport import AwsOptions
+from agent_wait.aws import AwsOptions
 
 # botocore's pattern for EventBusName: a name, or the ARN of a bus.
 BUS = re.compile(

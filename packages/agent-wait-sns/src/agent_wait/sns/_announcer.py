@@ -4,54 +4,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-from agent_wait.core import BatchEntryFailed, DeliveryOutcome, WaitEnvelope
-from agent_wait.core.transport import (
-    AWS_MESSAGE_ATTRIBUTES,
-    AwsSdk,
-    ClientAnnounce,
-    Exchange,
-    aws_client_pair,
-    aws_receipt,
-    chunk,
-    fit_identifier,
-    utf8_size,
-)
+from agent_wait.aws import AwsBatchAnnounce, Call, aws_client_pair, boto3_sdk, message_attributes
+from agent_wait.core import WaitEnvelope
+from agent_wait.core.transport import fit_identifier, utf8_size
 from agent_wait.sns._options import SnsOptions
-
-try:
-    import boto3
-    from botocore.config import Config
-    from botocore.exceptions import (
-        BotoCoreError,
-        ClientError,
-        HTTPClientError,
-        ProfileNotFound,
-    )
-    from botocore.exceptions import ConnectionError as BotoConnectionError
-except ImportError as error:  # pragma: no cover - the distribution depends on boto3
-    raise ImportError("SnsAnnounce needs boto3: pip install agent-wait-sns") from error
-
-
-def _aio_session() -> type[Any]:
-    # Imported on the async path's first use: aiobotocore is the [async] extra.
-    from aiobotocore.session import AioSession
-
-    return AioSession
-
-
-_SDK = AwsSdk(
-    boto3.Session,
-    _aio_session,
-    ProfileNotFound,
-    Config,
-    "agent-wait-sns",
-    client_error=ClientError,
-    sdk_error=BotoCoreError,
-    connection_errors=(BotoConnectionError, HTTPClientError),
-)
 
 logger = logging.getLogger(__name__)
 
@@ -64,14 +22,7 @@ SUBJECT_LIMIT = 99
 """Characters: AWS wants a subject "less than 100 characters long"."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Message:
-    index: int
-    params: dict[str, Any]
-    size: int
-
-
-class SnsAnnounce(ClientAnnounce):
+class SnsAnnounce(AwsBatchAnnounce):
     """Publishes each envelope as one SNS message; several in PublishBatch requests.
 
     ``Message`` is the envelope JSON and ``Subject`` ``"wait.created: <function or
@@ -84,8 +35,9 @@ class SnsAnnounce(ClientAnnounce):
     characters or a length SNS refuses.
 
     Sizes are checked in UTF-8 bytes before sending: a message over 256 KiB (message, subject
-    and attributes) fails alone. Batches hold at most 10 entries and 256 KiB; an entry SNS
-    refuses is reported without failing the others.
+    and attributes) fails alone. Batches hold at most 10 entries and 256 KiB. An entry SNS
+    refuses through no fault of its own (``SenderFault`` false) is retried once in a new batch,
+    then reported; one at fault is reported at once; nothing fails the other entries.
 
     Args:
         topic_arn: The topic's ARN.
@@ -103,6 +55,9 @@ class SnsAnnounce(ClientAnnounce):
     """
 
     name = "sns"
+    service = "SNS"
+    batch_limit = BATCH_LIMIT
+    request_limit = MESSAGE_LIMIT
     options_model = SnsOptions
 
     def __init__(
@@ -134,41 +89,21 @@ class SnsAnnounce(ClientAnnounce):
         self.fifo = options.fifo
         self.attributes = options.attributes or {}
         options = options.model_copy(update={"region": options.region_or_default()})
-        self.clients = aws_client_pair("sns", _SDK, options, name=self.name)
+        self.clients = aws_client_pair("sns", boto3_sdk("agent-wait-sns"), options, name=self.name)
 
     def check_connection(self) -> bool:
         """Read the topic's attributes (``GetTopicAttributes``; ``config check --connect``)."""
         self.clients.sync().get_topic_attributes(TopicArn=self.topic_arn)
         return True
 
-    def plan(
-        self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]
-    ) -> list[Exchange]:
-        """One Publish for a single envelope, else PublishBatch requests."""
-        messages: list[_Message] = []
-        for index, envelope in enumerate(envelopes):
-            try:
-                messages.append(self._message(index, envelope))
-            except ValueError as error:
-                outcomes[index] = error
-        if len(envelopes) == 1:
-            return [self._publish_one(message, outcomes) for message in messages]
-        batches = chunk(messages, max_count=BATCH_LIMIT, max_bytes=MESSAGE_LIMIT, size=_size)
-        return [self._publish_batch(batch, outcomes) for batch in batches]
-
-    def _message(self, index: int, envelope: WaitEnvelope) -> _Message:
+    def message(self, envelope: WaitEnvelope) -> tuple[dict[str, Any], int]:
+        """The Publish parameters of one envelope and its size (message, subject, attributes)."""
         body = envelope.to_json().decode("utf-8")
         subject = _subject(envelope)
-        routing = AWS_MESSAGE_ATTRIBUTES.select(envelope, self.attributes)
-        if routing.dropped:
-            logger.warning(
-                "SNS message of question %s published without tags %s",
-                envelope.question_id,
-                "; ".join(f"{name!r} ({why})" for name, why in routing.dropped.items()),
-            )
-        size = utf8_size(body, subject) + sum(
-            utf8_size(name, "String", value) for name, value in routing.values.items()
+        attributes, attributes_size = message_attributes(
+            envelope, self.attributes, what="SNS message published", logger=logger
         )
+        size = utf8_size(body, subject) + attributes_size
         if size > MESSAGE_LIMIT:
             raise ValueError(
                 f"the SNS message of question {envelope.question_id!r} is {size} bytes (message, "
@@ -177,45 +112,25 @@ class SnsAnnounce(ClientAnnounce):
         params: dict[str, Any] = {
             "Message": body,
             "Subject": subject,
-            "MessageAttributes": {
-                name: {"DataType": "String", "StringValue": value}
-                for name, value in routing.values.items()
-            },
+            "MessageAttributes": attributes,
         }
         if self.fifo:
             params["MessageGroupId"] = fit_identifier(envelope.thread_id)
             params["MessageDeduplicationId"] = fit_identifier(envelope.dedupe_key)
-        return _Message(index, params, size)
+        return params, size
 
-    def _publish_one(self, message: _Message, outcomes: list[DeliveryOutcome]) -> Exchange:
-        result = yield "publish", {"TopicArn": self.topic_arn, **message.params}
-        outcomes[message.index] = (
-            result
-            if isinstance(result, BaseException)
-            else aws_receipt(result, cast("Mapping[str, Any]", result).get("MessageId"))
-        )
+    def single_request(self, params: dict[str, Any]) -> Call:
+        """Publish."""
+        return "publish", {"TopicArn": self.topic_arn, **params}
 
-    def _publish_batch(self, batch: list[_Message], outcomes: list[DeliveryOutcome]) -> Exchange:
-        # Entry ids are the envelopes' positions: unique, and in SNS's id alphabet.
-        entries = {str(message.index): message for message in batch}
-        result = yield (
-            "publish_batch",
-            {
-                "TopicArn": self.topic_arn,
-                "PublishBatchRequestEntries": [{"Id": i, **m.params} for i, m in entries.items()],
-            },
-        )
-        if isinstance(result, BaseException):
-            for message in batch:
-                outcomes[message.index] = result
-            return
-        response = cast("Mapping[str, Any]", result)
-        for entry in response.get("Successful", []):
-            outcomes[entries[entry["Id"]].index] = aws_receipt(response, entry.get("MessageId"))
-        for entry in response.get("Failed", []):
-            outcomes[entries[entry["Id"]].index] = BatchEntryFailed(
-                "SNS", entry.get("Code", "?"), entry.get("Message", ""), entry.get("SenderFault")
-            )
+    def batch_request(self, entries: Sequence[tuple[str, dict[str, Any]]]) -> Call:
+        """PublishBatch."""
+        return "publish_batch", {
+            "TopicArn": self.topic_arn,
+            "PublishBatchRequestEntries": [
+                {"Id": entry_id, **params} for entry_id, params in entries
+            ],
+        }
 
 
 def _subject(envelope: WaitEnvelope) -> str:
@@ -224,7 +139,3 @@ def _subject(envelope: WaitEnvelope) -> str:
     # every endpoint (email subjects included).
     text = "".join(c if " " <= c <= "~" else "?" for c in f"{envelope.type}: {about}")
     return text if len(text) <= SUBJECT_LIMIT else text[: SUBJECT_LIMIT - 3] + "..."
-
-
-def _size(message: _Message) -> int:
-    return message.size

@@ -6,8 +6,8 @@ import re
 
 from pydantic import field_validator
 
+from agent_wait.aws import AWS_MESSAGE_ATTRIBUTES, AwsOptions
 from agent_wait.core import ConfigError
-from agent_wait.core.transport import AWS_MESSAGE_ATTRIBUTES, AwsOptions
 
 TOPIC_ARN = re.compile(
     r"^arn:aws[a-z-]*:sns:(?P<region>[a-z0-9-]+):\d{12}:(?P<name>[A-Za-z0-9_-]{1,256}(?:\.fifo)?)$"

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
 
+from agent_wait.aws import aws_client_pair, boto3_sdk
 from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
-from agent_wait.core.transport import aws_client_pair, fit_identifier
-from agent_wait.sqs._announcer import _SDK  # pyright: ignore[reportPrivateUsage]
+from agent_wait.core.transport import fit_identifier
 from agent_wait.sqs._options import QUEUE_URL, SqsOptions
 
 logger = logging.getLogger(__name__)
@@ -107,7 +107,9 @@ class SqsEntry(EntryPoint):
             },
         )
         connection = connection.model_copy(update={"region": connection.region_or_default()})
-        self._clients = aws_client_pair("sqs", _SDK, connection, name=self.name)
+        self._clients = aws_client_pair(
+            "sqs", boto3_sdk("agent-wait-sqs"), connection, name=self.name
+        )
         self.dead_letter_queue_url, receives = self._redrive_target()
         if max_attempts is not None and max_attempts != receives:
             raise ConfigError(

@@ -6,8 +6,9 @@ import re
 
 from pydantic import ValidationInfo, field_validator
 
+from agent_wait.aws import AWS_MESSAGE_ATTRIBUTES, AwsOptions
 from agent_wait.core import ConfigError
-from agent_wait.core.transport import AWS_MESSAGE_ATTRIBUTES, AwsOptions, fit_identifier
+from agent_wait.core.transport import fit_identifier
 
 QUEUE_URL = re.compile(r"^https?://[^/\s]+/[^/\s]+/(?P<name>[A-Za-z0-9_-]{1,80}(?:\.fifo)?)$")
 AWS_HOST = re.compile(r"^https://sqs[.-](?P<region>[a-z]{2}(?:-[a-z]+)+-\d)\.amazonaws\.com")

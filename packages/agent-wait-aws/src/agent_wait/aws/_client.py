@@ -1,13 +1,11 @@
-"""The client pair of an AWS announcer, built from SDK pieces the plugin passes in.
+"""The client pair of an AWS announcer: option checks, client configuration, sessions.
 
-Core imports no AWS SDK; each AWS plugin owns boto3 (and, through its ``[async]`` extra,
-aiobotocore) and hands them to :func:`aws_client_pair`, so the option checks, the client
-configuration and session handling exist once.
+The SDK pieces come in an :class:`AwsSdk` (see :func:`agent_wait.aws.boto3_sdk`), so this
+module imports no SDK and the options of an AWS announcer load without boto3.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -17,54 +15,10 @@ from typing import Annotated, Any, Protocol, cast
 from pydantic import AfterValidator, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from agent_wait.core._announce import Receipt
-from agent_wait.core._clients import ClientPair
-from agent_wait.core._errors import ConfigError, DeliveryFailed
-from agent_wait.core._options import AnnouncerOptions, Text
-from agent_wait.core._routing import AttributeRules
-
-RETRYABLE_CODES = frozenset(
-    {
-        "InternalError",
-        "InternalFailure",
-        "InternalServerError",
-        "KMSThrottlingException",
-        "ProvisionedThroughputExceededException",
-        "RequestLimitExceeded",
-        "RequestThrottled",
-        "RequestThrottledException",
-        "ServiceUnavailable",
-        "SlowDown",
-        "ThrottledException",
-        "Throttling",
-        "ThrottlingException",
-        "TooManyRequestsException",
-        "TransactionInProgressException",
-    }
-)
-"""AWS error codes of throttling and server faults: the same request may succeed later."""
-
-_ATTRIBUTE_NAME = re.compile(r"^[A-Za-z0-9_.-]+$")
-_RESERVED_PREFIXES = ("aws.", "amazon.")
-
-
-def _aws_attribute_name_error(name: str) -> str | None:
-    if not _ATTRIBUTE_NAME.match(name):
-        return "only letters, digits, '_', '-' and '.' are allowed"
-    if len(name) > 256:
-        return f"longer than 256 characters ({len(name)})"
-    if name.startswith(".") or name.endswith(".") or ".." in name:
-        return "it starts or ends with '.' or has '..'"
-    if name.lower().startswith(_RESERVED_PREFIXES):
-        return "the 'AWS.' and 'Amazon.' prefixes are reserved"
-    return None
-
-
-AWS_MESSAGE_ATTRIBUTES = AttributeRules(
-    max_count=10, name_error=_aws_attribute_name_error, service="SNS/SQS message attribute"
-)
-"""SNS and SQS message attributes: at most 10, names of ``[A-Za-z0-9_.-]`` up to 256
-characters, no leading, trailing or doubled ``.``, no ``AWS.``/``Amazon.`` prefix."""
+from agent_wait.aws._errors import RETRYABLE_CODES
+from agent_wait.core import ConfigError, DeliveryFailed, Receipt
+from agent_wait.core.options import AnnouncerOptions, Text
+from agent_wait.core.transport import ClientPair
 
 
 def _http_url(value: str) -> str:
