@@ -25,6 +25,7 @@ from agent_wait.core import (
     WaitEnvelope,
     WaitPolicy,
     answer,
+    publish,
     resend,
 )
 from agent_wait.core import host as core_host
@@ -277,6 +278,28 @@ def test_the_environment_turns_signing_on(monkeypatch: pytest.MonkeyPatch) -> No
     missing = {k: v for k, v in reply.items() if k != "token"}
     assert core_host.handle_message(ledger, missing, inbox).outcome is Outcome.UNAUTHORIZED
     assert core_host.handle_message(ledger, reply, inbox).outcome is Outcome.RESUMED
+
+
+def test_publish_follows_every_change_of_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The trust options are cached between publishes: each change must still be seen.
+    question = Question(question_id="q1", question={"kind": "approve"})
+
+    def token() -> str | None:
+        envelope = publish([question], "t", MemoryAnnounce()).envelopes[0]
+        return (envelope.reply_with.model_extra or {}).get("token")
+
+    monkeypatch.delenv("AGENT_WAIT_ANSWER_SECRETS", raising=False)
+    assert token() is None
+    monkeypatch.setenv("AGENT_WAIT_ANSWER_SECRETS", NEW)
+    first = token()
+    assert first is not None
+    assert first.split(".")[1] == consumer_reply_kid(NEW)
+    monkeypatch.setenv("AGENT_WAIT_ANSWER_SECRETS", OLD)
+    second = token()
+    assert second is not None
+    assert second.split(".")[1] == consumer_reply_kid(OLD)
+    monkeypatch.delenv("AGENT_WAIT_ANSWER_SECRETS")
+    assert token() is None
 
 
 def consumer_reply_kid(secret: str) -> str:

@@ -269,13 +269,26 @@ def _mac(key: bytes, thread_id: str, question_id: str, print_: str, expires_at: 
     return _b64(hmac.new(key, message.encode("utf-8"), hashlib.sha256).digest())
 
 
-_env_cache: tuple[tuple[str | None, ...], AnswerTrust] | None = None
+_env_cache: tuple[tuple[object, ...], AnswerTrust] | None = None
+
+# Every publish and every answer checks these variables. ``os.environ.get`` encodes the name and
+# raises KeyError inside for an unset one: three lookups cost a third of building an envelope.
+# ``os.environ`` keeps the raw values in a plain dict under its encoded keys, and every change
+# made through ``os.environ`` updates it, so reading that dict sees the same changes.
+_ENVIRON: Any = os.environ
+_RAW: Mapping[object, object] = getattr(_ENVIRON, "_data", None) or _ENVIRON
+_RAW_KEYS: tuple[object, ...] = tuple(
+    _ENVIRON.encodekey(n) if _RAW is not _ENVIRON else n
+    for n in (SECRETS_ENV, EXPIRED_ENV, STRICT_ACTIONS_ENV)
+)
 
 
 def configured_trust() -> AnswerTrust:
     """The trust options from the environment (re-read when it changes)."""
     global _env_cache
-    seen = tuple(os.environ.get(n) for n in (SECRETS_ENV, EXPIRED_ENV, STRICT_ACTIONS_ENV))
-    if _env_cache is None or _env_cache[0] != seen:
-        _env_cache = (seen, AnswerTrust.from_env())
-    return _env_cache[1]
+    raw, (a, b, c) = _RAW, _RAW_KEYS
+    seen = (raw.get(a), raw.get(b), raw.get(c))
+    cache = _env_cache
+    if cache is None or cache[0] != seen:
+        cache = _env_cache = (seen, AnswerTrust.from_env())
+    return cache[1]
