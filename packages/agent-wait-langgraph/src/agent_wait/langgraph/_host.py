@@ -46,10 +46,13 @@ from agent_wait.langgraph._adapter import (
 from agent_wait.langgraph._recovery import (
     aanswers_restored_on_failure,
     answers_restored_on_failure,
+    checkpointer,
+    interrupts_written,
 )
 from agent_wait.langgraph._routing import (
     address,
 )
+from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.errors import UnknownInterruptError, is_invalid_resume
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt, PregelTask, StateSnapshot
@@ -236,29 +239,44 @@ def _check_graph(graph: Any) -> Graph:
     return compiled
 
 
-def _seen(snapshots: Iterable[StateSnapshot], question_id: str) -> bool:
-    """True if the thread's history shows it asked ``question_id``."""
+def _asked_in(snapshots: Iterable[StateSnapshot]) -> set[str]:
+    """Every question id the thread's history shows it asked (walks the whole history)."""
+    asked: set[str] = set()
     for snapshot in snapshots:
-        if any(i.id == question_id for i in snapshot.interrupts):
-            return True
+        asked.update(i.id for i in snapshot.interrupts)
         for task in snapshot.tasks:
             for item in task.interrupts:
-                if item.id == question_id or question_id in _earlier_ids(task, item.id):
-                    return True
-    return False
+                asked.add(item.id)
+                asked.update(_earlier_ids(f"{task.name}:{task.id}", item.id))
+    return asked
 
 
-def _earlier_ids(task: PregelTask, interrupt_id: str) -> list[str]:
+def _latest_asked(latest: CheckpointTuple | None, tasks: Iterable[PregelTask]) -> set[str]:
+    """The ids the tasks of the latest checkpoint asked, including those they moved past.
+
+    A resume that parks again in the same step, or that lets one of several interrupted tasks
+    finish, writes no new checkpoint: its questions are only in this checkpoint's writes.
+    """
+    names = {task.id: task.name for task in tasks}
+    asked: set[str] = set()
+    for task_id, item in interrupts_written(latest):
+        asked.add(item.id)
+        if task_id in names:
+            asked.update(_earlier_ids(f"{names[task_id]}:{task_id}", item.id))
+    return asked
+
+
+def _earlier_ids(namespace: str, interrupt_id: str) -> list[str]:
     """The ids of the interrupts a task answered before the one it raised as ``interrupt_id``.
 
-    The history keeps only a task's latest interrupt, so a question the task moved past is
-    recognised by LangGraph's id scheme (``xxh3(namespace | answers so far)``, langgraph 1.2).
-    The scheme is only trusted when it reproduces ``interrupt_id``; otherwise the answer is
-    reported as for an unknown question, which is just as much a no-op.
+    A checkpoint keeps only a task's latest interrupt, so a question the task moved past is
+    recognised by LangGraph's id scheme (``xxh3(namespace | answers so far)``, langgraph 1.2;
+    ``namespace`` is ``"<task name>:<task id>"``). The scheme is only trusted when it reproduces
+    ``interrupt_id``; otherwise the answer is reported as for an unknown question, which is just
+    as much a no-op.
     """
     if _slot_id is None:
         return []
-    namespace = f"{task.name}:{task.id}"
     ids: list[str] = []
     for answered in range(_MAX_SLOTS):
         slot = str(_slot_id(namespace, answered))
@@ -268,14 +286,43 @@ def _earlier_ids(task: PregelTask, interrupt_id: str) -> list[str]:
     return []
 
 
+ASKED_KEY = "agent_wait_asked"
+"""Checkpoint metadata: the ids of the questions the thread asked before its pending ones.
+
+Every run :func:`handle_message` makes carries it in ``config["metadata"]``, which LangGraph
+copies into each checkpoint of the run, so the latest checkpoint alone tells an answer to a
+question asked long ago (a duplicate) from one to a question never asked, however long the
+history. Space-separated: LangGraph keeps only text, numbers and booleans in metadata."""
+
+
 @dataclass(frozen=True)
 class _Thread:
     thread_id: str
     config: RunnableConfig
     pending: list[Interrupt]
+    tasks: tuple[PregelTask, ...]
+    index: frozenset[str] | None
+    """The ids in the latest checkpoint's :data:`ASKED_KEY`; None when it has none (a thread
+    written before the index, or by a run outside handle_message): then the history is walked."""
 
     def target(self, question_id: str) -> Interrupt:
         return next(i for i in self.pending if i.id == question_id)
+
+    def indexed(self, asked: Iterable[str]) -> RunnableConfig:
+        """The run config whose checkpoints record ``asked`` plus what the thread waits on now."""
+        ids = sorted({*asked, *(i.id for i in self.pending)})
+        metadata = {**(self.config.get("metadata") or {}), ASKED_KEY: " ".join(ids)}
+        return cast("RunnableConfig", {**self.config, "metadata": metadata})
+
+
+def _thread(thread_id: str, config: RunnableConfig, snapshot: StateSnapshot) -> _Thread:
+    index = (snapshot.metadata or {}).get(ASKED_KEY)
+    if isinstance(index, str):
+        known: frozenset[str] | None = frozenset(index.split())
+    else:
+        # No checkpoint yet: nothing was asked. A checkpoint without the index: unknown.
+        known = frozenset() if snapshot.created_at is None else None
+    return _Thread(thread_id, config, list(snapshot.interrupts), tuple(snapshot.tasks), known)
 
 
 class _Host:
@@ -327,37 +374,60 @@ def _resuming() -> Generator[None]:
 class _SyncHost(_Host, Host[_Thread, Any]):
     def load(self, thread_id: str) -> _Thread:
         config = _run_config(self.config, thread_id)
-        return _Thread(thread_id, config, list(self.graph.get_state(config).interrupts))
+        return _thread(thread_id, config, self.graph.get_state(config))
 
     def asked(self, thread: _Thread, question_id: str) -> bool:
-        return _seen(self.graph.get_state_history(thread.config), question_id)
+        return question_id in self._asked(thread, self._latest(thread))
+
+    def _latest(self, thread: _Thread) -> CheckpointTuple | None:
+        saver = checkpointer(self.graph)
+        return None if saver is None else saver.get_tuple(thread.config)
+
+    def _asked(self, thread: _Thread, latest: CheckpointTuple | None) -> set[str]:
+        if thread.index is None:
+            return _asked_in(self.graph.get_state_history(thread.config))
+        return {*thread.index, *_latest_asked(latest, thread.tasks)}
 
     def start(self, thread: _Thread, message: StartMessage) -> Any:
-        return self.graph.invoke(message.input, thread.config)
+        config = thread.indexed(self._asked(thread, self._latest(thread)))
+        return self.graph.invoke(message.input, config)
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
         command = self._command(thread, answers)
-        with answers_restored_on_failure(self.graph, thread.config, *answers), _resuming():
-            return self.graph.invoke(command, _strict(thread.config))
+        latest = self._latest(thread)
+        config = _strict(thread.indexed(self._asked(thread, latest)))
+        with answers_restored_on_failure(self.graph, latest, *answers), _resuming():
+            return self.graph.invoke(command, config)
 
 
 class _AsyncHost(_Host, AsyncHost[_Thread, Any]):
     async def load(self, thread_id: str) -> _Thread:
         config = _run_config(self.config, thread_id)
-        return _Thread(thread_id, config, list((await self.graph.aget_state(config)).interrupts))
+        return _thread(thread_id, config, await self.graph.aget_state(config))
 
     async def asked(self, thread: _Thread, question_id: str) -> bool:
-        history = [s async for s in self.graph.aget_state_history(thread.config)]
-        return _seen(history, question_id)
+        return question_id in await self._asked(thread, await self._latest(thread))
+
+    async def _latest(self, thread: _Thread) -> CheckpointTuple | None:
+        saver = checkpointer(self.graph)
+        return None if saver is None else await saver.aget_tuple(thread.config)
+
+    async def _asked(self, thread: _Thread, latest: CheckpointTuple | None) -> set[str]:
+        if thread.index is None:
+            return _asked_in([s async for s in self.graph.aget_state_history(thread.config)])
+        return {*thread.index, *_latest_asked(latest, thread.tasks)}
 
     async def start(self, thread: _Thread, message: StartMessage) -> Any:
-        return await self.graph.ainvoke(message.input, thread.config)
+        config = thread.indexed(await self._asked(thread, await self._latest(thread)))
+        return await self.graph.ainvoke(message.input, config)
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
         command = self._command(thread, answers)
-        async with aanswers_restored_on_failure(self.graph, thread.config, *answers):
+        latest = await self._latest(thread)
+        config = _strict(thread.indexed(await self._asked(thread, latest)))
+        async with aanswers_restored_on_failure(self.graph, latest, *answers):
             with _resuming():
-                return await self.graph.ainvoke(command, _strict(thread.config))
+                return await self.graph.ainvoke(command, config)
 
 
 def handle_message(

@@ -36,18 +36,30 @@ class SavedAnswers:
     answers: list[Any]
 
 
-def _checkpointer(graph: Pregel[Any, Any, Any, Any]) -> BaseCheckpointSaver[Any] | None:
+def checkpointer(graph: Pregel[Any, Any, Any, Any]) -> BaseCheckpointSaver[Any] | None:
+    """The graph's checkpointer, when it is one (``handle_message`` checks it has one)."""
     saver: object = getattr(cast("object", graph), "checkpointer", None)
     return (
         cast("BaseCheckpointSaver[Any]", saver) if isinstance(saver, BaseCheckpointSaver) else None
     )
 
 
-def _asks(value: object, question_id: str) -> bool:
-    items: Iterable[object] = (
-        cast("Sequence[object]", value) if isinstance(value, list | tuple) else [value]
-    )
-    return any(isinstance(item, Interrupt) and item.id == question_id for item in items)
+def interrupts_written(saved: CheckpointTuple | None) -> list[tuple[str, Interrupt]]:
+    """The interrupts a checkpoint's tasks raised, with their task ids, from its pending writes.
+
+    A task that finished after its answer keeps its interrupt write here, while the state
+    snapshot shows no interrupt for it any more.
+    """
+    found: list[tuple[str, Interrupt]] = []
+    for task, channel, value in (saved.pending_writes or []) if saved is not None else []:
+        if channel == _INTERRUPT:
+            items: Iterable[object] = (
+                cast("Sequence[object]", value) if isinstance(value, list | tuple) else [value]
+            )
+            for item in items:
+                if isinstance(item, Interrupt):
+                    found.append((task, cast("Interrupt", item)))
+    return found
 
 
 def _saved(saved: CheckpointTuple | None, question_id: str) -> SavedAnswers | None:
@@ -55,12 +67,7 @@ def _saved(saved: CheckpointTuple | None, question_id: str) -> SavedAnswers | No
         return None
     writes = saved.pending_writes or []
     task_id = next(
-        (
-            task
-            for task, channel, value in writes
-            if channel == _INTERRUPT and _asks(value, question_id)
-        ),
-        None,
+        (task for task, item in interrupts_written(saved) if item.id == question_id), None
     )
     if task_id is None:
         return None
@@ -72,25 +79,9 @@ def _saved(saved: CheckpointTuple | None, question_id: str) -> SavedAnswers | No
     return SavedAnswers(saved.config, task_id, list(listed))
 
 
-def saved_answers(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, question_id: str
-) -> SavedAnswers | None:
-    """What the task asking ``question_id`` has answered so far (None: not a root-graph task)."""
-    saver = _checkpointer(graph)
-    return None if saver is None else _saved(saver.get_tuple(config), question_id)
-
-
-async def asaved_answers(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, question_id: str
-) -> SavedAnswers | None:
-    """Async :func:`saved_answers`."""
-    saver = _checkpointer(graph)
-    return None if saver is None else _saved(await saver.aget_tuple(config), question_id)
-
-
 def restore_answers(graph: Pregel[Any, Any, Any, Any], saved: SavedAnswers | None) -> None:
     """Put the task's answers back as they were before the failed resume."""
-    saver = _checkpointer(graph)
+    saver = checkpointer(graph)
     if saver is not None and saved is not None:
         # Special channels are upserted: this replaces the failed answer's write.
         saver.put_writes(saved.checkpoint, [(_RESUME, saved.answers)], saved.task_id)
@@ -98,21 +89,22 @@ def restore_answers(graph: Pregel[Any, Any, Any, Any], saved: SavedAnswers | Non
 
 async def arestore_answers(graph: Pregel[Any, Any, Any, Any], saved: SavedAnswers | None) -> None:
     """Async :func:`restore_answers`."""
-    saver = _checkpointer(graph)
+    saver = checkpointer(graph)
     if saver is not None and saved is not None:
         await saver.aput_writes(saved.checkpoint, [(_RESUME, saved.answers)], saved.task_id)
 
 
 @contextmanager
 def answers_restored_on_failure(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, *question_ids: str
+    graph: Pregel[Any, Any, Any, Any], latest: CheckpointTuple | None, *question_ids: str
 ) -> Generator[None]:
     """Around a resume: if the run raises, the tasks' saved answers are put back, then it re-raises.
 
-    The tasks are those asking ``question_ids``. agent-wait's own errors (a refused or misrouted answer) are raised before anything is saved
-    and pass through untouched.
+    ``latest`` is the thread's latest checkpoint, read before the resume; the tasks are those
+    asking ``question_ids``. agent-wait's own errors (a refused or misrouted answer) are raised
+    before anything is saved and pass through untouched.
     """
-    saved = [saved_answers(graph, config, question_id) for question_id in question_ids]
+    saved = [_saved(latest, question_id) for question_id in question_ids]
     try:
         yield
     except AgentWaitError:
@@ -125,10 +117,10 @@ def answers_restored_on_failure(
 
 @asynccontextmanager
 async def aanswers_restored_on_failure(
-    graph: Pregel[Any, Any, Any, Any], config: RunnableConfig, *question_ids: str
+    graph: Pregel[Any, Any, Any, Any], latest: CheckpointTuple | None, *question_ids: str
 ) -> AsyncGenerator[None]:
     """Async :func:`answers_restored_on_failure`."""
-    saved = [await asaved_answers(graph, config, question_id) for question_id in question_ids]
+    saved = [_saved(latest, question_id) for question_id in question_ids]
     try:
         yield
     except AgentWaitError:
