@@ -26,6 +26,7 @@ import math
 import operator
 import os
 import platform
+import sqlite3
 import statistics
 import subprocess
 import sys
@@ -61,6 +62,8 @@ if str(ROOT) not in sys.path:  # run as a script: make ``tests.aws_moto`` import
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 THREAD = "order-4471"
+LONG_THREAD_STEPS = (10, 2000)
+"""Benchmark 8: checkpointed steps (messages) of the short and of the long thread."""
 # Modules `import agent_wait.core` must not load: plugins, transport and framework SDKs.
 FORBIDDEN_AT_IMPORT = (
     "agent_wait.langgraph",
@@ -110,6 +113,10 @@ class Scale:
     inbox_n: int = 10_000
     inbox_rounds: int = 21
     roundtrip_rounds: int = 7
+    thread_steps: tuple[int, ...] = LONG_THREAD_STEPS
+    thread_rounds: int = 11
+    thread_calls: int = 5
+    resume_rounds: int = 21
 
 
 QUICK = Scale(
@@ -127,6 +134,10 @@ QUICK = Scale(
     inbox_n=120,
     inbox_rounds=2,
     roundtrip_rounds=1,
+    thread_steps=(2, 5),
+    thread_rounds=1,
+    thread_calls=1,
+    resume_rounds=1,
 )
 
 
@@ -1054,6 +1065,204 @@ def bench_opentelemetry(scale: Scale) -> Result:
 
 
 # --------------------------------------------------------------------------------------------
+# 8. Long threads and resumes: LangGraph, Pydantic AI, Strands
+
+
+
+@dataclass
+class Sides:
+    """One framework's subjects for benchmark 8: answers on a short and a long thread, resumes."""
+
+    framework: str
+    late: dict[int, Callable[[], object]]
+    """Per thread length: ``handle_message`` with an answer to a question asked earlier."""
+    unknown: dict[int, Callable[[], object]]
+    """Per thread length: ``handle_message`` with an answer to a question never asked."""
+    park: Callable[[str], Callable[[], object]]
+    """``park(side)`` parks a fresh thread (untimed) and returns its resume for that side:
+    ``"handle_message"`` or ``"framework"`` (the framework's own resume call)."""
+
+
+def langgraph_sides(steps: Sequence[int]) -> Sides:
+    """LangGraph: ask, run ``n`` checkpointed steps, ask again; resumes of a one-question graph."""
+    from typing import TypedDict
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import Command, interrupt
+
+    from agent_wait.langgraph import handle_message
+
+    class State(TypedDict, total=False):
+        first: Any
+        steps: int
+        second: Any
+        limit: int
+
+    def ask_first(state: State) -> State:
+        return {"first": interrupt("first?"), "steps": 0}
+
+    def step(state: State) -> State:
+        return {"steps": state["steps"] + 1}
+
+    def ask_second(state: State) -> State:
+        return {"second": interrupt("second?")}
+
+    builder = StateGraph(State)
+    builder.add_node("ask_first", ask_first)
+    builder.add_node("step", step)
+    builder.add_node("ask_second", ask_second)
+    builder.add_edge(START, "ask_first")
+    builder.add_edge("ask_first", "step")
+    builder.add_conditional_edges(
+        "step",
+        lambda s: "step" if s["steps"] < s["limit"] else "ask_second",
+        ["step", "ask_second"],
+    )
+    builder.add_edge("ask_second", END)
+    # SQLite: a checkpointer that finds the latest checkpoint through an index, as production
+    # ones do (InMemorySaver takes the max of every checkpoint id of the thread).
+    directory = Path(tempfile.mkdtemp(prefix="agent-wait-bench-"))
+    database = sqlite3.connect(directory / "checkpoints.sqlite3", check_same_thread=False)
+    graph = builder.compile(checkpointer=SqliteSaver(database))
+    sink = MemoryAnnounce()
+    config = {"recursion_limit": 10 * max(steps) + 100}
+    late: dict[int, Callable[[], object]] = {}
+    unknown: dict[int, Callable[[], object]] = {}
+    for n in steps:
+        thread = f"long-{n}"
+        started = handle_message(graph, {"thread_id": thread, "input": {"limit": n}}, sink)
+        first = started.question_ids[0]
+        handle_message(graph, {"thread_id": thread, "question_id": first, "answer": 1}, sink)
+
+        def duplicate(thread: str = thread, first: str = first) -> object:
+            message = {"thread_id": thread, "question_id": first, "answer": 2}
+            handled = handle_message(graph, message, sink, config=config)
+            assert handled.outcome == "duplicate", handled
+            sink.envelopes.clear()
+            return handled
+
+        def never_asked(thread: str = thread) -> object:
+            message = {"thread_id": thread, "question_id": "0" * 32, "answer": 2}
+            handled = handle_message(graph, message, sink, config=config)
+            assert handled.outcome == "unknown_question", handled
+            return handled
+
+        late[n], unknown[n] = duplicate, never_asked
+
+    def ask(state: State) -> State:
+        return {"first": interrupt("approve?")}
+
+    one = StateGraph(State)
+    one.add_node("ask", ask)
+    one.add_edge(START, "ask")
+    one.add_edge("ask", END)
+    short = one.compile(checkpointer=SqliteSaver(database))
+    counter = iter(range(10**9))
+
+    def park(side: str) -> Callable[[], object]:
+        thread = f"resume-{side}-{next(counter)}"
+        cfg: Any = {"configurable": {"thread_id": thread}}
+        if side == "framework":
+            pending = short.invoke({}, cfg)["__interrupt__"][0].id
+            return lambda: short.invoke(Command(resume={pending: "yes"}), cfg)
+        started = handle_message(short, {"thread_id": thread, "input": {}}, sink)
+        message = {"thread_id": thread, "question_id": started.question_ids[0], "answer": "yes"}
+        return lambda: handle_message(short, message, sink)
+
+    return Sides("langgraph", late, unknown, park)
+
+
+def _timed_once(call: Callable[[], object]) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def measure_sides(sides: Sides, scale: Scale) -> dict[str, Any]:
+    """Benchmark 8's numbers for one framework: min seconds per side, and the three ratios."""
+    short, long = min(sides.late), max(sides.late)
+    answers: dict[str, Callable[[], object]] = {}
+    for kind, calls in (("late", sides.late), ("unknown", sides.unknown)):
+        for n in (short, long):
+            answers[f"{kind} {n}"] = calls[n]
+    samples = interleaved(answers, scale.thread_rounds, scale.thread_calls)
+    resumes: dict[str, list[float]] = {"handle_message": [], "framework": []}
+    for side in resumes:  # warm-up: first runs compile schemas, load lazy modules
+        sides.park(side)()
+    with _no_gc():
+        for index in range(scale.resume_rounds):
+            order = list(resumes) if index % 2 == 0 else list(reversed(resumes))
+            parked = {side: sides.park(side) for side in order}
+            for side in order:
+                resumes[side].append(_timed_once(parked[side]))
+    best = {name: min(values) for name, values in samples.items()}
+    return {
+        "steps": [short, long],
+        "seconds": {name: _stats(values) for name, values in samples.items()},
+        "resume_seconds": {side: _stats(values) for side, values in resumes.items()},
+        "ratio_late": best[f"late {long}"] / best[f"late {short}"],
+        "ratio_unknown": best[f"unknown {long}"] / best[f"unknown {short}"],
+        "ratio_resume": min(resumes["handle_message"]) / min(resumes["framework"]),
+        "best": best,
+    }
+
+
+FRAMEWORK_SIDES: dict[str, Callable[[Sequence[int]], Sides]] = {
+    "langgraph": langgraph_sides,
+}
+
+
+def bench_threads(scale: Scale) -> Result:
+    """Answers on a long versus a short thread, and resumes versus the framework's own."""
+    rows: list[dict[str, Any]] = []
+    for name, build in FRAMEWORK_SIDES.items():
+        try:
+            sides = build(scale.thread_steps)
+        except ImportError as error:
+            rows.append({"framework": name, "passed": None, "note": f"not installed: {error}"})
+            continue
+        measured = measure_sides(sides, scale)
+        passed = (
+            measured["ratio_late"] <= 1.5
+            and measured["ratio_unknown"] <= 1.5
+            and measured["ratio_resume"] <= 1.2
+        )
+        rows.append({"framework": name, "passed": passed, **measured})
+    measured_rows = [r for r in rows if r["passed"] is not None]
+    short, long = min(scale.thread_steps), max(scale.thread_steps)
+    summary = "; ".join(
+        f"{r['framework']}: late {r['ratio_late']:.2f}x, unknown {r['ratio_unknown']:.2f}x "
+        f"({_ms(r['best'][f'late {long}'])} vs {_ms(r['best'][f'late {short}'])}), resume "
+        f"{r['ratio_resume']:.2f}x ({_ms(r['resume_seconds']['handle_message']['min'])} vs "
+        f"{_ms(r['resume_seconds']['framework']['min'])})"
+        if r["passed"] is not None
+        else f"{r['framework']}: {r['note']}"
+        for r in rows
+    )
+    worst = max(
+        (max(r["ratio_late"], r["ratio_unknown"]) for r in measured_rows), default=None
+    )
+    return Result(
+        name="threads",
+        title=(
+            f"8. answer on a {long:,}-step / {short}-step thread (late, unknown); "
+            "resume / the framework's own"
+        ),
+        raw={
+            "rounds": scale.thread_rounds,
+            "calls_per_round": scale.thread_calls,
+            "resume_rounds": scale.resume_rounds,
+        },
+        ratio=worst,
+        target="late, unknown <= 1.5; resume <= 1.2; each framework",
+        passed=all(r["passed"] for r in measured_rows) if measured_rows else None,
+        summary=summary,
+        rows=rows,
+    )
+
+
+# --------------------------------------------------------------------------------------------
 # Machine, table, main
 
 
@@ -1333,6 +1542,9 @@ def table(results: Sequence[Result]) -> str:
         ratio = "" if r.ratio is None else f"{r.ratio:.2f}"
         lines.append(f"| {r.title} | {r.summary} | {ratio} | {r.target} | {_verdict(r)} |")
         for row in r.rows:
+            if "framework" in row:
+                lines.append(_framework_row(row))
+                continue
             if "requests" not in row:
                 lines.append(
                     f"| &nbsp;&nbsp;{row['service']} | {row.get('note', '')} | | | skipped |"
@@ -1351,6 +1563,22 @@ def table(results: Sequence[Result]) -> str:
     return "\n".join(lines)
 
 
+def _framework_row(row: dict[str, Any]) -> str:
+    if row["passed"] is None:
+        return f"| &nbsp;&nbsp;{row['framework']} | {row['note']} | | | skipped |"
+    short, long = row["steps"]
+    best = row["best"]
+    resume = row["resume_seconds"]
+    return (
+        f"| &nbsp;&nbsp;{row['framework']} | late {_ms(best[f'late {long}'])} vs "
+        f"{_ms(best[f'late {short}'])}; unknown {_ms(best[f'unknown {long}'])} vs "
+        f"{_ms(best[f'unknown {short}'])}; resume {_ms(resume['handle_message']['min'])} vs "
+        f"{_ms(resume['framework']['min'])} | {row['ratio_late']:.2f}, "
+        f"{row['ratio_unknown']:.2f}, {row['ratio_resume']:.2f} | <= 1.5, 1.5, 1.2 | "
+        f"{'pass' if row['passed'] else '**MISS**'} |"
+    )
+
+
 BENCHMARKS: dict[str, Callable[[Scale], Result]] = {
     "envelope": bench_envelope,
     "publish": bench_publish,
@@ -1363,6 +1591,7 @@ BENCHMARKS: dict[str, Callable[[Scale], Result]] = {
     "opentelemetry": bench_opentelemetry,
     "inbox": bench_inbox,
     "inbox_roundtrip": bench_inbox_roundtrip,
+    "threads": bench_threads,
 }
 
 PROFILES: dict[str, Callable[[], dict[str, Callable[[], object]]]] = {

@@ -377,6 +377,8 @@ class _SyncHost(_Host, Host[_Thread, Any]):
         return _thread(thread_id, config, self.graph.get_state(config))
 
     def asked(self, thread: _Thread, question_id: str) -> bool:
+        if thread.index is not None and question_id in thread.index:
+            return True  # the usual duplicate: decided without another read
         return question_id in self._asked(thread, self._latest(thread))
 
     def _latest(self, thread: _Thread) -> CheckpointTuple | None:
@@ -406,6 +408,8 @@ class _AsyncHost(_Host, AsyncHost[_Thread, Any]):
         return _thread(thread_id, config, await self.graph.aget_state(config))
 
     async def asked(self, thread: _Thread, question_id: str) -> bool:
+        if thread.index is not None and question_id in thread.index:
+            return True
         return question_id in await self._asked(thread, await self._latest(thread))
 
     async def _latest(self, thread: _Thread) -> CheckpointTuple | None:
