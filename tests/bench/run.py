@@ -117,6 +117,7 @@ class Scale:
     thread_rounds: int = 11
     thread_calls: int = 5
     resume_rounds: int = 21
+    process_runs: int = 9
 
 
 QUICK = Scale(
@@ -138,6 +139,7 @@ QUICK = Scale(
     thread_rounds=1,
     thread_calls=1,
     resume_rounds=1,
+    process_runs=1,
 )
 
 
@@ -1068,7 +1070,6 @@ def bench_opentelemetry(scale: Scale) -> Result:
 # 8. Long threads and resumes: LangGraph, Pydantic AI, Strands
 
 
-
 @dataclass
 class Sides:
     """One framework's subjects for benchmark 8: answers on a short and a long thread, resumes."""
@@ -1173,6 +1174,199 @@ def langgraph_sides(steps: Sequence[int]) -> Sides:
     return Sides("langgraph", late, unknown, park)
 
 
+def pydantic_ai_sides(steps: Sequence[int]) -> Sides:
+    """Pydantic AI: ``n`` history messages of plain tool calls, then an approval; resumes."""
+    from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.usage import UsageLimits
+
+    from agent_wait.pydantic_ai import InMemoryHistory, handle_message
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        # The prompt is the number of history messages to make before asking for approval.
+        prompt = next(
+            p.content
+            for m in messages
+            if isinstance(m, ModelRequest)
+            for p in m.parts
+            if isinstance(p, UserPromptPart)
+        )
+        returns = [
+            p.tool_name
+            for m in messages
+            if isinstance(m, ModelRequest)
+            for p in m.parts
+            if isinstance(p, ToolReturnPart)
+        ]
+        if "approve" in returns:
+            return ModelResponse(parts=[TextPart("done")])
+        if 2 * len(returns) + 2 < int(str(prompt)):
+            return ModelResponse(
+                parts=[ToolCallPart("step", {}, tool_call_id=f"step-{len(returns)}")]
+            )
+        return ModelResponse(
+            parts=[ToolCallPart("approve", {"amount": 1}, tool_call_id="approve-1")]
+        )
+
+    agent = Agent(FunctionModel(respond), output_type=[str, DeferredToolRequests])
+
+    @agent.tool_plain
+    def step() -> str:
+        return "ok"
+
+    @agent.tool_plain(requires_approval=True)
+    def approve(amount: int) -> str:
+        return f"approved {amount}"
+
+    history, sink = InMemoryHistory(), MemoryAnnounce()
+    limits = UsageLimits(request_limit=None)  # a long thread is many model requests
+    late: dict[int, Callable[[], object]] = {}
+    unknown: dict[int, Callable[[], object]] = {}
+    for n in steps:
+        thread = f"long-{n}"
+        started = handle_message(
+            agent,
+            {"thread_id": thread, "input": str(n)},
+            sink,
+            history=history,
+            usage_limits=limits,
+        )
+        first = started.question_ids[0]
+        yes = {"thread_id": thread, "question_id": first, "answer": {"action": "approve"}}
+        assert (
+            handle_message(agent, yes, sink, history=history, usage_limits=limits).outcome
+            == "resumed"
+        )
+
+        def duplicate(yes: dict[str, Any] = yes) -> object:
+            handled = handle_message(agent, yes, sink, history=history, usage_limits=limits)
+            assert handled.outcome == "duplicate", handled
+            return handled
+
+        def never_asked(thread: str = thread) -> object:
+            message = {"thread_id": thread, "question_id": "never-asked", "answer": 2}
+            handled = handle_message(agent, message, sink, history=history, usage_limits=limits)
+            assert handled.outcome == "unknown_question", handled
+            return handled
+
+        late[n], unknown[n] = duplicate, never_asked
+    counter = iter(range(10**9))
+
+    def park(side: str) -> Callable[[], object]:
+        thread = f"resume-{side}-{next(counter)}"
+        if side == "framework":
+            parked = agent.run_sync("2")
+            assert isinstance(parked.output, DeferredToolRequests)
+            results = DeferredToolResults(approvals={parked.output.approvals[0].tool_call_id: True})
+            messages = parked.all_messages()
+            return lambda: agent.run_sync(message_history=messages, deferred_tool_results=results)
+        started = handle_message(
+            agent, {"thread_id": thread, "input": "2"}, sink, history=history, usage_limits=limits
+        )
+        message = {
+            "thread_id": thread,
+            "question_id": started.question_ids[0],
+            "answer": {"action": "approve"},
+        }
+        return lambda: handle_message(agent, message, sink, history=history, usage_limits=limits)
+
+    return Sides("pydantic_ai", late, unknown, park)
+
+
+def strands_sides(steps: Sequence[int]) -> Sides:
+    """Strands: ``n`` session messages of plain tool calls, then an interrupt; resumes."""
+    from strands import Agent, ToolContext, tool
+    from strands.session.file_session_manager import FileSessionManager
+
+    from agent_wait.strands import handle_message
+    from tests.strands.fake_model import Call, ScriptedModel
+
+    def step() -> str:
+        """One plain step."""
+        return "ok"
+
+    def approve(amount: int, tool_context: ToolContext) -> str:
+        """Asks a person first."""
+        return f"{tool_context.interrupt('approve', reason={'amount': amount})} {amount}"
+
+    # Strands reads the annotations at runtime, and this module's are strings (PEP 563).
+    step.__annotations__ = {"return": str}
+    approve.__annotations__ = {"amount": int, "tool_context": ToolContext, "return": str}
+    tools = [tool(step), tool(context=True)(approve)]
+
+    storage = tempfile.mkdtemp(prefix="agent-wait-bench-sessions-")
+    sink = MemoryAnnounce()
+    models = {
+        n: ScriptedModel(
+            *([[Call("step")]] * max(0, n // 2 - 2)), [Call("approve", {"amount": 1})], ""
+        )
+        for n in (*steps, 2)
+    }
+
+    def fresh(thread_id: str, n: int) -> Agent:
+        # A fresh Agent restored from the thread's session, as a new process would build it.
+        return Agent(
+            model=models[n],
+            tools=tools,
+            session_manager=FileSessionManager(session_id=thread_id, storage_dir=storage),
+            callback_handler=None,
+        )
+
+    late: dict[int, Callable[[], object]] = {}
+    unknown: dict[int, Callable[[], object]] = {}
+    for n in steps:
+        thread = f"long-{n}"
+
+        def factory(thread_id: str, n: int = n) -> Agent:
+            return fresh(thread_id, n)
+
+        started = handle_message(factory, {"thread_id": thread, "input": "go"}, sink)
+        first = started.question_ids[0]
+        yes = {"thread_id": thread, "question_id": first, "answer": "yes"}
+        assert handle_message(factory, yes, sink).outcome == "resumed"
+
+        def duplicate(yes: dict[str, Any] = yes, factory: Any = factory) -> object:
+            handled = handle_message(factory, yes, sink)
+            assert handled.outcome == "duplicate", handled
+            return handled
+
+        def never_asked(thread: str = thread, factory: Any = factory) -> object:
+            message = {"thread_id": thread, "question_id": "never-asked", "answer": 2}
+            handled = handle_message(factory, message, sink)
+            assert handled.outcome == "unknown_question", handled
+            return handled
+
+        late[n], unknown[n] = duplicate, never_asked
+    counter = iter(range(10**9))
+    agents: dict[str, Agent] = {}
+
+    def cached(thread_id: str) -> Agent:
+        # Both sides resume the Agent that parked, in memory; its session is still written.
+        return agents.setdefault(thread_id, fresh(thread_id, 2))
+
+    def park(side: str) -> Callable[[], object]:
+        thread = f"resume-{side}-{next(counter)}"
+        if side == "framework":
+            agent = cached(thread)
+            pending = agent("go").interrupts[0].id
+            responses: Any = [{"interruptResponse": {"interruptId": pending, "response": "yes"}}]
+            return lambda: agent(responses)
+        started = handle_message(cached, {"thread_id": thread, "input": "go"}, sink)
+        message = {"thread_id": thread, "question_id": started.question_ids[0], "answer": "yes"}
+        return lambda: handle_message(cached, message, sink)
+
+    return Sides("strands", late, unknown, park)
+
+
 def _timed_once(call: Callable[[], object]) -> float:
     start = time.perf_counter()
     call()
@@ -1210,6 +1404,8 @@ def measure_sides(sides: Sides, scale: Scale) -> dict[str, Any]:
 
 FRAMEWORK_SIDES: dict[str, Callable[[Sequence[int]], Sides]] = {
     "langgraph": langgraph_sides,
+    "pydantic_ai": pydantic_ai_sides,
+    "strands": strands_sides,
 }
 
 
@@ -1240,9 +1436,7 @@ def bench_threads(scale: Scale) -> Result:
         else f"{r['framework']}: {r['note']}"
         for r in rows
     )
-    worst = max(
-        (max(r["ratio_late"], r["ratio_unknown"]) for r in measured_rows), default=None
-    )
+    worst = max((max(r["ratio_late"], r["ratio_unknown"]) for r in measured_rows), default=None)
     return Result(
         name="threads",
         title=(
@@ -1257,6 +1451,257 @@ def bench_threads(scale: Scale) -> Result:
         ratio=worst,
         target="late, unknown <= 1.5; resume <= 1.2; each framework",
         passed=all(r["passed"] for r in measured_rows) if measured_rows else None,
+        summary=summary,
+        rows=rows,
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# 9. A whole host process: @wait + handle_message / plain interrupt + a hand-written host
+
+_MESSAGE = '{"thread_id": "order-4471", "input": {"order_id": "order-4471", "amount": 41000}}'
+
+# Each pair builds the same graph or agent and handles one start message that parks on one
+# question published to a MemoryAnnounce: with @wait and handle_message, or with the framework's
+# own interrupt and the hand-written host (run, store, publish_interrupts) that the contract
+# shows. Both end by checking that exactly one envelope went out.
+HOST_PROCESSES: dict[str, dict[str, str]] = {
+    "langgraph": {
+        "agent-wait": f"""
+import json
+from typing import TypedDict
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from agent_wait.core import MemoryAnnounce
+from agent_wait.langgraph import handle_message, wait
+
+class State(TypedDict, total=False):
+    order_id: str
+    amount: int
+    result: str
+
+@wait()
+def issue_refund(order_id: str, amount: int) -> str:
+    return f"refunded {{amount}} on {{order_id}}"
+
+def refund(state: State) -> State:
+    return {{"result": issue_refund(state["order_id"], state["amount"])}}
+
+builder = StateGraph(State)
+builder.add_node("refund", refund)
+builder.add_edge(START, "refund")
+builder.add_edge("refund", END)
+graph = builder.compile(checkpointer=InMemorySaver())
+inbox = MemoryAnnounce()
+handle_message(graph, json.loads({_MESSAGE!r}), inbox)
+assert len(inbox.envelopes) == 1
+""",
+        "plain": f"""
+import json
+from typing import TypedDict
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, interrupt
+from agent_wait.core import MemoryAnnounce
+from agent_wait.langgraph import publish_interrupts
+
+class State(TypedDict, total=False):
+    order_id: str
+    amount: int
+    result: str
+
+def issue_refund(order_id: str, amount: int) -> str:
+    interrupt({{"function": "issue_refund", "args": {{"order_id": order_id, "amount": amount}}}})
+    return f"refunded {{amount}} on {{order_id}}"
+
+def refund(state: State) -> State:
+    return {{"result": issue_refund(state["order_id"], state["amount"])}}
+
+builder = StateGraph(State)
+builder.add_node("refund", refund)
+builder.add_edge(START, "refund")
+builder.add_edge("refund", END)
+graph = builder.compile(checkpointer=InMemorySaver())
+inbox = MemoryAnnounce()
+message = json.loads({_MESSAGE!r})
+if "question_id" in message:
+    value = Command(resume={{message["question_id"]: message["answer"]}})
+else:
+    value = message["input"]
+result = graph.invoke(value, {{"configurable": {{"thread_id": message["thread_id"]}}}})
+publish_interrupts(result, message["thread_id"], inbox)
+assert len(inbox.envelopes) == 1
+""",
+    },
+    "pydantic_ai": {
+        "agent-wait": f"""
+import json
+from pydantic_ai import Agent, DeferredToolRequests, RunContext
+from pydantic_ai.messages import ModelResponse, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+from agent_wait.core import MemoryAnnounce
+from agent_wait.pydantic_ai import InMemoryHistory, handle_message, wait
+
+def respond(messages, info):
+    args = {{"order_id": "order-4471", "amount": 41000}}
+    return ModelResponse(parts=[ToolCallPart("issue_refund", args, tool_call_id="call_1")])
+
+agent = Agent(FunctionModel(respond), output_type=[str, DeferredToolRequests])
+
+@agent.tool
+@wait()
+def issue_refund(ctx: RunContext, order_id: str, amount: int) -> str:
+    return f"refunded {{amount}} on {{order_id}}"
+
+inbox = MemoryAnnounce()
+message = json.loads({_MESSAGE!r})
+message["input"] = json.dumps(message["input"])
+handle_message(agent, message, inbox, history=InMemoryHistory())
+assert len(inbox.envelopes) == 1
+""",
+        "plain": f"""
+import json
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
+from pydantic_ai.messages import ModelMessagesTypeAdapter, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import FunctionModel
+from agent_wait.core import MemoryAnnounce
+from agent_wait.pydantic_ai import publish_interrupts
+
+def respond(messages, info):
+    args = {{"order_id": "order-4471", "amount": 41000}}
+    return ModelResponse(parts=[ToolCallPart("issue_refund", args, tool_call_id="call_1")])
+
+agent = Agent(FunctionModel(respond), output_type=[str, DeferredToolRequests])
+
+@agent.tool_plain(requires_approval=True)
+def issue_refund(order_id: str, amount: int) -> str:
+    return f"refunded {{amount}} on {{order_id}}"
+
+histories = {{}}
+def load(thread_id):
+    data = histories.get(thread_id)
+    return None if data is None else ModelMessagesTypeAdapter.validate_json(data)
+def store(thread_id, messages):
+    histories[thread_id] = ModelMessagesTypeAdapter.dump_json(messages)
+
+inbox = MemoryAnnounce()
+message = json.loads({_MESSAGE!r})
+message["input"] = json.dumps(message["input"])
+if "question_id" in message:
+    answer, qid = message["answer"], message["question_id"]
+    approved = isinstance(answer, dict) and answer.get("action") == "approve"
+    result = agent.run_sync(
+        None,
+        message_history=load(message["thread_id"]),
+        deferred_tool_results=DeferredToolResults(
+            approvals={{qid: ToolApproved() if approved else ToolDenied(str(answer))}},
+        ),
+    )
+else:
+    result = agent.run_sync(message["input"], message_history=load(message["thread_id"]))
+store(message["thread_id"], result.all_messages())
+publish_interrupts(result, message["thread_id"], inbox)
+assert len(inbox.envelopes) == 1
+""",
+    },
+    "strands": {
+        "agent-wait": f"""
+import json, sys, tempfile
+sys.path.insert(0, {str(ROOT)!r})
+from strands import Agent, ToolContext, tool
+from strands.session.file_session_manager import FileSessionManager
+from agent_wait.core import MemoryAnnounce
+from agent_wait.strands import handle_message, wait
+from tests.strands.fake_model import Call, ScriptedModel
+
+@tool(context=True)
+@wait()
+def issue_refund(order_id: str, amount: int, tool_context: ToolContext) -> str:
+    return f"refunded {{amount}} on {{order_id}}"
+
+model = ScriptedModel([Call("issue_refund", {{"order_id": "order-4471", "amount": 41000}})])
+storage = tempfile.mkdtemp()
+def agent_for(thread_id):
+    manager = FileSessionManager(session_id=thread_id, storage_dir=storage)
+    return Agent(model=model, tools=[issue_refund], session_manager=manager, callback_handler=None)
+
+inbox = MemoryAnnounce()
+handle_message(agent_for, json.loads({_MESSAGE!r}), inbox)
+assert len(inbox.envelopes) == 1
+""",
+        "plain": f"""
+import json, sys, tempfile
+sys.path.insert(0, {str(ROOT)!r})
+from strands import Agent, ToolContext, tool
+from strands.session.file_session_manager import FileSessionManager
+from agent_wait.core import MemoryAnnounce
+from agent_wait.strands import publish_interrupts
+from tests.strands.fake_model import Call, ScriptedModel
+
+@tool(context=True)
+def issue_refund(order_id: str, amount: int, tool_context: ToolContext) -> str:
+    tool_context.interrupt("issue_refund", reason={{"order_id": order_id, "amount": amount}})
+    return f"refunded {{amount}} on {{order_id}}"
+
+model = ScriptedModel([Call("issue_refund", {{"order_id": "order-4471", "amount": 41000}})])
+storage = tempfile.mkdtemp()
+inbox = MemoryAnnounce()
+message = json.loads({_MESSAGE!r})
+manager = FileSessionManager(session_id=message["thread_id"], storage_dir=storage)
+agent = Agent(model=model, tools=[issue_refund], session_manager=manager, callback_handler=None)
+if "question_id" in message:
+    result = agent(
+        [{{"interruptResponse": {{"interruptId": message["question_id"], "response": message["answer"]}}}}]
+    )
+else:
+    result = agent(json.dumps(message["input"]))
+publish_interrupts(result, agent.session_id, inbox)
+assert len(inbox.envelopes) == 1
+""",
+    },
+}
+
+
+def bench_host_process(scale: Scale) -> Result:
+    """Whole-process wall time of a host with agent-wait versus a hand-written one, per framework."""
+    rows: list[dict[str, Any]] = []
+    for framework, sides in HOST_PROCESSES.items():
+        try:
+            for code in sides.values():  # warm the file cache; also checks both work
+                _run_seconds(code)
+        except subprocess.CalledProcessError as error:
+            rows.append({"framework": framework, "passed": None, "note": f"failed: {error}"})
+            continue
+        times: dict[str, list[float]] = {side: [] for side in sides}
+        for index in range(scale.process_runs):
+            order = list(sides) if index % 2 == 0 else list(reversed(sides))
+            for side in order:
+                times[side].append(_run_seconds(sides[side]))
+        ours, plain = statistics.median(times["agent-wait"]), statistics.median(times["plain"])
+        rows.append(
+            {
+                "framework": framework,
+                "process": True,
+                "seconds": {side: _stats(values) for side, values in times.items()},
+                "ratio": ours / plain,
+                "passed": ours / plain <= 1.1,
+            }
+        )
+    measured = [r for r in rows if r["passed"] is not None]
+    summary = "; ".join(
+        f"{r['framework']}: {_ms(r['seconds']['agent-wait']['median'])} vs "
+        f"{_ms(r['seconds']['plain']['median'])} ({r['ratio']:.2f}x)"
+        if r["passed"] is not None
+        else f"{r['framework']}: {r['note']}"
+        for r in rows
+    )
+    return Result(
+        name="host_process",
+        title="9. host process, @wait + handle_message / plain interrupt + hand-written host",
+        raw={"runs_each": scale.process_runs},
+        ratio=max((r["ratio"] for r in measured), default=None),
+        target="<= 1.1 each framework",
+        passed=all(r["passed"] for r in measured) if measured else None,
         summary=summary,
         rows=rows,
     )
@@ -1542,6 +1987,14 @@ def table(results: Sequence[Result]) -> str:
         ratio = "" if r.ratio is None else f"{r.ratio:.2f}"
         lines.append(f"| {r.title} | {r.summary} | {ratio} | {r.target} | {_verdict(r)} |")
         for row in r.rows:
+            if "process" in row:
+                lines.append(
+                    f"| &nbsp;&nbsp;{row['framework']} | "
+                    f"{_ms(row['seconds']['agent-wait']['median'])} vs "
+                    f"{_ms(row['seconds']['plain']['median'])} | {row['ratio']:.2f} | <= 1.1 | "
+                    f"{'pass' if row['passed'] else '**MISS**'} |"
+                )
+                continue
             if "framework" in row:
                 lines.append(_framework_row(row))
                 continue
@@ -1592,6 +2045,7 @@ BENCHMARKS: dict[str, Callable[[Scale], Result]] = {
     "inbox": bench_inbox,
     "inbox_roundtrip": bench_inbox_roundtrip,
     "threads": bench_threads,
+    "host_process": bench_host_process,
 }
 
 PROFILES: dict[str, Callable[[], dict[str, Callable[[], object]]]] = {
