@@ -1305,17 +1305,14 @@ def strands_sides(steps: Sequence[int]) -> Sides:
 
     storage = tempfile.mkdtemp(prefix="agent-wait-bench-sessions-")
     sink = MemoryAnnounce()
-    models = {
-        n: ScriptedModel(
-            *([[Call("step")]] * max(0, n // 2 - 2)), [Call("approve", {"amount": 1})], ""
-        )
-        for n in (*steps, 2)
-    }
+    # Strands recurses once per model turn: a long session is made of many short runs.
+    filler = ScriptedModel(*([[Call("step")]] * 24), "ok")
+    asker = ScriptedModel([Call("approve", {"amount": 1})], "")
 
-    def fresh(thread_id: str, n: int) -> Agent:
+    def fresh(thread_id: str, model: ScriptedModel = asker) -> Agent:
         # A fresh Agent restored from the thread's session, as a new process would build it.
         return Agent(
-            model=models[n],
+            model=model,
             tools=tools,
             session_manager=FileSessionManager(session_id=thread_id, storage_dir=storage),
             callback_handler=None,
@@ -1325,10 +1322,9 @@ def strands_sides(steps: Sequence[int]) -> Sides:
     unknown: dict[int, Callable[[], object]] = {}
     for n in steps:
         thread = f"long-{n}"
-
-        def factory(thread_id: str, n: int = n) -> Agent:
-            return fresh(thread_id, n)
-
+        for _ in range(n // 50):  # each filler run adds 50 messages: a prompt, 24 steps, a text
+            fresh(thread, filler)("go on")
+        factory = fresh
         started = handle_message(factory, {"thread_id": thread, "input": "go"}, sink)
         first = started.question_ids[0]
         yes = {"thread_id": thread, "question_id": first, "answer": "yes"}
@@ -1351,7 +1347,7 @@ def strands_sides(steps: Sequence[int]) -> Sides:
 
     def cached(thread_id: str) -> Agent:
         # Both sides resume the Agent that parked, in memory; its session is still written.
-        return agents.setdefault(thread_id, fresh(thread_id, 2))
+        return agents.setdefault(thread_id, fresh(thread_id))
 
     def park(side: str) -> Callable[[], object]:
         thread = f"resume-{side}-{next(counter)}"

@@ -133,3 +133,25 @@ def test_main_writes_results_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert document["machine"]["cpus"] >= 1
     for entry in document["benchmarks"].values():
         assert {"ratio", "target", "passed", "raw"} <= set(entry)
+
+
+@pytest.mark.parametrize("framework", sorted(bench.FRAMEWORK_SIDES))
+def test_thread_sides_decide_late_and_unknown_answers_and_resume(framework: str) -> None:
+    # Each subject asserts its own outcome (duplicate, unknown_question) when called.
+    sides = bench.FRAMEWORK_SIDES[framework]((2, 6))
+    assert sorted(sides.late) == sorted(sides.unknown) == [2, 6]
+    for calls in (sides.late, sides.unknown):
+        for call in calls.values():
+            assert call() is not None
+    handled = sides.park("handle_message")()
+    assert getattr(handled, "outcome", None) == "resumed"
+    assert sides.park("framework")() is not None
+
+
+@pytest.mark.parametrize(
+    ("framework", "side"),
+    [(framework, side) for framework, sides in bench.HOST_PROCESSES.items() for side in sides],
+)
+def test_host_process_publishes_one_question(framework: str, side: str) -> None:
+    # The script asserts it published exactly one envelope: a failure raises CalledProcessError.
+    assert bench._run_seconds(bench.HOST_PROCESSES[framework][side]) > 0
