@@ -63,7 +63,7 @@ if str(ROOT) not in sys.path:  # run as a script: make ``tests.aws_moto`` import
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 THREAD = "order-4471"
 LONG_THREAD_STEPS = (10, 2000)
-"""Benchmark 8: checkpointed steps (messages) of the short and of the long thread."""
+"""Benchmark 10: checkpointed steps (messages) of the short and of the long thread."""
 # Modules `import agent_wait.core` must not load: plugins, transport and framework SDKs.
 FORBIDDEN_AT_IMPORT = (
     "agent_wait.langgraph",
@@ -1067,12 +1067,12 @@ def bench_opentelemetry(scale: Scale) -> Result:
 
 
 # --------------------------------------------------------------------------------------------
-# 8. Long threads and resumes: LangGraph, Pydantic AI, Strands
+# 10. Long threads and resumes: LangGraph, Pydantic AI, Strands
 
 
 @dataclass
 class Sides:
-    """One framework's subjects for benchmark 8: answers on a short and a long thread, resumes."""
+    """One framework's subjects for benchmark 10: answers on a short and a long thread, resumes."""
 
     framework: str
     late: dict[int, Callable[[], object]]
@@ -1370,7 +1370,7 @@ def _timed_once(call: Callable[[], object]) -> float:
 
 
 def measure_sides(sides: Sides, scale: Scale) -> dict[str, Any]:
-    """Benchmark 8's numbers for one framework: min seconds per side, and the three ratios."""
+    """Benchmark 10's numbers for one framework: min seconds per side, and the three ratios."""
     short, long = min(sides.late), max(sides.late)
     answers: dict[str, Callable[[], object]] = {}
     for kind, calls in (("late", sides.late), ("unknown", sides.unknown)):
@@ -1436,7 +1436,7 @@ def bench_threads(scale: Scale) -> Result:
     return Result(
         name="threads",
         title=(
-            f"8. answer on a {long:,}-step / {short}-step thread (late, unknown); "
+            f"10. answer on a {long:,}-step / {short}-step thread (late, unknown); "
             "resume / the framework's own"
         ),
         raw={
@@ -1453,7 +1453,7 @@ def bench_threads(scale: Scale) -> Result:
 
 
 # --------------------------------------------------------------------------------------------
-# 9. A whole host process: @wait + handle_message / plain interrupt + a hand-written host
+# 11. A whole host process: @wait + handle_message / plain interrupt + a hand-written host
 
 _MESSAGE = '{"thread_id": "order-4471", "input": {"order_id": "order-4471", "amount": 41000}}'
 
@@ -1693,7 +1693,7 @@ def bench_host_process(scale: Scale) -> Result:
     )
     return Result(
         name="host_process",
-        title="9. host process, @wait + handle_message / plain interrupt + hand-written host",
+        title="11. host process, @wait + handle_message / plain interrupt + hand-written host",
         raw={"runs_each": scale.process_runs},
         ratio=max((r["ratio"] for r in measured), default=None),
         target="<= 1.1 each framework",
