@@ -1084,15 +1084,12 @@ class Sides:
     ``"handle_message"`` or ``"framework"`` (the framework's own resume call)."""
 
 
-def langgraph_sides(steps: Sequence[int]) -> Sides:
-    """LangGraph: ask, run ``n`` checkpointed steps, ask again; resumes of a one-question graph."""
+def long_graph(checkpointer: Any) -> Any:
+    """A LangGraph graph that asks, runs ``input["limit"]`` checkpointed steps, and asks again."""
     from typing import TypedDict
 
-    from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.graph import END, START, StateGraph
-    from langgraph.types import Command, interrupt
-
-    from agent_wait.langgraph import handle_message
+    from langgraph.types import interrupt
 
     class State(TypedDict, total=False):
         first: Any
@@ -1121,11 +1118,27 @@ def langgraph_sides(steps: Sequence[int]) -> Sides:
         ["step", "ask_second"],
     )
     builder.add_edge("ask_second", END)
+    return builder.compile(checkpointer=checkpointer)
+
+
+def langgraph_sides(steps: Sequence[int]) -> Sides:
+    """LangGraph: ask, run ``n`` checkpointed steps, ask again; resumes of a one-question graph."""
+    from typing import TypedDict
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.graph import END, START, StateGraph
+    from langgraph.types import Command, interrupt
+
+    from agent_wait.langgraph import handle_message
+
+    class State(TypedDict, total=False):
+        first: Any
+
     # SQLite: a checkpointer that finds the latest checkpoint through an index, as production
     # ones do (InMemorySaver takes the max of every checkpoint id of the thread).
     directory = Path(tempfile.mkdtemp(prefix="agent-wait-bench-"))
     database = sqlite3.connect(directory / "checkpoints.sqlite3", check_same_thread=False)
-    graph = builder.compile(checkpointer=SqliteSaver(database))
+    graph = long_graph(SqliteSaver(database))
     sink = MemoryAnnounce()
     config = {"recursion_limit": 10 * max(steps) + 100}
     late: dict[int, Callable[[], object]] = {}
@@ -1134,7 +1147,8 @@ def langgraph_sides(steps: Sequence[int]) -> Sides:
         thread = f"long-{n}"
         started = handle_message(graph, {"thread_id": thread, "input": {"limit": n}}, sink)
         first = started.question_ids[0]
-        handle_message(graph, {"thread_id": thread, "question_id": first, "answer": 1}, sink)
+        message = {"thread_id": thread, "question_id": first, "answer": 1}
+        handle_message(graph, message, sink, config=config)
 
         def duplicate(thread: str = thread, first: str = first) -> object:
             message = {"thread_id": thread, "question_id": first, "answer": 2}
@@ -1461,6 +1475,17 @@ _MESSAGE = '{"thread_id": "order-4471", "input": {"order_id": "order-4471", "amo
 # question published to a MemoryAnnounce: with @wait and handle_message, or with the framework's
 # own interrupt and the hand-written host (run, store, publish_interrupts) that the contract
 # shows. Both end by checking that exactly one envelope went out.
+_LANGGRAPH_GRAPH = """def refund(state: State) -> State:
+    return {"result": issue_refund(state["order_id"], state["amount"])}
+
+builder = StateGraph(State)
+builder.add_node("refund", refund)
+builder.add_edge(START, "refund")
+builder.add_edge("refund", END)
+graph = builder.compile(checkpointer=InMemorySaver())
+"""
+# The same graph on both sides: only how issue_refund pauses differs.
+
 HOST_PROCESSES: dict[str, dict[str, str]] = {
     "langgraph": {
         "agent-wait": f"""
@@ -1480,15 +1505,7 @@ class State(TypedDict, total=False):
 def issue_refund(order_id: str, amount: int) -> str:
     return f"refunded {{amount}} on {{order_id}}"
 
-def refund(state: State) -> State:
-    return {{"result": issue_refund(state["order_id"], state["amount"])}}
-
-builder = StateGraph(State)
-builder.add_node("refund", refund)
-builder.add_edge(START, "refund")
-builder.add_edge("refund", END)
-graph = builder.compile(checkpointer=InMemorySaver())
-inbox = MemoryAnnounce()
+{_LANGGRAPH_GRAPH}inbox = MemoryAnnounce()
 handle_message(graph, json.loads({_MESSAGE!r}), inbox)
 assert len(inbox.envelopes) == 1
 """,
@@ -1510,15 +1527,7 @@ def issue_refund(order_id: str, amount: int) -> str:
     interrupt({{"function": "issue_refund", "args": {{"order_id": order_id, "amount": amount}}}})
     return f"refunded {{amount}} on {{order_id}}"
 
-def refund(state: State) -> State:
-    return {{"result": issue_refund(state["order_id"], state["amount"])}}
-
-builder = StateGraph(State)
-builder.add_node("refund", refund)
-builder.add_edge(START, "refund")
-builder.add_edge("refund", END)
-graph = builder.compile(checkpointer=InMemorySaver())
-inbox = MemoryAnnounce()
+{_LANGGRAPH_GRAPH}inbox = MemoryAnnounce()
 message = json.loads({_MESSAGE!r})
 if "question_id" in message:
     value = Command(resume={{message["question_id"]: message["answer"]}})

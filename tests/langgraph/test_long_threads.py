@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, TypedDict
+from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import END, START, StateGraph
-from langgraph.types import Command, interrupt
+from langgraph.types import Command
 
 from agent_wait.core import MemoryAnnounce, Outcome
 from agent_wait.langgraph import handle_message
 from agent_wait.langgraph._host import ASKED_KEY  # pyright: ignore[reportPrivateUsage]
+from tests.bench.run import long_graph
 
 STEPS = 60
-
-
-class State(TypedDict, total=False):
-    first: Any
-    steps: int
-    second: Any
 
 
 class CountingSaver(InMemorySaver):
@@ -36,35 +30,12 @@ class CountingSaver(InMemorySaver):
         return super().list(config, **kwargs)
 
 
-def long_graph(saver: InMemorySaver) -> Any:
-    """Ask, then run ``STEPS`` checkpointed steps, then ask again."""
-
-    def ask_first(state: State) -> State:
-        return {"first": interrupt("first?"), "steps": 0}
-
-    def step(state: State) -> State:
-        return {"steps": state["steps"] + 1}
-
-    def ask_second(state: State) -> State:
-        return {"second": interrupt("second?")}
-
-    builder = StateGraph(State)
-    builder.add_node("ask_first", ask_first)
-    builder.add_node("step", step)
-    builder.add_node("ask_second", ask_second)
-    builder.add_edge(START, "ask_first")
-    builder.add_edge("ask_first", "step")
-    builder.add_conditional_edges(
-        "step", lambda s: "step" if s["steps"] < STEPS else "ask_second", ["step", "ask_second"]
-    )
-    builder.add_edge("ask_second", END)
-    return builder.compile(checkpointer=saver)
-
-
 def test_a_late_or_unknown_answer_on_a_long_thread_walks_no_history() -> None:
     saver, inbox = CountingSaver(), MemoryAnnounce()
     graph = long_graph(saver)
-    first = handle_message(graph, {"thread_id": "t", "input": {}}, inbox).question_ids[0]
+    first = handle_message(
+        graph, {"thread_id": "t", "input": {"limit": STEPS}}, inbox
+    ).question_ids[0]
     moved = handle_message(graph, {"thread_id": "t", "question_id": first, "answer": 1}, inbox)
     assert moved.outcome is Outcome.RESUMED
     [second] = moved.question_ids
@@ -80,7 +51,7 @@ def test_a_late_or_unknown_answer_on_a_long_thread_walks_no_history() -> None:
 
     done = handle_message(graph, {"thread_id": "t", "question_id": second, "answer": 3}, inbox)
     assert done.outcome is Outcome.RESUMED
-    assert done.result == {"first": 1, "steps": STEPS, "second": 3}
+    assert done.result == {"first": 1, "steps": STEPS, "second": 3, "limit": STEPS}
     for question_id in (first, second):
         again = handle_message(graph, {"thread_id": "t", "question_id": question_id, "answer": 4})
         assert again.outcome is Outcome.DUPLICATE
@@ -94,7 +65,7 @@ def test_a_thread_run_without_handle_message_is_still_recognised() -> None:
     saver, inbox = CountingSaver(), MemoryAnnounce()
     graph = long_graph(saver)
     config: RunnableConfig = {"configurable": {"thread_id": "plain"}}
-    first = graph.invoke({}, config)["__interrupt__"][0].id
+    first = graph.invoke({"limit": STEPS}, config)["__interrupt__"][0].id
     second = graph.invoke(Command(resume={first: 1}), config)["__interrupt__"][0].id
     saver.walks = 0
 
