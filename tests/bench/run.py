@@ -1473,8 +1473,7 @@ _MESSAGE = '{"thread_id": "order-4471", "input": {"order_id": "order-4471", "amo
 
 # Each pair builds the same graph or agent and handles one start message that parks on one
 # question published to a MemoryAnnounce: with @wait and handle_message, or with the framework's
-# own interrupt and the hand-written host (run, store, publish_interrupts) that the contract
-# shows. Both end by checking that exactly one envelope went out.
+# own pause and a hand-written host (run or resume, store, publish_interrupts). Both end by checking that exactly one envelope went out.
 _LANGGRAPH_GRAPH = """def refund(state: State) -> State:
     return {"result": issue_refund(state["order_id"], state["amount"])}
 
