@@ -18,6 +18,7 @@ import pytest
 from agent_wait.core import (
     ActionNotAllowed,
     NothingToResend,
+    Operation,
     Question,
     QuestionClosed,
     QuestionNotFound,
@@ -28,12 +29,14 @@ from agent_wait.core import (
     WaitPolicy,
     answer,
     cancel,
+    hookimpl,
     publish,
     resend,
     sweep,
 )
 from agent_wait.core._cli import main
 from agent_wait.core._sqlite import default_inbox_path
+from agent_wait.core.testing import registered_plugin
 
 T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
 LATER = "2026-09-11T12:00:00Z"
@@ -389,3 +392,42 @@ def test_cli_resend() -> None:
     code, _, err = run("resend", "q2")
     assert code == 1
     assert "no recorded answer to send; answer it instead" in err
+
+
+def test_answer_and_sweep_are_operations_for_plugins(inbox: Path) -> None:
+    calls: list[tuple[str, Operation, object, BaseException | None]] = []
+
+    class Operations:
+        @hookimpl
+        def operation_started(self, operation: Operation) -> None:
+            calls.append(("started", operation, None, None))
+
+        @hookimpl
+        def operation_finished(
+            self, operation: Operation, result: object, error: BaseException | None
+        ) -> None:
+            calls.append(("finished", operation, result, error))
+
+    ask(inbox, "q1")
+    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
+    with (
+        registered_plugin(Operations(), "test-operations"),
+        SqliteQuestionStore(inbox) as store,
+        SqliteEntry(inbox) as entry,
+    ):
+        answered = answer("q1", "approve", by="alice", store=store, entry=entry)
+        with pytest.raises(QuestionClosed) as closed:
+            answer("q1", "reject", by="bob", store=store, entry=entry)
+        swept = sweep(store=store, entry=entry, now=LATER)
+    assert [(c[0], c[1]) for c in calls] == [
+        ("started", Operation("answer", None, "q1")),
+        ("finished", Operation("answer", None, "q1")),
+        ("started", Operation("answer", None, "q1")),
+        ("finished", Operation("answer", None, "q1")),
+        ("started", Operation("sweep")),
+        ("finished", Operation("sweep")),
+    ]
+    assert (calls[1][2], calls[1][3]) == (answered, None)
+    assert (calls[3][2], calls[3][3]) == (None, closed.value)
+    assert (calls[5][2], calls[5][3]) == (swept, None)
+    assert [q.envelope.question_id for q in swept.expired] == ["due"]

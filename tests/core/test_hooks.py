@@ -23,7 +23,9 @@ from agent_wait.core import (
     Delivery,
     Handled,
     MemoryAnnounce,
+    Operation,
     Outcome,
+    PublishReport,
     Question,
     WaitEnvelope,
     WaitPolicy,
@@ -57,6 +59,9 @@ def test_hookspecs_exist() -> None:
         "adjust_envelope",
         "answer_handled",
         "delivery_outcome",
+        "message_headers",
+        "operation_finished",
+        "operation_started",
         "register_adapters",
         "register_announcers",
         "register_commands",
@@ -299,6 +304,174 @@ def test_hook_delivery_outcome(caplog: pytest.LogCaptureFixture) -> None:
         "an observer must not change the outcome"
     )
     assert "delivery_outcome hook of plugin 'test-broken-observer' failed" in caplog.text
+
+
+def test_hook_delivery_outcome_gets_the_announcer() -> None:
+    seen: list[BaseAnnounce] = []
+
+    class Observer:
+        @hookimpl
+        def delivery_outcome(self, announcer: BaseAnnounce) -> None:
+            seen.append(announcer)
+
+    good, bad = MemoryAnnounce(), Refund("ops")
+    with registered_plugin(Observer(), "test-observer-announcer"):
+        publish([question()], "t-1", [good, bad])
+    assert seen == [good, bad]
+
+
+class Operations:
+    """Records every operation_started / operation_finished call, in order."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, Operation, object, BaseException | None]] = []
+
+    @hookimpl
+    def operation_started(self, operation: Operation) -> None:
+        self.calls.append(("started", operation, None, None))
+
+    @hookimpl
+    def operation_finished(
+        self, operation: Operation, result: object, error: BaseException | None
+    ) -> None:
+        self.calls.append(("finished", operation, result, error))
+
+
+def test_hook_operation_started(caplog: pytest.LogCaptureFixture) -> None:
+    recorder = Operations()
+    order: list[str] = []
+
+    class Sink(MemoryAnnounce):
+        def deliver(self, envelope: WaitEnvelope) -> None:
+            order.append(f"deliver, {len(recorder.calls)} hook call(s) so far")
+            super().deliver(envelope)
+
+    class Broken:
+        @hookimpl
+        def operation_started(self, operation: Operation) -> None:
+            raise RuntimeError("tracer down")
+
+    with (
+        caplog.at_level(logging.ERROR, logger="agent_wait"),
+        registered_plugin(recorder, "test-operations"),
+        registered_plugin(Broken(), "test-broken-start"),
+    ):
+        report = publish([question()], "t-1", Sink())
+    assert report.ok
+    assert order == ["deliver, 1 hook call(s) so far"]
+    [(started, operation, _, _), (finished, same, result, error)] = recorder.calls
+    assert (started, finished) == ("started", "finished")
+    assert operation is same
+    assert operation == Operation("publish", "t-1")
+    assert (result, error) == (report, None)
+    assert "operation_started hook of plugin 'test-broken-start' failed" in caplog.text
+
+
+async def test_hook_operation_started_around_apublish() -> None:
+    recorder = Operations()
+    with registered_plugin(recorder, "test-operations"):
+        report = await _publish.apublish([question()], "t-1", MemoryAnnounce())
+    assert [(c[0], c[1].name, c[2]) for c in recorder.calls] == [
+        ("started", "apublish", None),
+        ("finished", "apublish", report),
+    ]
+
+
+def test_hook_operation_finished(caplog: pytest.LogCaptureFixture) -> None:
+    recorder = Operations()
+
+    class Broken:
+        @hookimpl
+        def operation_finished(self) -> None:
+            raise RuntimeError("exporter down")
+
+    with (
+        caplog.at_level(logging.ERROR, logger="agent_wait"),
+        registered_plugin(recorder, "test-operations"),
+        registered_plugin(Broken(), "test-broken-finish"),
+    ):
+        with pytest.raises(AnnounceFailed) as failed:
+            publish([question()], "t-1", Refund("ops"), strict=True)
+        with pytest.raises(TypeError):
+            publish([question()], "t-1", [object()])  # type: ignore[list-item]
+    strict, wrong = recorder.calls[1], recorder.calls[3]
+    assert (strict[0], strict[2], strict[3]) == ("finished", None, failed.value)
+    assert isinstance(failed.value.report, PublishReport)
+    assert (wrong[0], wrong[2], type(wrong[3])) == ("finished", None, TypeError)
+    assert "operation_finished hook of plugin 'test-broken-finish' failed" in caplog.text
+
+
+def test_no_operation_hook_no_operation() -> None:
+    class Adjuster:
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> None:
+            return None
+
+    with registered_plugin(Adjuster(), "test-adjust-only"):
+        hooks = registry().manager.publish_hooks()
+        assert not hooks.operations
+        assert (hooks.started, hooks.finished, hooks.headers) == (None, None, None)
+    recorder = Operations()
+    with registered_plugin(recorder, "test-operations"):
+        assert registry().manager.publish_hooks().operations
+
+
+def test_hook_message_headers(caplog: pytest.LogCaptureFixture) -> None:
+    from agent_wait.core.transport import AWS_MESSAGE_ATTRIBUTES, transport_headers
+
+    class Tracer:
+        @hookimpl
+        def message_headers(self, envelope: WaitEnvelope) -> dict[str, str]:
+            return {"traceparent": f"for-{envelope.question_id}", "type": "taken"}
+
+    class Other:
+        @hookimpl
+        def message_headers(self) -> Any:
+            return {"traceparent": "ignored: named first by a later plugin", "bad": 3}
+
+    class Broken:
+        @hookimpl
+        def message_headers(self) -> dict[str, str]:
+            raise RuntimeError("no context")
+
+    envelope = publish([question()], "t-1", MemoryAnnounce()).envelopes[0]
+    assert transport_headers(envelope) == {}
+    with (
+        caplog.at_level(logging.ERROR, logger="agent_wait"),
+        registered_plugin(Other(), "test-headers-other"),
+        registered_plugin(Tracer(), "test-headers"),
+        registered_plugin(Broken(), "test-broken-headers"),
+    ):
+        headers = transport_headers(envelope)
+        routing = AWS_MESSAGE_ATTRIBUTES.select(envelope)
+    assert headers == {"traceparent": f"for-{envelope.question_id}", "type": "taken"}
+    # A header never replaces a routing attribute.
+    assert routing.values["type"] == "wait.created"
+    assert routing.values["traceparent"] == f"for-{envelope.question_id}"
+    assert "message_headers hook of plugin 'test-broken-headers' failed" in caplog.text
+    assert "message_headers: 'bad': 3 is not a text header; ignored" in caplog.text
+
+
+def test_message_headers_come_after_the_tags_within_the_limit() -> None:
+    from agent_wait.core.transport import AWS_MESSAGE_ATTRIBUTES
+
+    class Tracer:
+        @hookimpl
+        def message_headers(self) -> dict[str, str]:
+            return {"traceparent": "00-x"}
+
+    tags = {f"tag{i}": "v" for i in range(8)}
+    full = publish([question(tags=tags)], "t-1", MemoryAnnounce()).envelopes[0]
+    roomy = publish([question(tags=dict(list(tags.items())[:7]))], "t-1", MemoryAnnounce())
+    with registered_plugin(Tracer(), "test-headers"):
+        crowded = AWS_MESSAGE_ATTRIBUTES.select(full)
+        spare = AWS_MESSAGE_ATTRIBUTES.select(roomy.envelopes[0])
+    # type + thread_id + 8 tags fill SQS's 10: the tags keep their room, the header stays out.
+    assert len(crowded.values) == 10
+    assert "traceparent" not in crowded.values
+    assert crowded.dropped == {}
+    assert len(spare.values) == 10
+    assert spare.values["traceparent"] == "00-x"
 
 
 def test_hook_answer_handled(caplog: pytest.LogCaptureFixture) -> None:

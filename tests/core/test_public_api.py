@@ -39,6 +39,7 @@ def test_public_api() -> None:
         "MemoryAnnounce",
         "MemoryOptions",
         "NothingToResend",
+        "Operation",
         "Outcome",
         "PAYLOAD_KEY",
         "PendingResult",
@@ -120,6 +121,7 @@ def test_transport_building_blocks_for_plugins() -> None:
         "RoutingAttributes",
         "chunk",
         "fit_identifier",
+        "transport_headers",
         "utf8_size",
     ]
 

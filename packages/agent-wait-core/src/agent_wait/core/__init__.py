@@ -60,6 +60,7 @@ if TYPE_CHECKING:
         PluginNotFoundError,
         QuestionTooLarge,
     )
+    from agent_wait.core._hooks import Operation
     from agent_wait.core._host import Handled, Outcome
     from agent_wait.core._jsonl import JsonlAnnounce, JsonlOptions
     from agent_wait.core._memory import LogAnnounce, LogOptions, MemoryAnnounce, MemoryOptions
@@ -142,6 +143,7 @@ _LAZY = {
     "LogAnnounce": "agent_wait.core._memory",
     "LogOptions": "agent_wait.core._memory",
     "MemoryAnnounce": "agent_wait.core._memory",
+    "Operation": "agent_wait.core._hooks",
     "MemoryOptions": "agent_wait.core._memory",
     "NothingToResend": "agent_wait.core._answering",
     "Outcome": "agent_wait.core._host",
@@ -246,6 +248,7 @@ __all__ = [
     "MemoryAnnounce",
     "MemoryOptions",
     "NothingToResend",
+    "Operation",
     "Outcome",
     "PendingResult",
     "PluginNotFoundError",

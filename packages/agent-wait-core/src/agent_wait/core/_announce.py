@@ -122,6 +122,15 @@ class BaseAnnounce(Closing):
                 outcomes.append(error)
         return outcomes
 
+    @property
+    def destination(self) -> str | None:
+        """Where this announcer sends, for telemetry (``messaging.destination.name``).
+
+        A queue, topic, stream, subject, exchange or host name: never a credential, a query
+        string or a path that may hold a token. None (the default) when there is no single one.
+        """
+        return None
+
     def check_connection(self) -> bool:
         """Check cheaply that the destination is reachable (``agent-wait config check --connect``).
 

@@ -20,7 +20,9 @@ from agent_wait.core._durations import parse_duration
 from agent_wait.core._entries import default_entry
 from agent_wait.core._entry import EntryPoint
 from agent_wait.core._errors import AgentWaitError
+from agent_wait.core._hooks import Operating, Operation
 from agent_wait.core._models import Answer, format_utc
+from agent_wait.core._publish import plugin_hooks
 from agent_wait.core._sqlite_store import SqliteQuestionStore
 from agent_wait.core._store import (
     QuestionStatus,
@@ -192,6 +194,27 @@ def answer(
         QuestionClosed: Someone or something closed it first; it says who, when, and with what.
         ValueError: ``action`` or ``answer`` is malformed.
     """
+    hooks = plugin_hooks()
+    if not hooks.operations:
+        return _answer(question_id, action, answer, by, thread_id, force, store, entry, at)
+    with Operating(hooks, Operation("answer", thread_id, question_id)) as operating:
+        result = operating.result = _answer(
+            question_id, action, answer, by, thread_id, force, store, entry, at
+        )
+    return result
+
+
+def _answer(
+    question_id: str,
+    action: str,
+    answer: Mapping[str, Any] | None,
+    by: str | None,
+    thread_id: str | None,
+    force: bool,
+    store: QuestionStore | None,
+    entry: EntryPoint | None,
+    at: datetime | None,
+) -> AnswerResult:
     payload = decision(action, answer)
     by = by or default_approver()
     own_store, own_entry = store is None, entry is None
@@ -341,6 +364,20 @@ def sweep(
         now: The time to compare with (default: now).
         by: The name recorded as having closed the questions.
     """
+    hooks = plugin_hooks()
+    if not hooks.operations:
+        return _sweep(store, entry, now, by)
+    with Operating(hooks, Operation("sweep")) as operating:
+        report = operating.result = _sweep(store, entry, now, by)
+    return report
+
+
+def _sweep(
+    store: QuestionStore | None,
+    entry: EntryPoint | None,
+    now: datetime | str | None,
+    by: str,
+) -> SweepReport:
     moment = parse_now(now)
     own_store, own_entry = store is None, entry is None
     store = store if store is not None else default_store()

@@ -3,7 +3,8 @@
 pluggy stops a hook call at the first implementation that raises, and neither a publish nor a
 host's handling of a message may fail because of a plugin. So when a plugin is registered, every
 implementation of those hooks (``adjust_envelope``, ``delivery_outcome``, ``answer_handled``)
-gets its own error boundary: plain implementations,
+gets its own error boundary (and so do ``operation_started``, ``operation_finished`` and
+``message_headers``): plain implementations,
 ``wrapper=True`` and old-style ``hookwrapper=True`` generators alike. A failing implementation is
 logged with its plugin name and the call goes on as if it had returned nothing; the hook is still
 called through pluggy, so wrappers (tracing, timing) see and may change the result.
@@ -20,6 +21,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pluggy
 
+from agent_wait.core._models import ReplyWith, check_reply
+
 if TYPE_CHECKING:
     from agent_wait.core._models import WaitEnvelope
 
@@ -29,8 +32,30 @@ ADJUSTABLE = frozenset({"tags", "reply_to", "correlation", "reply_with"})
 """The envelope fields ``adjust_envelope`` may change (``reply_with``: only extra keys, as the
 envelope's own validation keeps its ids and a null answer)."""
 
-CONTAINED_HOOKS = ("adjust_envelope", "delivery_outcome", "answer_handled")
+CONTAINED_HOOKS = (
+    "adjust_envelope",
+    "delivery_outcome",
+    "answer_handled",
+    "operation_started",
+    "operation_finished",
+    "message_headers",
+)
 """Hooks called during a publish or a host's handling: a failing implementation is logged, never raised."""
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One publish, answer or sweep, as ``operation_started`` and ``operation_finished`` see it.
+
+    Attributes:
+        name: ``publish``, ``apublish``, ``answer`` or ``sweep``.
+        thread_id: The thread published to or answered, when there is one.
+        question_id: The question answered (``answer``).
+    """
+
+    name: str
+    thread_id: str | None = None
+    question_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +65,21 @@ class PublishHooks:
     Attributes:
         adjust: The ``adjust_envelope`` caller.
         observe: The ``delivery_outcome`` caller.
+        started: The ``operation_started`` caller.
+        finished: The ``operation_finished`` caller.
+        headers: The ``message_headers`` caller.
     """
 
     adjust: pluggy.HookCaller | None
     observe: pluggy.HookCaller | None
+    started: pluggy.HookCaller | None = None
+    finished: pluggy.HookCaller | None = None
+    headers: pluggy.HookCaller | None = None
+
+    @property
+    def operations(self) -> bool:
+        """True when a plugin implements ``operation_started`` or ``operation_finished``."""
+        return self.started is not None or self.finished is not None
 
 
 class _Adjusting:
@@ -94,12 +130,11 @@ class HookManager(pluggy.PluginManager):
     def _lookup(self) -> PublishHooks:
         with self._cache_lock:
             generation = self._generation
-            adjust: pluggy.HookCaller = self.hook.adjust_envelope
-            observe: pluggy.HookCaller = self.hook.delivery_outcome
-            hooks = PublishHooks(
-                adjust if adjust.get_hookimpls() else None,
-                observe if observe.get_hookimpls() else None,
-            )
+            callers: list[pluggy.HookCaller | None] = []
+            for name in _PUBLISH_HOOKS:
+                caller: pluggy.HookCaller = getattr(self.hook, name)
+                callers.append(caller if caller.get_hookimpls() else None)
+            hooks = PublishHooks(*callers)
             if generation == self._generation:
                 self._publish_hooks = hooks
             return hooks
@@ -108,6 +143,16 @@ class HookManager(pluggy.PluginManager):
         with self._cache_lock:
             self._generation += 1
             self._publish_hooks = None
+
+
+_PUBLISH_HOOKS = (
+    "adjust_envelope",
+    "delivery_outcome",
+    "operation_started",
+    "operation_finished",
+    "message_headers",
+)
+"""In the order of :class:`PublishHooks`' fields."""
 
 
 def adjust_envelope(caller: pluggy.HookCaller, envelope: WaitEnvelope) -> WaitEnvelope:
@@ -150,12 +195,67 @@ def answer_handled(caller: pluggy.HookCaller, answer: object, handled: object) -
         logger.exception("answer_handled hook call failed")
 
 
-def delivery_outcome(caller: pluggy.HookCaller, delivery: object, envelope: WaitEnvelope) -> None:
+def delivery_outcome(
+    caller: pluggy.HookCaller, delivery: object, envelope: WaitEnvelope, announcer: object
+) -> None:
     """Call ``delivery_outcome``; failures are logged, never raised."""
     try:
-        caller(delivery=delivery, envelope=envelope)
+        caller(delivery=delivery, envelope=envelope, announcer=announcer)
     except Exception:
         logger.exception("delivery_outcome hook call failed")
+
+
+class Operating:
+    """Calls ``operation_started`` on entry and ``operation_finished`` on exit.
+
+    ``with Operating(hooks, operation) as operating:`` then set ``operating.result``; on exit
+    the hook gets it, or the exception. Failures of either hook are logged, never raised.
+    """
+
+    __slots__ = ("hooks", "operation", "result")
+
+    def __init__(self, hooks: PublishHooks, operation: Operation) -> None:
+        self.hooks = hooks
+        self.operation = operation
+        self.result: object = None
+
+    def __enter__(self) -> Operating:
+        if self.hooks.started is not None:
+            try:
+                self.hooks.started(operation=self.operation)
+            except Exception:
+                logger.exception("operation_started hook call failed")
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: object
+    ) -> None:
+        if self.hooks.finished is not None:
+            try:
+                self.hooks.finished(operation=self.operation, result=self.result, error=error)
+            except Exception:
+                logger.exception("operation_finished hook call failed")
+
+
+def message_headers(caller: pluggy.HookCaller, envelope: WaitEnvelope) -> dict[str, str]:
+    """The merged ``message_headers`` of every plugin (the first to name a header wins)."""
+    try:
+        results = cast("list[object]", caller(envelope=envelope))
+    except Exception:
+        logger.exception("message_headers hook call failed")
+        return {}
+    headers: dict[str, str] = {}
+    for result in results:
+        if not isinstance(result, Mapping):
+            if result is not None:
+                logger.error("message_headers: expected a dict or None, got %r; ignored", result)
+            continue
+        for name, value in cast("Mapping[object, object]", result).items():
+            if isinstance(name, str) and isinstance(value, str) and name and value:
+                headers.setdefault(name, value)
+            else:
+                logger.error("message_headers: %r: %r is not a text header; ignored", name, value)
+    return headers
 
 
 def _apply(envelope: WaitEnvelope, update: object) -> WaitEnvelope:
@@ -167,6 +267,12 @@ def _apply(envelope: WaitEnvelope, update: object) -> WaitEnvelope:
     unknown = sorted(set(changes) - ADJUSTABLE)
     if unknown:
         raise ValueError(f"may only change {sorted(ADJUSTABLE)}, not {unknown}")
+    if len(changes) == 1 and "reply_with" in changes:
+        # The usual update (a trace context, a token): validating the reply alone is what
+        # revalidating the envelope would check, at a fraction of the cost.
+        reply = ReplyWith.model_validate(changes["reply_with"])
+        check_reply(envelope.thread_id, envelope.question_id, reply)
+        return envelope.model_copy(update={"reply_with": reply})
     return type(envelope).model_validate({**envelope.model_dump(), **changes})
 
 

@@ -179,6 +179,15 @@ def _no_default(schema: dict[str, Any]) -> None:
     schema.pop("default", None)
 
 
+def check_reply(thread_id: str, question_id: str, reply_with: ReplyWith) -> None:
+    """Raise ValueError unless ``reply_with`` carries the envelope's own ids."""
+    if (reply_with.thread_id, reply_with.question_id) != (thread_id, question_id):
+        raise ValueError(
+            "reply_with must carry the envelope's own thread_id and question_id, got "
+            f"{reply_with.thread_id!r}/{reply_with.question_id!r}"
+        )
+
+
 class WaitEnvelope(BaseModel):
     """One question, as every announcer publishes it (the ``wait.created`` event).
 
@@ -222,14 +231,7 @@ class WaitEnvelope(BaseModel):
 
     @model_validator(mode="after")
     def _reply_matches(self) -> WaitEnvelope:
-        if (self.reply_with.thread_id, self.reply_with.question_id) != (
-            self.thread_id,
-            self.question_id,
-        ):
-            raise ValueError(
-                "reply_with must carry the envelope's own thread_id and question_id, got "
-                f"{self.reply_with.thread_id!r}/{self.reply_with.question_id!r}"
-            )
+        check_reply(self.thread_id, self.question_id, self.reply_with)
         return self
 
     @property

@@ -19,7 +19,14 @@ from agent_wait.core._announce import (
 )
 from agent_wait.core._durations import format_duration
 from agent_wait.core._errors import AnnounceFailed, DeliveryFailed, QuestionTooLarge
-from agent_wait.core._hooks import PublishHooks, adjust_envelope, delivery_outcome
+from agent_wait.core._hooks import (
+    Operating,
+    Operation,
+    PublishHooks,
+    adjust_envelope,
+    delivery_outcome,
+    message_headers,
+)
 from agent_wait.core._models import (
     ENVELOPE_TYPE,
     Question,
@@ -189,7 +196,7 @@ _manager: HookManager | None = None
 """The process registry's plugin manager, once plugins are loaded."""
 
 
-def _publish_hooks() -> PublishHooks:
+def plugin_hooks() -> PublishHooks:
     # Once per publish, not per question. The manager keeps the lookup until a plugin is
     # registered or unregistered, so with no plugin hook nothing hook-related runs per question.
     global _manager
@@ -199,6 +206,19 @@ def _publish_hooks() -> PublishHooks:
 
         manager = _manager = registry().manager
     return manager.publish_hooks()
+
+
+_NO_HEADERS: Mapping[str, str] = {}
+
+
+def transport_headers(envelope: WaitEnvelope) -> Mapping[str, str]:
+    """The headers plugins' ``message_headers`` give for an envelope (a trace context).
+
+    Send them in the transport's own headers or attributes, after its routing attributes and
+    within its limits. Empty (and no hook called) when no plugin implements the hook.
+    """
+    caller = plugin_hooks().headers
+    return _NO_HEADERS if caller is None else message_headers(caller, envelope)
 
 
 def _record(
@@ -246,7 +266,7 @@ def _record(
         if verbose or not delivery.ok:
             _log(delivery, thread_id)
         if observe is not None:
-            delivery_outcome(observe, delivery, envelope)
+            delivery_outcome(observe, delivery, envelope, announcer)
 
 
 def _normalised(
@@ -373,7 +393,26 @@ def publish(
         The report: the envelopes and one outcome per announcer and envelope. Announcer errors
         never raise (unless ``strict``).
     """
-    hooks = _publish_hooks()
+    hooks = plugin_hooks()
+    if not hooks.operations:
+        return _publish(hooks, questions, thread_id, announce, reply_to, clock, strict, trust)
+    with Operating(hooks, Operation("publish", thread_id)) as operating:
+        report = operating.result = _publish(
+            hooks, questions, thread_id, announce, reply_to, clock, strict, trust
+        )
+    return report
+
+
+def _publish(
+    hooks: PublishHooks,
+    questions: Iterable[Question],
+    thread_id: str,
+    announce: Announce,
+    reply_to: Mapping[str, Any] | None,
+    clock: Clock | None,
+    strict: bool,
+    trust: AnswerTrust | None,
+) -> PublishReport:
     envelopes, oversize, sendable = _prepare(
         questions, thread_id, reply_to, clock, hooks.adjust, trust
     )
@@ -425,7 +464,28 @@ async def apublish(
     trust: AnswerTrust | None = None,
 ) -> PublishReport:
     """Async :func:`publish`: all announcers are delivered to concurrently."""
-    hooks = _publish_hooks()
+    hooks = plugin_hooks()
+    if not hooks.operations:
+        return await _apublish(
+            hooks, questions, thread_id, announce, reply_to, clock, strict, trust
+        )
+    with Operating(hooks, Operation("apublish", thread_id)) as operating:
+        report = operating.result = await _apublish(
+            hooks, questions, thread_id, announce, reply_to, clock, strict, trust
+        )
+    return report
+
+
+async def _apublish(
+    hooks: PublishHooks,
+    questions: Iterable[Question],
+    thread_id: str,
+    announce: Announce,
+    reply_to: Mapping[str, Any] | None,
+    clock: Clock | None,
+    strict: bool,
+    trust: AnswerTrust | None,
+) -> PublishReport:
     envelopes, oversize, sendable = _prepare(
         questions, thread_id, reply_to, clock, hooks.adjust, trust
     )

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from agent_wait.core._errors import ConfigError
 from agent_wait.core._models import WaitEnvelope
+from agent_wait.core._publish import transport_headers
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,7 +76,11 @@ class AttributeRules:
     def select(
         self, envelope: WaitEnvelope, fixed: Mapping[str, str] | None = None
     ) -> RoutingAttributes:
-        """The attributes of one envelope (``fixed`` as returned by :meth:`fixed`)."""
+        """The attributes of one envelope (``fixed`` as returned by :meth:`fixed`).
+
+        After the tags, the plugins' ``message_headers`` (a trace context) take what room is
+        left: routing comes first, and what is left out still travels in the body.
+        """
         values = {"type": envelope.type, "thread_id": envelope.thread_id, **(fixed or {})}
         dropped: dict[str, str] = {}
         for name in sorted(envelope.tags):
@@ -89,6 +94,9 @@ class AttributeRules:
             elif len(values) >= self.max_count:
                 dropped[name] = f"over the {self.max_count}-attribute limit"
             else:
+                values[name] = value
+        for name, value in transport_headers(envelope).items():
+            if len(values) < self.max_count and name not in values and not self.name_error(name):
                 values[name] = value
         return RoutingAttributes(values, dropped)
 

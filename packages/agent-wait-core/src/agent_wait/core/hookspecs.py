@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:
-    from agent_wait.core._announce import Delivery
+    from agent_wait.core._announce import BaseAnnounce, Delivery
+    from agent_wait.core._hooks import Operation
     from agent_wait.core._host import Handled
     from agent_wait.core._models import Answer, WaitEnvelope
 
@@ -113,7 +114,7 @@ def adjust_envelope(envelope: WaitEnvelope) -> dict[str, Any] | None:
 
 
 @hookspec
-def delivery_outcome(delivery: Delivery, envelope: WaitEnvelope) -> None:
+def delivery_outcome(delivery: Delivery, envelope: WaitEnvelope, announcer: BaseAnnounce) -> None:
     """Observe each delivery outcome (for metrics and tracing).
 
     Called once per announcer and envelope after the attempt. Exceptions are logged and
@@ -123,8 +124,56 @@ def delivery_outcome(delivery: Delivery, envelope: WaitEnvelope) -> None:
     Args:
         delivery: The outcome.
         envelope: The envelope that was (or was not) delivered.
+        announcer: The announcer that was called (its ``destination`` names where it sends).
 
-    Added in 0.1.
+    Added in 0.1; ``announcer`` in 0.2.
+    """
+
+
+@hookspec
+def operation_started(operation: Operation) -> None:
+    """An operation begins: a ``publish``/``apublish``, an ``answer`` or a ``sweep``.
+
+    Paired with :func:`operation_finished` for the same ``operation`` object, in the same thread
+    and context (a tracer makes its span current here: the deliveries' observers run inside it).
+    Not called at all when no plugin implements either hook. Exceptions are logged and ignored.
+
+    Args:
+        operation: What starts; the same object is given to ``operation_finished``.
+
+    Added in 0.2.
+    """
+
+
+@hookspec
+def operation_finished(operation: Operation, result: object, error: BaseException | None) -> None:
+    """An operation started by :func:`operation_started` ends, however it ends.
+
+    Args:
+        operation: The object ``operation_started`` saw.
+        result: The ``PublishReport`` of a publish, the ``AnswerResult`` of an answer, the
+            ``SweepReport`` of a sweep; None when it raised.
+        error: The exception it raised (``AnnounceFailed`` of a strict publish carries its
+            report), else None.
+
+    Added in 0.2.
+    """
+
+
+@hookspec
+def message_headers(envelope: WaitEnvelope) -> dict[str, str] | None:
+    """Headers to send with an envelope where the transport has its own (trace context).
+
+    Transports that have headers or attributes (SQS and SNS message attributes, NATS and
+    RabbitMQ headers, HTTP headers, Redis stream fields) send these besides the envelope's JSON,
+    after their own routing attributes and within their limits. The envelope's body never
+    changes; put what must survive a consumer in ``reply_with`` with ``adjust_envelope`` too.
+    Exceptions are logged and ignored.
+
+    Args:
+        envelope: The envelope as adjusted, about to be sent.
+
+    Added in 0.2.
     """
 
 

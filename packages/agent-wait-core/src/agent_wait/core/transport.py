@@ -2,11 +2,11 @@
 
 Plugins never import each other, so logic that several announcers share lives here: sizes in
 UTF-8 bytes, batching by count and bytes, the routing attributes an envelope becomes,
-identifiers that fit a transport's character rules, destination templates, a long-lived
-sync/async client pair, and :class:`ClientAnnounce`, which runs one delivery plan on either
-client. What only the AWS announcers share (client construction from boto3, AWS error codes,
-batch requests) lives in ``agent_wait.aws`` (the ``agent-wait-aws`` distribution), so core holds
-no AWS code. Application code does not need this module.
+identifiers that fit a transport's character rules, destination templates, the headers plugins
+add (``transport_headers``: a trace context), a long-lived sync/async client pair, and
+:class:`ClientAnnounce`, which runs one delivery plan on either client. What only the AWS
+announcers share (client construction from boto3, AWS error codes, batch requests) lives in
+``agent_wait.aws`` (the ``agent-wait-aws`` distribution), so core holds no AWS code. Application code does not need this module.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from __future__ import annotations
 from agent_wait.core._clients import ClientPair
 from agent_wait.core._errors import BatchEntryFailed
 from agent_wait.core._exchange import ClientAnnounce, Exchange
+from agent_wait.core._publish import transport_headers
 from agent_wait.core._routing import AttributeRules, RoutingAttributes
 from agent_wait.core._sizing import chunk, fit_identifier, utf8_size
 from agent_wait.core._template import EnvelopeTemplate
@@ -28,5 +29,6 @@ __all__ = [
     "RoutingAttributes",
     "chunk",
     "fit_identifier",
+    "transport_headers",
     "utf8_size",
 ]
