@@ -155,3 +155,29 @@ def test_thread_sides_decide_late_and_unknown_answers_and_resume(framework: str)
 def test_host_process_publishes_one_question(framework: str, side: str) -> None:
     # The script asserts it published exactly one envelope: a failure raises CalledProcessError.
     assert bench._run_seconds(bench.HOST_PROCESSES[framework][side]) > 0
+
+
+def test_opentelemetry_sides_record_what_they_claim() -> None:
+    from opentelemetry.sdk.trace import ReadableSpan
+
+    sides, reset = bench.otel_sides()
+    plugin, publishing = sides["SDK, in-memory"]
+    _, floor = sides["SDK alone"]
+    from agent_wait.core._plugins import registry
+
+    manager = registry().manager
+    manager.register(plugin, name="bench-otel-smoke")
+    try:
+        report = publishing()
+    finally:
+        manager.unregister(name="bench-otel-smoke")
+    assert isinstance(report, PublishReport)
+    assert report.ok
+    outer = floor()
+    assert isinstance(outer, ReadableSpan)
+    assert outer.name == "agent-wait publish"
+    reset()
+    result = bench.bench_opentelemetry(bench.QUICK)
+    assert result.raw["ratio_sdk_minus_floor"] == pytest.approx(
+        result.raw["ratio_sdk_in_memory"] - result.raw["ratio_sdk_alone"]
+    )

@@ -6,7 +6,7 @@ uses the global providers: these fixtures are the application's SDK setup.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -50,6 +50,41 @@ def spans(sdk: TracerProvider) -> Iterator[InMemorySpanExporter]:
 
 def named(exporter: InMemorySpanExporter, prefix: str) -> list[ReadableSpan]:
     return [s for s in exporter.get_finished_spans() if s.name.startswith(prefix)]
+
+
+def traceparent_of(span: ReadableSpan | trace.Span) -> str:
+    ctx = span.get_span_context()
+    assert ctx is not None
+    return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
+
+
+def child_of(span: ReadableSpan, parent: ReadableSpan | trace.Span) -> bool:
+    context = parent.get_span_context()
+    assert context is not None
+    return (
+        span.parent is not None
+        and span.parent.span_id == context.span_id
+        and span.context is not None
+        and span.context.trace_id == context.trace_id
+    )
+
+
+@pytest.fixture
+def only_plugin(sdk: TracerProvider) -> Iterator[Callable[[object], None]]:
+    """Swap the entry point's plugin for another instance (one instance at a time, as documented)."""
+    manager = registry().manager
+    original = manager.get_plugin("opentelemetry")
+    swapped: list[object] = []
+
+    def swap(plugin: object) -> None:
+        manager.unregister(name="opentelemetry")
+        manager.register(plugin, "opentelemetry")
+        swapped.append(plugin)
+
+    yield swap
+    if swapped:
+        manager.unregister(name="opentelemetry")
+        manager.register(original, "opentelemetry")
 
 
 class Metrics:

@@ -10,6 +10,7 @@ def test_public_api() -> None:
         "OpenTelemetryPlugin",
         "TRACEPARENT",
         "asking_span_context",
+        "observe_store",
     ]
 
 

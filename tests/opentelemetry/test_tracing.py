@@ -8,7 +8,9 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Callable
 from typing import Any, TypedDict
+from urllib.parse import urlsplit
 
 import pytest
 from langchain_core.runnables import RunnableConfig
@@ -31,13 +33,12 @@ from agent_wait.core import (
     hookspecs,
     publish,
 )
-from agent_wait.core.testing import registered_plugin
 from agent_wait.langgraph import handle_message, wait
 from agent_wait.opentelemetry import TRACEPARENT, OpenTelemetryPlugin, asking_span_context
 from agent_wait.sqs import SqsAnnounce
 from agent_wait.webhook import WebhookAnnounce
 from tests.aws_moto import Aws, create_queue, drain
-from tests.opentelemetry.conftest import Metrics, named
+from tests.opentelemetry.conftest import Metrics, child_of, named, traceparent_of
 from tests.webhook.conftest import Receiver, Step
 
 CARD = "4111 1111 1111 1111"
@@ -46,11 +47,6 @@ TOKEN = "s3cr3t-t0ken"
 
 def tracer() -> trace.Tracer:
     return trace.get_tracer("app")
-
-
-def traceparent_of(span: trace.Span) -> str:
-    ctx = span.get_span_context()
-    return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
 
 
 def every_value(span: ReadableSpan) -> str:
@@ -90,8 +86,9 @@ def refund_graph() -> Any:
 START_MESSAGE = {"thread_id": "order-4471", "input": {"order_id": "order-4471", "amount": 41000}}
 
 
-def park_on_sqs(aws: Aws) -> tuple[Any, SqsAnnounce, trace.Span, dict[str, Any], str]:
-    """A LangGraph run parks inside a span; its envelope is read back from a moto SQS queue."""
+def park_on_sqs(aws: Aws) -> tuple[Any, SqsAnnounce, trace.Span, dict[str, Any], dict[str, Any]]:
+    """A LangGraph run parks inside a span; its envelope (and message attributes) is read back
+    from a moto SQS queue."""
     sqs = aws.client("sqs")
     url, _ = create_queue(sqs, "approvals")
     graph = refund_graph()
@@ -101,26 +98,39 @@ def park_on_sqs(aws: Aws) -> tuple[Any, SqsAnnounce, trace.Span, dict[str, Any],
     assert started.outcome is Outcome.STARTED
     assert started.parked
     [message] = drain(sqs, url)
-    return graph, announce, asking, json.loads(message["Body"]), url
+    return graph, announce, asking, json.loads(message["Body"]), message["MessageAttributes"]
 
 
 def test_traceparent_travels_through_sqs_and_back_in_the_answer(
     aws: Aws, spans: InMemorySpanExporter, recorded: Metrics
 ) -> None:
-    graph, announce, asking, body, _ = park_on_sqs(aws)
+    graph, announce, asking, body, attributes_sent = park_on_sqs(aws)
     envelope = WaitEnvelope.model_validate(body)
+    [publishing] = named(spans, "agent-wait publish")
+    assert child_of(publishing, asking)
+    assert dict(publishing.attributes or {}) == {
+        "agent_wait.operation": "publish",
+        "agent_wait.thread_id": "order-4471",
+        "agent_wait.questions": 1,
+        "agent_wait.deliveries": 1,
+        "agent_wait.deliveries.failed": 0,
+    }
     assert body["reply_with"] == {
         "thread_id": "order-4471",
         "question_id": envelope.question_id,
         "answer": None,
-        TRACEPARENT: traceparent_of(asking),
+        TRACEPARENT: traceparent_of(publishing),
+    }
+    # The same context in the message's own attributes, for the consumer's instrumentation.
+    assert attributes_sent[TRACEPARENT] == {
+        "StringValue": traceparent_of(publishing),
+        "DataType": "String",
     }
     [delivery] = named(spans, "publish sqs")
     assert delivery.kind is SpanKind.PRODUCER
-    assert delivery.parent is not None
-    assert delivery.parent.span_id == asking.get_span_context().span_id
-    assert delivery.context.trace_id == asking.get_span_context().trace_id
+    assert child_of(delivery, publishing)
     attributes = dict(delivery.attributes or {})
+    assert attributes["messaging.destination.name"] == "approvals"
     assert attributes["messaging.system"] == "aws_sqs"
     assert attributes["messaging.operation"] == "publish"
     assert attributes["agent_wait.outcome"] == "delivered"
@@ -149,8 +159,8 @@ def test_traceparent_travels_through_sqs_and_back_in_the_answer(
     linked = asking_span_context(answer)
     assert linked is not None
     assert (linked.trace_id, linked.span_id) == (
-        asking.get_span_context().trace_id,
-        asking.get_span_context().span_id,
+        publishing.context.trace_id,
+        publishing.context.span_id,
     )
     with tracer().start_as_current_span("consumer", context=otel_context.Context()):
         resumed = handle_message(graph, json.dumps(reply), announce)
@@ -184,7 +194,9 @@ def test_a_signed_reply_carries_token_and_traceparent_through_sqs(
         "token",
         TRACEPARENT,
     ]
-    assert body["reply_with"][TRACEPARENT] == traceparent_of(asking)
+    [publishing] = named(spans, "agent-wait publish")
+    assert child_of(publishing, asking)
+    assert body["reply_with"][TRACEPARENT] == traceparent_of(publishing)
     reply = {**body["reply_with"], "answer": {"action": "approve"}}
     unsigned = {k: v for k, v in reply.items() if k != "token"}
     assert handle_message(graph, unsigned, announce).outcome is Outcome.UNAUTHORIZED
@@ -209,8 +221,10 @@ def test_the_answer_span_links_to_the_asking_span(
     assert handled.kind is SpanKind.CONSUMER
     assert handled.parent is not None
     assert handled.parent.span_id == consumer.get_span_context().span_id
+    [publishing] = named(spans, "agent-wait publish")
+    assert child_of(publishing, asking)
     [link] = handled.links
-    asking_context = asking.get_span_context()
+    asking_context = publishing.context
     assert (link.context.trace_id, link.context.span_id) == (
         asking_context.trace_id,
         asking_context.span_id,
@@ -236,13 +250,23 @@ def test_webhook_round_trip_has_a_span_per_delivery_and_no_secret(
         with tracer().start_as_current_span("tool call") as parent:
             report = publish([question], "order-4471", [good, bad])
     assert [d.ok for d in report.deliveries] == [True, False]
+    [publishing] = named(spans, "agent-wait publish")
+    assert child_of(publishing, parent)
+    assert publishing.status.status_code is StatusCode.UNSET
+    assert dict(publishing.attributes or {})["agent_wait.deliveries.failed"] == 1
     [request] = receiver.requests("/ok")
-    assert json.loads(request.body)["reply_with"][TRACEPARENT] == traceparent_of(parent)
+    assert json.loads(request.body)["reply_with"][TRACEPARENT] == traceparent_of(publishing)
+    assert request.headers[TRACEPARENT] == traceparent_of(publishing)
 
     delivered, failed = named(spans, "publish webhook")
+    assert dict(delivered.attributes or {})["messaging.destination.name"] == (
+        urlsplit(receiver.base_url).netloc
+    )
+    assert dict(failed.attributes or {})["messaging.destination.name"] == (
+        f"127.0.0.1:{closed_port}"
+    )
     for span in (delivered, failed):
-        assert span.parent is not None
-        assert span.parent.span_id == parent.get_span_context().span_id
+        assert child_of(span, publishing)
         assert span.kind is SpanKind.PRODUCER
         assert span.end_time is not None
         assert span.start_time is not None
@@ -279,20 +303,19 @@ class Leaky(BaseAnnounce):
 
 
 def test_no_content_and_no_error_message_by_default_and_the_question_on_opt_in(
-    spans: InMemorySpanExporter,
+    spans: InMemorySpanExporter, only_plugin: Callable[[object], None]
 ) -> None:
+    question = Question(question_id="q-card", question={"function": "charge", "card": CARD})
+    report = publish([question], "order-4471", [MemoryAnnounce(), Leaky()])
+    assert TOKEN in (report.deliveries[1].error or "")  # the report keeps the detail
+    default = named(spans, "publish")
     own = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(own))
-    question = Question(question_id="q-card", question={"function": "charge", "card": CARD})
-    with registered_plugin(
-        OpenTelemetryPlugin(tracer_provider=provider, record_question=True), "test-otel-content"
-    ):
-        report = publish([question], "order-4471", [MemoryAnnounce(), Leaky()])
-    assert TOKEN in (report.deliveries[1].error or "")  # the report keeps the detail
+    only_plugin(OpenTelemetryPlugin(tracer_provider=provider, record_question=True))
+    publish([question], "order-4471", [MemoryAnnounce(), Leaky()])
     opted_in = own.get_finished_spans()[0]
     assert json.loads(str((opted_in.attributes or {})["agent_wait.question"])) == question.question
-    default = named(spans, "publish")
     assert [s.name for s in default] == ["publish memory", "publish leaky"]
     for span in default:
         assert CARD not in every_value(span)
@@ -308,12 +331,20 @@ def test_agent_wait_log_records_carry_the_trace_and_span_ids(
             publish([Question(question_id="q1", question={})], "t-1", MemoryAnnounce())
         publish([Question(question_id="q2", question={})], "t-1", MemoryAnnounce())
     inside, outside = [r for r in caplog.records if r.name == "agent_wait.publish"]
-    ctx = parent.get_span_context()
-    assert (inside.otelTraceID, inside.otelSpanID) == (
-        f"{ctx.trace_id:032x}",
-        f"{ctx.span_id:016x}",
-    )
-    assert (outside.otelTraceID, outside.otelSpanID) == ("0", "0")
+    publishing, alone = named(spans, "agent-wait publish")
+    assert child_of(publishing, parent)
+    assert alone.parent is None  # a publish outside any span starts its own trace
+    for record, span in ((inside, publishing), (outside, alone)):
+        ctx = span.context
+        assert (record.otelTraceID, record.otelSpanID) == (
+            f"{ctx.trace_id:032x}",
+            f"{ctx.span_id:016x}",
+        )
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="agent_wait"):
+        logging.getLogger("agent_wait.publish").info("outside any span")
+    [record] = caplog.records
+    assert (record.otelTraceID, record.otelSpanID) == ("0", "0")
 
 
 SWITCH_RUN = textwrap.dedent(
@@ -378,6 +409,6 @@ def test_switched_off_or_without_an_sdk_no_hook_is_registered(
             "hooks": [False, False],
         }
     else:
-        assert result["spans"] == ["publish memory", "tool call"]
+        assert result["spans"] == ["publish memory", "agent-wait publish", "tool call"]
         assert TRACEPARENT in result["reply_with"]
         assert result["hooks"] == [True, True]

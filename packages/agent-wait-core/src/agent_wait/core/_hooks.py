@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Generator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import pluggy
 
@@ -251,11 +251,16 @@ def message_headers(caller: pluggy.HookCaller, envelope: WaitEnvelope) -> dict[s
                 logger.error("message_headers: expected a dict or None, got %r; ignored", result)
             continue
         for name, value in cast("Mapping[object, object]", result).items():
-            if isinstance(name, str) and isinstance(value, str) and name and value:
+            if _header_text(name) and _header_text(value):
                 headers.setdefault(name, value)
             else:
                 logger.error("message_headers: %r: %r is not a text header; ignored", name, value)
     return headers
+
+
+def _header_text(value: object) -> TypeGuard[str]:
+    # Non-empty and printable: no line break can reach an HTTP or AMQP header.
+    return isinstance(value, str) and value.isprintable() and bool(value.strip())
 
 
 def _apply(envelope: WaitEnvelope, update: object) -> WaitEnvelope:

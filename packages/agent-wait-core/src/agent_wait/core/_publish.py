@@ -394,7 +394,9 @@ def publish(
         never raise (unless ``strict``).
     """
     hooks = plugin_hooks()
-    if not hooks.operations:
+    if hooks.operations:
+        questions = questions if isinstance(questions, list | tuple) else list(questions)
+    if not hooks.operations or not questions:  # a publish of nothing is no operation
         return _publish(hooks, questions, thread_id, announce, reply_to, clock, strict, trust)
     with Operating(hooks, Operation("publish", thread_id)) as operating:
         report = operating.result = _publish(
@@ -465,7 +467,9 @@ async def apublish(
 ) -> PublishReport:
     """Async :func:`publish`: all announcers are delivered to concurrently."""
     hooks = plugin_hooks()
-    if not hooks.operations:
+    if hooks.operations:
+        questions = questions if isinstance(questions, list | tuple) else list(questions)
+    if not hooks.operations or not questions:  # a publish of nothing is no operation
         return await _apublish(
             hooks, questions, thread_id, announce, reply_to, clock, strict, trust
         )

@@ -132,7 +132,7 @@ def delivery_outcome(delivery: Delivery, envelope: WaitEnvelope, announcer: Base
 
 @hookspec
 def operation_started(operation: Operation) -> None:
-    """An operation begins: a ``publish``/``apublish``, an ``answer`` or a ``sweep``.
+    """An operation begins: a ``publish``/``apublish`` of questions, an ``answer`` or a ``sweep``.
 
     Paired with :func:`operation_finished` for the same ``operation`` object, in the same thread
     and context (a tracer makes its span current here: the deliveries' observers run inside it).

@@ -142,6 +142,11 @@ class DynamoDbAnnounce(ClientAnnounce):
             "dynamodb", boto3_sdk("agent-wait-dynamodb"), options, name=self.name
         )
 
+    @property
+    def destination(self) -> str:
+        """The table's name."""
+        return self.table_name
+
     def check_connection(self) -> bool:
         """Describe the table (``DescribeTable``; ``agent-wait config check --connect``)."""
         self.clients.sync().describe_table(TableName=self.table_name)

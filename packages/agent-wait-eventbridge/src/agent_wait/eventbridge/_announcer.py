@@ -95,6 +95,11 @@ class EventBridgeAnnounce(AwsBatchAnnounce):
             "events", boto3_sdk("agent-wait-eventbridge"), options, name=self.name
         )
 
+    @property
+    def destination(self) -> str:
+        """The event bus's name."""
+        return self.bus_name
+
     def check_connection(self) -> bool:
         """Describe the bus (``DescribeEventBus``; ``agent-wait config check --connect``)."""
         self.clients.sync().describe_event_bus(Name=self.bus_name)

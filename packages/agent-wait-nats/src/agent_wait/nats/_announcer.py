@@ -26,7 +26,7 @@ from agent_wait.core import (
     WaitEnvelope,
 )
 from agent_wait.core.options import redact
-from agent_wait.core.transport import ClientPair
+from agent_wait.core.transport import ClientPair, transport_headers
 from agent_wait.nats._options import DEFAULT_SUBJECT, DEFAULT_URL, NatsOptions, servers
 from agent_wait.nats._subject import SubjectTemplate
 
@@ -110,6 +110,8 @@ class NatsAnnounce(BaseAnnounce):
 
     def _headers(self, envelope: WaitEnvelope) -> dict[str, str]:
         headers = {
+            # Plugins' headers (a trace context) first: they never replace one of ours.
+            **transport_headers(envelope),
             "Nats-Msg-Id": quote(envelope.dedupe_key, safe=_VALUE_SAFE),
             "Content-Type": "application/json",
         }
@@ -229,6 +231,11 @@ class NatsAnnounce(BaseAnnounce):
                 subjects=[self.subject.wildcard()],
                 duplicate_window=self.duplicate_window,
             )
+
+    @property
+    def destination(self) -> str:
+        """The JetStream stream when there is one, else the subject template."""
+        return self.stream or self.subject.template
 
     def check_connection(self) -> bool:
         """Connect, and read the stream's info when ``stream`` is set and not created here.

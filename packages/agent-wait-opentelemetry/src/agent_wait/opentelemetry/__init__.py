@@ -14,14 +14,19 @@ that use the OpenTelemetry API, which records nothing until the application inst
 
 What it records:
 
-- a ``publish <announcer>`` PRODUCER span per delivery, a child of the span that published
-  (the tool call), with the announcer, outcome, attempts, duration and the transport's message
-  id, and messaging semantic-convention attributes;
-- the asking span's W3C ``traceparent`` in each envelope's ``reply_with``: a consumer that
-  copies ``reply_with`` into its answer brings it back, and the ``agent-wait handle_message``
-  span of that answer links to the asking span;
+- an ``agent-wait publish`` span per ``publish``/``apublish``, a child of the span that published
+  (the tool call), and under it a ``publish <announcer>`` PRODUCER span per delivery with the
+  announcer, outcome, attempts, duration, the transport's message id and messaging
+  semantic-convention attributes (``messaging.destination.name`` included);
+- ``agent-wait answer`` and ``agent-wait sweep`` spans;
+- the publish span's W3C ``traceparent`` in each envelope's ``reply_with`` and in the
+  transport's own headers (SQS/SNS message attributes, HTTP, NATS and RabbitMQ headers, Redis
+  fields): a consumer that copies ``reply_with`` into its answer brings it back, and the
+  ``agent-wait handle_message`` span of that answer links to the asking span;
 - counters ``agent_wait.questions.published``, ``agent_wait.deliveries`` (announcer, outcome),
-  ``agent_wait.answers`` (outcome) and the histogram ``agent_wait.delivery.duration`` (s);
+  ``agent_wait.answers`` (outcome), the histogram ``agent_wait.delivery.duration`` (s), and with
+  :func:`observe_store` the gauges ``agent_wait.questions.open`` and
+  ``agent_wait.questions.overdue``;
 - ``otelTraceID`` / ``otelSpanID`` on every ``agent_wait`` log record.
 
 No question content, answer or error message is recorded: ids, names and outcomes only.
@@ -38,6 +43,7 @@ from agent_wait.opentelemetry._telemetry import (
     TRACEPARENT,
     OpenTelemetryPlugin,
     asking_span_context,
+    observe_store,
 )
 
-__all__ = ["TRACEPARENT", "OpenTelemetryPlugin", "asking_span_context"]
+__all__ = ["TRACEPARENT", "OpenTelemetryPlugin", "asking_span_context", "observe_store"]

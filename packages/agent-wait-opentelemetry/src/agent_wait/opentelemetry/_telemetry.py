@@ -12,17 +12,35 @@ import json
 import logging
 import os
 import re
+import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar, Token
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
-from agent_wait.core import Answer, Delivery, WaitEnvelope, hookimpl
+from agent_wait.core import (
+    AnnounceFailed,
+    Answer,
+    AnswerResult,
+    BaseAnnounce,
+    Delivery,
+    Operation,
+    PublishReport,
+    QuestionStore,
+    SweepReport,
+    WaitEnvelope,
+    hookimpl,
+)
+from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
+from opentelemetry.metrics import CallbackOptions, Observation
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 if TYPE_CHECKING:
     from opentelemetry.util.types import AttributeValue
+
+logger = logging.getLogger("agent_wait.opentelemetry")
 
 TRACEPARENT = "traceparent"
 """The ``reply_with`` key (and so the answer field) that carries the asking span's context."""
@@ -89,6 +107,52 @@ def asking_span_context(answer: Answer) -> SpanContext | None:
     return parse_traceparent(extra.get(TRACEPARENT)) if extra else None
 
 
+_Labels = tuple[tuple[str, str], ...]
+
+
+class _Tally:
+    """Cumulative counts by label set, reported by an observable counter when metrics are read.
+
+    Counting is a dict update under a lock: a synchronous SDK counter costs as much as a span
+    per call (attribute handling, exemplar sampling), and publishing counts on every question.
+    """
+
+    __slots__ = ("_counts", "_lock")
+
+    def __init__(self) -> None:
+        self._counts: dict[_Labels, int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, labels: _Labels = (), amount: int = 1) -> None:
+        with self._lock:
+            self._counts[labels] = self._counts.get(labels, 0) + amount
+
+    def observe(self, _options: CallbackOptions) -> Iterable[Observation]:
+        with self._lock:
+            counts = list(self._counts.items())
+        return [Observation(total, dict(labels)) for labels, total in counts]
+
+
+class _Open:
+    """A span an ``operation_started`` made current, until ``operation_finished`` ends it."""
+
+    __slots__ = ("operation", "span", "token")
+
+    def __init__(self, operation: Operation, span: trace.Span, token: Token[Any]) -> None:
+        self.operation = operation
+        self.span = span
+        self.token = token
+
+
+_SPAN_NAMES = {
+    "publish": "agent-wait publish",
+    "apublish": "agent-wait publish",
+    "answer": "agent-wait answer",
+    "sweep": "agent-wait sweep",
+}
+_KINDS = {"answer": SpanKind.PRODUCER}
+
+
 class OpenTelemetryPlugin:
     """The ``agent_wait`` hooks that trace, count and time publishing and answering.
 
@@ -115,13 +179,18 @@ class OpenTelemetryPlugin:
         if record_question is None:
             record_question = os.environ.get(RECORD_QUESTION_ENV, "").strip().lower() in _TRUE
         self.record_question = record_question
-        self._questions = meter.create_counter(
+        # The spans this instance made current, innermost last (per thread and task).
+        self._open: ContextVar[tuple[_Open, ...]] = ContextVar("agent_wait_otel_open", default=())
+        self._questions, self._deliveries, self._answers = _Tally(), _Tally(), _Tally()
+        meter.create_observable_counter(
             "agent_wait.questions.published",
+            [self._questions.observe],
             unit="{question}",
             description="Envelopes built for publishing, one per question and publish.",
         )
-        self._deliveries = meter.create_counter(
+        meter.create_observable_counter(
             "agent_wait.deliveries",
+            [self._deliveries.observe],
             unit="{delivery}",
             description="Envelopes handed to an announcer, by announcer and outcome.",
         )
@@ -131,16 +200,60 @@ class OpenTelemetryPlugin:
             description="How long an announcer took for the call that carried an envelope.",
             explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
         )
-        self._answers = meter.create_counter(
+        meter.create_observable_counter(
             "agent_wait.answers",
+            [self._answers.observe],
             unit="{answer}",
             description="Answers handled by handle_message, by outcome.",
         )
 
     @hookimpl
+    def operation_started(self, operation: Operation) -> None:
+        """Start the operation's span and make it current: deliveries become its children."""
+        kind = _KINDS.get(operation.name, SpanKind.INTERNAL)
+        attributes: dict[str, AttributeValue] = {"agent_wait.operation": operation.name}
+        if operation.thread_id is not None:
+            attributes["agent_wait.thread_id"] = operation.thread_id
+        if operation.question_id is not None:
+            attributes["agent_wait.question_id"] = operation.question_id
+        span = self._tracer.start_span(
+            _SPAN_NAMES.get(operation.name, f"agent-wait {operation.name}"),
+            kind=kind,
+            attributes=attributes,
+        )
+        token = otel_context.attach(trace.set_span_in_context(span))
+        self._open.set((*self._open.get(), _Open(operation, span, token)))
+
+    @hookimpl
+    def operation_finished(
+        self, operation: Operation, result: object, error: BaseException | None
+    ) -> None:
+        """End the span ``operation_started`` made current, with what the operation did."""
+        stack = self._open.get()
+        if not stack or stack[-1].operation is not operation:
+            return  # its start failed: nothing to end
+        opened = stack[-1]
+        self._open.set(stack[:-1])
+        otel_context.detach(opened.token)
+        span = opened.span
+        if isinstance(error, AnnounceFailed):
+            result = error.report
+        if isinstance(result, PublishReport):
+            self._questions.add((), len(result.envelopes))
+        if span.is_recording():
+            span.set_attributes(_outcome_attributes(result))
+            if isinstance(result, AnswerResult):
+                asking = parse_traceparent(result.message.get(TRACEPARENT))
+                if asking is not None:
+                    span.add_link(asking)
+            if error is not None:
+                span.set_attribute("error.type", type(error).__name__)
+                span.set_status(Status(StatusCode.ERROR, type(error).__name__))
+        span.end()
+
+    @hookimpl
     def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
-        """Count the question; put the asking span's ``traceparent`` into ``reply_with``."""
-        self._questions.add(1)
+        """Put the asking span's ``traceparent`` into ``reply_with``."""
         context = trace.get_current_span().get_span_context()
         if not context.is_valid:
             return None
@@ -149,29 +262,41 @@ class OpenTelemetryPlugin:
         return {"reply_with": reply}
 
     @hookimpl
-    def delivery_outcome(self, delivery: Delivery, envelope: WaitEnvelope) -> None:
+    def message_headers(self, envelope: WaitEnvelope) -> dict[str, str] | None:
+        """The ``traceparent`` of ``reply_with``, for the transport's own headers."""
+        extra = envelope.reply_with.model_extra
+        value = extra.get(TRACEPARENT) if extra else None
+        return {TRACEPARENT: value} if isinstance(value, str) else None
+
+    @hookimpl
+    def delivery_outcome(
+        self, delivery: Delivery, envelope: WaitEnvelope, announcer: BaseAnnounce
+    ) -> None:
         """One PRODUCER span per delivery (timed by the announcer call), counted and measured."""
         end = time.time_ns()
         duration = delivery.duration
         outcome = "delivered" if delivery.ok else "failed"
-        labels = {"agent_wait.announcer": delivery.announcer, "agent_wait.outcome": outcome}
-        self._deliveries.add(1, labels)
+        self._deliveries.add(
+            (("agent_wait.announcer", delivery.announcer), ("agent_wait.outcome", outcome))
+        )
         if duration is not None:
+            labels = {"agent_wait.announcer": delivery.announcer, "agent_wait.outcome": outcome}
             self._duration.record(duration, labels)
         start = end - int(duration * 1e9) if duration is not None else end
         span = self._tracer.start_span(
-            f"publish {delivery.announcer}", kind=SpanKind.PRODUCER, start_time=start
+            f"publish {delivery.announcer}",
+            kind=SpanKind.PRODUCER,
+            start_time=start,
+            attributes=self._delivery_attributes(delivery, envelope, announcer, outcome),
         )
-        if span.is_recording():
-            span.set_attributes(self._delivery_attributes(delivery, envelope, outcome))
-            if not delivery.ok:
-                error_type = type(delivery.exception).__name__ if delivery.exception else "error"
-                span.set_attribute("error.type", error_type)
-                span.set_status(Status(StatusCode.ERROR, error_type))
+        if not delivery.ok and span.is_recording():
+            error_type = type(delivery.exception).__name__ if delivery.exception else "error"
+            span.set_attribute("error.type", error_type)
+            span.set_status(Status(StatusCode.ERROR, error_type))
         span.end(end)
 
     def _delivery_attributes(
-        self, delivery: Delivery, envelope: WaitEnvelope, outcome: str
+        self, delivery: Delivery, envelope: WaitEnvelope, announcer: BaseAnnounce, outcome: str
     ) -> dict[str, AttributeValue]:
         attributes: dict[str, AttributeValue] = {
             "messaging.system": _SYSTEMS.get(delivery.announcer, delivery.announcer),
@@ -183,6 +308,9 @@ class OpenTelemetryPlugin:
             "agent_wait.question_id": delivery.question_id,
             "agent_wait.event_id": delivery.event_id,
         }
+        destination = announcer.destination
+        if destination is not None:
+            attributes["messaging.destination.name"] = destination
         if delivery.duration is not None:
             attributes["agent_wait.duration_s"] = delivery.duration
         if delivery.attempts is not None:
@@ -197,25 +325,85 @@ class OpenTelemetryPlugin:
     def answer_handled(self, answer: Answer, handled: Any) -> None:
         """One CONSUMER span per answer handled, linked to the asking span; counted by outcome."""
         outcome = str(getattr(handled.outcome, "value", handled.outcome))
-        self._answers.add(1, {"agent_wait.outcome": outcome})
+        self._answers.add((("agent_wait.outcome", outcome),))
         asking = asking_span_context(answer)
         span = self._tracer.start_span(
             "agent-wait handle_message",
             kind=SpanKind.CONSUMER,
             links=[Link(asking)] if asking is not None else None,
+            attributes={
+                "messaging.operation": "process",
+                "messaging.operation.type": "process",
+                "agent_wait.outcome": outcome,
+                "agent_wait.thread_id": answer.thread_id,
+                "agent_wait.question_id": answer.question_id,
+                "agent_wait.ran": bool(getattr(handled, "ran", False)),
+            },
         )
-        if span.is_recording():
-            span.set_attributes(
-                {
-                    "messaging.operation": "process",
-                    "messaging.operation.type": "process",
-                    "agent_wait.outcome": outcome,
-                    "agent_wait.thread_id": answer.thread_id,
-                    "agent_wait.question_id": answer.question_id,
-                    "agent_wait.ran": bool(getattr(handled, "ran", False)),
-                }
-            )
         span.end()
+
+
+def _outcome_attributes(result: object) -> dict[str, AttributeValue]:
+    """What an operation did, as span attributes: counts and ids, never content."""
+    if isinstance(result, PublishReport):
+        return {
+            "agent_wait.questions": len(result.envelopes),
+            "agent_wait.deliveries": len(result.deliveries),
+            "agent_wait.deliveries.failed": len(result.failures),
+        }
+    if isinstance(result, AnswerResult):
+        envelope = result.question.envelope
+        return {
+            "agent_wait.thread_id": envelope.thread_id,
+            "agent_wait.question_id": envelope.question_id,
+            "agent_wait.outcome": result.question.status,
+        }
+    if isinstance(result, SweepReport):
+        return {
+            "agent_wait.expired": len(result.expired),
+            "agent_wait.overdue": len(result.overdue),
+            "agent_wait.failed": len(result.failed),
+        }
+    return {}
+
+
+def observe_store(
+    store: QuestionStore, *, meter_provider: metrics.MeterProvider | None = None
+) -> None:
+    """Report a question store's open and overdue questions as observable gauges.
+
+    ``agent_wait.questions.open`` and ``agent_wait.questions.overdue`` (open past their
+    ``expires_at``) are read from ``store`` each time metrics are collected, so keep the store
+    open as long as the meter provider. A read that fails is logged and reports nothing.
+
+    Args:
+        store: The store to count, e.g. ``SqliteQuestionStore(path)``.
+        meter_provider: Default: the global one.
+    """
+    meter = metrics.get_meter(_SCOPE, _version(), meter_provider)
+
+    def counting(read: Callable[[], list[Any]]) -> Callable[[CallbackOptions], list[Observation]]:
+        def observe(_options: CallbackOptions) -> list[Observation]:
+            try:
+                return [Observation(len(read()))]
+            except Exception:  # a store that cannot be read must not break the export
+                logger.exception("agent-wait-opentelemetry: could not count %r", store)
+                return []
+
+        return observe
+
+    meter.create_observable_gauge(
+        "agent_wait.questions.open",
+        [counting(store.open_questions)],
+        unit="{question}",
+        description="Questions published and not yet answered, expired or cancelled.",
+    )
+    meter.create_observable_gauge(
+        "agent_wait.questions.overdue",
+        [counting(store.open_questions_past)],
+        unit="{question}",
+        description="Open questions whose expires_at has passed.",
+    )
 
 
 _LogRecordFactory = Callable[..., logging.LogRecord]

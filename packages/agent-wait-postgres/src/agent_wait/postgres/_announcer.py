@@ -148,6 +148,11 @@ class PostgresAnnounce(BaseAnnounce):
             except psycopg.Error as error:
                 return [_unavailable(error)] * len(envelopes)
 
+    @property
+    def destination(self) -> str:
+        """The table."""
+        return self.table
+
     def check_connection(self) -> bool:
         """Connect and look the table up (``agent-wait config check --connect``).
 

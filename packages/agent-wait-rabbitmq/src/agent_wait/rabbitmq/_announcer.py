@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import threading
 from collections.abc import Sequence
-from typing import Self
+from typing import Any, Self
 
 try:
     import aio_pika
@@ -28,7 +28,7 @@ from agent_wait.core import (
     WaitEnvelope,
 )
 from agent_wait.core.options import redact
-from agent_wait.core.transport import ClientPair
+from agent_wait.core.transport import ClientPair, transport_headers
 from agent_wait.rabbitmq._options import (
     DEFAULT_EXCHANGE,
     DEFAULT_ROUTING_KEY,
@@ -165,7 +165,7 @@ class RabbitMqAnnounce(BaseAnnounce):
             message_id=envelope.dedupe_key,
             type=envelope.type,
             app_id=APP_ID,
-            headers=dict(envelope.tags),
+            headers=_headers(envelope),
         )
         try:
             channel.basic_publish(
@@ -173,6 +173,11 @@ class RabbitMqAnnounce(BaseAnnounce):
             )
         except pika.exceptions.UnroutableError as error:
             raise _unroutable(self.exchange, key) from error
+
+    @property
+    def destination(self) -> str:
+        """The exchange; on the default exchange (``""``), the routing key template (a queue)."""
+        return self.exchange or self.routing_key.template
 
     def check_connection(self) -> bool:
         """Connect, open a channel and check passively that the exchange exists.
@@ -226,7 +231,7 @@ class RabbitMqAnnounce(BaseAnnounce):
             message_id=envelope.dedupe_key,
             type=envelope.type,
             app_id=APP_ID,
-            headers=dict(envelope.tags),
+            headers=_headers(envelope),
         )
         try:
             await exchange.publish(message, key, mandatory=self.mandatory, timeout=self.timeout)
@@ -377,3 +382,9 @@ def _unroutable(exchange: str, key: str) -> BatchEntryFailed:
         "bind a queue or set mandatory=false to let the broker drop it)",
         sender_fault=True,
     )
+
+
+def _headers(envelope: WaitEnvelope) -> dict[str, Any]:
+    # The tags route (a headers exchange), so a plugin's header (a trace context) never
+    # replaces one.
+    return {**transport_headers(envelope), **envelope.tags}

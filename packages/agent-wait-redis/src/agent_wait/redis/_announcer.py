@@ -20,7 +20,7 @@ from agent_wait.core import (
     Receipt,
     WaitEnvelope,
 )
-from agent_wait.core.transport import ClientPair
+from agent_wait.core.transport import ClientPair, transport_headers
 from agent_wait.redis._options import (
     DEFAULT_INDEX_PREFIX,
     DEFAULT_STREAM,
@@ -126,6 +126,9 @@ class RedisAnnounce(BaseAnnounce):
             "question_id": envelope.question_id,
         }
         fields.update({f"tag:{name}": value for name, value in envelope.tags.items()})
+        # Plugins' headers (a trace context) as fields of their own, never replacing ours.
+        for name, value in transport_headers(envelope).items():
+            fields.setdefault(name, value)
         return fields
 
     def deliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
@@ -190,6 +193,11 @@ class RedisAnnounce(BaseAnnounce):
         return redis.asyncio.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
             self.url, socket_timeout=self.timeout, socket_connect_timeout=self.timeout
         )
+
+    @property
+    def destination(self) -> str:
+        """The stream's key."""
+        return self.stream
 
     def check_connection(self) -> bool:
         """``PING`` the server (``agent-wait config check --connect``)."""

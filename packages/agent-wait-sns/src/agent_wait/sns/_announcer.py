@@ -91,6 +91,11 @@ class SnsAnnounce(AwsBatchAnnounce):
         options = options.model_copy(update={"region": options.region_or_default()})
         self.clients = aws_client_pair("sns", boto3_sdk("agent-wait-sns"), options, name=self.name)
 
+    @property
+    def destination(self) -> str:
+        """The topic's name (the last part of its ARN)."""
+        return self.topic_arn.rsplit(":", 1)[-1]
+
     def check_connection(self) -> bool:
         """Read the topic's attributes (``GetTopicAttributes``; ``config check --connect``)."""
         self.clients.sync().get_topic_attributes(TopicArn=self.topic_arn)

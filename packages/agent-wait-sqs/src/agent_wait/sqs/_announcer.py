@@ -90,6 +90,11 @@ class SqsAnnounce(AwsBatchAnnounce):
         options = options.model_copy(update={"region": options.region_or_default()})
         self.clients = aws_client_pair("sqs", boto3_sdk("agent-wait-sqs"), options, name=self.name)
 
+    @property
+    def destination(self) -> str:
+        """The queue's name (the last part of its URL)."""
+        return self.queue_url.rstrip("/").rsplit("/", 1)[-1]
+
     def check_connection(self) -> bool:
         """Read the queue's ARN (``GetQueueAttributes``; ``agent-wait config check --connect``)."""
         self.clients.sync().get_queue_attributes(

@@ -24,7 +24,7 @@ except ImportError as error:  # a broken install: say which distribution brings 
     ) from error
 
 from agent_wait.core import BaseAnnounce, DeliveryOutcome, Receipt, WaitEnvelope
-from agent_wait.core.transport import ClientPair
+from agent_wait.core.transport import ClientPair, transport_headers
 from agent_wait.webhook._deadline import bounded, deadline_client
 from agent_wait.webhook._errors import WebhookDeliveryError
 from agent_wait.webhook._options import DEDUPE_HEADER, EVENT_HEADER, WebhookOptions
@@ -320,6 +320,14 @@ class WebhookAnnounce(BaseAnnounce):
         """Close the async client of the running loop, then the sync client."""
         await self._clients.aclose()
 
+    @property
+    def destination(self) -> str | None:
+        """The receiver's host and port: never the path or query, which may hold a token."""
+        parts = urlsplit(self.url)
+        if parts.hostname is None:
+            return None
+        return parts.hostname if parts.port is None else f"{parts.hostname}:{parts.port}"
+
     def check_connection(self) -> bool:
         """Open a TCP connection to the receiver (and a TLS handshake for ``https``), then close it.
 
@@ -347,6 +355,8 @@ class WebhookAnnounce(BaseAnnounce):
 
     def _request_headers(self, envelope: WaitEnvelope, body: bytes) -> dict[str, str]:
         headers = {
+            # Plugins' headers (a trace context) first: they never replace one of ours.
+            **transport_headers(envelope),
             **self._headers,
             "Content-Type": "application/json",
             EVENT_HEADER: envelope.type,
