@@ -27,18 +27,39 @@ _READER = InMemoryMetricReader()
 
 
 @pytest.fixture(scope="session")
-def sdk() -> TracerProvider:
+def active() -> object:
+    """The SDK installed as the global providers, and the plugin the entry point then loads.
+
+    One plugin for the session: its instruments are created once on the global meter.
+    """
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(_EXPORTER))
     trace.set_tracer_provider(provider)
     metrics.set_meter_provider(MeterProvider(metric_readers=[_READER]))
-    # Another suite of the session may have loaded the plugins before this SDK existed, when the
-    # entry point's plugin stayed inactive (as it does in an application that installs its SDK
-    # late): load it again, as a process started with this SDK would have.
-    reg = registry()
-    reg.manager.unregister(name="opentelemetry")
-    reg.manager.register(load(), "opentelemetry")
-    return provider
+    return load()
+
+
+@pytest.fixture(autouse=True)
+def sdk(active: object) -> Iterator[TracerProvider]:
+    """The plugin an application with this SDK would have, for one test.
+
+    Another suite of the session may have loaded the plugins before this SDK existed, when the
+    entry point's plugin stayed inactive (as it does in an application that installs its SDK
+    late). It is swapped back afterwards, so the suites that run later see what they expect.
+    """
+    manager = registry().manager
+    original = manager.get_plugin("opentelemetry")
+    if original is not None:
+        manager.unregister(name="opentelemetry")
+    manager.register(active, "opentelemetry")
+    provider = trace.get_tracer_provider()
+    assert isinstance(provider, TracerProvider)
+    try:
+        yield provider
+    finally:
+        manager.unregister(name="opentelemetry")
+        if original is not None:
+            manager.register(original, "opentelemetry")
 
 
 @pytest.fixture
