@@ -40,6 +40,7 @@ from agent_wait.core._plugins import PluginRegistry, registry
 from agent_wait.core.hookspecs import RegisterTarget
 from agent_wait.core.host import handle_message
 from agent_wait.core.testing import registered_plugin
+from agent_wait.core.transport import AttributeRules
 from tests.core.test_host import Ledger, reply
 
 HOOKS_DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins" / "hooks.md"
@@ -416,8 +417,12 @@ def test_no_operation_hook_no_operation() -> None:
         assert registry().manager.publish_hooks().operations
 
 
+# A transport with an attribute limit of ten, as SQS and SNS have.
+TEN_ATTRIBUTES = AttributeRules(max_count=10)
+
+
 def test_hook_message_headers(caplog: pytest.LogCaptureFixture) -> None:
-    from agent_wait.core.transport import AWS_MESSAGE_ATTRIBUTES, transport_headers
+    from agent_wait.core.transport import transport_headers
 
     class Tracer:
         @hookimpl
@@ -443,7 +448,7 @@ def test_hook_message_headers(caplog: pytest.LogCaptureFixture) -> None:
         registered_plugin(Broken(), "test-broken-headers"),
     ):
         headers = transport_headers(envelope)
-        routing = AWS_MESSAGE_ATTRIBUTES.select(envelope)
+        routing = TEN_ATTRIBUTES.select(envelope)
     assert headers == {"traceparent": f"for-{envelope.question_id}", "type": "taken"}
     # A header never replaces a routing attribute.
     assert routing.values["type"] == "wait.created"
@@ -453,8 +458,6 @@ def test_hook_message_headers(caplog: pytest.LogCaptureFixture) -> None:
 
 
 def test_message_headers_come_after_the_tags_within_the_limit() -> None:
-    from agent_wait.core.transport import AWS_MESSAGE_ATTRIBUTES
-
     class Tracer:
         @hookimpl
         def message_headers(self) -> dict[str, str]:
@@ -464,9 +467,9 @@ def test_message_headers_come_after_the_tags_within_the_limit() -> None:
     full = publish([question(tags=tags)], "t-1", MemoryAnnounce()).envelopes[0]
     roomy = publish([question(tags=dict(list(tags.items())[:7]))], "t-1", MemoryAnnounce())
     with registered_plugin(Tracer(), "test-headers"):
-        crowded = AWS_MESSAGE_ATTRIBUTES.select(full)
-        spare = AWS_MESSAGE_ATTRIBUTES.select(roomy.envelopes[0])
-    # type + thread_id + 8 tags fill SQS's 10: the tags keep their room, the header stays out.
+        crowded = TEN_ATTRIBUTES.select(full)
+        spare = TEN_ATTRIBUTES.select(roomy.envelopes[0])
+    # type + thread_id + 8 tags fill the 10: the tags keep their room, the header stays out.
     assert len(crowded.values) == 10
     assert "traceparent" not in crowded.values
     assert crowded.dropped == {}
