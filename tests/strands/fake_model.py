@@ -43,14 +43,18 @@ def _turn_index(messages: Sequence[Any]) -> int:
 class ScriptedModel(Model):
     """Plays ``turns`` in order; after the last one it answers with the tool results it saw.
 
+    Tool use ids are ``<call_prefix>_<history length>_<position>``: give each agent of a
+    multi-agent run its own prefix, as real providers' ids differ across agents.
+
     Attributes:
         tool_results: Every tool result the model was shown, in order (``toolUseId``, status,
             text), so tests can check what the model saw.
         calls: How many times the model was streamed.
     """
 
-    def __init__(self, *turns: Turn) -> None:
+    def __init__(self, *turns: Turn, call_prefix: str = "call") -> None:
         self.turns = list(turns)
+        self.call_prefix = call_prefix
         self.tool_results: list[dict[str, Any]] = []
         self.calls = 0
 
@@ -96,7 +100,7 @@ class ScriptedModel(Model):
             return
         for position, call in enumerate(turn):
             # Unique within the thread (its history only grows) and the same for a fresh Agent.
-            tool_use_id = f"call_{len(messages)}_{position}"
+            tool_use_id = f"{self.call_prefix}_{len(messages)}_{position}"
             yield {
                 "contentBlockStart": {
                     "start": {"toolUse": {"toolUseId": tool_use_id, "name": call.name}}

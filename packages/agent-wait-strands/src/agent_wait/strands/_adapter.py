@@ -9,6 +9,7 @@ from typing import Any, cast
 from agent_wait.core import Question, WaitCall, question_from_value, to_jsonable
 from strands.agent.agent_result import AgentResult
 from strands.interrupt import Interrupt
+from strands.multiagent.base import MultiAgentResult, Status
 from strands.types.tools import ToolContext
 
 INTERRUPT_PREFIX = "agent_wait:"
@@ -79,23 +80,31 @@ def questions_of(interrupts: Iterable[Interrupt]) -> list[Question]:
     return [question_of(interrupt) for interrupt in interrupts]
 
 
-def questions_in(result: AgentResult) -> list[Question]:
+def questions_in(result: AgentResult | MultiAgentResult) -> list[Question]:
     """The questions a Strands run is parked on, in the order Strands reports them.
 
     Args:
-        result: What ``agent(...)`` or ``await agent.invoke_async(...)`` returned.
+        result: What ``agent(...)`` or ``await agent.invoke_async(...)`` returned, or what a
+            ``Swarm`` or ``Graph`` call returned (a ``MultiAgentResult``: the interrupts of
+            every node that parked, and of ``BeforeNodeCallEvent`` hooks).
 
     Returns:
         One :class:`~agent_wait.core.Question` per interrupt when ``result.stop_reason`` is
-        ``"interrupt"``; an empty list for a run that finished. ``question_id`` is the
-        interrupt's id, the one the answer's ``interruptResponse`` must name.
+        ``"interrupt"`` (a multi-agent ``result.status`` is ``Status.INTERRUPTED``); an empty
+        list for a run that finished. ``question_id`` is the interrupt's id, the one the
+        answer's ``interruptResponse`` must name.
 
     Raises:
-        TypeError: ``result`` is not a Strands ``AgentResult``.
+        TypeError: ``result`` is neither a Strands ``AgentResult`` nor a ``MultiAgentResult``.
     """
+    if isinstance(result, MultiAgentResult):
+        if result.status is not Status.INTERRUPTED:
+            return []
+        return questions_of(result.interrupts)
     if not isinstance(result, AgentResult):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(
-            f"result: expected the strands AgentResult an agent call returned, got {type(result).__name__}"
+            "result: expected the strands AgentResult an agent call returned or the "
+            f"MultiAgentResult of a Swarm or Graph, got {type(result).__name__}"
         )
     if result.stop_reason != "interrupt":
         return []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -21,14 +22,20 @@ from agent_wait.core import (
 from agent_wait.core import host as core_host
 from agent_wait.core.host import AnswerTrust, AsyncHost, Clock, Host, Waiting
 from agent_wait.strands._adapter import questions_in, questions_of
-from agent_wait.strands._recovery import responses_cleared_on_failure
+from agent_wait.strands._recovery import interrupt_state, responses_cleared_on_failure
 from strands import Agent
 from strands.agent.agent_result import AgentResult
 from strands.interrupt import Interrupt
+from strands.multiagent.base import MultiAgentBase, MultiAgentResult
 
 logger = logging.getLogger(__name__)
 
-AgentFactory = Callable[[str], "Agent | Awaitable[Agent]"]
+Runner = Agent | MultiAgentBase
+"""What a thread runs: one agent, or a multi-agent ``Swarm`` or ``Graph``."""
+
+AgentFactory = Callable[[str], "Runner | Awaitable[Runner]"]
+
+RunResult = AgentResult | MultiAgentResult
 
 
 def interrupt_responses(*answers: Answer | Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -87,29 +94,51 @@ class _Parked:
         return [i for i in self.interrupts.values() if i.response is None]
 
 
-def _parked(agent: Agent) -> _Parked:
-    # Strands 1.62 exposes the restored interrupt state only as `Agent._interrupt_state` (its own
-    # session code reads it the same way); there is no public accessor. Reading it is what lets
-    # us refuse a duplicate answer that Strands would silently accept.
-    state = getattr(agent, "_interrupt_state", None)
-    if state is None:
-        raise RuntimeError(
-            "this strands version keeps no Agent._interrupt_state; agent-wait-strands supports "
-            "strands-agents>=1.62,<2"
-        )
+def _parked(runner: Runner) -> _Parked:
+    # Reading the interrupt state is what lets us refuse a duplicate answer that Strands would
+    # silently accept.
+    state = interrupt_state(runner)
     return _Parked(bool(state.activated), dict(cast("dict[str, Interrupt]", state.interrupts)))
 
 
-def _asked_earlier(agent: Agent, question_id: str) -> bool:
+_HOOK_PREFIX = "v1:before_node_call:"
+
+
+def _histories(runner: Runner) -> list[list[Any]]:
+    """Every conversation the runner holds.
+
+    The agent's, or each agent node's and each parked node's saved one (a multi-agent run keeps
+    a parked node's messages in its interrupt state).
+    """
+    if isinstance(runner, Agent):
+        return [runner.messages]
+    nodes: dict[str, Any] = getattr(runner, "nodes", {})
+    histories = [n.executor.messages for n in nodes.values() if isinstance(n.executor, Agent)]
+    context: dict[str, Any] = interrupt_state(runner).context
+    for saved in context.values():
+        if isinstance(saved, dict) and "messages" in saved:
+            histories.append(cast("dict[str, Any]", saved)["messages"])
+    return cast("list[list[Any]]", histories)
+
+
+def _asked_earlier(runner: Runner, question_id: str) -> bool:
     # Tool and hook interrupt ids embed the toolUseId (`v1:tool_call:<toolUseId>:<uuid>`). A
     # question the thread moved past is gone from the interrupt state, but its tool call is still
     # in the history: that tells a late answer from one for a question never asked. Best effort
-    # (a trimmed history reads as unknown); either way nothing runs.
-    for message in agent.messages:
-        for block in message["content"]:
-            tool_use = block.get("toolUse")
-            if tool_use is not None and f":{tool_use['toolUseId']}:" in question_id:
-                return True
+    # (a trimmed history, or a multi-agent run that finished and reset its nodes, reads as
+    # unknown); either way nothing runs.
+    for history in _histories(runner):
+        for message in history:
+            for block in message["content"]:
+                tool_use = block.get("toolUse")
+                if tool_use is not None and f":{tool_use['toolUseId']}:" in question_id:
+                    return True
+    if isinstance(runner, MultiAgentBase) and question_id.startswith(_HOOK_PREFIX):
+        # A BeforeNodeCallEvent hook's id is `v1:before_node_call:<uuid5(node id)>:<uuid5(name)>`:
+        # the same on every visit, so one naming a node of this run is one it can ask.
+        nodes: dict[str, Any] = getattr(runner, "nodes", {})
+        node_part = question_id[len(_HOOK_PREFIX) :].partition(":")[0]
+        return any(str(uuid.uuid5(uuid.NAMESPACE_OID, node)) == node_part for node in nodes)
     return False
 
 
@@ -125,16 +154,17 @@ def _prompt(value: Any) -> Any:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _asked(agent: Agent, parked: _Parked, question_id: str) -> bool:
+def _asked(runner: Runner, parked: _Parked, question_id: str) -> bool:
     # Strands itself would raise for an answer not in the interrupt state (KeyError), or, while
-    # another interrupt of the same cycle is pending, silently take the answer again.
+    # another interrupt of the same cycle is pending, silently take the answer again. A finished
+    # Swarm or Graph would even run its whole task again on the stray answer.
     answered = parked.activated and question_id in parked.interrupts
-    return answered or _asked_earlier(agent, question_id)
+    return answered or _asked_earlier(runner, question_id)
 
 
 @dataclass(frozen=True)
 class _Thread:
-    agent: Agent
+    agent: Runner
     parked: _Parked
 
 
@@ -156,7 +186,7 @@ class _Host:
             )
         return answer.answer
 
-    def questions_in(self, result: AgentResult) -> list[Question]:
+    def questions_in(self, result: RunResult) -> list[Question]:
         return questions_in(result)
 
 
@@ -165,7 +195,7 @@ def _responses(answers: Mapping[str, Any]) -> Any:
     return interrupt_responses(*({"question_id": i, "answer": v} for i, v in answers.items()))
 
 
-class _SyncHost(_Host, Host[_Thread, AgentResult]):
+class _SyncHost(_Host, Host[_Thread, RunResult]):
     def load(self, thread_id: str) -> _Thread:
         agent = _checked_agent(self.agent_factory(thread_id), thread_id)
         return _Thread(agent, _parked(agent))
@@ -173,15 +203,15 @@ class _SyncHost(_Host, Host[_Thread, AgentResult]):
     def asked(self, thread: _Thread, question_id: str) -> bool:
         return _asked(thread.agent, thread.parked, question_id)
 
-    def start(self, thread: _Thread, message: StartMessage) -> AgentResult:
+    def start(self, thread: _Thread, message: StartMessage) -> RunResult:
         return thread.agent(self.prompt(message.input))
 
-    def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentResult:
+    def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> RunResult:
         with responses_cleared_on_failure(thread.agent, answers):
             return thread.agent(_responses(answers))
 
 
-class _AsyncHost(_Host, AsyncHost[_Thread, AgentResult]):
+class _AsyncHost(_Host, AsyncHost[_Thread, RunResult]):
     async def load(self, thread_id: str) -> _Thread:
         built = self.agent_factory(thread_id)
         agent = _checked_agent(await built if inspect.isawaitable(built) else built, thread_id)
@@ -190,33 +220,44 @@ class _AsyncHost(_Host, AsyncHost[_Thread, AgentResult]):
     async def asked(self, thread: _Thread, question_id: str) -> bool:
         return _asked(thread.agent, thread.parked, question_id)
 
-    async def start(self, thread: _Thread, message: StartMessage) -> AgentResult:
+    async def start(self, thread: _Thread, message: StartMessage) -> RunResult:
         return await thread.agent.invoke_async(self.prompt(message.input))
 
-    async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentResult:
+    async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> RunResult:
         with responses_cleared_on_failure(thread.agent, answers):
             return await thread.agent.invoke_async(_responses(answers))
 
 
-def _checked_agent(agent: object, thread_id: str) -> Agent:
-    if not isinstance(agent, Agent):
+def _session_id(runner: Runner) -> str | None:
+    if isinstance(runner, Agent):
+        return runner.session_id
+    manager = getattr(runner, "session_manager", None)
+    session_id = getattr(manager, "session_id", None)
+    return session_id if isinstance(session_id, str) else None
+
+
+def _checked_agent(agent: object, thread_id: str) -> Runner:
+    if not isinstance(agent, Agent | MultiAgentBase):
         raise TypeError(
-            f"agent_factory({thread_id!r}) returned {type(agent).__name__}; expected a strands.Agent"
+            f"agent_factory({thread_id!r}) returned {type(agent).__name__}; expected a "
+            "strands.Agent, or a strands.multiagent Swarm or Graph"
         )
-    if agent.session_id != thread_id:
+    session_id = _session_id(agent)
+    if session_id != thread_id:
         # Async-mode @wait ids and Strands' own persistence use the session id; a mismatch means
         # the factory ignored thread_id (fine for an in-memory agent cache, wrong otherwise).
         logger.warning(
-            "agent_factory(%r) returned an agent with session_id %r; build it with "
+            "agent_factory(%r) returned a %s with session_id %r; build it with "
             "session_manager=FileSessionManager(session_id=thread_id, ...)",
             thread_id,
-            agent.session_id,
+            type(agent).__name__,
+            session_id,
         )
     return agent
 
 
 def handle_message(
-    agent_factory: Callable[[str], Agent],
+    agent_factory: Callable[[str], Runner],
     message: Mapping[str, Any] | str | bytes,
     announce: Announce = None,
     *,
@@ -231,7 +272,10 @@ def handle_message(
     The message is an answer (it has ``question_id``) or a start message (see the message
     formats). ``agent_factory(thread_id)`` builds the agent with its persistence, typically
     ``Agent(..., session_manager=FileSessionManager(session_id=thread_id, storage_dir=...))``;
-    a fresh instance resumes where the last one parked.
+    a fresh instance resumes where the last one parked. It may build a multi-agent ``Swarm`` or
+    ``Graph`` instead (with the session manager on the Swarm or Graph): the questions are then
+    the interrupts of every node that parked (a ``@wait`` tool inside an agent node, a
+    ``BeforeNodeCallEvent`` hook), and each answer resumes the node that asked.
 
     - A start message runs the agent (``STARTED``), unless the thread is parked: then nothing
       runs and the pending questions are published again under their same ids (``REPUBLISHED``).
@@ -249,7 +293,8 @@ def handle_message(
     an agent, and two processes would race on its session).
 
     Args:
-        agent_factory: Builds the thread's ``strands.Agent`` from its thread id.
+        agent_factory: Builds the thread's ``strands.Agent`` (or ``Swarm``, ``Graph``) from its
+            thread id.
         message: The inbound message (a mapping, or JSON text or bytes).
         announce: Where to publish: an announcer, several, a registered name, or None for the
             configured default.
@@ -264,8 +309,9 @@ def handle_message(
             text, lists and None through and sends any other JSON as its JSON text.
 
     Returns:
-        :class:`~agent_wait.core.Handled`: the outcome, the ``AgentResult`` (None when nothing
-        ran), the publish report and, when nothing ran, why.
+        :class:`~agent_wait.core.Handled`: the outcome, the ``AgentResult`` (a
+        ``MultiAgentResult`` for a Swarm or Graph; None when nothing ran), the publish report
+        and, when nothing ran, why.
 
     Raises:
         pydantic.ValidationError: The message is neither an answer nor a start message.

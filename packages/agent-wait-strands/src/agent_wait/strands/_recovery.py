@@ -10,17 +10,33 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterable
 from contextlib import contextmanager
+from typing import Any
 
 from strands import Agent
+from strands.multiagent.base import MultiAgentBase
 
 
-def clear_response(agent: Agent, question_id: str) -> None:
-    """Clear the response a failed resume left on ``question_id``'s interrupt, and save the agent.
+def interrupt_state(runner: Agent | MultiAgentBase) -> Any:
+    """The runner's ``_interrupt_state`` (an Agent, a Swarm and a Graph all keep one).
 
-    Nothing to do once the run moved past the question (its tool cycle ended).
+    Strands 1.62 has no public accessor for it; its own session code reads it the same way.
+    Any: Strands' private ``_InterruptState`` class.
     """
-    # Strands 1.62 has no public accessor for the interrupt state (see _host._parked).
-    state = agent._interrupt_state  # pyright: ignore[reportPrivateUsage]
+    state = getattr(runner, "_interrupt_state", None)
+    if state is None:
+        raise RuntimeError(
+            "this strands version keeps no _interrupt_state; agent-wait-strands supports "
+            "strands-agents>=1.62,<2"
+        )
+    return state
+
+
+def clear_response(agent: Agent | MultiAgentBase, question_id: str) -> None:
+    """Clear the response a failed resume left on ``question_id``'s interrupt, and save it.
+
+    Saves the agent, or the Swarm or Graph. Nothing to do once the run moved past the question (its tool cycle ended).
+    """
+    state = interrupt_state(agent)
     interrupt = state.interrupts.get(question_id) if state.activated else None
     if interrupt is None or interrupt.response is None:
         return
@@ -28,13 +44,20 @@ def clear_response(agent: Agent, question_id: str) -> None:
     # activate() on an active state changes nothing but its version, which is what makes the
     # session manager write the interrupt state again.
     state.activate()
+    if isinstance(agent, MultiAgentBase):
+        manager = getattr(agent, "session_manager", None)
+        if manager is not None:
+            manager.sync_multi_agent(agent)
+        return
     session_manager = agent._session_manager  # pyright: ignore[reportPrivateUsage]
     if session_manager is not None:
         session_manager.sync_agent(agent)
 
 
 @contextmanager
-def responses_cleared_on_failure(agent: Agent, question_ids: Iterable[str]) -> Generator[None]:
+def responses_cleared_on_failure(
+    agent: Agent | MultiAgentBase, question_ids: Iterable[str]
+) -> Generator[None]:
     """Around a resume: if the run raises, the responses it was given are cleared, then it re-raises."""
     try:
         yield

@@ -9,12 +9,11 @@ from typing import Any
 
 from agent_wait.core import Announce, EntryPoint, ServeReport
 from agent_wait.core.host import aserve_host, serve_host
-from agent_wait.strands._host import AgentFactory, ahandle_message, handle_message
-from strands import Agent
+from agent_wait.strands._host import AgentFactory, Runner, ahandle_message, handle_message
 
 
 def serve(
-    agent_factory: Callable[[str], Agent],
+    agent_factory: Callable[[str], Runner],
     entry: EntryPoint | None = None,
     announce: Announce = None,
     *,
