@@ -71,7 +71,12 @@ def _packages() -> list[str]:
 def test_every_package_has_an_api_reference_page_in_the_nav() -> None:
     nav = (DOCS / "mkdocs.yml").read_text(encoding="utf-8")
     modules = [f"agent_wait.{name}" for name in _packages()]
-    modules += ["agent_wait.core.transport", "agent_wait.core.testing", "agent_wait.core.hookspecs"]
+    modules += [
+        "agent_wait.core.transport",
+        "agent_wait.core.testing",
+        "agent_wait.core.hookspecs",
+        "agent_wait.core.pause",
+    ]
     for module in modules:
         pages = [
             page

@@ -19,6 +19,7 @@ def test_public_api_is_pinned() -> None:
         "aserve",
         "handle_message",
         "hitl",
+        "pause_tool",
         "publish_interrupts",
         "questions_in",
         "resume_command",

@@ -16,6 +16,7 @@ def test_public_api() -> None:
         "deferred_results",
         "handle_message",
         "hitl",
+        "pause_tool",
         "publish_interrupts",
         "questions_in",
         "serve",

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent_wait.langgraph._adapter import LangGraphAdapter, questions_in
     from agent_wait.langgraph._host import ahandle_message, handle_message, resume_command
+    from agent_wait.langgraph._pause import pause_tool
     from agent_wait.langgraph._routing import InterruptRoutingError
     from agent_wait.langgraph._serve import aserve, serve
     from agent_wait.langgraph._wait import apublish_interrupts, hitl, publish_interrupts, wait
@@ -43,6 +44,7 @@ __all__ = [
     "aserve",
     "handle_message",
     "hitl",
+    "pause_tool",
     "publish_interrupts",
     "questions_in",
     "resume_command",
@@ -60,6 +62,7 @@ _HOMES = {
     "aserve": "_serve",
     "handle_message": "_host",
     "hitl": "_wait",
+    "pause_tool": "_pause",
     "publish_interrupts": "_wait",
     "questions_in": "_adapter",
     "resume_command": "_host",

@@ -8,15 +8,12 @@ Run the server (stdio by default, ``--http`` for streamable HTTP on 127.0.0.1:80
 Limits come from ``AGENT_WAIT_ENABLED``, ``AGENT_WAIT_MAX_SECONDS_PER_CALL``,
 ``AGENT_WAIT_MAX_SECONDS_PER_TURN``, ``AGENT_WAIT_MAX_CALLS_PER_TURN``,
 ``AGENT_WAIT_HEARTBEAT_INTERVAL_MS``, ``AGENT_WAIT_RATE_LIMIT_PER_USER_PER_MINUTE`` and
-``CHAT_AGENT_TURN_TIMEOUT_MS``. The policy is usable without MCP, e.g. in a framework-native
-pause tool::
+``CHAT_AGENT_TURN_TIMEOUT_MS``. The policy lives in :mod:`agent_wait.core.pause` (re-exported
+here), which the framework packages' native pause tools share::
 
-    from agent_wait.mcp import PauseLimits, PausePolicy, PauseRequest
+    from agent_wait.mcp import PauseLimits, PausePolicy, build_server
 
-    policy = PausePolicy(PauseLimits.from_env())
-    grant = policy.admit(PauseRequest(30, "Waiting for the queue to drain."), user="u1", turn="t1")
-    ...  # sleep grant.granted_seconds, then:
-    policy.finish(grant, waited_seconds=30)
+    server = build_server(PausePolicy(PauseLimits.from_env()))
 
 Importing this package does not import the MCP SDK; ``build_server`` loads it on first use.
 See the pause tool page of the documentation.
@@ -26,7 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent_wait.mcp._policy import (
+from agent_wait.core.pause import (
     InvalidPauseRequest,
     PauseConfigError,
     PauseGrant,

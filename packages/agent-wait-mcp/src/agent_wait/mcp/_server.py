@@ -17,9 +17,10 @@ import anyio
 
 import mcp.types as types
 from agent_wait.core import format_utc
-from agent_wait.mcp._policy import (
-    MAX_REQUEST_SECONDS,
-    MAX_TEXT_LENGTH,
+from agent_wait.core.pause import (
+    ANONYMOUS_USER,
+    INPUT_SCHEMA,
+    TOOL_NAME,
     InvalidPauseRequest,
     PauseConfigError,
     PauseGrant,
@@ -27,6 +28,12 @@ from agent_wait.mcp._policy import (
     PausePolicy,
     PauseRefused,
     PauseRequest,
+    audit_finished,
+    audit_invalid,
+    audit_refused,
+    checked_id,
+    pause_result,
+    tool_description,
 )
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
@@ -34,7 +41,6 @@ from mcp.shared.exceptions import MCPError
 
 logger = logging.getLogger(__name__)
 
-TOOL_NAME = "agent_wait"
 # `_meta` keys. The host (chat runtime), not the model, names the user and the turn: a model
 # could otherwise dodge the per-turn caps by inventing a fresh turn id on every call.
 META_USER = "agent-wait/user_id"
@@ -43,8 +49,6 @@ META_REMAINING = "agent-wait/remaining_seconds"
 META_WAIT_UNTIL = "agent-wait/wait_until"
 META_REFUSAL = "agent-wait/refusal"
 META_RETRY_AFTER = "agent-wait/retry_after_seconds"
-ANONYMOUS_USER = "anonymous"
-_MAX_ID_LENGTH = 200
 
 _INSTRUCTIONS = (
     "agent_wait pauses inside the current tool loop for a bounded number of seconds, showing "
@@ -80,16 +84,7 @@ def caller_identity(
 
 
 def _meta_id(meta: Mapping[str, Any], key: str) -> str | None:
-    value = meta.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip() or len(value) > _MAX_ID_LENGTH:
-        raise InvalidPauseRequest(
-            f"_meta.{key}",
-            f"_meta {key!r} must be a non-empty string of at most {_MAX_ID_LENGTH} characters, "
-            f"got {value!r}",
-        )
-    return value
+    return checked_id(f"_meta.{key}", meta.get(key), label=f"_meta {key!r}")
 
 
 def _session_id(ctx: ServerRequestContext[Any, Any]) -> str | None:
@@ -107,39 +102,8 @@ def _tool(limits: PauseLimits) -> types.Tool:
     return types.Tool(
         name=TOOL_NAME,
         title="Pause",
-        description=(
-            "Pause for a bounded number of seconds without ending the turn, showing "
-            "`user_message` to the user while waiting, then continue with the next tool. Use it "
-            "for short gaps between tool steps (rate limits, queue drain, letting an external "
-            f"system catch up). This server grants at most {limits.max_seconds_per_call} s per "
-            f"call, {limits.max_seconds_per_turn} s and {limits.max_calls_per_turn} calls per "
-            "turn; longer requests are shortened (see `clipped_by`), and calls over a count or "
-            "rate limit are refused with an explanation. Do not use it to wait for the user."
-        ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "seconds": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": MAX_REQUEST_SECONDS,
-                    "description": "Whole seconds to wait; may be shortened by server caps.",
-                },
-                "user_message": {
-                    "type": "string",
-                    "minLength": 1,
-                    "maxLength": MAX_TEXT_LENGTH,
-                    "description": "Plain-language, present-tense status shown to the user "
-                    "while waiting.",
-                },
-                "reason": {
-                    "type": "string",
-                    "maxLength": MAX_TEXT_LENGTH,
-                    "description": "Optional internal note for the audit log; not shown.",
-                },
-            },
-            "required": ["seconds", "user_message"],
-        },
+        description=tool_description(limits),
+        input_schema=INPUT_SCHEMA,
         output_schema={
             "type": "object",
             "properties": {
@@ -203,23 +167,12 @@ class _AgentWaitHandlers:
             user, turn = caller_identity(meta, _session_id(ctx))
             request = PauseRequest.from_arguments(params.arguments)
         except InvalidPauseRequest as exc:
-            # Only the field name: the rejected value may be the user-facing message.
-            logger.info(
-                "agent_wait audit outcome=invalid field=%s user=%r turn=%r", exc.field, user, turn
-            )
+            audit_invalid(exc.field, user, turn, logger)
             return _refusal(str(exc), "invalid_input")
         try:
             grant = self._policy.admit(request, user=user, turn=turn)
         except PauseRefused as exc:
-            logger.info(
-                "agent_wait audit outcome=refused code=%s user=%r turn=%r requested=%d "
-                "granted=0 reason=%r",
-                exc.code,
-                user,
-                turn,
-                request.seconds,
-                request.reason,
-            )
+            audit_refused(exc, request, user, turn, logger)
             return _refusal(str(exc), exc.code, exc.retry_after_seconds)
         return await self._wait(ctx, meta.get("progress_token"), request, grant)
 
@@ -254,29 +207,8 @@ class _AgentWaitHandlers:
         finally:
             waited = time.monotonic() - start
             self._policy.finish(grant, waited)
-            logger.info(
-                "agent_wait audit outcome=%s user=%r turn=%r requested=%d granted=%d "
-                "clipped_by=%s waited=%.3f reason=%r",
-                outcome,
-                grant.user,
-                grant.turn,
-                grant.requested_seconds,
-                grant.granted_seconds,
-                grant.clipped_by,
-                waited,
-                request.reason,
-            )
-        result: dict[str, Any] = {
-            "waited_seconds": round(waited, 3),
-            "resume_at": format_utc(datetime.now(UTC)),
-            "requested_seconds": grant.requested_seconds,
-            "granted_seconds": grant.granted_seconds,
-            "turn_seconds_remaining": grant.turn_seconds_remaining,
-            "turn_calls_remaining": grant.turn_calls_remaining,
-        }
-        if grant.clipped_by is not None:
-            result["cap_seconds"] = grant.cap_seconds
-            result["clipped_by"] = grant.clipped_by
+            audit_finished(outcome, grant, waited, request.reason, logger)
+        result = pause_result(grant, waited)
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(result))],
             structured_content=result,

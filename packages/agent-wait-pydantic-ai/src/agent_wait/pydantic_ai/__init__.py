@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from agent_wait.pydantic_ai._adapter import questions_in
     from agent_wait.pydantic_ai._history import HistoryStore, InMemoryHistory, SqliteHistory
     from agent_wait.pydantic_ai._host import ahandle_message, handle_message
+    from agent_wait.pydantic_ai._pause import pause_tool
     from agent_wait.pydantic_ai._results import deferred_results
     from agent_wait.pydantic_ai._serve import aserve, serve
     from agent_wait.pydantic_ai._wait import apublish_interrupts, hitl, publish_interrupts, wait
@@ -47,6 +48,7 @@ __all__ = [
     "deferred_results",
     "handle_message",
     "hitl",
+    "pause_tool",
     "publish_interrupts",
     "questions_in",
     "serve",
@@ -65,6 +67,7 @@ _MODULES = {
     "deferred_results": "_results",
     "handle_message": "_host",
     "hitl": "_wait",
+    "pause_tool": "_pause",
     "publish_interrupts": "_wait",
     "questions_in": "_adapter",
     "serve": "_serve",

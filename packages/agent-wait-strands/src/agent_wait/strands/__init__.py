@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent_wait.strands._adapter import questions_in
     from agent_wait.strands._host import ahandle_message, handle_message, interrupt_responses
+    from agent_wait.strands._pause import pause_tool
     from agent_wait.strands._serve import aserve, serve
     from agent_wait.strands._wait import apublish_interrupts, hitl, publish_interrupts, wait
 
@@ -42,6 +43,7 @@ __all__ = [
     "handle_message",
     "hitl",
     "interrupt_responses",
+    "pause_tool",
     "publish_interrupts",
     "questions_in",
     "serve",
@@ -57,6 +59,7 @@ _HOMES = {
     "handle_message": "_host",
     "hitl": "_wait",
     "interrupt_responses": "_host",
+    "pause_tool": "_pause",
     "publish_interrupts": "_wait",
     "questions_in": "_adapter",
     "serve": "_serve",

@@ -1,23 +1,28 @@
-"""Caps, budgets and rate limits of the ``agent_wait`` pause, independent of any transport.
+"""The ``agent_wait`` pause: caps, budgets, rate limits and one bounded wait, for any host.
 
-Nothing here imports the MCP SDK (only ``agent_wait.core``): framework-native pause tools reuse
-this module, and the unit tests drive it with a fake clock instead of sleeping.
+The MCP server (agent-wait-mcp) and the framework-native pause tools (LangChain/LangGraph,
+Pydantic AI, Strands) share this policy, its tool description, its results and its audit log.
+Nothing here imports a transport or a framework; the unit tests drive it with a fake clock.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
+import logging
 import math
 import os
 import re
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from typing import Literal
+from datetime import UTC, datetime
+from typing import Any, Literal
 
-from agent_wait.core import ConfigError
+from agent_wait.core._errors import ConfigError
+from agent_wait.core._models import format_utc
 
 RefusalCode = Literal[
     "disabled", "rate_limited", "calls_per_turn", "turn_timeout", "turn_budget_exhausted"
@@ -435,6 +440,10 @@ class PausePolicy:
                 turn_calls_remaining=limits.max_calls_per_turn - state.calls,
             )
 
+    def now(self) -> float:
+        """The policy's clock (monotonic seconds): what a wait is measured with."""
+        return self._clock()
+
     def finish(self, grant: PauseGrant, waited_seconds: float) -> None:
         """Settle a grant: the part of it not waited (a cancelled wait) goes back to the turn.
 
@@ -486,3 +495,249 @@ class PausePolicy:
         horizon = 2 * self.limits.turn_timeout
         for key in [k for k, t in self._turns.items() if now >= t.started + horizon]:
             del self._turns[key]
+
+
+TOOL_NAME = "agent_wait"
+"""The pause tool's name, in MCP and in every framework."""
+
+ANONYMOUS_USER = "anonymous"
+"""The user a wait is charged to when the host names none."""
+
+MAX_ID_LENGTH = 200
+"""Longest user or turn id a host may name."""
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "seconds": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_REQUEST_SECONDS,
+            "description": "Whole seconds to wait; may be shortened by server caps.",
+        },
+        "user_message": {
+            "type": "string",
+            "minLength": 1,
+            "maxLength": MAX_TEXT_LENGTH,
+            "description": "Plain-language, present-tense status shown to the user while waiting.",
+        },
+        "reason": {
+            "type": "string",
+            "maxLength": MAX_TEXT_LENGTH,
+            "description": "Optional internal note for the audit log; not shown.",
+        },
+    },
+    "required": ["seconds", "user_message"],
+}
+"""The JSON Schema of the tool's arguments (``seconds``, ``user_message``, ``reason``)."""
+
+
+def tool_description(limits: PauseLimits) -> str:
+    """The tool description the model reads, with the caps of ``limits``."""
+    return (
+        "Pause for a bounded number of seconds without ending the turn, showing "
+        "`user_message` to the user while waiting, then continue with the next tool. Use it "
+        "for short gaps between tool steps (rate limits, queue drain, letting an external "
+        f"system catch up). This server grants at most {limits.max_seconds_per_call} s per "
+        f"call, {limits.max_seconds_per_turn} s and {limits.max_calls_per_turn} calls per "
+        "turn; longer requests are shortened (see `clipped_by`), and calls over a count or "
+        "rate limit are refused with an explanation. Do not use it to wait for the user."
+    )
+
+
+def checked_id(field: str, value: object, *, label: str | None = None) -> str | None:
+    """A host-supplied user or turn id: None, or a non-empty string of at most 200 characters.
+
+    Args:
+        field: The name :class:`InvalidPauseRequest` carries.
+        value: The id as the host sent it.
+        label: How the message names it (default: ``field``).
+
+    Raises:
+        InvalidPauseRequest: Anything else, naming the field and the value.
+    """
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_ID_LENGTH:
+        raise InvalidPauseRequest(
+            field,
+            f"{label or field} must be a non-empty string of at most {MAX_ID_LENGTH} "
+            f"characters, got {value!r}",
+        )
+    return value
+
+
+def pause_result(
+    grant: PauseGrant, waited_seconds: float, *, now: datetime | None = None
+) -> dict[str, Any]:
+    """What a finished wait returns to the model (the MCP tool's structured content).
+
+    ``cap_seconds`` and ``clipped_by`` are present only when a cap shortened the wait.
+    """
+    result: dict[str, Any] = {
+        "waited_seconds": round(waited_seconds, 3),
+        "resume_at": format_utc(now or datetime.now(UTC)),
+        "requested_seconds": grant.requested_seconds,
+        "granted_seconds": grant.granted_seconds,
+        "turn_seconds_remaining": grant.turn_seconds_remaining,
+        "turn_calls_remaining": grant.turn_calls_remaining,
+    }
+    if grant.clipped_by is not None:
+        result["cap_seconds"] = grant.cap_seconds
+        result["clipped_by"] = grant.clipped_by
+    return result
+
+
+def refusal_result(
+    code: str, message: str, retry_after_seconds: float | None = None
+) -> dict[str, Any]:
+    """What a refused or invalid call returns to a framework's model.
+
+    ``refused`` (the code), ``message`` (what to do instead) and, when rate limited,
+    ``retry_after_seconds``.
+    """
+    result: dict[str, Any] = {"refused": code, "message": message}
+    if retry_after_seconds is not None:
+        result["retry_after_seconds"] = math.ceil(retry_after_seconds)
+    return result
+
+
+_audit = logging.getLogger("agent_wait.pause")
+
+
+def audit_invalid(
+    field: str, user: str | None, turn: str | None, log: logging.Logger = _audit
+) -> None:
+    """The audit line of a call refused as invalid.
+
+    The field name only: the rejected value may be the user-facing message.
+    """
+    log.info("agent_wait audit outcome=invalid field=%s user=%r turn=%r", field, user, turn)
+
+
+def audit_refused(
+    refused: PauseRefused,
+    request: PauseRequest,
+    user: str,
+    turn: str | None,
+    log: logging.Logger = _audit,
+) -> None:
+    """The audit line of a call the policy refused."""
+    log.info(
+        "agent_wait audit outcome=refused code=%s user=%r turn=%r requested=%d granted=0 reason=%r",
+        refused.code,
+        user,
+        turn,
+        request.seconds,
+        request.reason,
+    )
+
+
+def audit_finished(
+    outcome: str, grant: PauseGrant, waited: float, reason: str | None, log: logging.Logger = _audit
+) -> None:
+    """The audit line of an admitted wait, however it ended (completed, cancelled, failed)."""
+    log.info(
+        "agent_wait audit outcome=%s user=%r turn=%r requested=%d granted=%d clipped_by=%s "
+        "waited=%.3f reason=%r",
+        outcome,
+        grant.user,
+        grant.turn,
+        grant.requested_seconds,
+        grant.granted_seconds,
+        grant.clipped_by,
+        waited,
+        reason,
+    )
+
+
+def _admitted(
+    policy: PausePolicy, arguments: Mapping[str, object] | None, user: object, turn: object
+) -> tuple[PauseRequest, PauseGrant] | dict[str, Any]:
+    """Check the call and admit it, or the refusal to return (each with its audit line)."""
+    shown_user = user if isinstance(user, str) else None
+    shown_turn = turn if isinstance(turn, str) else None
+    try:
+        user_id = checked_id("user", user) or ANONYMOUS_USER
+        turn_id = checked_id("turn", turn)
+        request = PauseRequest.from_arguments(arguments)
+    except InvalidPauseRequest as invalid:
+        audit_invalid(invalid.field, shown_user, shown_turn)
+        return refusal_result("invalid_input", str(invalid))
+    try:
+        return request, policy.admit(request, user=user_id, turn=turn_id)
+    except PauseRefused as refused:
+        audit_refused(refused, request, user_id, turn_id)
+        return refusal_result(refused.code, str(refused), refused.retry_after_seconds)
+
+
+def pause(
+    policy: PausePolicy,
+    arguments: Mapping[str, object] | None,
+    *,
+    user: str | None = None,
+    turn: str | None = None,
+    sleep: Callable[[float], object] = time.sleep,
+) -> dict[str, Any]:
+    """One ``agent_wait`` call in a synchronous tool: check, admit, wait, settle, audit.
+
+    Args:
+        policy: The shared policy (one per process).
+        arguments: The model's arguments (``seconds``, ``user_message``, optional ``reason``).
+        user: Who the wait is charged to, named by the host, never the model (None:
+            ``"anonymous"``).
+        turn: The turn id, named by the host (None: the user's implicit turn).
+        sleep: How to wait the granted seconds (a host that can cancel passes e.g. an
+            ``Event.wait``); the time actually waited is measured with the policy's clock.
+
+    Returns:
+        :func:`pause_result` after the wait, or :func:`refusal_result` (``refused`` is
+        ``invalid_input`` or the policy's code) without waiting. Never raises for the
+        model's input or the caps: the model reads the result and carries on.
+    """
+    admitted = _admitted(policy, arguments, user, turn)
+    if isinstance(admitted, dict):
+        return admitted
+    request, grant = admitted
+    start = policy.now()
+    outcome = "failed"
+    try:
+        sleep(grant.granted_seconds)
+        outcome = "completed"
+    finally:
+        waited = policy.now() - start
+        policy.finish(grant, waited)
+        audit_finished(outcome, grant, waited, request.reason)
+    return pause_result(grant, waited)
+
+
+async def apause(
+    policy: PausePolicy,
+    arguments: Mapping[str, object] | None,
+    *,
+    user: str | None = None,
+    turn: str | None = None,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+) -> dict[str, Any]:
+    """Async :func:`pause`.
+
+    A cancelled task ends the wait at once, hands the part not waited back to the turn, writes
+    ``outcome=cancelled`` and re-raises.
+    """
+    admitted = _admitted(policy, arguments, user, turn)
+    if isinstance(admitted, dict):
+        return admitted
+    request, grant = admitted
+    start = policy.now()
+    outcome = "failed"
+    try:
+        await sleep(grant.granted_seconds)
+        outcome = "completed"
+    except asyncio.CancelledError:
+        outcome = "cancelled"
+        raise
+    finally:
+        waited = policy.now() - start
+        policy.finish(grant, waited)
+        audit_finished(outcome, grant, waited, request.reason)
+    return pause_result(grant, waited)

@@ -1,0 +1,71 @@
+"""The ``agent_wait`` pause tool's policy, shared by the MCP server and the framework packages.
+
+A chat agent calls ``agent_wait`` to pause **inside** its tool loop for a bounded number of
+seconds. :class:`PausePolicy` admits, clips or refuses each wait against :class:`PauseLimits`
+(per-call and per-turn caps, calls per turn, the turn's wall clock, a per-user rate limit and a
+kill switch, from the ``AGENT_WAIT_*`` environment variables). :func:`pause` / :func:`apause`
+run one call end to end (check, admit, wait, settle, audit) and return what the model reads;
+agent-wait-mcp serves the same policy over MCP with heartbeats. One policy per process::
+
+    from agent_wait.core.pause import PauseLimits, PausePolicy, pause
+
+    policy = PausePolicy(PauseLimits.from_env())
+    result = pause(policy, {"seconds": 30, "user_message": "Waiting for the queue to drain."},
+                   user="u-123", turn="msg-456")
+"""
+
+from __future__ import annotations
+
+from agent_wait.core._pause import (
+    ANONYMOUS_USER,
+    INPUT_SCHEMA,
+    MAX_ID_LENGTH,
+    MAX_REQUEST_SECONDS,
+    MAX_TEXT_LENGTH,
+    TOOL_NAME,
+    ClipCause,
+    InvalidPauseRequest,
+    PauseConfigError,
+    PauseGrant,
+    PauseLimits,
+    PausePolicy,
+    PauseRefused,
+    PauseRequest,
+    RefusalCode,
+    apause,
+    audit_finished,
+    audit_invalid,
+    audit_refused,
+    checked_id,
+    pause,
+    pause_result,
+    refusal_result,
+    tool_description,
+)
+
+__all__ = [
+    "ANONYMOUS_USER",
+    "INPUT_SCHEMA",
+    "MAX_ID_LENGTH",
+    "MAX_REQUEST_SECONDS",
+    "MAX_TEXT_LENGTH",
+    "TOOL_NAME",
+    "ClipCause",
+    "InvalidPauseRequest",
+    "PauseConfigError",
+    "PauseGrant",
+    "PauseLimits",
+    "PausePolicy",
+    "PauseRefused",
+    "PauseRequest",
+    "RefusalCode",
+    "apause",
+    "audit_finished",
+    "audit_invalid",
+    "audit_refused",
+    "checked_id",
+    "pause",
+    "pause_result",
+    "refusal_result",
+    "tool_description",
+]

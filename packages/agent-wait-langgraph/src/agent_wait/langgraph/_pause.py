@@ -1,0 +1,76 @@
+"""The ``agent_wait`` pause as a native LangChain tool, for LangGraph and ``create_agent``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool
+
+from agent_wait.core.pause import (
+    INPUT_SCHEMA,
+    TOOL_NAME,
+    PauseLimits,
+    PausePolicy,
+    apause,
+    pause,
+    tool_description,
+)
+
+
+def _identity(config: RunnableConfig) -> tuple[Any, Any]:
+    # The host names the user and the turn in the run's config, never the model in the call:
+    # a model could otherwise dodge the per-turn caps with a fresh turn id on every call.
+    configurable = config.get("configurable") or {}
+    user = configurable.get("user_id")
+    if user is None and configurable.get("thread_id") is not None:
+        user = f"thread:{configurable['thread_id']}"
+    return user, configurable.get("turn_id")
+
+
+def pause_tool(
+    policy: PausePolicy | None = None,
+    *,
+    sleep: Callable[[float], object] = time.sleep,
+    asleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+) -> StructuredTool:
+    """The ``agent_wait`` pause tool for a LangChain or LangGraph agent.
+
+    The model calls it with ``seconds``, ``user_message`` and optionally ``reason``; the tool
+    waits what :class:`~agent_wait.core.pause.PausePolicy` grants and returns its result, or
+    the refusal (``{"refused": code, "message": ...}``) without waiting. The user and the turn
+    come from the run's config: ``configurable["user_id"]`` (else ``thread:<thread_id>``, else
+    ``"anonymous"``) and ``configurable["turn_id"]`` (else the user's implicit turn).
+
+    Args:
+        policy: The shared policy; None builds one from the ``AGENT_WAIT_*`` environment
+            variables (one per process: build it once and pass it to every agent).
+        sleep: How the sync tool waits (e.g. a cancellable ``Event.wait``).
+        asleep: How the async tool waits.
+
+    Returns:
+        A ``StructuredTool`` named ``agent_wait``, sync and async.
+
+    Raises:
+        PauseConfigError: ``policy`` is None and an ``AGENT_WAIT_*`` variable is invalid.
+    """
+    shared = policy if policy is not None else PausePolicy(PauseLimits.from_env())
+
+    def run(config: RunnableConfig, **arguments: Any) -> dict[str, Any]:
+        user, turn = _identity(config)
+        return pause(shared, arguments, user=user, turn=turn, sleep=sleep)
+
+    async def arun(config: RunnableConfig, **arguments: Any) -> dict[str, Any]:
+        user, turn = _identity(config)
+        return await apause(shared, arguments, user=user, turn=turn, sleep=asleep)
+
+    return StructuredTool(
+        name=TOOL_NAME,
+        description=tool_description(shared.limits),
+        args_schema=INPUT_SCHEMA,
+        func=run,
+        coroutine=arun,
+    )
