@@ -63,19 +63,26 @@ def test_public_module() -> None:
     assert sorted(core_host.__all__) == [
         "AnswerTrust",
         "AsyncHost",
+        "AsyncStreamed",
+        "AsyncStreamingHost",
         "Clock",
         "Handled",
         "Host",
         "Message",
         "Outcome",
         "QuestionNotPending",
+        "Ran",
         "Step",
+        "Streamed",
+        "StreamingHost",
         "Waiting",
         "ahandle_message",
         "aserve_host",
+        "astream_message",
         "handle_message",
         "plan",
         "serve_host",
+        "stream_message",
     ]
     assert core_host.Handled is Handled
 

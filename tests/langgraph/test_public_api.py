@@ -17,6 +17,7 @@ def test_public_api_is_pinned() -> None:
         "ahandle_message",
         "apublish_interrupts",
         "aserve",
+        "astream_message",
         "handle_message",
         "hitl",
         "pause_tool",
@@ -24,6 +25,7 @@ def test_public_api_is_pinned() -> None:
         "questions_in",
         "resume_command",
         "serve",
+        "stream_message",
         "wait",
     ]
     for name in agent_wait.langgraph.__all__:

@@ -14,6 +14,7 @@ def test_public_api_is_pinned() -> None:
         "ahandle_message",
         "apublish_interrupts",
         "aserve",
+        "astream_message",
         "handle_message",
         "hitl",
         "interrupt_responses",

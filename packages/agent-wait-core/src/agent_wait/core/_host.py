@@ -13,7 +13,7 @@ start and resume, and ``questions_in``.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import partial
@@ -601,3 +601,188 @@ async def ahandle_message(
         except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
             driver.throw(error)
     return step
+
+
+@dataclass(frozen=True)
+class Ran:
+    """The last item a streaming host's run yields: the run's result.
+
+    What ``start`` or ``resume`` would have returned; :func:`plan` reads the parked questions
+    from it.
+    """
+
+    result: Any
+
+
+class StreamingHost(Host[ThreadT, ResultT], Protocol[ThreadT, ResultT]):
+    """A :class:`Host` whose runs can stream the framework's events (see :func:`stream_message`)."""
+
+    def stream_start(self, thread: ThreadT, message: StartMessage) -> Iterator[Any]:
+        """:meth:`Host.start` as a stream: the framework's events, then one :class:`Ran`."""
+        ...
+
+    def stream_resume(self, thread: ThreadT, answers: Mapping[str, Any]) -> Iterator[Any]:
+        """:meth:`Host.resume` as a stream: the framework's events, then one :class:`Ran`.
+
+        Raises as :meth:`Host.resume` does (possibly after some events were yielded).
+        """
+        ...
+
+
+class AsyncStreamingHost(AsyncHost[ThreadT, ResultT], Protocol[ThreadT, ResultT]):
+    """An :class:`AsyncHost` whose runs can stream (see :func:`astream_message`)."""
+
+    def astream_start(self, thread: ThreadT, message: StartMessage) -> AsyncIterator[Any]:
+        """See :meth:`StreamingHost.stream_start`."""
+        ...
+
+    def astream_resume(self, thread: ThreadT, answers: Mapping[str, Any]) -> AsyncIterator[Any]:
+        """See :meth:`StreamingHost.stream_resume`."""
+        ...
+
+
+_STREAMED_STEPS = frozenset({"start", "resume"})
+
+
+class Streamed:
+    """The events of one streamed message, then its :class:`Handled`.
+
+    Iterate it once (``for event in run: ...``): the run happens while you do, and the
+    questions it parked on are published before the iteration ends. ``handled`` is then set.
+    """
+
+    def __init__(self, events: Generator[Any, None, Handled]) -> None:
+        self._events = events
+        self._handled: Handled | None = None
+
+    def __iter__(self) -> Generator[Any]:
+        self._handled = yield from self._events
+
+    @property
+    def handled(self) -> Handled:
+        """What ``handle_message`` would have returned.
+
+        Raises:
+            RuntimeError: The events were not iterated to the end.
+        """
+        if self._handled is None:
+            raise RuntimeError("iterate the streamed run to its end before reading handled")
+        return self._handled
+
+
+class AsyncStreamed:
+    """Async :class:`Streamed`: ``async for event in run: ...``, then ``run.handled``."""
+
+    def __init__(self, events: Callable[[list[Handled]], AsyncIterator[Any]]) -> None:
+        self._events = events
+        self._out: list[Handled] = []
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self._events(self._out)
+
+    @property
+    def handled(self) -> Handled:
+        """See :attr:`Streamed.handled`."""
+        if not self._out:
+            raise RuntimeError("iterate the streamed run to its end before reading handled")
+        return self._out[0]
+
+
+def _streamed_result(item: Any, result: list[Any]) -> bool:
+    if isinstance(item, Ran):
+        result[:] = [item.result]
+        return True
+    return False
+
+
+def stream_message(
+    host: StreamingHost[Any, Any],
+    message: Message,
+    announce: Announce = None,
+    *,
+    strict: bool = False,
+    reply_to: Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
+) -> Streamed:
+    """:func:`handle_message` for a host that streams: the framework's events as the run goes.
+
+    The same decisions, checks and publishing as :func:`handle_message`; only a start or a
+    resume streams (the other outcomes yield no events). Arguments as :func:`handle_message`.
+
+    Returns:
+        A :class:`Streamed`: iterate it for the events; ``handled`` is the outcome.
+    """
+    trust = configured_trust() if trust is None else trust
+    io = _IO(
+        host,
+        partial(
+            publish, announce=announce, reply_to=reply_to, clock=clock, strict=strict, trust=trust
+        ),
+    )
+    parsed = _parse(message)
+
+    def events() -> Generator[Any, None, Handled]:
+        driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
+        while not isinstance(step := driver.next(), Handled):
+            name, args = step
+            try:
+                if name in _STREAMED_STEPS:
+                    result: list[Any] = []
+                    for item in getattr(host, f"stream_{name}")(*args):
+                        if not _streamed_result(item, result):
+                            yield item
+                    driver.send(_only_result(result))
+                else:
+                    driver.send(io(step))
+            except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
+                driver.throw(error)
+        return step
+
+    return Streamed(events())
+
+
+def astream_message(
+    host: AsyncStreamingHost[Any, Any],
+    message: Message,
+    announce: Announce = None,
+    *,
+    strict: bool = False,
+    reply_to: Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
+) -> AsyncStreamed:
+    """Async :func:`stream_message`: iterate the result with ``async for``."""
+    trust = configured_trust() if trust is None else trust
+    io = _IO(
+        host,
+        partial(
+            apublish, announce=announce, reply_to=reply_to, clock=clock, strict=strict, trust=trust
+        ),
+    )
+    parsed = _parse(message)
+
+    async def events(out: list[Handled]) -> AsyncIterator[Any]:
+        driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
+        while not isinstance(step := driver.next(), Handled):
+            name, args = step
+            try:
+                if name in _STREAMED_STEPS:
+                    result: list[Any] = []
+                    async for item in getattr(host, f"astream_{name}")(*args):
+                        if not _streamed_result(item, result):
+                            yield item
+                    driver.send(_only_result(result))
+                else:
+                    driver.send(await io(step))
+            except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
+                driver.throw(error)
+        out.append(step)
+
+    return AsyncStreamed(events)
+
+
+def _only_result(result: list[Any]) -> Any:
+    if not result:
+        raise TypeError("the host's stream ended without a Ran(result) item")
+    return result[0]

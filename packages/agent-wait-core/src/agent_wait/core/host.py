@@ -11,6 +11,8 @@ publish what the run parked on, and report every answer's outcome to ``answer_ha
 allowed action); every framework's ``handle_message`` takes it as ``trust=``.
 :func:`plan` is the decision itself, free of IO. :func:`serve_host` / :func:`aserve_host` run a
 framework's ``handle_message`` on every message of an entry point (each framework's ``serve``).
+:func:`stream_message` / :func:`astream_message` are ``handle_message`` for a host that streams
+the framework's events (a :class:`StreamingHost` yields them, then :class:`Ran` with the result).
 Application code does not need this module.
 """
 
@@ -18,16 +20,23 @@ from __future__ import annotations
 
 from agent_wait.core._host import (
     AsyncHost,
+    AsyncStreamed,
+    AsyncStreamingHost,
     Handled,
     Host,
     Message,
     Outcome,
     QuestionNotPending,
+    Ran,
     Step,
+    Streamed,
+    StreamingHost,
     Waiting,
     ahandle_message,
+    astream_message,
     handle_message,
     plan,
+    stream_message,
 )
 from agent_wait.core._publish import Clock
 from agent_wait.core._trust import AnswerTrust
@@ -36,17 +45,24 @@ from agent_wait.core._worker import aserve_host, serve_host
 __all__ = [
     "AnswerTrust",
     "AsyncHost",
+    "AsyncStreamed",
+    "AsyncStreamingHost",
     "Clock",
     "Handled",
     "Host",
     "Message",
     "Outcome",
     "QuestionNotPending",
+    "Ran",
     "Step",
+    "Streamed",
+    "StreamingHost",
     "Waiting",
     "ahandle_message",
     "aserve_host",
+    "astream_message",
     "handle_message",
     "plan",
     "serve_host",
+    "stream_message",
 ]

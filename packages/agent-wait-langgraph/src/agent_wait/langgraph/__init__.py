@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent_wait.langgraph._adapter import LangGraphAdapter, questions_in
-    from agent_wait.langgraph._host import ahandle_message, handle_message, resume_command
+    from agent_wait.langgraph._host import (
+        ahandle_message,
+        astream_message,
+        handle_message,
+        resume_command,
+        stream_message,
+    )
     from agent_wait.langgraph._pause import pause_tool
     from agent_wait.langgraph._routing import InterruptRoutingError
     from agent_wait.langgraph._serve import aserve, serve
@@ -42,6 +48,7 @@ __all__ = [
     "ahandle_message",
     "apublish_interrupts",
     "aserve",
+    "astream_message",
     "handle_message",
     "hitl",
     "pause_tool",
@@ -49,6 +56,7 @@ __all__ = [
     "questions_in",
     "resume_command",
     "serve",
+    "stream_message",
     "wait",
 ]
 
@@ -60,6 +68,7 @@ _HOMES = {
     "ahandle_message": "_host",
     "apublish_interrupts": "_wait",
     "aserve": "_serve",
+    "astream_message": "_host",
     "handle_message": "_host",
     "hitl": "_wait",
     "pause_tool": "_pause",
@@ -67,6 +76,7 @@ _HOMES = {
     "questions_in": "_adapter",
     "resume_command": "_host",
     "serve": "_serve",
+    "stream_message": "_host",
     "wait": "_wait",
 }
 

@@ -12,7 +12,7 @@ the decisions (start, resume, republish, duplicate...) are ``agent_wait.core.hos
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Generator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
@@ -35,7 +35,17 @@ from agent_wait.core import (
     storable_problem,
 )
 from agent_wait.core import host as core_host
-from agent_wait.core.host import AnswerTrust, AsyncHost, Clock, Host, QuestionNotPending, Waiting
+from agent_wait.core.host import (
+    AnswerTrust,
+    AsyncStreamed,
+    AsyncStreamingHost,
+    Clock,
+    QuestionNotPending,
+    Ran,
+    Streamed,
+    StreamingHost,
+    Waiting,
+)
 from agent_wait.langgraph._adapter import (
     answer_schema_of,
     batch_actions,
@@ -331,9 +341,15 @@ class _Host:
     # Any: pyright reads Pregel.invoke's overloads as partially unknown (``Command[Unknown]``).
     graph: Any
 
-    def __init__(self, graph: Graph, config: RunnableConfig | Mapping[str, Any] | None) -> None:
+    def __init__(
+        self,
+        graph: Graph,
+        config: RunnableConfig | Mapping[str, Any] | None,
+        stream_options: Mapping[str, Any] | None = None,
+    ) -> None:
         self.graph = graph
         self.config = config
+        self.stream_options = dict(stream_options or {})
 
     def waiting(self, thread: _Thread) -> Waiting:
         return Waiting(questions_in(thread.pending))
@@ -371,7 +387,7 @@ def _resuming() -> Generator[None]:
         raise InvalidAnswer(str(error)) from error
 
 
-class _SyncHost(_Host, Host[_Thread, Any]):
+class _SyncHost(_Host, StreamingHost[_Thread, Any]):
     def load(self, thread_id: str) -> _Thread:
         config = _run_config(self.config, thread_id)
         return _thread(thread_id, config, self.graph.get_state(config))
@@ -401,8 +417,19 @@ class _SyncHost(_Host, Host[_Thread, Any]):
         with answers_restored_on_failure(self.graph, latest, *answers), _resuming():
             return self.graph.invoke(command, config)
 
+    def stream_start(self, thread: _Thread, message: StartMessage) -> Iterator[Any]:
+        yield from self.graph.stream(message.input, thread.config, **self.stream_options)
+        # What the run parked on is in the checkpoint, whatever the stream mode showed of it.
+        yield Ran(self.graph.get_state(thread.config))
 
-class _AsyncHost(_Host, AsyncHost[_Thread, Any]):
+    def stream_resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Iterator[Any]:
+        command = self._command(thread, answers)
+        with answers_restored_on_failure(self.graph, thread.config, *answers), _resuming():
+            yield from self.graph.stream(command, _strict(thread.config), **self.stream_options)
+        yield Ran(self.graph.get_state(thread.config))
+
+
+class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
     async def load(self, thread_id: str) -> _Thread:
         config = _run_config(self.config, thread_id)
         return _thread(thread_id, config, await self.graph.aget_state(config))
@@ -432,6 +459,23 @@ class _AsyncHost(_Host, AsyncHost[_Thread, Any]):
         async with aanswers_restored_on_failure(self.graph, latest, *answers):
             with _resuming():
                 return await self.graph.ainvoke(command, config)
+
+    async def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
+        async for chunk in self.graph.astream(message.input, thread.config, **self.stream_options):
+            yield chunk
+        yield Ran(await self.graph.aget_state(thread.config))
+
+    async def astream_resume(
+        self, thread: _Thread, answers: Mapping[str, Any]
+    ) -> AsyncIterator[Any]:
+        command = self._command(thread, answers)
+        async with aanswers_restored_on_failure(self.graph, thread.config, *answers):
+            with _resuming():
+                async for chunk in self.graph.astream(
+                    command, _strict(thread.config), **self.stream_options
+                ):
+                    yield chunk
+        yield Ran(await self.graph.aget_state(thread.config))
 
 
 def handle_message(
@@ -515,5 +559,66 @@ async def ahandle_message(
     """
     host = _AsyncHost(_check_graph(graph), config)
     return await core_host.ahandle_message(
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
+    )
+
+
+def stream_message(
+    graph: Any,
+    message: Answer | StartMessage | Mapping[str, Any] | str | bytes,
+    announce: Announce = None,
+    *,
+    stream_mode: Any = None,
+    subgraphs: bool = False,
+    strict: bool = False,
+    reply_to: Mapping[str, Any] | None = None,
+    config: RunnableConfig | Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
+) -> Streamed:
+    """:func:`handle_message` for a host that streams: ``graph.stream(...)`` instead of ``invoke``.
+
+    Iterate the result for the chunks ``graph.stream`` yields (with ``stream_mode`` and
+    ``subgraphs`` as LangGraph takes them: ``"updates"``, ``"messages"``, ``["values",
+    "custom"]``, ...); once the stream ends, the questions the run parked on (read from the
+    checkpoint) are published, and ``.handled`` is the :class:`~agent_wait.core.Handled`. The
+    same decisions as :func:`handle_message`: a redelivered start, a duplicate or an invalid
+    answer yields no chunks. Other arguments as :func:`handle_message`.
+
+    Example::
+
+        run = stream_message(graph, message, announce, stream_mode="messages")
+        for token, metadata in run:
+            send_to_ui(token)
+        log.info("%s %s", run.handled.outcome, run.handled.question_ids)
+    """
+    options: dict[str, Any] = {"subgraphs": subgraphs}
+    if stream_mode is not None:
+        options["stream_mode"] = stream_mode
+    host = _SyncHost(_check_graph(graph), config, options)
+    return core_host.stream_message(
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
+    )
+
+
+def astream_message(
+    graph: Any,
+    message: Answer | StartMessage | Mapping[str, Any] | str | bytes,
+    announce: Announce = None,
+    *,
+    stream_mode: Any = None,
+    subgraphs: bool = False,
+    strict: bool = False,
+    reply_to: Mapping[str, Any] | None = None,
+    config: RunnableConfig | Mapping[str, Any] | None = None,
+    clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
+) -> AsyncStreamed:
+    """Async :func:`stream_message`: ``graph.astream(...)``; iterate with ``async for``."""
+    options: dict[str, Any] = {"subgraphs": subgraphs}
+    if stream_mode is not None:
+        options["stream_mode"] = stream_mode
+    host = _AsyncHost(_check_graph(graph), config, options)
+    return core_host.astream_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )

@@ -31,7 +31,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agent_wait.strands._adapter import questions_in
-    from agent_wait.strands._host import ahandle_message, handle_message, interrupt_responses
+    from agent_wait.strands._host import (
+        ahandle_message,
+        astream_message,
+        handle_message,
+        interrupt_responses,
+    )
     from agent_wait.strands._pause import pause_tool
     from agent_wait.strands._serve import aserve, serve
     from agent_wait.strands._wait import apublish_interrupts, hitl, publish_interrupts, wait
@@ -40,6 +45,7 @@ __all__ = [
     "ahandle_message",
     "apublish_interrupts",
     "aserve",
+    "astream_message",
     "handle_message",
     "hitl",
     "interrupt_responses",
@@ -56,6 +62,7 @@ _HOMES = {
     "ahandle_message": "_host",
     "apublish_interrupts": "_wait",
     "aserve": "_serve",
+    "astream_message": "_host",
     "handle_message": "_host",
     "hitl": "_wait",
     "interrupt_responses": "_host",

@@ -6,7 +6,7 @@ import inspect
 import json
 import logging
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -20,7 +20,15 @@ from agent_wait.core import (
     storable_problem,
 )
 from agent_wait.core import host as core_host
-from agent_wait.core.host import AnswerTrust, AsyncHost, Clock, Host, Waiting
+from agent_wait.core.host import (
+    AnswerTrust,
+    AsyncStreamed,
+    AsyncStreamingHost,
+    Clock,
+    Host,
+    Ran,
+    Waiting,
+)
 from agent_wait.strands._adapter import questions_in, questions_of
 from agent_wait.strands._recovery import interrupt_state, responses_cleared_on_failure
 from strands import Agent
@@ -211,7 +219,7 @@ class _SyncHost(_Host, Host[_Thread, RunResult]):
             return thread.agent(_responses(answers))
 
 
-class _AsyncHost(_Host, AsyncHost[_Thread, RunResult]):
+class _AsyncHost(_Host, AsyncStreamingHost[_Thread, RunResult]):
     async def load(self, thread_id: str) -> _Thread:
         built = self.agent_factory(thread_id)
         agent = _checked_agent(await built if inspect.isawaitable(built) else built, thread_id)
@@ -226,6 +234,27 @@ class _AsyncHost(_Host, AsyncHost[_Thread, RunResult]):
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> RunResult:
         with responses_cleared_on_failure(thread.agent, answers):
             return await thread.agent.invoke_async(_responses(answers))
+
+    def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
+        return _streamed(thread.agent.stream_async(self.prompt(message.input)))
+
+    async def astream_resume(
+        self, thread: _Thread, answers: Mapping[str, Any]
+    ) -> AsyncIterator[Any]:
+        with responses_cleared_on_failure(thread.agent, answers):
+            async for item in _streamed(thread.agent.stream_async(_responses(answers))):
+                yield item
+
+
+async def _streamed(events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+    # Strands' last event carries the run's result under "result" (an AgentResult, or a
+    # MultiAgentResult for a Swarm or Graph; a node's own result is nested under its event).
+    result: Any = None
+    async for event in events:
+        if isinstance(event, dict) and "result" in event:
+            result = cast("dict[str, Any]", event)["result"]
+        yield event
+    yield Ran(result)
 
 
 def _session_id(runner: Runner) -> str | None:
@@ -339,5 +368,39 @@ async def ahandle_message(
     """
     host = _AsyncHost(agent_factory, prompt)
     return await core_host.ahandle_message(
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
+    )
+
+
+def astream_message(
+    agent_factory: AgentFactory,
+    message: Mapping[str, Any] | str | bytes,
+    announce: Announce = None,
+    *,
+    reply_to: Mapping[str, Any] | None = None,
+    strict: bool = False,
+    clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
+    prompt: Callable[[Any], Any] = _prompt,
+) -> AsyncStreamed:
+    """:func:`ahandle_message` for a host that streams: ``agent.stream_async(...)``.
+
+    Iterate the result with ``async for`` for the events Strands yields (text deltas, tool
+    events, a Swarm's or Graph's node events, and last the ``{"result": ...}`` event); once the
+    stream ends, the questions the run parked on are published and ``.handled`` is the
+    :class:`~agent_wait.core.Handled`. The same decisions as :func:`handle_message`: a
+    redelivered start, a duplicate or an invalid answer yields no events. Arguments as
+    :func:`handle_message`.
+
+    Example::
+
+        run = astream_message(agent_for, message, announce)
+        async for event in run:
+            if "data" in event:
+                await send_to_ui(event["data"])
+        log.info("%s %s", run.handled.outcome, run.handled.question_ids)
+    """
+    host = _AsyncHost(agent_factory, prompt)
+    return core_host.astream_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
