@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
 from pydantic_ai.messages import (
@@ -13,7 +14,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 
 
 class Script:
@@ -34,7 +35,7 @@ class Script:
         self.calls = list(calls)
         self.turns = 0
         self.schemas: dict[str, dict[str, Any]] = {}
-        self.model = FunctionModel(self._respond)
+        self.model = FunctionModel(self._respond, stream_function=self._stream)
 
     def _respond(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         self.schemas = {tool.name: tool.parameters_json_schema for tool in info.function_tools}
@@ -56,6 +57,20 @@ class Script:
             if isinstance(part, ToolReturnPart)
         }
         return ModelResponse(parts=[TextPart(json.dumps(seen, sort_keys=True, default=str))])
+
+    async def _stream(
+        self, messages: list[ModelMessage], info: AgentInfo
+    ) -> AsyncIterator[str | dict[int, DeltaToolCall]]:
+        # The same turns, streamed as a provider would: text deltas or whole tool-call deltas.
+        for index, part in enumerate(self._respond(messages, info).parts):
+            if isinstance(part, TextPart):
+                yield part.content
+            elif isinstance(part, ToolCallPart):
+                yield {
+                    index: DeltaToolCall(
+                        part.tool_name, part.args_as_json_str(), tool_call_id=part.tool_call_id
+                    )
+                }
 
 
 def seen_by_model(output: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ def test_public_api() -> None:
         "ahandle_message",
         "apublish_interrupts",
         "aserve",
+        "astream_message",
         "deferred_results",
         "handle_message",
         "hitl",

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from agent_wait.pydantic_ai._adapter import questions_in
     from agent_wait.pydantic_ai._history import HistoryStore, InMemoryHistory, SqliteHistory
-    from agent_wait.pydantic_ai._host import ahandle_message, handle_message
+    from agent_wait.pydantic_ai._host import ahandle_message, astream_message, handle_message
     from agent_wait.pydantic_ai._pause import pause_tool
     from agent_wait.pydantic_ai._results import deferred_results
     from agent_wait.pydantic_ai._serve import aserve, serve
@@ -45,6 +45,7 @@ __all__ = [
     "ahandle_message",
     "apublish_interrupts",
     "aserve",
+    "astream_message",
     "deferred_results",
     "handle_message",
     "hitl",
@@ -64,6 +65,7 @@ _MODULES = {
     "ahandle_message": "_host",
     "apublish_interrupts": "_wait",
     "aserve": "_serve",
+    "astream_message": "_host",
     "deferred_results": "_results",
     "handle_message": "_host",
     "hitl": "_wait",

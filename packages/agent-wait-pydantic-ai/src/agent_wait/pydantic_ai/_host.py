@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -28,12 +28,21 @@ from agent_wait.core import (
     canonical_json,
 )
 from agent_wait.core import host as core_host
-from agent_wait.core.host import AnswerTrust, AsyncHost, Clock, Host, Waiting
+from agent_wait.core.host import (
+    AnswerTrust,
+    AsyncStreamed,
+    AsyncStreamingHost,
+    Clock,
+    Host,
+    Ran,
+    Waiting,
+)
 from agent_wait.pydantic_ai._adapter import deferred_requests, questions_in
 from agent_wait.pydantic_ai._history import HistoryStore
 from agent_wait.pydantic_ai._results import deferred_results
 from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.run import AgentRunResultEvent
 
 _REQUESTS: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)
 # handle_message supplies these itself; a caller passing one would silently fight it.
@@ -265,7 +274,7 @@ class _SyncHost(_Host, Host[_Thread, AgentRunResult[Any]]):
         return result
 
 
-class _AsyncHost(_Host, AsyncHost[_Thread, AgentRunResult[Any]]):
+class _AsyncHost(_Host, AsyncStreamingHost[_Thread, AgentRunResult[Any]]):
     # The history store is called in a worker thread: a blocking store must not stall the loop.
 
     async def load(self, thread_id: str) -> _Thread:
@@ -288,6 +297,36 @@ class _AsyncHost(_Host, AsyncHost[_Thread, AgentRunResult[Any]]):
         result = await self.agent.run(**self._run_args(thread, answers), **self.options)
         await asyncio.to_thread(self.history.save, thread.thread_id, _after_run(result))
         return result
+
+    async def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
+        history = thread.messages or None
+        run = self.agent.run_stream_events(
+            _prompt(message), message_history=history, **self.options
+        )
+        async with run as events:
+            async for item in self._saved(thread, events):
+                yield item
+
+    async def astream_resume(
+        self, thread: _Thread, answers: Mapping[str, Any]
+    ) -> AsyncIterator[Any]:
+        run = self.agent.run_stream_events(None, **self._run_args(thread, answers), **self.options)
+        async with run as events:
+            async for item in self._saved(thread, events):
+                yield item
+
+    async def _saved(self, thread: _Thread, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        # The last event carries the run's result; the history is saved from it, as after run().
+        result: AgentRunResult[Any] | None = None
+        async for event in events:
+            if isinstance(event, AgentRunResultEvent):
+                done = cast("AgentRunResultEvent[Any]", event)
+                result = done.result
+            yield event
+        if result is None:
+            raise RuntimeError("Pydantic AI's event stream ended without its result event")
+        await asyncio.to_thread(self.history.save, thread.thread_id, _after_run(result))
+        yield Ran(result)
 
 
 def _answer(thread_id: str, question_id: str, answer: Any) -> Answer:
@@ -403,5 +442,41 @@ async def ahandle_message(
     _check_options(run_options, user_prompt)
     host = _AsyncHost(agent, history, run_options, user_prompt)
     return await core_host.ahandle_message(
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
+    )
+
+
+def astream_message(
+    agent: Agent[Any, Any],
+    message: Mapping[str, Any] | str | bytes | Answer | StartMessage,
+    announce: Announce = None,
+    *,
+    history: HistoryStore,
+    reply_to: Mapping[str, Any] | None = None,
+    strict: bool = False,
+    clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
+    **run_options: Any,
+) -> AsyncStreamed:
+    """:func:`ahandle_message` for a host that streams: ``agent.run_stream_events(...)``.
+
+    Iterate the result with ``async for`` for Pydantic AI's events (part starts and deltas,
+    tool calls and results, and last ``AgentRunResultEvent``); once the stream ends, the history
+    is saved, the calls the run deferred are published and ``.handled`` is the
+    :class:`~agent_wait.core.Handled`. The same decisions as :func:`handle_message` (held
+    answers, duplicates, invalid answers yield no events). Same arguments as
+    :func:`handle_message`.
+
+    Example::
+
+        run = astream_message(agent, message, announce, history=store)
+        async for event in run:
+            if isinstance(event, PartDeltaEvent):
+                await send_to_ui(event.delta)
+        log.info("%s %s", run.handled.outcome, run.handled.question_ids)
+    """
+    _check_options(run_options)
+    host = _AsyncHost(agent, history, run_options)
+    return core_host.astream_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
