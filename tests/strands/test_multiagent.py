@@ -237,3 +237,57 @@ def test_questions_in_reads_multi_agent_results() -> None:
 def test_factory_returning_something_else_is_refused(inbox: MemoryAnnounce) -> None:
     with pytest.raises(TypeError, match=r"expected a strands\.Agent, or a strands\.multiagent"):
         handle_message(lambda _t: "nope", {"thread_id": "x", "input": "hi"}, inbox)  # pyright: ignore[reportArgumentType, reportUnknownLambdaType]
+
+
+class StrictGate(NoticeGate):
+    """A hook that cannot handle an answer that is not text: the resume raises."""
+
+    def before_node(self, event: BeforeNodeCallEvent) -> None:
+        if event.node_id == "notify":
+            answer = event.interrupt("publish-notice", reason={"node": event.node_id})
+            if not isinstance(answer, str):
+                raise TypeError(f"publish-notice expects text, got {answer!r}")
+            self.seen.append(("notice", answer))
+
+
+def test_a_hook_failing_on_the_answer_ends_the_question(
+    sessions: Path, inbox: MemoryAnnounce
+) -> None:
+    refunds = Refunds()
+    threads = GraphThreads(sessions, refunds)
+    threads.models.pop("refund_b")
+
+    def graph_for(thread_id: str) -> Graph:
+        builder = GraphBuilder()
+        builder.add_node(
+            Agent(model=threads.models["refund_a"], tools=[refunds.tool], callback_handler=None),
+            "refund_a",
+        )
+        builder.add_node(Agent(model=threads.models["notify"], callback_handler=None), "notify")
+        builder.add_edge("refund_a", "notify")
+        builder.set_entry_point("refund_a")
+        builder.set_max_node_executions(10)
+        builder.set_hook_providers([StrictGate(threads.seen)])
+        builder.set_session_manager(
+            FileSessionManager(session_id=thread_id, storage_dir=str(sessions))
+        )
+        return builder.build()
+
+    [refund] = handle_message(
+        graph_for, {"thread_id": "g-2", "input": "go"}, inbox
+    ).report.envelopes
+    [notice] = handle_message(
+        graph_for, reply(refund, {"action": "approve"}), inbox
+    ).report.envelopes
+
+    failed = handle_message(graph_for, reply(notice, {"not": "text"}), inbox)
+    assert failed.outcome is Outcome.RESUME_FAILED
+    assert isinstance(failed.error, TypeError)
+    # Strands ends the Graph as failed: a corrected answer would not run the hook again, so
+    # the question is not offered as still pending.
+    assert "no longer pending" in (failed.detail or "")
+
+    again = handle_message(graph_for, reply(notice, "ship it"), inbox)
+    assert again.outcome is Outcome.DUPLICATE
+    assert threads.seen == []
+    assert refunds.runs == ["a-1"]

@@ -32,10 +32,15 @@ def interrupt_state(runner: Agent | MultiAgentBase) -> Any:
 
 
 def clear_response(agent: Agent | MultiAgentBase, question_id: str) -> None:
-    """Clear the response a failed resume left on ``question_id``'s interrupt, and save it.
+    """Clear the response a failed resume left on ``question_id``'s interrupt, and save the agent.
 
-    Saves the agent, or the Swarm or Graph. Nothing to do once the run moved past the question (its tool cycle ended).
+    Nothing to do once the run moved past the question (its tool cycle ended). Nothing either
+    for a Swarm or Graph: Strands ends a multi-agent run that raised as failed, and a resume
+    given a corrected answer would not run the node again, so the answer is left recorded and
+    the question reads as no longer pending.
     """
+    if isinstance(agent, MultiAgentBase):
+        return
     state = interrupt_state(agent)
     interrupt = state.interrupts.get(question_id) if state.activated else None
     if interrupt is None or interrupt.response is None:
@@ -44,11 +49,6 @@ def clear_response(agent: Agent | MultiAgentBase, question_id: str) -> None:
     # activate() on an active state changes nothing but its version, which is what makes the
     # session manager write the interrupt state again.
     state.activate()
-    if isinstance(agent, MultiAgentBase):
-        manager = getattr(agent, "session_manager", None)
-        if manager is not None:
-            manager.sync_multi_agent(agent)
-        return
     session_manager = agent._session_manager  # pyright: ignore[reportPrivateUsage]
     if session_manager is not None:
         session_manager.sync_agent(agent)
