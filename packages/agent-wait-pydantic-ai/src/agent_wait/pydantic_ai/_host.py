@@ -301,7 +301,7 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, AgentRunResult[Any]]):
     async def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
         history = thread.messages or None
         run = self.agent.run_stream_events(
-            _prompt(message), message_history=history, **self.options
+            self._start_prompt(message), message_history=history, **self.options
         )
         async with run as events:
             async for item in self._saved(thread, events):
@@ -310,7 +310,7 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, AgentRunResult[Any]]):
     async def astream_resume(
         self, thread: _Thread, answers: Mapping[str, Any]
     ) -> AsyncIterator[Any]:
-        run = self.agent.run_stream_events(None, **self._run_args(thread, answers), **self.options)
+        run = self.agent.run_stream_events(**self._run_args(thread, answers), **self.options)
         async with run as events:
             async for item in self._saved(thread, events):
                 yield item
@@ -456,6 +456,7 @@ def astream_message(
     strict: bool = False,
     clock: Clock | None = None,
     trust: AnswerTrust | None = None,
+    user_prompt: str | None = None,
     **run_options: Any,
 ) -> AsyncStreamed:
     """:func:`ahandle_message` for a host that streams: ``agent.run_stream_events(...)``.
@@ -475,8 +476,8 @@ def astream_message(
                 await send_to_ui(event.delta)
         log.info("%s %s", run.handled.outcome, run.handled.question_ids)
     """
-    _check_options(run_options)
-    host = _AsyncHost(agent, history, run_options)
+    _check_options(run_options, user_prompt)
+    host = _AsyncHost(agent, history, run_options, user_prompt)
     return core_host.astream_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
