@@ -418,14 +418,17 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
             return self.graph.invoke(command, config)
 
     def stream_start(self, thread: _Thread, message: StartMessage) -> Iterator[Any]:
-        yield from self.graph.stream(message.input, thread.config, **self.stream_options)
+        config = thread.indexed(self._asked(thread, self._latest(thread)))
+        yield from self.graph.stream(message.input, config, **self.stream_options)
         # What the run parked on is in the checkpoint, whatever the stream mode showed of it.
         yield Ran(self.graph.get_state(thread.config))
 
     def stream_resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Iterator[Any]:
         command = self._command(thread, answers)
-        with answers_restored_on_failure(self.graph, thread.config, *answers), _resuming():
-            yield from self.graph.stream(command, _strict(thread.config), **self.stream_options)
+        latest = self._latest(thread)
+        config = _strict(thread.indexed(self._asked(thread, latest)))
+        with answers_restored_on_failure(self.graph, latest, *answers), _resuming():
+            yield from self.graph.stream(command, config, **self.stream_options)
         yield Ran(self.graph.get_state(thread.config))
 
 
@@ -461,7 +464,8 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
                 return await self.graph.ainvoke(command, config)
 
     async def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
-        async for chunk in self.graph.astream(message.input, thread.config, **self.stream_options):
+        config = thread.indexed(await self._asked(thread, await self._latest(thread)))
+        async for chunk in self.graph.astream(message.input, config, **self.stream_options):
             yield chunk
         yield Ran(await self.graph.aget_state(thread.config))
 
@@ -469,11 +473,11 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
         self, thread: _Thread, answers: Mapping[str, Any]
     ) -> AsyncIterator[Any]:
         command = self._command(thread, answers)
-        async with aanswers_restored_on_failure(self.graph, thread.config, *answers):
+        latest = await self._latest(thread)
+        config = _strict(thread.indexed(await self._asked(thread, latest)))
+        async with aanswers_restored_on_failure(self.graph, latest, *answers):
             with _resuming():
-                async for chunk in self.graph.astream(
-                    command, _strict(thread.config), **self.stream_options
-                ):
+                async for chunk in self.graph.astream(command, config, **self.stream_options):
                     yield chunk
         yield Ran(await self.graph.aget_state(thread.config))
 
