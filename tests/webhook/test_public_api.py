@@ -7,6 +7,7 @@ def test_public_api() -> None:
     assert sorted(agent_wait.webhook.__all__) == [
         "WebhookAnnounce",
         "WebhookDeliveryError",
+        "WebhookEntry",
         "WebhookOptions",
         "WebhookVerificationError",
         "verify",

@@ -21,6 +21,9 @@ and verify on the receiving side, with any Standard Webhooks library or with::
 
     envelope = verify(body, headers, secret)
 
+A host can also receive its start and answer messages over HTTP: the ``webhook`` entry point
+(:class:`WebhookEntry`) holds each POST until the host handled its message.
+
 Importing this package does not import httpx (a receiver needs only :func:`verify`);
 :class:`WebhookAnnounce` loads it on first use. See docs/announcers/webhook.md.
 """
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agent_wait.webhook._entry import WebhookEntry
 from agent_wait.webhook._errors import WebhookDeliveryError
 from agent_wait.webhook._options import WebhookOptions
 from agent_wait.webhook._signing import WebhookVerificationError, verify
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
 __all__ = [
     "WebhookAnnounce",
     "WebhookDeliveryError",
+    "WebhookEntry",
     "WebhookOptions",
     "WebhookVerificationError",
     "verify",

@@ -1,0 +1,653 @@
+"""The ``webhook`` entry point: start and answer messages arrive at the host over HTTP.
+
+Two halves in one object, either or both used:
+
+- **The host side** is an ASGI app (:attr:`WebhookEntry.app`, mounted by the host's own server,
+  or served by uvicorn on ``listen``). Each POST is verified (Standard Webhooks signature when a
+  secret is set) and then *held*: its message waits in memory for :meth:`WebhookEntry.receive`,
+  and the request is answered only once the message is settled: ``200`` after
+  :meth:`~WebhookEntry.ack`, ``202`` once it was dead-lettered (kept in a table on the host),
+  ``503`` when the host shuts down first. A sender therefore retries whatever the host did not
+  take responsibility for, and a host that crashes answers nothing, so the message comes again.
+- **The consumer side** is :meth:`WebhookEntry.send`: it writes the message to an outbox (a
+  ``sqlite`` entry-point table) and returns; a delivery thread POSTs each outbox message, signed,
+  until a ``2xx`` comes back, then removes it. The outbox hands out a thread's messages one at
+  a time, so a thread's next message is posted only after the host settled the previous one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Generator, Mapping, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing, contextmanager, suppress
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from agent_wait.core import (
+    ConfigError,
+    DeadLetter,
+    EntryPoint,
+    Received,
+    SqliteEntry,
+    format_utc,
+    parse_message,
+)
+from agent_wait.webhook._signing import (
+    ID_HEADER,
+    Secret,
+    SigningKey,
+    WebhookVerificationError,
+    verify,
+)
+
+if TYPE_CHECKING:
+    import uvicorn
+
+logger = logging.getLogger("agent_wait.webhook.entry")
+
+Scope = MutableMapping[str, Any]
+ASGIReceive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+ASGISend = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+OUTBOX_TABLE = "agent_wait_webhook_outbox"
+DEAD_TABLE = "agent_wait_webhook_dead"
+MAX_BODY = 1024 * 1024
+
+
+def _positive(name: str, value: object, *, integer: bool = False, zero: bool = False) -> None:
+    kinds = int if integer else int | float
+    ok = not isinstance(value, bool) and isinstance(value, kinds)
+    if not ok or not (value >= 0 if zero else value > 0):  # pyright: ignore[reportOperatorIssue]
+        expected = "a positive whole number" if integer else "seconds"
+        bound = " >= 0" if zero else " > 0"
+        raise ConfigError(f"{name}: expected {expected}{bound}, got {value!r}")
+
+
+@dataclass(slots=True)
+class _Waiter:
+    """An HTTP request held open until its message is settled."""
+
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[tuple[int, dict[str, Any]]]
+
+    def answer(self, status: int, body: dict[str, Any]) -> None:
+        def settle() -> None:
+            if not self.future.done():
+                self.future.set_result((status, body))
+
+        # A closed loop means the server is gone: the sender saw no answer and retries.
+        with suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(settle)
+
+
+@dataclass(slots=True)
+class _Held:
+    id: str
+    thread_id: str
+    message: dict[str, Any]
+    seq: int
+    attempts: int = 0
+    receipt: str | None = None
+    lease_until: float = 0.0
+    visible_at: float = 0.0
+    error: str | None = None
+    waiters: list[_Waiter] = field(default_factory=list[_Waiter])
+
+
+class WebhookEntry(EntryPoint):
+    """Messages for the host arrive as HTTP POSTs, held until the host settled them.
+
+    Args:
+        url: Where :meth:`send` POSTs (the host's endpoint). Default: the built-in server's
+            own address when ``listen`` is set (a host sending to itself).
+        listen: ``"host:port"`` to serve :attr:`app` with uvicorn from this object (needs
+            ``agent-wait-webhook[serve]``); without it, mount :attr:`app` in your own server.
+        secret: Standard Webhooks secret: :meth:`send` signs with it and the app refuses
+            requests without a valid signature (HTTP 400). ``secret_env`` names a variable
+            holding it.
+        path: The database file of the outbox and of the host's dead letters (default: the
+            inbox's file).
+        visibility_timeout: Seconds a received message stays leased to its receiver.
+        max_attempts: Deliveries to the host before a message is dead-lettered.
+        retry_delay: Seconds before a failed message is handed out again.
+        linger: Seconds :meth:`receive` waits after the first message for others arriving with it.
+        delivery_timeout: Seconds :meth:`send`'s delivery waits for the host's answer to one POST.
+        delivery_attempts: POSTs of one message before the outbox dead-letters it.
+        delivery_retry_delay: Seconds between those POSTs.
+        max_in_flight: POSTs the delivery thread keeps open at once (one per thread at most).
+        flush_timeout: Seconds :meth:`close` waits for messages still in the outbox.
+    """
+
+    name = "webhook"
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        listen: str | None = None,
+        secret: Secret | None = None,
+        path: str | None = None,
+        visibility_timeout: float = 300.0,
+        max_attempts: int = 5,
+        retry_delay: float = 1.0,
+        linger: float = 0.05,
+        delivery_timeout: float = 900.0,
+        delivery_attempts: int = 10,
+        delivery_retry_delay: float = 5.0,
+        max_in_flight: int = 16,
+        flush_timeout: float = 30.0,
+    ) -> None:
+        _positive("visibility_timeout", visibility_timeout)
+        _positive("max_attempts", max_attempts, integer=True)
+        _positive("retry_delay", retry_delay, zero=True)
+        _positive("linger", linger, zero=True)
+        _positive("delivery_timeout", delivery_timeout)
+        _positive("delivery_attempts", delivery_attempts, integer=True)
+        _positive("delivery_retry_delay", delivery_retry_delay, zero=True)
+        _positive("max_in_flight", max_in_flight, integer=True)
+        _positive("flush_timeout", flush_timeout, zero=True)
+        if url is not None and not url.startswith(("http://", "https://")):
+            raise ConfigError(f"url: expected an http:// or https:// URL, got {url!r}")
+        bind = None if listen is None else _parse_listen(listen)
+        self.url = url
+        self.visibility_timeout = float(visibility_timeout)
+        self.max_attempts = max_attempts
+        self.retry_delay = float(retry_delay)
+        self.linger = float(linger)
+        self.delivery_timeout = float(delivery_timeout)
+        self.flush_timeout = float(flush_timeout)
+        self._key = None if secret is None else SigningKey(secret, "secret")
+        self._secret = secret
+        # The outbox's file also holds the host's dead letters.
+        self._outbox = SqliteEntry(
+            path,
+            table=OUTBOX_TABLE,
+            visibility_timeout=self.delivery_timeout + 60.0,
+            max_attempts=delivery_attempts,
+            retry_delay=float(delivery_retry_delay),
+        )
+        self._dead_path = self._outbox.path
+        self._dead_path.parent.mkdir(parents=True, exist_ok=True)
+        with self._dead() as connection:
+            connection.execute(
+                f'CREATE TABLE IF NOT EXISTS "{DEAD_TABLE}" (id TEXT PRIMARY KEY, '
+                "thread_id TEXT NOT NULL, body TEXT NOT NULL, attempts INTEGER NOT NULL, "
+                "error TEXT NOT NULL, dead_at TEXT NOT NULL)"
+            )
+        self._cond = threading.Condition()
+        self._held: dict[str, _Held] = {}
+        self._seq = 0
+        self._closed = False
+        self._unsettled = 0  # messages this object sent that the outbox still holds
+        self._server: uvicorn.Server | None = None
+        self._server_thread: threading.Thread | None = None
+        self._delivery: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._max_in_flight = max_in_flight
+        self._wake = threading.Event()
+        if bind is not None:
+            self._serve(*bind)
+        if url is not None:
+            # At once: it also delivers what an earlier sender left in the outbox.
+            self._start_delivery()
+
+    def _start_delivery(self) -> None:
+        with self._cond:
+            if self._delivery is not None:
+                return
+            self._pool = ThreadPoolExecutor(
+                self._max_in_flight, thread_name_prefix="agent-wait-webhook"
+            )
+            self._delivery = threading.Thread(
+                target=self._deliver_loop, name="agent-wait-webhook-outbox", daemon=True
+            )
+            self._delivery.start()
+
+    @property
+    def target(self) -> str | None:
+        """Where :meth:`send` POSTs: ``url``, else the built-in server's address."""
+        if self.url is not None:
+            return self.url
+        address = self.address
+        if address is None:
+            return None
+        return f"http://{address[0]}:{address[1]}/"
+
+    # -- the consumer side: an outbox and its delivery thread -----------------------------
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Put the message in the outbox; the delivery thread POSTs it until the host took it.
+
+        Raises:
+            pydantic.ValidationError: The message is malformed; nothing was sent.
+            ConfigError: This entry point has no ``url`` to send to.
+        """
+        if self.target is None:
+            raise ConfigError(
+                "webhook entry point: neither url nor listen is set, so it cannot send"
+            )
+        self._outbox.send(message)  # validates first
+        with self._cond:
+            self._unsettled += 1
+        self._start_delivery()
+        self._wake.set()
+
+    def _deliver_loop(self) -> None:
+        in_flight: set[str] = set()
+        lock = threading.Lock()
+        while not self._closed:
+            free = self._max_in_flight - len(in_flight)
+            batch = self._outbox.receive(free, wait=0.0) if free > 0 else []
+            for item in batch:
+                with lock:
+                    in_flight.add(item.id)
+                assert self._pool is not None
+
+                def done(_: object, item_id: str = item.id) -> None:
+                    with lock:
+                        in_flight.discard(item_id)
+                    self._wake.set()
+
+                self._pool.submit(self._post, item).add_done_callback(done)
+            if not batch:
+                self._wake.wait(self._outbox.poll_interval)
+                self._wake.clear()
+
+    def _post(self, item: Received) -> None:
+        import httpx
+
+        body = json.dumps(item.message, ensure_ascii=False, separators=(",", ":")).encode()
+        # Stable across retries of one outbox message, so the host counts them as one.
+        msg_id = (
+            "msg_"
+            + hashlib.sha256(f"{self._dead_path}\0{item.id}\0".encode() + body).hexdigest()[:32]
+        )
+        headers = {"content-type": "application/json", ID_HEADER: msg_id}
+        if self._key is not None:
+            headers.update(self._key.headers(msg_id, body))
+        target = self.target
+        assert target is not None
+        try:
+            response = httpx.post(
+                target, content=body, headers=headers, timeout=self.delivery_timeout
+            )
+        except httpx.HTTPError as error:
+            outcome = f"{type(error).__name__}: {error}"
+        else:
+            if response.is_success:
+                if self._outbox.ack(item):
+                    self._settled()
+                return
+            outcome = f"HTTP {response.status_code} from {target}"
+        logger.warning(
+            "webhook entry point: message %s of thread %s not taken by the host (%s); "
+            "attempt %d, kept in the outbox",
+            item.id,
+            item.thread_id,
+            outcome,
+            item.attempt,
+        )
+        if self._outbox.fail(item, outcome):
+            self._settled()
+
+    def _settled(self) -> None:
+        with self._cond:
+            self._unsettled = max(self._unsettled - 1, 0)
+            self._cond.notify_all()
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every message this object sent was taken by the host (or dead-lettered).
+
+        Returns False if some are still in the outbox after ``timeout`` seconds (default:
+        ``flush_timeout``); they stay there and are delivered by the next entry point that
+        opens the same outbox with a ``url``.
+        """
+        deadline = time.monotonic() + (self.flush_timeout if timeout is None else timeout)
+        with self._cond:
+            while self._unsettled:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+        return True
+
+    # -- the host side: an ASGI app holding each request -----------------------------------
+
+    async def app(self, scope: Scope, receive: ASGIReceive, send: ASGISend) -> None:
+        """The ASGI app receiving the POSTs: mount it in the host's ASGI server."""
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        if scope["method"] != "POST":
+            await _respond(send, 405, {"error": "POST a start message or an answer"})
+            return
+        body = bytearray()
+        while True:
+            event = await receive()
+            if event["type"] == "http.disconnect":
+                return
+            body += event.get("body", b"")
+            if len(body) > MAX_BODY:
+                await _respond(send, 413, {"error": f"the body is larger than {MAX_BODY} bytes"})
+                return
+            if not event.get("more_body", False):
+                break
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        status, answer = await self._hold(bytes(body), headers)
+        await _respond(send, status, answer)
+
+    async def _hold(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        try:
+            if self._secret is not None:
+                message = verify(body, headers, self._secret)
+            else:
+                message = json.loads(body)
+            parse_message(message)
+        except WebhookVerificationError as error:
+            return 401, {"error": str(error)}
+        except (ValueError, ValidationError) as error:  # JSONDecodeError is a ValueError
+            return 422, {"error": f"not a start message or an answer: {error}"}
+        msg_id = headers.get(ID_HEADER) or "body_" + hashlib.sha256(body).hexdigest()[:32]
+        loop = asyncio.get_running_loop()
+        waiter = _Waiter(loop, loop.create_future())
+        if self._is_dead(msg_id):
+            return 202, {"status": "dead-lettered", "id": msg_id}
+        with self._cond:
+            if self._closed:
+                return 503, {"error": "the host is shutting down; send again"}
+            held = self._held.get(msg_id)
+            if held is None:
+                self._seq += 1
+                held = _Held(msg_id, message["thread_id"], message, self._seq)
+                self._held[msg_id] = held
+            # A sender that retried while the first request is still held: answer both.
+            held.waiters.append(waiter)
+            self._cond.notify_all()
+        return await waiter.future
+
+    def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
+        """Lease up to ``max_messages`` held messages (the oldest of each thread).
+
+        Waits up to ``wait`` seconds for the first, then ``linger`` seconds for more arriving
+        with it.
+        """
+        _positive("max_messages", max_messages, integer=True)
+        deadline = time.monotonic() + max(wait, 0.0)
+        with self._cond:
+            claimed = self._claim(max_messages)
+            while not claimed and not self._closed:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(min(remaining, self._next_change()))
+                claimed = self._claim(max_messages)
+            if claimed and self.linger and len(claimed) < max_messages:
+                self._cond.wait(self.linger)
+                claimed += self._claim(max_messages - len(claimed))
+        return claimed
+
+    def _next_change(self) -> float:
+        now = time.time()
+        moments = [h.lease_until if h.receipt else h.visible_at for h in self._held.values()]
+        later = [m - now for m in moments if m > now]
+        return max(min(later, default=1.0), 0.01)
+
+    def _claim(self, limit: int) -> list[Received]:
+        now = time.time()
+        heads: dict[str, _Held] = {}
+        for held in sorted(self._held.values(), key=lambda h: h.seq):
+            if held.receipt is not None and held.lease_until <= now:
+                held.receipt = None  # its lease ran out: the receiver died or was too slow
+                if held.attempts >= self.max_attempts:
+                    self._bury(
+                        held,
+                        held.error
+                        or (
+                            f"never acknowledged in {held.attempts} deliveries (the host "
+                            f"took longer than visibility_timeout={self.visibility_timeout}s)"
+                        ),
+                    )
+                    continue
+            heads.setdefault(held.thread_id, held)
+        claimed: list[Received] = []
+        for held in heads.values():
+            if len(claimed) >= limit:
+                break
+            if held.receipt is not None or held.visible_at > now:
+                continue
+            held.attempts += 1
+            held.receipt = uuid.uuid4().hex
+            held.lease_until = now + self.visibility_timeout
+            claimed.append(
+                Received(held.id, held.thread_id, held.message, held.attempts, held.receipt)
+            )
+        return claimed
+
+    def _leased(self, received: Received) -> _Held | None:
+        held = self._held.get(received.id)
+        if held is None or held.receipt != received.receipt or held.lease_until <= time.time():
+            logger.warning(
+                "message %s of thread %s: its lease ran out before it was settled",
+                received.id,
+                received.thread_id,
+            )
+            return None
+        return held
+
+    def ack(self, received: Received) -> bool:
+        """The host handled it: answer its request ``200``."""
+        with self._cond:
+            held = self._leased(received)
+            if held is None:
+                return False
+            del self._held[held.id]
+            self._cond.notify_all()
+        for waiter in held.waiters:
+            waiter.answer(200, {"status": "handled", "id": held.id})
+        return True
+
+    def extend(self, received: Received) -> bool:
+        """Lease the message for another ``visibility_timeout`` seconds."""
+        with self._cond:
+            held = self._leased(received)
+            if held is not None:
+                held.lease_until = time.time() + self.visibility_timeout
+            return held is not None
+
+    def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
+        """Hand the message out again after ``retry_delay``, or dead-letter it.
+
+        A retried message's request stays held; a dead-lettered one's is answered ``202``.
+        """
+        with self._cond:
+            held = self._leased(received)
+            if held is None:
+                return False
+            if retry and held.attempts < self.max_attempts:
+                held.receipt, held.error = None, error
+                held.visible_at = time.time() + self.retry_delay
+                self._cond.notify_all()
+                return False
+            self._bury(held, error)
+            return True
+
+    def _bury(self, held: _Held, error: str) -> None:
+        """Keep ``held`` in the dead-letter table, then answer its request (lock held)."""
+        with self._dead() as connection:
+            connection.execute(
+                f'INSERT OR REPLACE INTO "{DEAD_TABLE}" VALUES (?, ?, ?, ?, ?, ?)',
+                (
+                    held.id,
+                    held.thread_id,
+                    json.dumps(held.message, ensure_ascii=False),
+                    held.attempts,
+                    error,
+                    format_utc(datetime.now(UTC)),
+                ),
+            )
+        del self._held[held.id]
+        self._cond.notify_all()
+        # Only the error's type: its message may quote the message's content.
+        logger.error(
+            "message %s of thread %s dead-lettered after %d attempts (%s); kept in %s table %s",
+            held.id,
+            held.thread_id,
+            held.attempts,
+            error.partition(":")[0],
+            self._dead_path,
+            DEAD_TABLE,
+        )
+        for waiter in held.waiters:
+            waiter.answer(202, {"status": "dead-lettered", "id": held.id})
+
+    @contextmanager
+    def _dead(self) -> Generator[sqlite3.Connection]:
+        with closing(sqlite3.connect(self._dead_path, timeout=5.0)) as connection, connection:
+            yield connection
+
+    def _is_dead(self, msg_id: str) -> bool:
+        with self._dead() as connection:
+            row = connection.execute(
+                f'SELECT 1 FROM "{DEAD_TABLE}" WHERE id = ?', (msg_id,)
+            ).fetchone()
+        return row is not None
+
+    def dead_letters(self) -> list[DeadLetter]:
+        """The host's dead letters, then the outbox's (messages the host never took)."""
+        with self._dead() as connection:
+            rows = connection.execute(
+                f'SELECT id, thread_id, body, attempts, error, dead_at FROM "{DEAD_TABLE}" '
+                "ORDER BY dead_at, id"
+            ).fetchall()
+        host = [DeadLetter(i, t, json.loads(b), a, e, d) for i, t, b, a, e, d in rows]
+        outbox = [
+            DeadLetter(f"outbox-{d.id}", d.thread_id, d.message, d.attempts, d.error, d.dead_at)
+            for d in self._outbox.dead_letters()
+        ]
+        return host + outbox
+
+    def redrive(self, message_id: str) -> bool:
+        """Put a dead letter back; False if there is no such dead letter.
+
+        A host's comes back as a new message (its request was answered already); an outbox's
+        (``outbox-<n>``) goes back into the outbox to be posted again.
+        """
+        if message_id.startswith("outbox-"):
+            return self._outbox.redrive(message_id.removeprefix("outbox-"))
+        with self._cond:
+            with self._dead() as connection:
+                row = connection.execute(
+                    f'DELETE FROM "{DEAD_TABLE}" WHERE id = ? RETURNING thread_id, body',
+                    (message_id,),
+                ).fetchone()
+            if row is None:
+                return False
+            self._seq += 1
+            self._held[message_id] = _Held(message_id, row[0], json.loads(row[1]), self._seq)
+            self._cond.notify_all()
+        return True
+
+    # -- serving and closing ---------------------------------------------------------------
+
+    def _serve(self, host: str, port: int) -> None:
+        try:
+            import uvicorn
+        except ImportError:
+            raise ConfigError(
+                "listen: serving needs uvicorn (pip install 'agent-wait-webhook[serve]'), or "
+                "mount WebhookEntry.app in your own ASGI server"
+            ) from None
+        config = uvicorn.Config(
+            self.app,
+            host=host,
+            port=port,
+            log_level="warning",
+            interface="asgi3",
+        )
+        server = uvicorn.Server(config)
+        thread = threading.Thread(target=server.run, name="agent-wait-webhook-server", daemon=True)
+        thread.start()
+        deadline = time.monotonic() + 10
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise ConfigError(f"listen: could not serve on {host}:{port} (see the log)")
+            time.sleep(0.01)
+        self._server, self._server_thread = server, thread
+
+    @property
+    def address(self) -> tuple[str, int] | None:
+        """``(host, port)`` the built-in server listens on (``listen`` with port 0 picks one)."""
+        if self._server is None:
+            return None
+        [server] = self._server.servers
+        host, port = server.sockets[0].getsockname()[:2]
+        return str(host), int(port)
+
+    def close(self) -> None:
+        """Flush the outbox (up to ``flush_timeout``), answer held requests ``503``, stop."""
+        if self._closed:
+            return
+        if self._delivery is not None and not self.flush():
+            logger.warning(
+                "webhook entry point: %d sent messages not yet taken by the host; kept in the "
+                "outbox %s for the next sender",
+                self._unsettled,
+                self._dead_path,
+            )
+        with self._cond:
+            self._closed = True
+            held = list(self._held.values())
+            self._held.clear()
+            self._cond.notify_all()
+        for item in held:
+            for waiter in item.waiters:
+                waiter.answer(503, {"error": "the host is shutting down; send again"})
+        self._wake.set()
+        if self._delivery is not None:
+            self._delivery.join(5)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._server is not None and self._server_thread is not None:
+            self._server.should_exit = True
+            self._server_thread.join(10)
+        self._outbox.close()
+
+    def __repr__(self) -> str:
+        return f"<WebhookEntry {self.name!r} url={self.url!r}>"
+
+
+def _parse_listen(listen: str) -> tuple[str, int]:
+    host, sep, port = listen.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535:
+        raise ConfigError(f"listen: expected 'host:port' such as '0.0.0.0:8080', got {listen!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+async def _respond(send: ASGISend, status: int, body: dict[str, Any]) -> None:
+    data = json.dumps(body).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(data)),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
