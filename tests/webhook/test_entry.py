@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+import uvicorn
 
 from agent_wait.core import EntryPoint, entry
 from agent_wait.core.testing import EntryContract
@@ -44,6 +47,27 @@ def host(tmp_path: Path) -> Iterator[WebhookEntry]:
         listen="127.0.0.1:0", secret=SECRET, path=str(tmp_path / "host.sqlite3"), retry_delay=0.0
     ) as built:
         yield built
+
+
+@pytest.fixture
+def mounted(tmp_path: Path) -> Iterator[tuple[WebhookEntry, str]]:
+    """The ASGI app mounted in uvicorn, as a host with its own server would."""
+    built = WebhookEntry(secret=SECRET, path=str(tmp_path / "mounted.sqlite3"))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(built.app, log_level="warning", interface="asgi3"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive(), "uvicorn stopped"
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    yield built, f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    built.close()
+    server.should_exit = True
+    thread.join(10)
+    sock.close()
 
 
 def _answer(thread: str = "order-4471") -> dict[str, object]:
@@ -173,3 +197,20 @@ def test_the_serve_loop_over_real_http(tmp_path: Path) -> None:
         listen="127.0.0.1:0", path=str(tmp_path / "serve.sqlite3"), retry_delay=0.0, max_attempts=2
     ) as built:
         check_serve_loop(built)
+
+
+def test_the_mounted_asgi_app_holds_until_acknowledged(
+    mounted: tuple[WebhookEntry, str], tmp_path: Path
+) -> None:
+    host, url = mounted
+    with WebhookEntry(url, secret=SECRET, path=str(tmp_path / "sender.sqlite3")) as consumer:
+        consumer.send(_answer("t-mounted"))
+        [received] = host.receive(1, wait=5)
+        assert received.message == _answer("t-mounted")
+        assert not consumer.flush(0.2), "answered before the host handled the message"
+        assert host.ack(received)
+        assert consumer.flush(10)
+    body = b'{"thread_id":"t","question_id":"q1","answer":1}'
+    refused = httpx.post(url, content=body, timeout=10)
+    assert refused.status_code == 401
+    assert httpx.get(url, timeout=10).status_code == 405

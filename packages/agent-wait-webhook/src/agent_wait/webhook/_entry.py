@@ -2,8 +2,8 @@
 
 Two halves in one object, either or both used:
 
-- **The host side** is an ASGI app (:attr:`WebhookEntry.app`, mounted by the host's own server,
-  or served by uvicorn on ``listen``). Each POST is verified (Standard Webhooks signature when a
+- **The host side** is an ASGI app (:attr:`WebhookEntry.app`, mounted by the host's own server)
+  or the standard library's threading HTTP server on ``listen``. Each POST is verified (Standard Webhooks signature when a
   secret is set) and then *held*: its message waits in memory for :meth:`WebhookEntry.receive`,
   and the request is answered only once the message is settled: ``200`` after
   :meth:`~WebhookEntry.ack`, ``202`` once it was dead-lettered (kept in a table on the host),
@@ -26,11 +26,12 @@ import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Generator, Mapping, MutableMapping
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -50,9 +51,6 @@ from agent_wait.webhook._signing import (
     WebhookVerificationError,
     verify,
 )
-
-if TYPE_CHECKING:
-    import uvicorn
 
 logger = logging.getLogger("agent_wait.webhook.entry")
 
@@ -74,21 +72,25 @@ def _positive(name: str, value: object, *, integer: bool = False, zero: bool = F
         raise ConfigError(f"{name}: expected {expected}{bound}, got {value!r}")
 
 
-@dataclass(slots=True)
-class _Waiter:
-    """An HTTP request held open until its message is settled."""
+Reply = tuple[int, dict[str, Any]]
+Waiter = Callable[[int, dict[str, Any]], None]
+"""Answers one held HTTP request; called from whichever thread settled its message."""
 
-    loop: asyncio.AbstractEventLoop
-    future: asyncio.Future[tuple[int, dict[str, Any]]]
 
-    def answer(self, status: int, body: dict[str, Any]) -> None:
+def _asyncio_waiter() -> tuple[Waiter, asyncio.Future[Reply]]:
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Reply] = loop.create_future()
+
+    def answer(status: int, body: dict[str, Any]) -> None:
         def settle() -> None:
-            if not self.future.done():
-                self.future.set_result((status, body))
+            if not future.done():
+                future.set_result((status, body))
 
         # A closed loop means the server is gone: the sender saw no answer and retries.
         with suppress(RuntimeError):
-            self.loop.call_soon_threadsafe(settle)
+            loop.call_soon_threadsafe(settle)
+
+    return answer, future
 
 
 @dataclass(slots=True)
@@ -102,7 +104,7 @@ class _Held:
     lease_until: float = 0.0
     visible_at: float = 0.0
     error: str | None = None
-    waiters: list[_Waiter] = field(default_factory=list[_Waiter])
+    waiters: list[Waiter] = field(default_factory=list[Waiter])
 
 
 class WebhookEntry(EntryPoint):
@@ -111,8 +113,9 @@ class WebhookEntry(EntryPoint):
     Args:
         url: Where :meth:`send` POSTs (the host's endpoint). Default: the built-in server's
             own address when ``listen`` is set (a host sending to itself).
-        listen: ``"host:port"`` to serve :attr:`app` with uvicorn from this object (needs
-            ``agent-wait-webhook[serve]``); without it, mount :attr:`app` in your own server.
+        listen: ``"host:port"`` to serve from this object (the standard library's threading
+            HTTP server, a thread per held request); without it, mount :attr:`app` (ASGI) in
+            your own server.
         secret: Standard Webhooks secret: :meth:`send` signs with it and the app refuses
             requests without a valid signature (HTTP 400). ``secret_env`` names a variable
             holding it.
@@ -190,7 +193,7 @@ class WebhookEntry(EntryPoint):
         self._seq = 0
         self._closed = False
         self._unsettled = 0  # messages this object sent that the outbox still holds
-        self._server: uvicorn.Server | None = None
+        self._server: ThreadingHTTPServer | None = None
         self._server_thread: threading.Thread | None = None
         self._delivery: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
@@ -348,10 +351,13 @@ class WebhookEntry(EntryPoint):
             if not event.get("more_body", False):
                 break
         headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        status, answer = await self._hold(bytes(body), headers)
+        waiter, future = _asyncio_waiter()
+        status, answer = self._admit(bytes(body), headers, waiter) or await future
         await _respond(send, status, answer)
 
-    async def _hold(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    def _admit(self, body: bytes, headers: Mapping[str, str], waiter: Waiter) -> Reply | None:
+        """Verify and hold a request: its answer now, or None when ``waiter`` will get it."""
+        headers = {k.lower(): v for k, v in headers.items()}
         try:
             if self._secret is not None:
                 message = verify(body, headers, self._secret)
@@ -363,8 +369,6 @@ class WebhookEntry(EntryPoint):
         except (ValueError, ValidationError) as error:  # JSONDecodeError is a ValueError
             return 422, {"error": f"not a start message or an answer: {error}"}
         msg_id = headers.get(ID_HEADER) or "body_" + hashlib.sha256(body).hexdigest()[:32]
-        loop = asyncio.get_running_loop()
-        waiter = _Waiter(loop, loop.create_future())
         if self._is_dead(msg_id):
             return 202, {"status": "dead-lettered", "id": msg_id}
         with self._cond:
@@ -378,7 +382,7 @@ class WebhookEntry(EntryPoint):
             # A sender that retried while the first request is still held: answer both.
             held.waiters.append(waiter)
             self._cond.notify_all()
-        return await waiter.future
+        return None
 
     def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
         """Lease up to ``max_messages`` held messages (the oldest of each thread).
@@ -458,7 +462,7 @@ class WebhookEntry(EntryPoint):
             del self._held[held.id]
             self._cond.notify_all()
         for waiter in held.waiters:
-            waiter.answer(200, {"status": "handled", "id": held.id})
+            waiter(200, {"status": "handled", "id": held.id})
         return True
 
     def extend(self, received: Received) -> bool:
@@ -513,7 +517,7 @@ class WebhookEntry(EntryPoint):
             DEAD_TABLE,
         )
         for waiter in held.waiters:
-            waiter.answer(202, {"status": "dead-lettered", "id": held.id})
+            waiter(202, {"status": "dead-lettered", "id": held.id})
 
     @contextmanager
     def _dead(self) -> Generator[sqlite3.Connection]:
@@ -565,28 +569,46 @@ class WebhookEntry(EntryPoint):
     # -- serving and closing ---------------------------------------------------------------
 
     def _serve(self, host: str, port: int) -> None:
+        admit = self._admit
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                if length > MAX_BODY:
+                    self._reply(413, {"error": f"the body is larger than {MAX_BODY} bytes"})
+                    return
+                body = self.rfile.read(length)
+                done: Future[Reply] = Future()
+
+                def answer(status: int, reply: dict[str, Any]) -> None:
+                    if not done.done():
+                        done.set_result((status, reply))
+
+                held = admit(body, dict(self.headers.items()), answer)
+                self._reply(*(held or done.result()))
+
+            def _reply(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                logger.debug("%s " + format, self.address_string(), *args)
+
         try:
-            import uvicorn
-        except ImportError:
-            raise ConfigError(
-                "listen: serving needs uvicorn (pip install 'agent-wait-webhook[serve]'), or "
-                "mount WebhookEntry.app in your own ASGI server"
-            ) from None
-        config = uvicorn.Config(
-            self.app,
-            host=host,
-            port=port,
-            log_level="warning",
-            interface="asgi3",
+            server = ThreadingHTTPServer((host, port), Handler)
+        except OSError as error:
+            raise ConfigError(f"listen: cannot serve on {host}:{port}: {error}") from None
+        server.daemon_threads = True
+        thread = threading.Thread(
+            target=server.serve_forever, name="agent-wait-webhook-server", daemon=True
         )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, name="agent-wait-webhook-server", daemon=True)
         thread.start()
-        deadline = time.monotonic() + 10
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise ConfigError(f"listen: could not serve on {host}:{port} (see the log)")
-            time.sleep(0.01)
         self._server, self._server_thread = server, thread
 
     @property
@@ -594,8 +616,7 @@ class WebhookEntry(EntryPoint):
         """``(host, port)`` the built-in server listens on (``listen`` with port 0 picks one)."""
         if self._server is None:
             return None
-        [server] = self._server.servers
-        host, port = server.sockets[0].getsockname()[:2]
+        host, port = self._server.server_address[:2]
         return str(host), int(port)
 
     def close(self) -> None:
@@ -616,14 +637,15 @@ class WebhookEntry(EntryPoint):
             self._cond.notify_all()
         for item in held:
             for waiter in item.waiters:
-                waiter.answer(503, {"error": "the host is shutting down; send again"})
+                waiter(503, {"error": "the host is shutting down; send again"})
         self._wake.set()
         if self._delivery is not None:
             self._delivery.join(5)
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
         if self._server is not None and self._server_thread is not None:
-            self._server.should_exit = True
+            self._server.shutdown()
+            self._server.server_close()
             self._server_thread.join(10)
         self._outbox.close()
 
