@@ -115,3 +115,15 @@ def test_the_serve_loop_keeps_each_thread_in_order(nats_url: str, named: tuple[s
         nats_url, stream=stream, subject=subject, max_attempts=2, retry_delay=0, hold_delay=0.05
     ) as served:
         check_serve_loop(served)
+
+
+def test_reply_to_names_the_servers_stream_and_subject(nats_url: str) -> None:
+    stream, subject = f"AW_ENTRY_{unique()}", f"awtest.{unique()}"
+    with NatsEntry(nats_url, stream=stream, subject=subject) as messages:
+        # Describing connects to nothing: nothing is created on the server.
+        assert messages.reply_to() == {
+            "use": "nats",
+            "url": nats_url,
+            "stream": stream,
+            "subject": subject,
+        }

@@ -6,6 +6,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from urllib.parse import urlsplit
 
 import psycopg
 import pytest
@@ -116,3 +117,20 @@ def test_options_are_checked_and_the_password_never_shown(postgres_url: str) -> 
     built = entry("postgres", url="postgresql://app:s3cret@127.0.0.1:1/x")
     assert "s3cret" not in repr(built)
     assert isinstance(built, PostgresEntry)
+
+
+def test_reply_to_names_the_table_and_refuses_a_password(
+    postgres_url: str, entry_table: str
+) -> None:
+    with PostgresEntry(postgres_url, table=entry_table, channel=entry_table) as messages:
+        if urlsplit(postgres_url).password:
+            with pytest.raises(ConfigError, match="a password in the URL"):
+                messages.reply_to()
+        else:
+            assert messages.reply_to()["table"] == entry_table
+    with (
+        PostgresEntry("postgresql://agent:pw-9@db.example/agents", table=entry_table) as guarded,
+        pytest.raises(ConfigError) as caught,
+    ):
+        guarded.reply_to()
+    assert "pw-9" not in str(caught.value)

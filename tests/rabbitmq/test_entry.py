@@ -137,3 +137,12 @@ def test_an_unreachable_broker_never_shows_the_password(closed_port: int) -> Non
 def test_the_serve_loop_keeps_each_thread_in_order(amqp_url: str, queue: str) -> None:
     with RabbitMqEntry(amqp_url, queue=queue, max_attempts=2, retry_delay=0) as served:
         check_serve_loop(served)
+
+
+def test_reply_to_refuses_the_url_credentials(amqp_url: str, queue: str) -> None:
+    with RabbitMqEntry(amqp_url, queue=queue) as messages:
+        if "@" in amqp_url:
+            with pytest.raises(ConfigError, match="a password in the URL"):
+                messages.reply_to()
+        else:
+            assert messages.reply_to() == {"use": "rabbitmq", "url": amqp_url, "queue": queue}

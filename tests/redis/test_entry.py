@@ -154,3 +154,16 @@ def test_a_lapsed_lease_behind_many_live_ones_is_taken_over(
             assert busy.extend(received)
         [taken] = other.receive(1)
         assert (taken.id, taken.attempt) == (held[-1].id, 2)
+
+
+def test_reply_to_names_the_stream_and_refuses_a_password(
+    redis_url: str, names: tuple[str, str]
+) -> None:
+    with RedisEntry(redis_url, stream=names[0]) as messages:
+        assert messages.reply_to() == {"use": "redis", "url": redis_url, "stream": names[0]}
+    with (
+        RedisEntry("redis://:hunter2@localhost:6379/0", stream=names[0]) as guarded,
+        pytest.raises(ConfigError, match="a password in the URL") as caught,
+    ):
+        guarded.reply_to()
+    assert "hunter2" not in str(caught.value)

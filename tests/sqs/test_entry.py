@@ -110,3 +110,13 @@ def test_serve_keeps_a_long_runs_lease_and_handles_it_once(aws: Aws) -> None:
         assert messages.dead_letters() == []
     assert calls == ["order-4471"]
     assert (report.acknowledged, report.lost_leases, report.retried) == (1, 0, 0)
+
+
+def test_reply_to_is_the_queue_url_and_endpoint(aws: Aws) -> None:
+    url = fifo_with_dead_letters(aws, "described", 3)
+    with SqsEntry(url, **aws.options) as messages:
+        described = messages.reply_to()
+    assert described["use"] == "sqs"
+    assert described["queue_url"] == url
+    assert described.get("endpoint_url") == aws.options.get("endpoint_url")
+    assert not {"client", "profile", "config"} & described.keys()

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import uvicorn
 
-from agent_wait.core import EntryPoint, entry
+from agent_wait.core import ConfigError, EntryPoint, entry
 from agent_wait.core.testing import EntryContract
 from agent_wait.webhook import WebhookEntry
 from agent_wait.webhook._signing import SigningKey
@@ -38,6 +38,9 @@ class TestWebhookEntry(EntryContract):
             retry_delay=retry_delay,
             delivery_retry_delay=0.1,
             flush_timeout=2.0,
+            # POSTs arrive one by one: on a loaded machine the kit's batch of two threads' first
+            # messages can arrive further apart than the default linger.
+            linger=0.5,
         )
 
 
@@ -214,3 +217,17 @@ def test_the_mounted_asgi_app_holds_until_acknowledged(
     refused = httpx.post(url, content=body, timeout=10)
     assert refused.status_code == 401
     assert httpx.get(url, timeout=10).status_code == 405
+
+
+def test_reply_to_publishes_the_url_never_the_secret(tmp_path: Path) -> None:
+    with WebhookEntry(
+        "https://agent.example.com/in", secret=SECRET, path=str(tmp_path / "r.sqlite3")
+    ) as messages:
+        assert messages.reply_to() == {"use": "webhook", "url": "https://agent.example.com/in"}
+    with (
+        WebhookEntry(
+            "https://agent.example.com/in?token=abc", path=str(tmp_path / "r.sqlite3")
+        ) as leaky,
+        pytest.raises(ConfigError, match="'token'"),
+    ):
+        leaky.reply_to()

@@ -9,6 +9,7 @@ open again and nothing was sent.
 from __future__ import annotations
 
 import getpass
+import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from typing import Any
 
 from agent_wait.core._config import load_config
 from agent_wait.core._durations import parse_duration
-from agent_wait.core._entries import default_entry
+from agent_wait.core._entries import default_entry, reply_entry
 from agent_wait.core._entry import EntryPoint
 from agent_wait.core._errors import AgentWaitError
 from agent_wait.core._hooks import Operating, Operation
@@ -185,7 +186,8 @@ def answer(
         thread_id: The thread, needed only if several threads asked the same id.
         force: Send an action outside ``allowed_actions``.
         store: The question store (default: the inbox of the configured sqlite announcer).
-        entry: Where to send (default: the configured entry point).
+        entry: Where to send (default: the question's ``reply_to`` when it names an entry
+            point, else the configured entry point).
         at: When (default: now).
 
     Raises:
@@ -230,7 +232,7 @@ def _answer(
                 f"action {action!r} is not one of the question's allowed_actions "
                 f"{allowed}; pass force=True (--force) to send it anyway"
             )
-        entry = entry if entry is not None else default_entry()
+        entry = entry if entry is not None else answer_entry(question)
         try:
             outcome = _close_and_send(
                 store, entry, question, QuestionStatus.ANSWERED, payload, by, at
@@ -284,7 +286,7 @@ def resend(
             f"{question.describe_close()}: no answer was recorded"
         )
     message = reply(question, question.answer, question.answered_at)
-    entry = entry if entry is not None else default_entry()
+    entry = entry if entry is not None else answer_entry(question)
     try:
         entry.send(message)
     finally:
@@ -360,7 +362,8 @@ def sweep(
 
     Args:
         store: The question store (default: the inbox of the configured sqlite announcer).
-        entry: Where to send (default: the configured entry point).
+        entry: Where to send (default: the question's ``reply_to`` when it names an entry
+            point, else the configured entry point).
         now: The time to compare with (default: now).
         by: The name recorded as having closed the questions.
     """
@@ -379,22 +382,25 @@ def _sweep(
     by: str,
 ) -> SweepReport:
     moment = parse_now(now)
-    own_store, own_entry = store is None, entry is None
+    own_store = store is None
     store = store if store is not None else default_store()
     report = SweepReport()
+    built: dict[str, EntryPoint] = {}  # by reply_to: one entry point per place answers go
     try:
         due = store.open_questions_past(moment)
-        if any(q.envelope.default is not None for q in due) and entry is None:
-            entry = default_entry()
         for question in due:
             if question.envelope.default is None:
                 report.overdue.append(question)
                 continue
-            assert entry is not None
             try:
+                if entry is not None:
+                    target = entry
+                else:
+                    key = json.dumps(question.envelope.reply_to, sort_keys=True)
+                    target = built.get(key) or built.setdefault(key, answer_entry(question))
                 outcome = _close_and_send(
                     store,
-                    entry,
+                    target,
                     question,
                     QuestionStatus.EXPIRED,
                     question.envelope.default,
@@ -413,11 +419,20 @@ def _sweep(
             if not isinstance(outcome, StoredQuestion):
                 report.expired.append(outcome[0])
     finally:
-        if own_entry and entry is not None:
-            entry.close()
+        for target in built.values():
+            target.close()
         if own_store:
             store.close()
     return report
+
+
+def answer_entry(question: StoredQuestion) -> EntryPoint:
+    """Where an answer to ``question`` goes.
+
+    Its envelope's ``reply_to`` if that names an entry point, else the configured entry point
+    (else the embedded one).
+    """
+    return reply_entry(question.envelope.reply_to) or default_entry()
 
 
 def default_store() -> SqliteQuestionStore:

@@ -36,6 +36,7 @@ from agent_wait.core._plugins import (
     _resolve_env_options,  # pyright: ignore[reportPrivateUsage]
     registry,
 )
+from agent_wait.core._reply_to import check_reply_to
 
 ENTRY_ENV = "AGENT_WAIT_ENTRY"
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -140,3 +141,26 @@ def default_entry() -> EntryPoint:
         return entry(configured.use, **configured.options)
     except ConfigError as error:
         raise type(error)(f"{where}: {error}") from error
+
+
+def reply_entry(reply_to: Mapping[str, Any] | None) -> EntryPoint | None:
+    """The entry point an envelope's ``reply_to`` names; None if it names none (no ``use``).
+
+    Its options are the published ones on top of the configured entry point's when that is of
+    the same kind, so credentials come from the consumer's own configuration.
+
+    Raises:
+        ConfigError: The ``reply_to`` carries a secret or ``*_env`` option, or names options
+            the entry point does not accept.
+        PluginNotFoundError: Its entry point is not installed here.
+    """
+    if not reply_to or "use" not in reply_to:
+        return None
+    described = check_reply_to(reply_to)
+    use = described.pop("use")
+    configured, _ = load_entry_config()
+    options = {**configured.options, **described} if configured.use == use else described
+    try:
+        return entry(use, **options)
+    except ConfigError as error:
+        raise type(error)(f"the question's reply_to: {error}") from error

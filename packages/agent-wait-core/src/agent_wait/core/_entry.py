@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_wait.core._closing import Closing
+from agent_wait.core._errors import ConfigError
 from agent_wait.core._models import parse_message
+from agent_wait.core._reply_to import check_reply_to
 
 logger = logging.getLogger("agent_wait.core.entry")
 
@@ -135,6 +137,27 @@ class EntryPoint(Closing, ABC):
     @abstractmethod
     def redrive(self, message_id: str) -> bool:
         """Put a dead-lettered message back, as if new; False if there is no such dead letter."""
+
+    def describe(self) -> dict[str, Any]:
+        """The options a consumer needs to send here, never a secret (see :meth:`reply_to`).
+
+        Raises:
+            ConfigError: This kind of entry point has no public description (the default).
+        """
+        raise ConfigError(
+            f"entry point {self.name!r} has no public description to publish as reply_to"
+        )
+
+    def reply_to(self) -> dict[str, Any]:
+        """``{"use": name, **describe()}``: what a host publishes as every envelope's ``reply_to``.
+
+        Raises:
+            ConfigError: It would publish a secret (a credential in a URL, a token...); the
+                message names the option.
+        """
+        return check_reply_to(
+            {"use": self.name, **self.describe()}, f"reply_to of entry point {self.name!r}"
+        )
 
     def close(self) -> None:
         """Release connections. Safe to call more than once."""

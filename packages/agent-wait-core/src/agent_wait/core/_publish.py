@@ -35,6 +35,7 @@ from agent_wait.core._models import (
     format_utc,
     trusted,
 )
+from agent_wait.core._reply_to import check_reply_to
 from agent_wait.core._trust import AnswerTrust, configured_trust
 
 if TYPE_CHECKING:
@@ -173,6 +174,8 @@ def _prepare(
 ) -> tuple[list[WaitEnvelope], dict[str, QuestionTooLarge] | None, list[WaitEnvelope]]:
     now = (clock or utc_now)()
     trust = configured_trust() if trust is None else trust
+    if reply_to is not None:
+        reply_to = check_reply_to(reply_to)
     envelopes = [
         build_envelope(q, thread_id, reply_to=reply_to, now=now, trust=trust) for q in questions
     ]

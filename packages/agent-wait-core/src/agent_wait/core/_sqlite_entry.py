@@ -259,6 +259,10 @@ class SqliteEntry(EntryPoint):
             )
         return cursor.rowcount == 1
 
+    def describe(self) -> dict[str, Any]:
+        """``path`` and ``table``: consumers on this machine send here."""
+        return {"path": str(self.path), "table": self._table}
+
     def close(self) -> None:
         """Close the connection (a later call reopens it)."""
         self._store.close()

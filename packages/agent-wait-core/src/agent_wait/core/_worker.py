@@ -270,6 +270,25 @@ async def aserve_entry(
     return settler.report
 
 
+@contextmanager
+def _publishing(
+    entry: EntryPoint | None, host_options: dict[str, Any]
+) -> Generator[tuple[EntryPoint | None, dict[str, Any]]]:
+    """``reply_to=True``: publish the entry point's own description in every envelope."""
+    if host_options.get("reply_to") is not True:
+        yield entry, host_options
+        return
+    from agent_wait.core._entries import default_entry
+
+    own = entry is None
+    served = default_entry() if entry is None else entry
+    try:
+        yield served, {**host_options, "reply_to": served.reply_to()}
+    finally:
+        if own:
+            served.close()
+
+
 def serve_host(
     handle_message: Callable[..., object],
     runnable: object,
@@ -285,12 +304,14 @@ def serve_host(
 
     Each message is handled with ``handle_message(runnable, message, announce, strict=True,
     **host_options)``: strict, so a failed publish raises and the message is handed out again.
+    ``reply_to=True`` publishes the entry point's :meth:`~EntryPoint.reply_to` in every envelope.
     """
+    with _publishing(entry, host_options) as (entry, host_options):
 
-    def handle(message: dict[str, Any]) -> object:
-        return handle_message(runnable, message, announce, strict=True, **host_options)
+        def handle(message: dict[str, Any]) -> object:
+            return handle_message(runnable, message, announce, strict=True, **host_options)
 
-    return serve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+        return serve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
 
 
 async def aserve_host(
@@ -305,8 +326,9 @@ async def aserve_host(
     **host_options: Any,
 ) -> ServeReport:
     """Async :func:`serve_host`: :func:`aserve_entry` with ``ahandle_message`` bound."""
+    with _publishing(entry, host_options) as (entry, host_options):
 
-    async def handle(message: dict[str, Any]) -> object:
-        return await ahandle_message(runnable, message, announce, strict=True, **host_options)
+        async def handle(message: dict[str, Any]) -> object:
+            return await ahandle_message(runnable, message, announce, strict=True, **host_options)
 
-    return await aserve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+        return await aserve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)

@@ -460,6 +460,10 @@ class NatsEntry(EntryPoint):
         await session.js.purge_stream(self.dead_stream, subject=subject)
         return True
 
+    def describe(self) -> dict[str, Any]:
+        """``url`` (refused with a credential in it), ``stream`` and ``subject``."""
+        return {"url": ",".join(self.servers), "stream": self.stream, "subject": self.subject}
+
     def close(self) -> None:
         """Close the connection and stop the private loop thread. Safe to call more than once."""
         runner, self._runner = self._runner, None

@@ -370,6 +370,13 @@ class PostgresEntry(EntryPoint):
                     conn.execute("SELECT pg_notify(%s, '')", [self.channel])
         return rowcount == 1
 
+    def describe(self) -> dict[str, Any]:
+        """``url`` (refused with a password in it), ``table`` and ``channel``."""
+        described: dict[str, Any] = {"table": self.table, "channel": self.channel}
+        if self.url:
+            described["url"] = self.url
+        return described
+
     def close(self) -> None:
         """Close the connections (a later call reopens them)."""
         with self._lock:

@@ -403,6 +403,10 @@ class RabbitMqEntry(EntryPoint):
                 channel.close()  # pyright: ignore[reportUnknownMemberType]
         return [] if redrive is not None else letters
 
+    def describe(self) -> dict[str, Any]:
+        """``url`` (refused with a password in it, as the default's ``guest:guest``) and ``queue``."""
+        return {"url": self.url, "queue": self.queue}
+
     def close(self) -> None:
         """Close the connection (held messages go back to the queue). Safe to call twice."""
         with self._lock:

@@ -436,6 +436,10 @@ class RedisEntry(EntryPoint):
             return False
         return self._run("redrive", message_id) == 1
 
+    def describe(self) -> dict[str, Any]:
+        """``url`` (refused with a password in it) and ``stream``."""
+        return {"url": self.url, "stream": self.stream}
+
     def close(self) -> None:
         """Close the connection pool (a later call reopens it)."""
         client, self._client = self._client, None

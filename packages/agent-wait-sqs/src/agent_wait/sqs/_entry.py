@@ -92,6 +92,7 @@ class SqsEntry(EntryPoint):
             if not number or not low <= value <= 43200:
                 raise ConfigError(f"{option}: expected seconds from {low} to 43200, got {value!r}")
         self.queue_url = queue_url
+        self._endpoint_url = endpoint_url
         self.visibility_timeout = float(math.ceil(visibility_timeout))
         self.retry_delay = retry_delay
         # The connection options are the sqs announcer's: one model checks them for both.
@@ -322,6 +323,13 @@ class SqsEntry(EntryPoint):
             QueueUrl=self.dead_letter_queue_url, ReceiptHandle=raw["ReceiptHandle"]
         )
         return True
+
+    def describe(self) -> dict[str, Any]:
+        """``queue_url`` (and ``endpoint_url`` when set): IAM, not the message, grants access."""
+        described: dict[str, Any] = {"queue_url": self.queue_url}
+        if self._endpoint_url is not None:
+            described["endpoint_url"] = self._endpoint_url
+        return described
 
     def close(self) -> None:
         """Close the built client."""

@@ -611,6 +611,16 @@ class WebhookEntry(EntryPoint):
         thread.start()
         self._server, self._server_thread = server, thread
 
+    def describe(self) -> dict[str, Any]:
+        """``url``: where consumers post (the secret stays in their own configuration).
+
+        Raises:
+            ConfigError: There is no ``url`` and no built-in server to name.
+        """
+        if self.target is None:
+            raise ConfigError("webhook entry point: reply_to needs url (or listen) to publish")
+        return {"url": self.target}
+
     @property
     def address(self) -> tuple[str, int] | None:
         """``(host, port)`` the built-in server listens on (``listen`` with port 0 picks one)."""
