@@ -37,7 +37,7 @@ import tracemalloc
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
@@ -53,6 +53,7 @@ from agent_wait.core import (
     build_envelope,
     make_wait,
     publish,
+    serve_entry,
 )
 from agent_wait.core.testing import sample_questions
 
@@ -118,6 +119,13 @@ class Scale:
     thread_calls: int = 5
     resume_rounds: int = 21
     process_runs: int = 9
+    worker_threads: int = 20
+    worker_per_thread: int = 10
+    worker_concurrency: int = 8
+    worker_rounds: int = 3
+    sweep_stored: int = 10_000
+    sweep_overdue: int = 100
+    sweep_rounds: int = 3
 
 
 QUICK = Scale(
@@ -140,6 +148,13 @@ QUICK = Scale(
     thread_calls=1,
     resume_rounds=1,
     process_runs=1,
+    worker_threads=2,
+    worker_per_thread=2,
+    worker_concurrency=2,
+    worker_rounds=1,
+    sweep_stored=20,
+    sweep_overdue=2,
+    sweep_rounds=1,
 )
 
 
@@ -928,6 +943,231 @@ def bench_sqlite(scale: Scale) -> Result:
             f"({(peak_many - peak_one) / max(1, n - 1) / 1024:.1f} KiB/question); "
             f"{rate_batched:,.0f}/s batched vs {rate_single:,.0f}/s one at a time"
         ),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# 12. The worker on SQS, against a hand-written receive/handle/delete loop
+
+
+def _worker_queue(sqs: Any, name: str, threads: int, per_thread: int) -> str:
+    """A FIFO queue with a dead-letter queue, holding ``per_thread`` answers for each thread."""
+    dead = sqs.create_queue(QueueName=f"{name}-dlq.fifo", Attributes={"FifoQueue": "true"})
+    arn = sqs.get_queue_attributes(QueueUrl=dead["QueueUrl"], AttributeNames=["QueueArn"])
+    redrive = json.dumps(
+        {"deadLetterTargetArn": arn["Attributes"]["QueueArn"], "maxReceiveCount": "5"}
+    )
+    url = sqs.create_queue(
+        QueueName=f"{name}.fifo", Attributes={"FifoQueue": "true", "RedrivePolicy": redrive}
+    )["QueueUrl"]
+    messages = [
+        {"thread_id": f"thread-{t}", "question_id": f"q{n}", "answer": {"action": "approve"}}
+        for n in range(per_thread)
+        for t in range(threads)
+    ]
+    for start in range(0, len(messages), 10):
+        sqs.send_message_batch(
+            QueueUrl=url,
+            Entries=[
+                {
+                    "Id": str(i),
+                    "MessageBody": json.dumps(m),
+                    "MessageGroupId": m["thread_id"],
+                    "MessageDeduplicationId": f"{m['thread_id']}-{m['question_id']}",
+                }
+                for i, m in enumerate(messages[start : start + 10])
+            ],
+        )
+    return url
+
+
+def _hand_written_loop(sqs: Any, url: str, total: int) -> float:
+    """The loop a user would write: receive 10, handle each, delete it. Seconds to handle all."""
+    handled = 0
+    start = time.perf_counter()
+    while handled < total:
+        batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=1).get(
+            "Messages", []
+        )
+        for raw in batch:
+            json.loads(raw["Body"])
+            handled += 1
+            if handled == total:
+                return time.perf_counter() - start
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=raw["ReceiptHandle"])
+    return time.perf_counter() - start
+
+
+def _serve_loop(sqs: Any, url: str, total: int, concurrency: int) -> float:
+    """``serve_entry`` on the ``sqs`` entry point. Seconds until the last message is handled."""
+    from agent_wait.sqs import SqsEntry
+
+    stop = threading.Event()
+    lock = threading.Lock()
+    handled = 0
+    done_at = 0.0
+
+    def handle(message: dict[str, Any]) -> None:
+        nonlocal handled, done_at
+        with lock:
+            handled += 1
+            if handled == total:
+                done_at = time.perf_counter()
+                stop.set()
+
+    with SqsEntry(url, client=sqs) as messages:
+        start = time.perf_counter()
+        serve_entry(handle, messages, concurrency=concurrency, wait=1.0, stop=stop)
+    if handled < total:
+        raise RuntimeError(f"worker: handled {handled} of {total}")
+    return done_at - start
+
+
+def bench_worker_sqs(scale: Scale) -> Result:
+    """``serve_entry`` on SQS (moto) versus a hand-written receive/handle/delete loop."""
+    total = scale.worker_threads * scale.worker_per_thread
+    title = (
+        f"12. worker on SQS (moto), {total} answers across {scale.worker_threads} threads: "
+        "serve / hand-written receive-delete loop"
+    )
+    try:
+        from agent_wait.sqs import SqsEntry  # noqa: F401 - only whether it is installed
+        from tests.aws_moto import CREDENTIALS, REGION, MotoServer
+    except ImportError as error:
+        return _skipped("worker_sqs", title, f"agent-wait-sqs or moto: {error}")
+    import boto3
+
+    server = MotoServer().acquire()
+    seconds: dict[str, list[float]] = {"serve": [], "hand_written": []}
+    try:
+        sqs = boto3.Session(region_name=REGION, **CREDENTIALS).client(
+            "sqs", endpoint_url=server.url
+        )
+        for index in range(scale.worker_rounds + 1):  # the first round warms up
+            modes = list(seconds) if index % 2 == 0 else list(reversed(seconds))
+            for mode in modes:
+                server.reset()
+                url = _worker_queue(
+                    sqs, f"bench-{mode}-{index}", scale.worker_threads, scale.worker_per_thread
+                )
+                if mode == "serve":
+                    elapsed = _serve_loop(sqs, url, total, scale.worker_concurrency)
+                else:
+                    elapsed = _hand_written_loop(sqs, url, total)
+                if index:
+                    seconds[mode].append(elapsed)
+    finally:
+        server.release()
+    ours = statistics.median(seconds["serve"])
+    plain = statistics.median(seconds["hand_written"])
+    ratio = ours / plain
+    return Result(
+        name="worker_sqs",
+        title=title,
+        raw={
+            "answers": total,
+            "threads": scale.worker_threads,
+            "concurrency": scale.worker_concurrency,
+            "seconds": {name: _stats(values) for name, values in seconds.items()},
+            "rounds": scale.worker_rounds,
+        },
+        ratio=ratio,
+        target="<= 1.15",
+        passed=ratio <= 1.15,
+        summary=f"{_ms(ours)} serve vs {_ms(plain)} hand-written",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# 13. The sweeper on 10,000 stored questions
+
+
+def _stored_questions(path: Path, stored: int, overdue: int) -> None:
+    """``stored`` open questions in the inbox at ``path``; ``overdue`` of them already expired."""
+    from agent_wait.core import SqliteAnnounce, WaitPolicy
+
+    announce = SqliteAnnounce(path)
+    try:
+        questions = sample_questions(stored, prefix=f"sweep-{stored}")
+        policies = [
+            WaitPolicy(timeout="PT1M", default={"action": "reject"})
+            if n < overdue
+            else WaitPolicy(timeout="P30D", default={"action": "reject"})
+            for n in range(stored)
+        ]
+        questions = [
+            q.model_copy(update={"policy": p}) for q, p in zip(questions, policies, strict=True)
+        ]
+        report = publish(questions, THREAD, announce, clock=_now)
+        if not report.ok:
+            raise RuntimeError("sweep: storing the questions failed")
+    finally:
+        announce.close()
+
+
+def sweep_query_plan(path: Path) -> list[str]:
+    """``EXPLAIN QUERY PLAN`` of the query the sweeper runs, one line per step."""
+    import sqlite3
+
+    from agent_wait.core import SqliteQuestionStore
+
+    with SqliteQuestionStore(path) as store:
+        store.open_questions_past(_now())  # creates the table and its indexes if missing
+    query = (
+        'SELECT * FROM "agent_wait_inbox" WHERE status = ? AND expires_at < ? '
+        "ORDER BY expires_at, rowid"
+    )
+    with sqlite3.connect(path) as connection:
+        rows = connection.execute(
+            f"EXPLAIN QUERY PLAN {query}", ("open", "2030-01-01T00:00:00Z")
+        ).fetchall()
+    return [str(row[-1]) for row in rows]
+
+
+def bench_sweeper(scale: Scale) -> Result:
+    """``sweep`` with N stored questions, ``overdue`` of them past their deadline, vs N = overdue."""
+    from agent_wait.core import SqliteEntry, SqliteQuestionStore, sweep
+
+    big, overdue = scale.sweep_stored, scale.sweep_overdue
+    title = (
+        f"13. sweep of {overdue} overdue among {big:,} stored questions / among {overdue} "
+        "(sqlite, the index on status and expires_at)"
+    )
+    seconds: dict[str, list[float]] = {str(big): [], str(overdue): []}
+    with tempfile.TemporaryDirectory(prefix="agent-wait-bench-") as tmp:
+        directory = Path(tmp)
+        plan = sweep_query_plan(directory / "plan.sqlite3")
+        later = NOW + timedelta(hours=1)  # past PT1M, well before P30D
+        for index in range(scale.sweep_rounds):
+            for size in list(seconds) if index % 2 == 0 else list(reversed(seconds)):
+                path = directory / f"sweep-{size}-{index}.sqlite3"
+                _stored_questions(path, int(size), overdue)
+                with SqliteQuestionStore(path) as store, SqliteEntry(path) as entry:
+                    start = time.perf_counter()
+                    report = sweep(store=store, entry=entry, now=later)
+                    elapsed = time.perf_counter() - start
+                if len(report.expired) != overdue:
+                    raise RuntimeError(f"sweep expired {len(report.expired)}, not {overdue}")
+                seconds[size].append(elapsed)
+    many, few = statistics.median(seconds[str(big)]), statistics.median(seconds[str(overdue)])
+    ratio = many / few
+    uses_index = all("SCAN" not in step for step in plan) and any(
+        "USING INDEX" in step for step in plan
+    )
+    return Result(
+        name="sweeper",
+        title=title,
+        raw={
+            "stored": big,
+            "overdue": overdue,
+            "query_plan": plan,
+            "seconds": {name: _stats(values) for name, values in seconds.items()},
+            "rounds": scale.sweep_rounds,
+        },
+        ratio=ratio,
+        target="<= 1.5, the query plan searches an index (no SCAN)",
+        passed=ratio <= 1.5 and uses_index,
+        summary=f"{_ms(many)} vs {_ms(few)}; plan: {' / '.join(plan)}",
     )
 
 
@@ -2068,6 +2308,8 @@ BENCHMARKS: dict[str, Callable[[Scale], Result]] = {
     "inbox_roundtrip": bench_inbox_roundtrip,
     "threads": bench_threads,
     "host_process": bench_host_process,
+    "worker_sqs": bench_worker_sqs,
+    "sweeper": bench_sweeper,
 }
 
 PROFILES: dict[str, Callable[[], dict[str, Callable[[], object]]]] = {

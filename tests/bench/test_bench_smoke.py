@@ -181,3 +181,23 @@ def test_opentelemetry_sides_record_what_they_claim() -> None:
     assert result.raw["ratio_sdk_minus_floor"] == pytest.approx(
         result.raw["ratio_sdk_in_memory"] - result.raw["ratio_sdk_alone"]
     )
+
+
+@pytest.mark.integration
+def test_worker_row_handles_every_answer_on_both_sides() -> None:
+    result = bench.bench_worker_sqs(bench.QUICK)
+    assert result.passed is not None, result.note
+    assert result.raw["answers"] == bench.QUICK.worker_threads * bench.QUICK.worker_per_thread
+    assert set(result.raw["seconds"]) == {"serve", "hand_written"}
+
+
+def test_sweeper_row_shows_an_index_search_in_the_plan(tmp_path: Path) -> None:
+    plan = bench.sweep_query_plan(tmp_path / "plan.sqlite3")
+    assert any("USING INDEX" in step for step in plan), plan
+    assert not any("SCAN" in step for step in plan), plan
+    result = bench.bench_sweeper(bench.QUICK)
+    assert result.raw["query_plan"] == plan
+    assert set(result.raw["seconds"]) == {
+        str(bench.QUICK.sweep_stored),
+        str(bench.QUICK.sweep_overdue),
+    }
