@@ -231,3 +231,27 @@ def test_reply_to_publishes_the_url_never_the_secret(tmp_path: Path) -> None:
         pytest.raises(ConfigError, match="'token'"),
     ):
         leaky.reply_to()
+
+
+def test_the_next_sender_delivers_what_a_closed_one_left_in_the_outbox(
+    tmp_path: Path, host: WebhookEntry
+) -> None:
+    outbox = str(tmp_path / "shared-outbox.sqlite3")
+    with WebhookEntry(
+        "http://127.0.0.1:9/", path=outbox, delivery_retry_delay=1, flush_timeout=0
+    ) as gone:
+        gone.send(_answer("t-left"))
+    assert host.target is not None
+    with WebhookEntry(
+        host.target, secret=SECRET, path=outbox, delivery_retry_delay=0.1, flush_timeout=5
+    ) as sender:
+        sender.send(_answer("t-own"))
+        first = host.receive(2, wait=5)
+        got = {r.thread_id: r for r in first}
+        if len(got) < 2:
+            got.update({r.thread_id: r for r in host.receive(2, wait=10)})
+        assert set(got) == {"t-left", "t-own"}
+        assert host.ack(got["t-own"])
+        # flush waits for this sender's own message only, not for the one it found there.
+        assert sender.flush(5)
+        assert host.ack(got["t-left"])

@@ -25,6 +25,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Generator, Mapping, MutableMapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing, contextmanager, suppress
@@ -192,7 +193,9 @@ class WebhookEntry(EntryPoint):
         self._held: dict[str, _Held] = {}
         self._seq = 0
         self._closed = False
-        self._unsettled = 0  # messages this object sent that the outbox still holds
+        # What this object sent that the outbox still holds (by content: the outbox has no ids
+        # for the sender), so flush() does not wait for what other senders left there.
+        self._unsettled: Counter[str] = Counter()
         self._server: ThreadingHTTPServer | None = None
         self._server_thread: threading.Thread | None = None
         self._delivery: threading.Thread | None = None
@@ -242,7 +245,7 @@ class WebhookEntry(EntryPoint):
             )
         self._outbox.send(message)  # validates first
         with self._cond:
-            self._unsettled += 1
+            self._unsettled[_key(message)] += 1
         self._start_delivery()
         self._wake.set()
 
@@ -251,15 +254,26 @@ class WebhookEntry(EntryPoint):
         lock = threading.Lock()
         while not self._closed:
             free = self._max_in_flight - len(in_flight)
-            batch = self._outbox.receive(free, wait=0.0) if free > 0 else []
+            try:
+                batch = self._outbox.receive(free, wait=0.0) if free > 0 else []
+            except sqlite3.Error as error:  # a locked or busy file: the next poll tries again
+                logger.warning("webhook entry point: reading the outbox failed (%s)", error)
+                batch = []
             for item in batch:
                 with lock:
                     in_flight.add(item.id)
                 assert self._pool is not None
 
-                def done(_: object, item_id: str = item.id) -> None:
+                def done(future: Future[None], item_id: str = item.id) -> None:
                     with lock:
                         in_flight.discard(item_id)
+                    if not future.cancelled() and (error := future.exception()) is not None:
+                        # The outbox lease runs out and the message is posted again.
+                        logger.error(
+                            "webhook entry point: delivering message %s failed (%s)",
+                            item_id,
+                            type(error).__name__,
+                        )
                     self._wake.set()
 
                 self._pool.submit(self._post, item).add_done_callback(done)
@@ -290,7 +304,7 @@ class WebhookEntry(EntryPoint):
         else:
             if response.is_success:
                 if self._outbox.ack(item):
-                    self._settled()
+                    self._settled(item)
                 return
             outcome = f"HTTP {response.status_code} from {target}"
         logger.warning(
@@ -302,11 +316,15 @@ class WebhookEntry(EntryPoint):
             item.attempt,
         )
         if self._outbox.fail(item, outcome):
-            self._settled()
+            self._settled(item)
 
-    def _settled(self) -> None:
+    def _settled(self, item: Received) -> None:
         with self._cond:
-            self._unsettled = max(self._unsettled - 1, 0)
+            key = _key(item.message)
+            if self._unsettled[key] > 0:
+                self._unsettled[key] -= 1
+                if not self._unsettled[key]:
+                    del self._unsettled[key]
             self._cond.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
@@ -318,7 +336,7 @@ class WebhookEntry(EntryPoint):
         """
         deadline = time.monotonic() + (self.flush_timeout if timeout is None else timeout)
         with self._cond:
-            while self._unsettled:
+            while self._unsettled.total():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     return False
@@ -637,7 +655,7 @@ class WebhookEntry(EntryPoint):
             logger.warning(
                 "webhook entry point: %d sent messages not yet taken by the host; kept in the "
                 "outbox %s for the next sender",
-                self._unsettled,
+                self._unsettled.total(),
                 self._dead_path,
             )
         with self._cond:
@@ -661,6 +679,10 @@ class WebhookEntry(EntryPoint):
 
     def __repr__(self) -> str:
         return f"<WebhookEntry {self.name!r} url={self.url!r}>"
+
+
+def _key(message: Mapping[str, Any]) -> str:
+    return json.dumps(message, sort_keys=True, ensure_ascii=False)
 
 
 def _parse_listen(listen: str) -> tuple[str, int]:
