@@ -6,8 +6,10 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 
@@ -197,3 +199,26 @@ def make_question(n: int = 1) -> Question:
 
 def make_envelope(n: int = 1) -> WaitEnvelope:
     return build_envelope(make_question(n), "order-4471")
+
+
+@contextmanager
+def uvicorn_serving(config: Any) -> Iterator[int]:
+    """Run ``uvicorn.Server(config)`` on a free 127.0.0.1 port in a thread; yield the port."""
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        assert thread.is_alive(), "uvicorn stopped"
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.01)
+    try:
+        yield sock.getsockname()[1]
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +16,7 @@ from agent_wait.webhook import WebhookEntry
 from agent_wait.webhook._signing import SigningKey
 from tests.entry_serving import check_serve_loop
 
-from .conftest import SECRET
+from .conftest import SECRET, uvicorn_serving
 
 
 class TestWebhookEntry(EntryContract):
@@ -55,22 +53,11 @@ def host(tmp_path: Path) -> Iterator[WebhookEntry]:
 @pytest.fixture
 def mounted(tmp_path: Path) -> Iterator[tuple[WebhookEntry, str]]:
     """The ASGI app mounted in uvicorn, as a host with its own server would."""
-    built = WebhookEntry(secret=SECRET, path=str(tmp_path / "mounted.sqlite3"))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(built.app, log_level="warning", interface="asgi3"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive(), "uvicorn stopped"
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    yield built, f"http://127.0.0.1:{sock.getsockname()[1]}/"
-    built.close()
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
+    with (
+        WebhookEntry(secret=SECRET, path=str(tmp_path / "mounted.sqlite3")) as built,
+        uvicorn_serving(uvicorn.Config(built.app, log_level="warning", interface="asgi3")) as port,
+    ):
+        yield built, f"http://127.0.0.1:{port}/"
 
 
 def _answer(thread: str = "order-4471") -> dict[str, object]:

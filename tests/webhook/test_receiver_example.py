@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import importlib.util
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ import uvicorn
 from agent_wait.core import apublish, publish
 from agent_wait.webhook import WebhookAnnounce
 
-from .conftest import SECRET, make_question
+from .conftest import SECRET, make_question, uvicorn_serving
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "docs" / "examples" / "webhook_receiver.py"
 
@@ -35,21 +33,9 @@ def example(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 
 @pytest.fixture
 def served(example: ModuleType) -> Iterator[str]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(example.app, log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive(), "uvicorn stopped"
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}/hooks/agent-wait"
-    server.should_exit = True
-    thread.join(10)
-    sock.close()
+    with uvicorn_serving(config) as port:
+        yield f"http://127.0.0.1:{port}/hooks/agent-wait"
 
 
 def test_example_verifies_and_deduplicates(example: ModuleType, served: str) -> None:
