@@ -242,3 +242,26 @@ def test_the_next_sender_delivers_what_a_closed_one_left_in_the_outbox(
         # flush waits for this sender's own message only, not for the one it found there.
         assert sender.flush(5)
         assert host.ack(got["t-left"])
+
+
+def test_a_consumer_follows_reply_to_with_its_own_secret_and_nothing_else(
+    tmp_path: Path, host: WebhookEntry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agent_wait.core._entries import reply_entry
+
+    monkeypatch.setenv("HOOK_SECRET", SECRET)
+    monkeypatch.setenv("AGENT_WAIT_HOME", str(tmp_path))
+    # The consumer's own configuration would listen too; only its secret is taken.
+    monkeypatch.setenv(
+        "AGENT_WAIT_ENTRY",
+        '{"use": "webhook", "listen": "127.0.0.1:0", "secret_env": "HOOK_SECRET"}',
+    )
+    consumer = reply_entry(host.reply_to())
+    assert isinstance(consumer, WebhookEntry)
+    with consumer:
+        assert consumer.address is None, "the consumer started a server from its own config"
+        consumer.send(_answer("t-reply"))
+        [received] = host.receive(1, wait=5)  # the host refuses unsigned: the secret was used
+        assert received.message == _answer("t-reply")
+        assert host.ack(received)
+        assert consumer.flush(10)

@@ -36,7 +36,7 @@ from agent_wait.core._plugins import (
     _resolve_env_options,  # pyright: ignore[reportPrivateUsage]
     registry,
 )
-from agent_wait.core._reply_to import check_reply_to
+from agent_wait.core._reply_to import check_reply_to, is_credential
 
 ENTRY_ENV = "AGENT_WAIT_ENTRY"
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
@@ -146,8 +146,8 @@ def default_entry() -> EntryPoint:
 def reply_entry(reply_to: Mapping[str, Any] | None) -> EntryPoint | None:
     """The entry point an envelope's ``reply_to`` names; None if it names none (no ``use``).
 
-    Its options are the published ones on top of the configured entry point's when that is of
-    the same kind, so credentials come from the consumer's own configuration.
+    Its options are the published ones plus the credentials (secret-named and ``*_env``
+    options) of the configured entry point when that is of the same kind: the consumer's own.
 
     Raises:
         ConfigError: The ``reply_to`` carries a secret or ``*_env`` option, or names options
@@ -159,7 +159,9 @@ def reply_entry(reply_to: Mapping[str, Any] | None) -> EntryPoint | None:
     described = check_reply_to(reply_to)
     use = described.pop("use")
     configured, _ = load_entry_config()
-    options = {**configured.options, **described} if configured.use == use else described
+    options = dict(described)
+    if configured.use == use:
+        options.update({k: v for k, v in configured.options.items() if is_credential(k)})
     try:
         return entry(use, **options)
     except ConfigError as error:

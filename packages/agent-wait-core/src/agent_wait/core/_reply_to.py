@@ -68,6 +68,11 @@ def _check_value(path: str, value: object) -> None:
             )
 
 
+def is_credential(option: str) -> bool:
+    """Whether an option holds a credential or names where one is kept (``*_env``)."""
+    return option.endswith("_env") or _SECRET_NAME.search(option) is not None
+
+
 def _check_key(path: str, key: str) -> None:
     if key.endswith("_env"):
         raise ConfigError(
