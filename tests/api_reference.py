@@ -3,8 +3,9 @@
 The modules are read, not imported: the docs environment has no pytest, which
 ``agent_wait.core.testing`` needs at import.
 
-Public names are each package's ``__all__`` (``agent_wait.core`` and every plugin), plus
-``agent_wait.core.transport``, ``agent_wait.core.testing`` and ``agent_wait.core.pause``. mkdocstrings gives each documented
+Public names are each package's ``__all__`` (``agent_wait.core`` and every plugin), plus the
+public core modules in ``EXTRA`` (``agent_wait.core.adapter``, ``.host``, ``.options``,
+``.transport``, ``.testing``, ``.pause``). mkdocstrings gives each documented
 object an HTML id equal to its dotted path; a name without one is missing from the reference.
 """
 
@@ -16,7 +17,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXTRA = ["agent_wait.core.transport", "agent_wait.core.testing", "agent_wait.core.pause"]
+EXTRA = [
+    "agent_wait.core.adapter",
+    "agent_wait.core.host",
+    "agent_wait.core.options",
+    "agent_wait.core.transport",
+    "agent_wait.core.testing",
+    "agent_wait.core.pause",
+]
 
 
 def public_modules() -> dict[str, Path]:

@@ -130,7 +130,33 @@ def test_plugins_json() -> None:
     assert isinstance(data["adapters"], list)
     entry_points = {e["name"]: e for e in data["entry_points"]}
     assert entry_points["sqlite"]["plugin"] == "core"
+    entry_schema = entry_points["sqlite"]["options_schema"]
+    assert entry_schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
+    assert entry_schema["additionalProperties"] is False
+    assert entry_schema["properties"]["max_attempts"]["exclusiveMinimum"] == 0
+    assert entry_schema["properties"]["retry_delay"]["minimum"] == 0
+    assert (
+        entry_schema["properties"]["visibility_timeout"]["description"]
+        == "Seconds a received message stays leased."
+    )
     assert isinstance(data["failed"], list)
+
+
+def test_schema_of_an_entry_points_options() -> None:
+    code, out, _ = run("schema", "--entry", "sqlite")
+    assert code == 0
+    assert set(json.loads(out)["properties"]) == {
+        "path",
+        "table",
+        "visibility_timeout",
+        "max_attempts",
+        "retry_delay",
+        "poll_interval",
+        "timeout",
+    }
+    code, out, err = run("schema", "--entry", "sqlit")
+    assert (code, out) == (1, "")
+    assert "unknown entry point 'sqlit'" in err
 
 
 @pytest.mark.parametrize("kind", ["envelope", "answer", "start"])
@@ -339,6 +365,33 @@ def test_config_check_default(tmp_path: Path) -> None:
     assert "configuration: default (source: default)" in out
     assert str(tmp_path / "agent-wait-home" / "inbox.sqlite3") in out
     assert "ok: agent_wait.core._sqlite.SqliteAnnounce named 'sqlite'" in out
+    assert '  entry {"use": "sqlite", "path": ' in out
+    assert (
+        "(source: default)\n    ok: agent_wait.core._sqlite_entry.SqliteEntry named 'sqlite'" in out
+    )
+
+
+def test_config_check_reports_a_bad_entry_table(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ENTRY_DB", "postgresql://app:s3cret@db/x")
+    (tmp_path / "agent-wait.toml").write_text(
+        '[[announce]]\nuse = "log"\n\n'
+        '[entry]\nuse = "sqlite"\nmax_attemps = 3\npath_env = "ENTRY_DB"\n'
+    )
+    code, out, err = run("config", "check")
+    assert code == 1
+    assert "ok: agent_wait.core._memory.LogAnnounce" in out
+    assert (
+        f'  entry {{"use": "sqlite", "max_attemps": 3, "path_env": "ENTRY_DB"}} (source: {tmp_path / "agent-wait.toml"})'
+        in out
+    )
+    assert (
+        "error: ConfigError: entry point 'sqlite': unknown option 'max_attemps'; "
+        "did you mean 'max_attempts'?" in out
+    )
+    assert "the entry point failed to build" in err
+    assert "s3cret" not in out + err
 
 
 @needs_example_plugin

@@ -10,11 +10,19 @@ from pathlib import Path
 
 import pytest
 
-from agent_wait.core import ConfigError, PluginNotFoundError, SqliteEntry, entry, publish
+from agent_wait.core import (
+    ConfigError,
+    PluginNotFoundError,
+    SqliteEntry,
+    entry,
+    hookimpl,
+    publish,
+)
 from agent_wait.core._entries import default_entry, load_entry_config
 from agent_wait.core._entry import EntryPoint
 from agent_wait.core._sqlite import DEFAULT_TABLE, SqliteAnnounce, default_inbox_path
-from agent_wait.core.testing import EntryContract, sample_questions
+from agent_wait.core.hookspecs import RegisterTarget
+from agent_wait.core.testing import EntryContract, registered_plugin, sample_questions
 
 
 class TestSqliteEntry(EntryContract):
@@ -95,9 +103,19 @@ def test_entry_by_name_checks_options(tmp_path: Path, monkeypatch: pytest.Monkey
         entry("sqlite", max_attempt=3)
     with pytest.raises(
         ConfigError,
-        match=r"entry point 'sqlite': visibility_timeout: expected positive seconds, got 0",
+        match=r"entry point 'sqlite': option 'visibility_timeout': .* than 0 \(got 0\)",
     ):
         entry("sqlite", visibility_timeout=0)
+    with pytest.raises(
+        ConfigError, match=r"entry point 'sqlite': option 'table': .* \(got 'bad name'\)"
+    ):
+        SqliteEntry(tmp_path / "x.sqlite3", table="bad name")
+    with pytest.raises(ConfigError, match=r"option 'retry_delay': .*\(got -1\)"):
+        entry("sqlite", retry_delay=-1)
+    with pytest.raises(
+        ConfigError, match=r"option 'max_attempts': expected a number.*\(got True\)"
+    ):
+        entry("sqlite", max_attempts=True)
     with pytest.raises(
         PluginNotFoundError, match=r"unknown entry point 'sqlit'.*did you mean 'sqlite'"
     ):
@@ -108,6 +126,22 @@ def test_entry_by_name_checks_options(tmp_path: Path, monkeypatch: pytest.Monkey
     assert entry("sqlite", path_env="MESSAGES_FILE").path == tmp_path / "from-env.sqlite3"  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="'MISSING_VAR', which is not set"):
         entry("sqlite", path_env="MISSING_VAR")
+
+
+def test_an_entry_point_without_an_options_model_is_refused_by_name(tmp_path: Path) -> None:
+    class Unchecked(SqliteEntry):
+        options_model = None
+
+    class Plugin:
+        @hookimpl
+        def register_entry_points(self, register: RegisterTarget) -> None:
+            register("unchecked", Unchecked)
+
+    with (
+        registered_plugin(Plugin(), "test-unchecked"),
+        pytest.raises(ConfigError, match=r"entry point 'unchecked': .* declares no options model"),
+    ):
+        entry("unchecked", path=tmp_path / "x.sqlite3")
 
 
 def test_default_entry_is_sqlite_in_the_inbox_file(

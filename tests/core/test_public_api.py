@@ -26,8 +26,8 @@ def test_public_api() -> None:
         "DeliveryFailed",
         "DeliveryOutcome",
         "ENVELOPE_LIMIT",
+        "EntryOptions",
         "EntryPoint",
-        "FrameworkAdapter",
         "Handled",
         "HistoryKey",
         "InboxItem",
@@ -41,7 +41,6 @@ def test_public_api() -> None:
         "NothingToResend",
         "Operation",
         "Outcome",
-        "PAYLOAD_KEY",
         "PendingResult",
         "PluginNotFoundError",
         "PublishReport",
@@ -59,6 +58,7 @@ def test_public_api() -> None:
         "Source",
         "SqliteAnnounce",
         "SqliteEntry",
+        "SqliteEntryOptions",
         "SqliteInbox",
         "SqliteOptions",
         "SqliteQuestionStore",
@@ -66,14 +66,11 @@ def test_public_api() -> None:
         "StoredQuestion",
         "SweepReport",
         "Transition",
-        "WaitCall",
-        "WaitDecorator",
         "WaitEnvelope",
         "WaitPolicy",
         "announcer",
         "announcers_from_config",
         "answer",
-        "apply_answer",
         "apublish",
         "aserve_entry",
         "build_envelope",
@@ -91,21 +88,36 @@ def test_public_api() -> None:
         "history_key",
         "hookimpl",
         "is_answer",
+        "lazy_exports",
         "load_config",
-        "make_publish_interrupts",
-        "make_wait",
         "message_warnings",
         "parse_duration",
         "parse_message",
         "publish",
-        "question_from_value",
         "resend",
         "serve_entry",
         "storable_problem",
         "sweep",
         "to_jsonable",
+    ]
+
+
+def test_adapter_building_blocks_for_frameworks() -> None:
+    import agent_wait.core.adapter
+
+    assert sorted(agent_wait.core.adapter.__all__) == [
+        "FrameworkAdapter",
+        "PAYLOAD_KEY",
+        "WaitCall",
+        "WaitDecorator",
+        "apply_answer",
+        "make_publish_interrupts",
+        "make_wait",
+        "question_from_value",
         "wait_payload",
     ]
+    for name in agent_wait.core.adapter.__all__:
+        assert not hasattr(agent_wait.core, name), f"{name} is adapter-only"
 
 
 def test_transport_building_blocks_for_plugins() -> None:
@@ -134,11 +146,14 @@ def test_option_building_blocks_for_plugins() -> None:
         "Count",
         "Duration",
         "DurationOrZero",
+        "EntryOptions",
         "Flag",
+        "NotBool",
         "PluginOptions",
         "PositiveCount",
         "REDACTED",
         "Seconds",
+        "SecondsOrZero",
         "Sensitive",
         "SensitiveUrl",
         "Text",

@@ -14,12 +14,14 @@ from agent_wait.core import (
     MemoryAnnounce,
     Question,
     QuestionTooLarge,
-    WaitCall,
     WaitPolicy,
     derive_question_id,
+    publish,
+)
+from agent_wait.core.adapter import (
+    WaitCall,
     make_publish_interrupts,
     make_wait,
-    publish,
     question_from_value,
 )
 

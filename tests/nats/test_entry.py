@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -91,12 +92,24 @@ def test_dead_letters_outlive_the_host_that_buried_them(
         ("subject", "a.*", "subject"),
         ("max_attempts", 0, "max_attempts"),
         ("retry_delay", -1, "retry_delay"),
-        ("visibility_timeout", "5", "visibility_timeout"),
+        ("visibility_timeout", "soon", "visibility_timeout"),
     ],
 )
 def test_bad_options_name_the_option_and_value(option: str, value: object, field: str) -> None:
-    with pytest.raises(ConfigError, match=f"option {field}: .*{value!r}"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"entry point 'nats': option '{field}': .*\(got {re.escape(repr(value))}\)",
+    ):
         entry("nats", **{option: value})
+
+
+def test_a_misspelt_option_gets_a_close_match() -> None:
+    with pytest.raises(
+        ConfigError, match=r"entry point 'nats': unknown option 'durabel'; did you mean 'durable'\?"
+    ):
+        entry("nats", durabel="x")
+    with pytest.raises(ConfigError, match=r"option 'url': .*\(got 'http://user:\*\*\*@h'\)"):
+        entry("nats", url="http://user:s3cret@h")
 
 
 def test_an_unreachable_server_never_shows_the_password(closed_port: int) -> None:

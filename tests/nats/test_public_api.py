@@ -6,7 +6,12 @@ import agent_wait.nats
 
 
 def test_public_api() -> None:
-    assert sorted(agent_wait.nats.__all__) == ["NatsAnnounce", "NatsEntry", "NatsOptions"]
+    assert sorted(agent_wait.nats.__all__) == [
+        "NatsAnnounce",
+        "NatsEntry",
+        "NatsEntryOptions",
+        "NatsOptions",
+    ]
 
 
 def test_plugin_registers_nats_without_importing_nats_py() -> None:

@@ -110,10 +110,26 @@ def test_two_hosts_never_hold_one_thread_at_once(postgres_url: str, entry_table:
 
 def test_options_are_checked_and_the_password_never_shown(postgres_url: str) -> None:
     """If this fails, a bad option is accepted or an error leaks the password."""
-    with pytest.raises(ConfigError, match=r"postgres option max_attempts: .* got 0"):
+    with pytest.raises(
+        ConfigError, match=r"entry point 'postgres': option 'max_attempts': .* \(got 0\)"
+    ):
         PostgresEntry(postgres_url, max_attempts=0)
-    with pytest.raises(ConfigError, match=r"postgres option table: .*got 'bad name'"):
+    with pytest.raises(
+        ConfigError, match=r"entry point 'postgres': option 'table': .*\(got 'bad name'\)"
+    ):
         PostgresEntry(postgres_url, table="bad name")
+    with pytest.raises(ConfigError, match=r"option 'channel': .*\(got 'no-dash'\)"):
+        entry("postgres", url=postgres_url, channel="no-dash")
+    with pytest.raises(
+        ConfigError, match=r"entry point 'postgres': option 'url': not a libpq connection string"
+    ) as error:
+        entry("postgres", url="host=db password='s3cret")
+    assert "s3cret" not in str(error.value)
+    with pytest.raises(
+        ConfigError,
+        match=r"entry point 'postgres': unknown option 'max_retry'; did you mean 'max_retry_delay'\?",
+    ):
+        entry("postgres", url=postgres_url, max_retry=5)
     built = entry("postgres", url="postgresql://app:s3cret@127.0.0.1:1/x")
     assert "s3cret" not in repr(built)
     assert isinstance(built, PostgresEntry)

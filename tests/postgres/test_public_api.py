@@ -9,6 +9,7 @@ def test_public_api() -> None:
     assert sorted(agent_wait.postgres.__all__) == [
         "PostgresAnnounce",
         "PostgresEntry",
+        "PostgresEntryOptions",
         "PostgresOptions",
         "PostgresQuestionStore",
         "acreate_schema",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 
@@ -117,11 +118,24 @@ def test_the_broker_dead_letters_what_crashing_consumers_never_settle(
 
 @pytest.mark.parametrize(
     ("option", "value"),
-    [("queue", ""), ("prefetch", 0), ("max_attempts", 0), ("retry_delay", -1), ("timeout", "5")],
+    [("queue", ""), ("prefetch", 0), ("max_attempts", 0), ("retry_delay", -1), ("timeout", "soon")],
 )
 def test_bad_options_name_the_option_and_value(option: str, value: object) -> None:
-    with pytest.raises(ConfigError, match=f"option {option}: .*{value!r}"):
+    with pytest.raises(
+        ConfigError,
+        match=rf"entry point 'rabbitmq': option '{option}': .*\(got {re.escape(repr(value))}\)",
+    ):
         entry("rabbitmq", **{option: value})
+
+
+def test_a_misspelt_option_gets_a_close_match() -> None:
+    with pytest.raises(
+        ConfigError,
+        match=r"entry point 'rabbitmq': unknown option 'prefech'; did you mean 'prefetch'\?",
+    ):
+        entry("rabbitmq", prefech=10)
+    with pytest.raises(ConfigError, match=r"option 'url': .*\(got 'http://user:\*\*\*@h/'\)"):
+        entry("rabbitmq", url="http://user:s3cret@h/")
 
 
 def test_an_unreachable_broker_never_shows_the_password(closed_port: int) -> None:

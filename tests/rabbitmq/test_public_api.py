@@ -9,6 +9,7 @@ def test_public_api() -> None:
     assert sorted(agent_wait.rabbitmq.__all__) == [
         "RabbitMqAnnounce",
         "RabbitMqEntry",
+        "RabbitMqEntryOptions",
         "RabbitMqOptions",
     ]
 

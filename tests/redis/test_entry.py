@@ -124,11 +124,26 @@ def test_a_waiting_receiver_wakes_on_a_new_message(redis_url: str, names: tuple[
 
 def test_options_are_checked_and_the_password_never_shown() -> None:
     """If this fails, a bad option is accepted or an error leaks the password."""
-    with pytest.raises(ConfigError, match=r"redis entry point option max_attempts: .* got 0"):
+    with pytest.raises(
+        ConfigError, match=r"entry point 'redis': option 'max_attempts': .* \(got 0\)"
+    ):
         RedisEntry(max_attempts=0)
-    with pytest.raises(ConfigError, match=r"option url") as error:
+    with pytest.raises(
+        ConfigError, match=r"entry point 'redis': option 'url': .*\(got 'http://user:\*\*\*@"
+    ) as error:
         RedisEntry("http://user:s3cret@example.com")
     assert "s3cret" not in str(error.value)
+    with pytest.raises(ConfigError, match=r"option 'stream': .* \(got ''\)"):
+        entry("redis", stream="")
+    with pytest.raises(ConfigError, match=r"option 'retry_delay': .* \(got -1\)"):
+        entry("redis", retry_delay=-1)
+    with pytest.raises(
+        ConfigError,
+        match=r"entry point 'redis': unknown option 'poll_intervall'; did you mean 'poll_interval'\?",
+    ):
+        entry("redis", poll_intervall=1)
+    with pytest.raises(ConfigError, match="give 'url' or 'url_env', not both"):
+        entry("redis", url="redis://x", url_env="REDIS_URL")
     built = entry("redis", url="redis://app:s3cret@127.0.0.1:1/0")
     assert isinstance(built, RedisEntry)
     assert "s3cret" not in repr(built)

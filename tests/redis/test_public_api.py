@@ -6,7 +6,12 @@ import agent_wait.redis
 
 
 def test_public_api() -> None:
-    assert sorted(agent_wait.redis.__all__) == ["RedisAnnounce", "RedisEntry", "RedisOptions"]
+    assert sorted(agent_wait.redis.__all__) == [
+        "RedisAnnounce",
+        "RedisEntry",
+        "RedisEntryOptions",
+        "RedisOptions",
+    ]
 
 
 def test_plugin_registers_redis_without_importing_redis_py() -> None:

@@ -72,11 +72,46 @@ def test_send_groups_by_thread_and_deduplicates_on_the_content(aws: Aws) -> None
 @pytest.mark.parametrize(
     ("queue", "redrive", "options", "expected"),
     [
-        ("standard", True, {}, "queue_url: expected an SQS FIFO queue URL"),
+        (
+            "standard",
+            True,
+            {},
+            r"entry point 'sqs': option 'queue_url': expected an SQS FIFO queue URL"
+            r".*\(got 'http://.*/standard'\)",
+        ),
         ("bare.fifo", False, {}, "has no redrive policy"),
-        ("ok.fifo", True, {"max_attempts": 9}, "max_attempts: .* after 3 receives"),
-        ("ok.fifo", True, {"visibility_timeout": 0}, "visibility_timeout: expected seconds"),
-        ("ok.fifo", True, {"retry_delay": -1}, "retry_delay: expected seconds"),
+        (
+            "ok.fifo",
+            True,
+            {"max_attempts": 9},
+            r"option 'max_attempts': .* after 3 receives.*\(got 9\)",
+        ),
+        (
+            "ok.fifo",
+            True,
+            {"visibility_timeout": 0.5},
+            r"option 'visibility_timeout': .*greater than or equal to 1 \(got 0.5\)",
+        ),
+        (
+            "ok.fifo",
+            True,
+            {"visibility_timeout": True},
+            r"option 'visibility_timeout': expected a number, not true/false \(got True\)",
+        ),
+        (
+            "ok.fifo",
+            True,
+            {"visibility_timeout": 43201},
+            r"option 'visibility_timeout': .*less than or equal to 43200 \(got 43201\)",
+        ),
+        ("ok.fifo", True, {"retry_delay": -1}, r"option 'retry_delay': .*\(got -1\)"),
+        (
+            "ok.fifo",
+            True,
+            {"visibilty_timeout": 5},
+            r"entry point 'sqs': unknown option 'visibilty_timeout'; "
+            r"did you mean 'visibility_timeout'\?",
+        ),
     ],
 )
 def test_bad_options_are_refused_naming_them(
@@ -89,7 +124,15 @@ def test_bad_options_are_refused_naming_them(
     else:
         url, _ = create_queue(sqs, queue)
     with pytest.raises(ConfigError, match=expected):
-        SqsEntry(url, **options, **aws.options)  # pyright: ignore[reportArgumentType]
+        entry("sqs", queue_url=url, **options, **aws.options)
+
+
+def test_a_bad_connection_option_names_the_entry_point(aws: Aws) -> None:
+    url = fifo_with_dead_letters(aws, "connection", 3)
+    with pytest.raises(
+        ConfigError, match=r"entry point 'sqs': option 'endpoint_url': .*\(got 'ftp://x'\)"
+    ):
+        SqsEntry(url, endpoint_url="ftp://x", region="us-east-1")
 
 
 def test_serve_keeps_a_long_runs_lease_and_handles_it_once(aws: Aws) -> None:

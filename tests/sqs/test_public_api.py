@@ -10,6 +10,7 @@ def test_public_api() -> None:
         "LambdaHandler",
         "SqsAnnounce",
         "SqsEntry",
+        "SqsEntryOptions",
         "SqsOptions",
         "lambda_handler",
     ]

@@ -6,8 +6,9 @@ nothing here imports the announcer (or its transport library) eagerly.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agent_wait.core import lazy_exports
 from agent_wait.template._options import TemplateOptions
 
 if TYPE_CHECKING:
@@ -15,10 +16,9 @@ if TYPE_CHECKING:
 
 __all__ = ["TemplateAnnounce", "TemplateOptions"]
 
-
-def __getattr__(name: str) -> Any:
-    if name == "TemplateAnnounce":
-        from agent_wait.template._announcer import TemplateAnnounce
-
-        return TemplateAnnounce
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "TemplateAnnounce": "._announcer",
+    },
+)

@@ -110,22 +110,32 @@ def _plugins_data() -> dict[str, Any]:
 
     announcers = kinds(reg.announcers)
     for item in announcers:
-        item["options_schema"] = _options_schema(reg.announcers[item["name"]])
+        item["options_schema"] = _options_schema(reg.announcers[item["name"]], "announcer")
+    entry_points = kinds(reg.entry_points)
+    for item in entry_points:
+        item["options_schema"] = _options_schema(reg.entry_points[item["name"]], "entry point")
     return {
         "plugins": plugins,
         "announcers": announcers,
         "adapters": kinds(reg.adapters),
-        "entry_points": kinds(reg.entry_points),
+        "entry_points": entry_points,
         "failed": [{"name": n, "error": e} for n, e in sorted(reg.failed.items())],
     }
 
 
-def _options_schema(registration: Any) -> dict[str, Any] | None:
-    """The JSON Schema of an announcer's options model; None when it declares none."""
+def _options_model(registration: Any, kind: str) -> Any:
+    """The options model of an announcer or entry point registration; None when it has none."""
+    from agent_wait.core._options import AnnouncerOptions, EntryOptions
     from agent_wait.core._plugins import options_model
 
+    base = EntryOptions if kind == "entry point" else AnnouncerOptions
+    return options_model(registration.resolve(), base)
+
+
+def _options_schema(registration: Any, kind: str) -> dict[str, Any] | None:
+    """The JSON Schema of an announcer's or entry point's options; None when it declares none."""
     try:
-        model = options_model(registration.resolve())
+        model = _options_model(registration, kind)
     except ImportError as error:
         # Listed anyway: the plugin is installed, only its transport library is missing.
         return {"error": str(error)}
@@ -168,31 +178,42 @@ def _cmd_plugins(args: argparse.Namespace) -> int:
 # --- schema ------------------------------------------------------------------------------------
 
 
-def options_schema_text(name: str) -> str:
-    """The JSON Schema of an announcer's options, as committed under docs/schema/options/.
+def options_schema_text(name: str, kind: str = "announcer") -> str:
+    """The JSON Schema of an announcer's or entry point's options, as committed in docs.
+
+    Announcers' are under docs/schema/options/, entry points' under docs/schema/entry/.
+
+    Args:
+        name: The registered name.
+        kind: ``"announcer"`` or ``"entry point"``.
 
     Raises:
-        PluginNotFoundError: No announcer of that name is installed.
+        PluginNotFoundError: No plugin of that kind and name is installed.
         ConfigError: It declares no options model.
     """
     from agent_wait.core._errors import ConfigError, PluginNotFoundError
     from agent_wait.core._plugins import registry
 
-    registration = registry().announcers.get(name)
+    reg = registry()
+    table = reg.entry_points if kind == "entry point" else reg.announcers
+    registration = table.get(name)
     if registration is None:
-        raise PluginNotFoundError(f"unknown announcer {name!r}; see `agent-wait plugins`")
-    schema = _options_schema(registration)
+        raise PluginNotFoundError(f"unknown {kind} {name!r}; see `agent-wait plugins`")
+    schema = _options_schema(registration, kind)
     if schema is None:
-        raise ConfigError(f"announcer {name!r} declares no options model")
+        raise ConfigError(f"{kind} {name!r} declares no options model")
     return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
-    if args.announcer is None:
+    if args.announcer is None and args.entry is None:
         sys.stdout.write(schema_text(args.kind))
         return 0
     try:
-        sys.stdout.write(options_schema_text(args.announcer))
+        if args.announcer is not None:
+            sys.stdout.write(options_schema_text(args.announcer))
+        else:
+            sys.stdout.write(options_schema_text(args.entry, "entry point"))
     except AgentWaitError as error:
         _error(str(error))
         return 1
@@ -325,22 +346,53 @@ def _cmd_config_check(args: argparse.Namespace) -> int:
             )
         finally:
             built.close()
+    entry_failed = _check_entry_config()
     if failed:
         verb = "failed to build or connect" if args.connect else "failed to build"
         _error(f"{failed} of {len(config.announce)} announcers {verb}")
-        return 1
-    return 0
+    if entry_failed:
+        _error("the entry point failed to build")
+    return 1 if failed or entry_failed else 0
 
 
-def _shown_entry(use: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    # The announcer's options model knows which options are secrets; without one (or when the
+def _check_entry_config() -> bool:
+    """Show the configured entry point and build it (checking its options); True if it failed."""
+    from agent_wait.core._config import scrub
+    from agent_wait.core._entries import entry, load_entry_config
+
+    try:
+        configured, where = load_entry_config()
+    except AgentWaitError as error:
+        _print(f"  entry: configuration error: {error}")
+        return True
+    shown = json.dumps(
+        _shown_entry(configured.use, configured.options, "entry point"),
+        ensure_ascii=False,
+        default=str,
+    )
+    _print(f"  entry {shown} (source: {where})")
+    try:
+        built = entry(configured.use, **configured.options)
+    except Exception as error:  # noqa: BLE001 - reporting the entry point's failure is this command's job
+        _print(f"    error: {type(error).__name__}: {scrub(str(error), configured.options)}")
+        return True
+    try:
+        _print(f"    ok: {type(built).__module__}.{type(built).__qualname__} named {built.name!r}")
+    finally:
+        built.close()
+    return False
+
+
+def _shown_entry(use: str, options: Mapping[str, Any], kind: str = "announcer") -> dict[str, Any]:
+    # The plugin's options model knows which options are secrets; without one (or when the
     # name is unknown) values are redacted by their names and shapes.
     from agent_wait.core._options import redact
-    from agent_wait.core._plugins import options_model, registry
+    from agent_wait.core._plugins import registry
 
-    registration = registry().announcers.get(use)
+    reg = registry()
+    registration = (reg.entry_points if kind == "entry point" else reg.announcers).get(use)
     try:
-        model = options_model(registration.resolve()) if registration is not None else None
+        model = _options_model(registration, kind) if registration is not None else None
     except ImportError:
         model = None
     if model is None:
@@ -438,10 +490,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     schema = commands.add_parser(
         "schema",
-        help="print the JSON Schema of a message or of an announcer's options",
+        help="print the JSON Schema of a message or of a plugin's options",
         description="Print the JSON Schema (draft 2020-12) of the envelope agent-wait publishes, "
         "the recommended answer, or the start message, generated from the models; with "
-        "--announcer, the schema of that announcer's options.",
+        "--announcer or --entry, the schema of that announcer's or entry point's options.",
     )
     schema.add_argument(
         "kind",
@@ -450,10 +502,16 @@ def build_parser() -> argparse.ArgumentParser:
         choices=sorted(SCHEMA_MODELS),
         help="default: envelope",
     )
-    schema.add_argument(
+    which = schema.add_mutually_exclusive_group()
+    which.add_argument(
         "--announcer",
         metavar="NAME",
         help="print the options schema of this installed announcer instead",
+    )
+    which.add_argument(
+        "--entry",
+        metavar="NAME",
+        help="print the options schema of this installed entry point instead",
     )
     schema.set_defaults(handler=_cmd_schema)
 
@@ -496,10 +554,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     check = config_commands.add_parser(
         "check",
-        help="show where the configuration comes from and build every announcer",
+        help="show where the configuration comes from and build every announcer and the entry point",
         description="Show where the configuration comes from (AGENT_WAIT_ANNOUNCE, "
         "AGENT_WAIT_CONFIG, ./agent-wait.toml, ./pyproject.toml [tool.agent-wait], or the "
-        "embedded default) and build every announcer, with secrets redacted. Exit 1 on any error.",
+        "embedded default) and build every announcer, then the entry point ([entry], "
+        "AGENT_WAIT_ENTRY, or the embedded sqlite one), with secrets redacted. Exit 1 on any "
+        "error.",
     )
     check.add_argument(
         "--connect",

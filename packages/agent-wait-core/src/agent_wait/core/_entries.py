@@ -30,10 +30,11 @@ from agent_wait.core._config import (
 )
 from agent_wait.core._entry import EntryPoint
 from agent_wait.core._errors import ConfigError, PluginNotFoundError
+from agent_wait.core._options import EntryOptions
 from agent_wait.core._plugins import (
-    _check_option_names,  # pyright: ignore[reportPrivateUsage]
     _not_installed,  # pyright: ignore[reportPrivateUsage]
-    _resolve_env_options,  # pyright: ignore[reportPrivateUsage]
+    build_plugin,
+    options_model,
     registry,
 )
 from agent_wait.core._reply_to import check_reply_to, is_credential
@@ -43,7 +44,7 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
 
 
 def entry(name: str, /, **options: Any) -> EntryPoint:
-    """Build an entry point by its registered name, validating the option names.
+    """Build an entry point by its registered name, validating its options against its model.
 
     ``*_env`` options name environment variables holding secrets, as for announcers.
 
@@ -53,7 +54,8 @@ def entry(name: str, /, **options: Any) -> EntryPoint:
     Raises:
         PluginNotFoundError: No entry point of that name is installed (the message lists the
             installed ones and a close match).
-        ConfigError: The name is not a plain name, or an option is unknown or invalid.
+        ConfigError: The name is not a plain name, or an option is unknown, missing or invalid
+            (the message names the entry point, the option and its value, redacted).
     """
     if not isinstance(name, str) or not _NAME.match(name):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigError(
@@ -65,14 +67,13 @@ def entry(name: str, /, **options: Any) -> EntryPoint:
     if registration is None:
         raise PluginNotFoundError(_not_installed("entry point", name, reg.entry_points))
     factory = registration.resolve()
-    options = _resolve_env_options(name, factory, options, "entry point")
-    _check_option_names(name, factory, options, "entry point")
-    try:
-        built = factory(**options)
-    except ConfigError:
-        raise
-    except (TypeError, ValueError) as error:
-        raise ConfigError(f"entry point {name!r}: {error}") from error
+    model = options_model(factory, EntryOptions)
+    if model is None:
+        raise ConfigError(
+            f"entry point {name!r}: {registration.target!r} declares no options model; set its "
+            "class attribute options_model to an EntryOptions subclass"
+        )
+    built = build_plugin("entry point", name, factory, model, options)
     if not isinstance(built, EntryPoint):
         raise ConfigError(
             f"entry point {name!r} factory returned {type(built).__name__}, not an EntryPoint"

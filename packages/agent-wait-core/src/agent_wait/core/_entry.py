@@ -17,12 +17,15 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from agent_wait.core._closing import Closing
 from agent_wait.core._errors import ConfigError
 from agent_wait.core._models import parse_message
 from agent_wait.core._reply_to import check_reply_to
+
+if TYPE_CHECKING:
+    from agent_wait.core._options import EntryOptions
 
 logger = logging.getLogger("agent_wait.core.entry")
 
@@ -85,9 +88,15 @@ class EntryPoint(Closing, ABC):
         name: The registered name (set from configuration).
         max_attempts: Deliveries before a message is dead-lettered.
         visibility_timeout: Seconds a received message stays leased to its receiver.
+        options_model: The entry point's options (a subclass of
+            :class:`agent_wait.core.EntryOptions`): ``entry(name, **options)`` and the
+            ``[entry]`` table are checked against it before the constructor is called, and
+            ``agent-wait plugins --json`` prints its JSON Schema. Required for an entry point
+            built by name.
     """
 
     name: str = "EntryPoint"
+    options_model: ClassVar[type[EntryOptions] | None] = None
     max_attempts: int = 5
     visibility_timeout: float = 300.0
 

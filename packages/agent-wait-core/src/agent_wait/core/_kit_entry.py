@@ -12,6 +12,8 @@ from pydantic import ValidationError
 from ulid import ULID
 
 from agent_wait.core._entry import EntryPoint, Received
+from agent_wait.core._kit_options import assert_options_model_matches
+from agent_wait.core._options import EntryOptions
 
 
 class EntryContract:
@@ -51,6 +53,18 @@ class EntryContract:
 
     def _receive(self, entry: EntryPoint, count: int = 10, wait: float = 2.0) -> list[Received]:
         return entry.receive(count, wait=wait)
+
+    def test_options_model_matches_the_constructor(self, contract_entry: EntryPoint) -> None:
+        """If this fails, the entry point's options model is missing or out of step with it.
+
+        Set a class attribute ``options_model`` to a subclass of
+        :class:`agent_wait.core.EntryOptions` with one field per keyword argument of the
+        constructor (an ``X_env`` argument of a field ``X`` needs no field of its own), and
+        validate the arguments with ``options_model.parse(self.name, {...})``. ``entry(name,
+        ...)`` and the ``[entry]`` table are checked against the model before the constructor
+        is called, and ``agent-wait plugins --json`` prints its JSON Schema.
+        """
+        assert_options_model_matches(type(contract_entry), EntryOptions)
 
     def test_send_then_receive_round_trips(self, contract_entry: EntryPoint) -> None:
         """If this fails, a message is changed between the consumer and the host."""

@@ -177,7 +177,12 @@ def _duration_or_zero(value: object) -> object:
     return 0.0 if value == 0 and not isinstance(value, bool) else _duration_seconds(value)
 
 
-Seconds = Annotated[float, Field(gt=0), BeforeValidator(_not_bool)]
+NotBool = BeforeValidator(_not_bool)
+"""Refuses ``true``/``false`` where a number is expected (pydantic would read them as 1 and 0).
+
+Place it after the constraints, which then stay in the JSON Schema:
+``Annotated[float, Field(ge=1, le=43200), NotBool]``."""
+Seconds = Annotated[float, Field(gt=0), NotBool]
 """A positive number of seconds."""
 Duration = Annotated[
     float,
@@ -206,10 +211,12 @@ DurationOrZero = Annotated[
     ),
 ]
 """Like :data:`Duration`, and 0 is allowed (``backoff = 0`` retries at once)."""
-Count = Annotated[int, Field(ge=0), BeforeValidator(_not_bool)]
+Count = Annotated[int, Field(ge=0), NotBool]
 """A whole number, zero or more."""
-PositiveCount = Annotated[int, Field(gt=0), BeforeValidator(_not_bool)]
+PositiveCount = Annotated[int, Field(gt=0), NotBool]
 """A whole number, one or more."""
+SecondsOrZero = Annotated[float, Field(ge=0), NotBool]
+"""A number of seconds, zero or more (``retry_delay = 0`` retries at once)."""
 Flag = Annotated[bool, Strict()]
 """``true`` or ``false`` exactly (not ``1``, not ``"yes"``)."""
 Text = Annotated[str, Field(min_length=1)]
@@ -219,7 +226,7 @@ SensitiveUrl = Annotated[str, Sensitive()]
 
 
 class PluginOptions(BaseModel):
-    """Base of the options model of a plugin kind (announcers today).
+    """Base of the options model of a plugin kind (:class:`AnnouncerOptions`, :class:`EntryOptions`).
 
     Subclass it with one field per option, validated by pydantic. :meth:`parse` turns
     configuration values into the model or raises :class:`ConfigError` in one format:
@@ -383,3 +390,33 @@ class AnnouncerOptions(PluginOptions):
     """
 
     kind: ClassVar[str] = "announcer"
+
+
+class EntryOptions(PluginOptions):
+    """Base of every entry point's options model.
+
+    Declare one per entry point, set it as the entry point class's ``options_model``, and
+    validate the constructor's arguments with it, as an announcer does::
+
+        class CarrierPigeonEntryOptions(EntryOptions):
+            loft: Text
+            visibility_timeout: Seconds = 300.0
+            max_attempts: PositiveCount = 5
+
+        class CarrierPigeonEntry(EntryPoint):
+            name = "carrier-pigeon"
+            options_model = CarrierPigeonEntryOptions
+
+            def __init__(
+                self, loft: str, visibility_timeout: float = 300.0, max_attempts: int = 5
+            ) -> None:
+                options = CarrierPigeonEntryOptions.parse(
+                    self.name,
+                    {"loft": loft, "visibility_timeout": visibility_timeout,
+                     "max_attempts": max_attempts},
+                )
+
+    Errors read ``entry point '<name>': option '<field>': <why> (got <value>)``.
+    """
+
+    kind: ClassVar[str] = "entry point"

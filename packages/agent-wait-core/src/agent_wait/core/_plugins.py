@@ -18,7 +18,7 @@ from agent_wait.core import hookspecs
 from agent_wait.core._announce import BaseAnnounce
 from agent_wait.core._errors import ConfigError, PluginNotFoundError
 from agent_wait.core._hooks import HookManager
-from agent_wait.core._options import ENV_SUFFIX, AnnouncerOptions, redact
+from agent_wait.core._options import ENV_SUFFIX, AnnouncerOptions, PluginOptions, redact
 
 logger = logging.getLogger(__name__)
 
@@ -277,7 +277,44 @@ def announcer(name: str, /, **options: Any) -> BaseAnnounce:
             )
         raise PluginNotFoundError(message)
     factory = registration.resolve()
-    model = options_model(factory)
+    built = build_plugin("announcer", name, factory, options_model(factory), options)
+    if not isinstance(built, BaseAnnounce):
+        raise ConfigError(
+            f"announcer {name!r} factory returned {type(built).__name__}, not a BaseAnnounce"
+        )
+    if type(built).name == type(built).__name__ and built.name == type(built).__name__:
+        built.name = name
+    return built
+
+
+def options_model(
+    factory: object, base: type[PluginOptions] = AnnouncerOptions
+) -> type[PluginOptions] | None:
+    """The options model a plugin class (or factory callable) declares, if any.
+
+    Args:
+        factory: The registered class or callable.
+        base: The options base of its kind (:class:`EntryOptions` for entry points).
+    """
+    model = getattr(factory, "options_model", None)
+    if isinstance(model, type) and issubclass(model, base):
+        return model
+    return None
+
+
+def build_plugin(
+    kind: str,
+    name: str,
+    factory: Callable[..., Any],
+    model: type[PluginOptions] | None,
+    options: Mapping[str, Any],
+) -> object:
+    """Check ``options`` against the plugin's options model, then call its factory with them.
+
+    Raises:
+        ConfigError: An option is unknown, missing or invalid, or the factory refused it with a
+            TypeError or ValueError; the message names the plugin (values redacted).
+    """
     if model is None:
         # An announcer without an options model: its signature names the options.
         kwargs = _resolve_env_options(name, factory, options)
@@ -288,26 +325,11 @@ def announcer(name: str, /, **options: Any) -> BaseAnnounce:
         # rather than as the TypeError of the call.
         model.parse(name, kwargs)
     try:
-        built = factory(**kwargs)
+        return factory(**kwargs)
     except ConfigError:
         raise
     except (TypeError, ValueError) as error:
         raise ConfigError(f"announcer {name!r}: {redact(str(error))}") from error
-    if not isinstance(built, BaseAnnounce):
-        raise ConfigError(
-            f"announcer {name!r} factory returned {type(built).__name__}, not a BaseAnnounce"
-        )
-    if type(built).name == type(built).__name__ and built.name == type(built).__name__:
-        built.name = name
-    return built
-
-
-def options_model(factory: object) -> type[AnnouncerOptions] | None:
-    """The options model an announcer class (or factory callable) declares, if any."""
-    model = getattr(factory, "options_model", None)
-    if isinstance(model, type) and issubclass(model, AnnouncerOptions):
-        return model
-    return None
 
 
 def _load_on_demand(reg: PluginRegistry, name: str) -> Registration | None:
@@ -331,7 +353,7 @@ def _accepted_options(factory: Callable[..., Any]) -> list[str] | None:
 
 
 def _resolve_env_options(
-    name: str, factory: Callable[..., Any], options: Mapping[str, Any], kind: str = "announcer"
+    name: str, factory: Callable[..., Any], options: Mapping[str, Any]
 ) -> dict[str, Any]:
     accepted = _accepted_options(factory) or []
     resolved = dict(options)
@@ -340,15 +362,15 @@ def _resolve_env_options(
             continue
         target = key.removesuffix(ENV_SUFFIX)
         if target in options:
-            raise ConfigError(f"{kind} {name!r}: give {target!r} or {key!r}, not both")
+            raise ConfigError(f"announcer {name!r}: give {target!r} or {key!r}, not both")
         if not isinstance(variable, str) or not variable:
             raise ConfigError(
-                f"{kind} {name!r}: option {key!r} must name an environment variable, got {variable!r}"
+                f"announcer {name!r}: option {key!r} must name an environment variable, got {variable!r}"
             )
         value = os.environ.get(variable)
         if value is None:
             raise ConfigError(
-                f"{kind} {name!r}: option {key!r} names environment variable {variable!r}, "
+                f"announcer {name!r}: option {key!r} names environment variable {variable!r}, "
                 "which is not set"
             )
         del resolved[key]
@@ -356,9 +378,7 @@ def _resolve_env_options(
     return resolved
 
 
-def _check_option_names(
-    name: str, factory: Callable[..., Any], options: Mapping[str, Any], kind: str = "announcer"
-) -> None:
+def _check_option_names(name: str, factory: Callable[..., Any], options: Mapping[str, Any]) -> None:
     accepted = _accepted_options(factory)
     if accepted is None:
         return
@@ -367,7 +387,7 @@ def _check_option_names(
             close = difflib.get_close_matches(option, accepted, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise ConfigError(
-                f"{kind} {name!r}: unknown option {option!r}{hint} "
+                f"announcer {name!r}: unknown option {option!r}{hint} "
                 f"(accepted: {', '.join(accepted) or 'none'})"
             )
     # After the unknown names: a misspelt option explains the missing one better.
@@ -377,7 +397,7 @@ def _check_option_names(
     ]
     if missing:
         raise ConfigError(
-            f"{kind} {name!r}: missing required option{'s' if len(missing) > 1 else ''} "
+            f"announcer {name!r}: missing required option{'s' if len(missing) > 1 else ''} "
             f"{', '.join(repr(m) for m in missing)}"
         )
 

@@ -18,9 +18,9 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, field_validator
+from pydantic import BeforeValidator, Field
 
 from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome
 from agent_wait.core._closing import Closing
@@ -58,19 +58,22 @@ LIFECYCLE_COLUMNS = ("answered_at", "answered_by", "answer")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
+def _not_blank(value: object) -> object:
+    if isinstance(value, str) and not value.strip():
+        raise ValueError("expected a file path or None")
+    return value
+
+
+DatabasePath = Annotated[Path | None, BeforeValidator(_not_blank)]
+"""A database file; None: the inbox's default file (:func:`default_inbox_path`)."""
+
+
 class SqliteOptions(AnnouncerOptions):
     """Options of the ``sqlite`` announcer (see ``SqliteAnnounce``)."""
 
-    path: Path | None = None
+    path: DatabasePath = None
     table: str = Field(DEFAULT_TABLE, pattern=_IDENTIFIER.pattern)
     timeout: Seconds = 5.0
-
-    @field_validator("path", mode="before")
-    @classmethod
-    def _not_blank(cls, value: object) -> object:
-        if isinstance(value, str) and not value.strip():
-            raise ValueError("expected a file path or None")
-        return value
 
 
 def default_inbox_path(environ: Mapping[str, str] | None = None) -> Path:

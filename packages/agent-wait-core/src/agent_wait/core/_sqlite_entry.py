@@ -12,9 +12,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from agent_wait.core._entry import DeadLetter, EntryPoint, Received, check_message, logger
 from agent_wait.core._models import format_utc
-from agent_wait.core._sqlite import _Store  # pyright: ignore[reportPrivateUsage]
+from agent_wait.core._options import EntryOptions, PositiveCount, Seconds, SecondsOrZero
+from agent_wait.core._sqlite import (
+    _IDENTIFIER,  # pyright: ignore[reportPrivateUsage]
+    DatabasePath,
+    _Store,  # pyright: ignore[reportPrivateUsage]
+)
 
 DEFAULT_MESSAGES_TABLE = "agent_wait_messages"
 READY = "ready"
@@ -40,11 +47,23 @@ def _messages_schema(connection: sqlite3.Connection, table: str, path: Path) -> 
     )
 
 
-def _positive(name: str, value: object, *, integer: bool = False) -> None:
-    kinds = int if integer else int | float
-    if isinstance(value, bool) or not isinstance(value, kinds) or not value > 0:  # pyright: ignore[reportOperatorIssue]
-        expected = "a positive whole number" if integer else "positive seconds"
-        raise ValueError(f"{name}: expected {expected}, got {value!r}")
+class SqliteEntryOptions(EntryOptions):
+    """Options of the ``sqlite`` entry point (see ``SqliteEntry``)."""
+
+    path: DatabasePath = None
+    """The database file; null: the inbox's default file."""
+    table: str = Field(DEFAULT_MESSAGES_TABLE, pattern=_IDENTIFIER.pattern)
+    """The message table (created if missing)."""
+    visibility_timeout: Seconds = 300.0
+    """Seconds a received message stays leased."""
+    max_attempts: PositiveCount = 5
+    """Deliveries before a message is dead-lettered."""
+    retry_delay: SecondsOrZero = 1.0
+    """Seconds before a failed message is handed out again."""
+    poll_interval: Seconds = 0.2
+    """Seconds between polls while a receiver waits."""
+    timeout: Seconds = 5.0
+    """Seconds to wait for another writer's lock."""
 
 
 class SqliteEntry(EntryPoint):
@@ -69,6 +88,7 @@ class SqliteEntry(EntryPoint):
     """
 
     name = "sqlite"
+    options_model = SqliteEntryOptions
 
     def __init__(
         self,
@@ -80,18 +100,24 @@ class SqliteEntry(EntryPoint):
         poll_interval: float = 0.2,
         timeout: float = 5.0,
     ) -> None:
-        _positive("visibility_timeout", visibility_timeout)
-        _positive("max_attempts", max_attempts, integer=True)
-        _positive("poll_interval", poll_interval)
-        valid_delay = isinstance(retry_delay, int | float) and not isinstance(retry_delay, bool)  # pyright: ignore[reportUnnecessaryIsInstance]
-        if not valid_delay or retry_delay < 0:
-            raise ValueError(f"retry_delay: expected seconds >= 0, got {retry_delay!r}")
-        self._store = _Store(path, table, timeout, _messages_schema)
-        self._table = table
-        self.visibility_timeout = float(visibility_timeout)
-        self.max_attempts = max_attempts
-        self.retry_delay = float(retry_delay)
-        self.poll_interval = float(poll_interval)
+        options = SqliteEntryOptions.parse(
+            self.name,
+            {
+                "path": path,
+                "table": table,
+                "visibility_timeout": visibility_timeout,
+                "max_attempts": max_attempts,
+                "retry_delay": retry_delay,
+                "poll_interval": poll_interval,
+                "timeout": timeout,
+            },
+        )
+        self._store = _Store(options.path, options.table, options.timeout, _messages_schema)
+        self._table = options.table
+        self.visibility_timeout = options.visibility_timeout
+        self.max_attempts = options.max_attempts
+        self.retry_delay = options.retry_delay
+        self.poll_interval = options.poll_interval
 
     @property
     def path(self) -> Path:
@@ -111,7 +137,10 @@ class SqliteEntry(EntryPoint):
 
     def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
         """Lease up to ``max_messages`` thread heads, polling up to ``wait`` seconds for one."""
-        _positive("max_messages", max_messages, integer=True)
+        if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ValueError(
+                f"max_messages: expected a positive whole number, got {max_messages!r}"
+            )
         deadline = time.monotonic() + max(wait, 0.0)
         while True:
             received = self._claim(max_messages)

@@ -51,7 +51,7 @@ def register_adapters(register: RegisterTarget) -> None:
     """Register framework adapters by name.
 
     Call ``register(name, target)`` with an import path or a callable returning the
-    adapter object (see :class:`agent_wait.core.FrameworkAdapter`). Used for discovery
+    adapter object (see :class:`agent_wait.core.adapter.FrameworkAdapter`). Used for discovery
     (``agent-wait plugins``) and by hosts that pick a framework by name.
 
     Args:
@@ -66,8 +66,9 @@ def register_entry_points(register: RegisterTarget) -> None:
     """Register entry-point kinds by name: where hosts receive messages and answers are sent.
 
     Call ``register(name, target)`` with an import path or a callable returning a
-    :class:`agent_wait.core.EntryPoint`. Its keyword arguments are the options users write in
-    the ``[entry]`` configuration table.
+    :class:`agent_wait.core.EntryPoint`. Its ``options_model`` (an
+    :class:`agent_wait.core.EntryOptions` subclass) declares the options users write in the
+    ``[entry]`` configuration table; they are validated against it before the call.
 
     Args:
         register: The callback.

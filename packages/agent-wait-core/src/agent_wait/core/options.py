@@ -1,8 +1,8 @@
 """Building blocks of plugin options: the model bases, option types and the redaction routine.
 
-An announcer declares its options as a subclass of :class:`AnnouncerOptions` (also exported
-from ``agent_wait.core``) whose fields use pydantic types and the types below; see
-docs/writing-a-plugin.md.
+An announcer declares its options as a subclass of :class:`AnnouncerOptions`, an entry point
+as a subclass of :class:`EntryOptions` (both also exported from ``agent_wait.core``), whose
+fields use pydantic types and the types below; see docs/writing-a-plugin.md.
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ from agent_wait.core._options import (
     Count,
     Duration,
     DurationOrZero,
+    EntryOptions,
     Flag,
+    NotBool,
     PluginOptions,
     PositiveCount,
     Seconds,
+    SecondsOrZero,
     Sensitive,
     SensitiveUrl,
     Text,
@@ -29,10 +32,13 @@ __all__ = [
     "Count",
     "Duration",
     "DurationOrZero",
+    "EntryOptions",
     "Flag",
+    "NotBool",
     "PluginOptions",
     "PositiveCount",
     "Seconds",
+    "SecondsOrZero",
     "Sensitive",
     "SensitiveUrl",
     "Text",

@@ -17,7 +17,7 @@ Override :meth:`AnnouncerContract.make_failing_announcer` to also check that a b
 transport is reported, not raised.
 
 Subclass :class:`AdapterContract` to check a framework package built on
-:func:`agent_wait.core.make_wait` with the framework's real runtime (an offline model)::
+:func:`agent_wait.core.adapter.make_wait` with the framework's real runtime (an offline model)::
 
     from agent_wait.core.testing import AdapterContract
     from my_framework_wait import publish_interrupts, questions_in, wait
@@ -230,27 +230,10 @@ class AnnouncerContract:
         is checked against the model before the constructor is called, and
         ``agent-wait plugins --json`` prints its JSON Schema.
         """
-        import inspect
-        import json
+        from agent_wait.core._kit_options import assert_options_model_matches
+        from agent_wait.core._options import AnnouncerOptions
 
-        from agent_wait.core._options import ENV_SUFFIX, AnnouncerOptions
-
-        cls = type(contract_announcer)
-        model = cls.options_model
-        wrong = f"{cls.__name__}.options_model is {model!r}, not an AnnouncerOptions subclass"
-        assert isinstance(model, type), wrong
-        assert issubclass(model, AnnouncerOptions), wrong
-        parameters = inspect.signature(cls).parameters.values()
-        accepted = {
-            p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)
-        }
-        fields = set(model.model_fields)
-        extra = {n for n in accepted - fields if n.removesuffix(ENV_SUFFIX) not in fields}
-        assert not extra, f"constructor arguments without an options field: {sorted(extra)}"
-        assert not fields - accepted, (
-            f"options fields the constructor does not take: {sorted(fields - accepted)}"
-        )
-        json.dumps(model.json_schema())  # the schema agent-wait plugins --json prints
+        assert_options_model_matches(type(contract_announcer), AnnouncerOptions)
 
     def test_check_connection_on_a_working_transport(
         self, contract_announcer: BaseAnnounce

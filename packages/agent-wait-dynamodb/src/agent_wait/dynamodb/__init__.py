@@ -26,8 +26,9 @@ The row, options, limits and IAM permissions: docs/announcers/dynamodb.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agent_wait.core import lazy_exports
 from agent_wait.dynamodb._options import DynamoDbOptions
 
 if TYPE_CHECKING:
@@ -43,19 +44,13 @@ __all__ = [
     "open_questions_past",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    # Lazy, so importing the package (the entry point does) never imports boto3.
-    if name == "DynamoDbAnnounce":
-        from agent_wait.dynamodb._announcer import DynamoDbAnnounce
-
-        return DynamoDbAnnounce
-    if name == "DynamoDbQuestionStore":
-        from agent_wait.dynamodb._store import DynamoDbQuestionStore
-
-        return DynamoDbQuestionStore
-    if name in ("create_table", "open_questions_past"):
-        from agent_wait.dynamodb import _table
-
-        return getattr(_table, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Lazy, so importing the package (the entry point does) never imports boto3.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "DynamoDbAnnounce": "._announcer",
+        "DynamoDbQuestionStore": "._store",
+        "create_table": "._table",
+        "open_questions_past": "._table",
+    },
+)

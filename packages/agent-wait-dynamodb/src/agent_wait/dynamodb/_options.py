@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from agent_wait.aws import AwsOptions
 from agent_wait.core import WaitEnvelope
-from agent_wait.core.options import Duration, PositiveCount
+from agent_wait.core.options import Duration, NotBool
 
 DEFAULT_TTL_AFTER = 30 * 86_400
 """Seconds a row lives past its question's expiry (or publish) when only ``ttl_attribute`` is set."""
@@ -33,7 +33,7 @@ class DynamoDbOptions(AwsOptions):
     """How long a row lives after its question's ``expires_at`` (or after the publish when it
     has none): an ISO 8601 duration or seconds. Default 30 days when ``ttl_attribute`` is set."""
 
-    max_concurrency: Annotated[PositiveCount, Field(le=MAX_CONCURRENCY)] = DEFAULT_CONCURRENCY
+    max_concurrency: Annotated[int, Field(gt=0, le=MAX_CONCURRENCY), NotBool] = DEFAULT_CONCURRENCY
     """Puts in flight at once on the async path (1 sends them one by one)."""
 
     @field_validator("table_name")

@@ -20,8 +20,9 @@ docs/announcers/eventbridge.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agent_wait.core import lazy_exports
 from agent_wait.eventbridge._options import EventBridgeOptions
 
 if TYPE_CHECKING:
@@ -29,11 +30,10 @@ if TYPE_CHECKING:
 
 __all__ = ["EventBridgeAnnounce", "EventBridgeOptions"]
 
-
-def __getattr__(name: str) -> Any:
-    # Lazy, so importing the package (the entry point does) never imports boto3.
-    if name == "EventBridgeAnnounce":
-        from agent_wait.eventbridge._announcer import EventBridgeAnnounce
-
-        return EventBridgeAnnounce
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Lazy, so importing the package (the entry point does) never imports boto3.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "EventBridgeAnnounce": "._announcer",
+    },
+)

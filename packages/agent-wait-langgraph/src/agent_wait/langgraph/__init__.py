@@ -25,8 +25,9 @@ docs/frameworks/langgraph.md.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agent_wait.core import lazy_exports
 
 if TYPE_CHECKING:
     from agent_wait.langgraph._adapter import LangGraphAdapter, questions_in
@@ -63,32 +64,21 @@ __all__ = [
 # Lazy: the entry-point plugin module lives in this package, and importing it must not import
 # LangGraph (every agent-wait process loads the plugins, not every one uses LangGraph).
 _HOMES = {
-    "InterruptRoutingError": "_routing",
-    "LangGraphAdapter": "_adapter",
-    "ahandle_message": "_host",
-    "apublish_interrupts": "_wait",
-    "aserve": "_serve",
-    "astream_message": "_host",
-    "handle_message": "_host",
-    "hitl": "_wait",
-    "pause_tool": "_pause",
-    "publish_interrupts": "_wait",
-    "questions_in": "_adapter",
-    "resume_command": "_host",
-    "serve": "_serve",
-    "stream_message": "_host",
-    "wait": "_wait",
+    "InterruptRoutingError": "._routing",
+    "LangGraphAdapter": "._adapter",
+    "ahandle_message": "._host",
+    "apublish_interrupts": "._wait",
+    "aserve": "._serve",
+    "handle_message": "._host",
+    "hitl": "._wait",
+    "publish_interrupts": "._wait",
+    "questions_in": "._adapter",
+    "resume_command": "._host",
+    "serve": "._serve",
+    "wait": "._wait",
+    "astream_message": "._host",
+    "pause_tool": "._pause",
+    "stream_message": "._host",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -9,7 +9,8 @@ from typing import Any, cast, get_origin
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolArg
 
-from agent_wait.core import Question, WaitCall, WaitPolicy, question_from_value
+from agent_wait.core import Question, WaitPolicy
+from agent_wait.core.adapter import WaitCall, question_from_value
 from agent_wait.langgraph._routing import apark, as_mapping, park
 from langgraph.config import get_config
 from langgraph.prebuilt import ToolRuntime
@@ -262,7 +263,7 @@ def questions_in(result: Any) -> list[Question]:
 
 
 class LangGraphAdapter:
-    """:class:`agent_wait.core.FrameworkAdapter` for LangGraph: parks on ``interrupt()``."""
+    """:class:`agent_wait.core.adapter.FrameworkAdapter` for LangGraph: parks on ``interrupt()``."""
 
     name = "langgraph"
 

@@ -43,13 +43,8 @@ from typing import Annotated, Any, TypeVar, cast
 
 from pydantic import AfterValidator, TypeAdapter
 
-from agent_wait.core import (
-    AgentWaitError,
-    WaitCall,
-    apply_answer,
-    derive_question_id,
-    question_from_value,
-)
+from agent_wait.core import AgentWaitError, derive_question_id
+from agent_wait.core.adapter import WaitCall, apply_answer, question_from_value
 
 # LangGraph 1.2 keeps a task's answers in its scratchpad (CONFIG_KEY_SCRATCHPAD) and saves them
 # with a RESUME write (CONFIG_KEY_SEND); a task's n-th answer fills the interrupt id
@@ -109,7 +104,7 @@ def address(thread_id: str, pending_value: Any, answer: Any) -> Any:
 
 
 def _address_of(thread_id: str, value: Any) -> str | None:
-    # Only a @wait payload reads back with a source (see agent_wait.core.question_from_value).
+    # Only a @wait payload reads back with a source (see agent_wait.core.adapter.question_from_value).
     asked = question_from_value("pending", value)
     question = as_mapping(asked.question)
     if asked.source is None or question is None or "function" not in question:

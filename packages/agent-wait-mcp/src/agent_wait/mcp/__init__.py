@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agent_wait.core import lazy_exports
 from agent_wait.core.pause import (
     InvalidPauseRequest,
     PauseConfigError,
@@ -47,11 +48,10 @@ __all__ = [
     "build_server",
 ]
 
-
-def __getattr__(name: str) -> object:
-    # Lazy, so the policy (and the plugin module) can be imported without the MCP SDK.
-    if name == "build_server":
-        from agent_wait.mcp._server import build_server
-
-        return build_server
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Lazy, so the policy (and the plugin module) can be imported without the MCP SDK.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "build_server": "._server",
+    },
+)

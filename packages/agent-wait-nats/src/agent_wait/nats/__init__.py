@@ -28,25 +28,22 @@ docs/announcers/nats.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agent_wait.nats._options import NatsOptions
+from agent_wait.core import lazy_exports
+from agent_wait.nats._options import NatsEntryOptions, NatsOptions
 
 if TYPE_CHECKING:
     from agent_wait.nats._announcer import NatsAnnounce
     from agent_wait.nats._entry import NatsEntry
 
-__all__ = ["NatsAnnounce", "NatsEntry", "NatsOptions"]
+__all__ = ["NatsAnnounce", "NatsEntry", "NatsEntryOptions", "NatsOptions"]
 
-
-def __getattr__(name: str) -> Any:
-    # Lazy, so importing the package (the entry point does) never imports nats-py.
-    if name == "NatsAnnounce":
-        from agent_wait.nats._announcer import NatsAnnounce
-
-        return NatsAnnounce
-    if name == "NatsEntry":
-        from agent_wait.nats._entry import NatsEntry
-
-        return NatsEntry
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Lazy, so importing the package (the entry point does) never imports nats-py.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "NatsAnnounce": "._announcer",
+        "NatsEntry": "._entry",
+    },
+)

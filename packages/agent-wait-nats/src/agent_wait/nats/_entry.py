@@ -6,7 +6,6 @@ import asyncio
 import base64
 import json
 import logging
-import re
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -24,7 +23,6 @@ except ImportError as error:  # pragma: no cover - the distribution depends on n
     raise ImportError("NatsEntry needs nats-py: pip install agent-wait-nats") from error
 
 from agent_wait.core import (
-    ConfigError,
     DeadLetter,
     EntryPoint,
     Received,
@@ -33,15 +31,17 @@ from agent_wait.core import (
 )
 from agent_wait.core.options import redact
 from agent_wait.nats._announcer import _LoopThread  # pyright: ignore[reportPrivateUsage]
-from agent_wait.nats._options import DEFAULT_URL, SCHEMES, servers
+from agent_wait.nats._options import (
+    DEFAULT_DURABLE,
+    DEFAULT_ENTRY_STREAM,
+    DEFAULT_ENTRY_SUBJECT,
+    DEFAULT_URL,
+    NatsEntryOptions,
+    servers,
+)
 
 logger = logging.getLogger("agent_wait.nats.entry")
 
-DEFAULT_STREAM = "AGENT_WAIT_ENTRY"
-DEFAULT_SUBJECT = "agent-wait.entry"
-DEFAULT_DURABLE = "agent-wait"
-_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
-_SUBJECT = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 _ACK = b"+ACK"
 _PROGRESS = b"+WPI"
 # Seconds a pull request waits when the caller does not: nats-py needs a positive timeout.
@@ -92,12 +92,13 @@ class NatsEntry(EntryPoint):
     """
 
     name = "nats"
+    options_model = NatsEntryOptions
 
     def __init__(
         self,
         url: str | Sequence[str] = DEFAULT_URL,
-        stream: str = DEFAULT_STREAM,
-        subject: str = DEFAULT_SUBJECT,
+        stream: str = DEFAULT_ENTRY_STREAM,
+        subject: str = DEFAULT_ENTRY_SUBJECT,
         durable: str = DEFAULT_DURABLE,
         create: bool = True,
         visibility_timeout: float = 300.0,
@@ -106,49 +107,31 @@ class NatsEntry(EntryPoint):
         hold_delay: float = 0.2,
         timeout: float = 5.0,
     ) -> None:
-        found = servers(list(url) if not isinstance(url, str) else url)
-        if not found or not all(server.startswith(SCHEMES) for server in found):
-            raise ConfigError(
-                f"nats entry point option url: expected {'/'.join(SCHEMES)} URLs "
-                f"(comma-separated or a list), got {redact(url)!r}"
-            )
-        self.servers = found
-        for option, value in (("stream", stream), ("durable", durable)):
-            if not isinstance(value, str) or not _NAME.match(value):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise ConfigError(
-                    f"nats entry point option {option}: expected letters, digits, '_' or '-', "
-                    f"got {value!r}"
-                )
-        if not isinstance(subject, str) or not _SUBJECT.match(subject):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                "nats entry point option subject: expected dot-separated tokens of letters, "
-                f"digits, '_' or '-' (no wildcards), got {subject!r}"
-            )
-        if not isinstance(create, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"nats entry point option create: expected true or false, got {create!r}"
-            )
-        _positive("visibility_timeout", visibility_timeout)
-        _positive("hold_delay", hold_delay)
-        _positive("timeout", timeout)
-        if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"nats entry point option max_attempts: expected a positive whole number, "
-                f"got {max_attempts!r}"
-            )
-        if not _number(retry_delay) or retry_delay < 0:
-            raise ConfigError(
-                f"nats entry point option retry_delay: expected seconds >= 0, got {retry_delay!r}"
-            )
-        self.stream = stream
-        self.subject = subject
-        self.durable = durable
-        self.create = create
-        self.visibility_timeout = float(visibility_timeout)
-        self.max_attempts = max_attempts
-        self.retry_delay = float(retry_delay)
-        self.hold_delay = float(hold_delay)
-        self.timeout = float(timeout)
+        options = NatsEntryOptions.parse(
+            self.name,
+            {
+                "url": url if isinstance(url, str) else list(url),
+                "stream": stream,
+                "subject": subject,
+                "durable": durable,
+                "create": create,
+                "visibility_timeout": visibility_timeout,
+                "max_attempts": max_attempts,
+                "retry_delay": retry_delay,
+                "hold_delay": hold_delay,
+                "timeout": timeout,
+            },
+        )
+        self.servers = servers(options.url)
+        self.stream = stream = options.stream
+        self.subject = subject = options.subject
+        self.durable = options.durable
+        self.create = options.create
+        self.visibility_timeout = options.visibility_timeout
+        self.max_attempts = options.max_attempts
+        self.retry_delay = options.retry_delay
+        self.hold_delay = options.hold_delay
+        self.timeout = options.timeout
         self.dead_stream = f"{stream}_DEAD"
         self.dead_subject = f"{subject}-dead"
         self.bucket = f"{stream}_ATTEMPTS"
@@ -512,14 +495,3 @@ async def _ensure_stream(
         await js.stream_info(name)
     except nats.js.errors.NotFoundError:
         await js.add_stream(name=name, subjects=subjects, **config)  # pyright: ignore[reportUnknownMemberType]
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _positive(option: str, value: object) -> None:
-    if not _number(value) or not value > 0:  # pyright: ignore[reportOperatorIssue]
-        raise ConfigError(
-            f"nats entry point option {option}: expected positive seconds, got {value!r}"
-        )

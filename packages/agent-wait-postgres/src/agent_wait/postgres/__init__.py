@@ -32,9 +32,10 @@ message table hosts lease with ``FOR UPDATE SKIP LOCKED``, described in docs/ent
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agent_wait.postgres._options import PostgresOptions
+from agent_wait.core import lazy_exports
+from agent_wait.postgres._options import PostgresEntryOptions, PostgresOptions
 
 if TYPE_CHECKING:
     from agent_wait.postgres._announcer import PostgresAnnounce
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 __all__ = [
     "PostgresAnnounce",
     "PostgresEntry",
+    "PostgresEntryOptions",
     "PostgresOptions",
     "PostgresQuestionStore",
     "acreate_schema",
@@ -58,27 +60,16 @@ __all__ = [
     "open_questions_past",
 ]
 
-_SCHEMA = frozenset(
-    {"acreate_schema", "aopen_questions_past", "create_schema", "open_questions_past"}
+# Lazy, so importing the package (the entry point does) never imports psycopg.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "PostgresAnnounce": "._announcer",
+        "PostgresEntry": "._entry",
+        "PostgresQuestionStore": "._store",
+        "acreate_schema": "._schema",
+        "aopen_questions_past": "._schema",
+        "create_schema": "._schema",
+        "open_questions_past": "._schema",
+    },
 )
-
-
-def __getattr__(name: str) -> Any:
-    # Lazy, so importing the package (the entry point does) never imports psycopg.
-    if name == "PostgresAnnounce":
-        from agent_wait.postgres._announcer import PostgresAnnounce
-
-        return PostgresAnnounce
-    if name == "PostgresEntry":
-        from agent_wait.postgres._entry import PostgresEntry
-
-        return PostgresEntry
-    if name == "PostgresQuestionStore":
-        from agent_wait.postgres._store import PostgresQuestionStore
-
-        return PostgresQuestionStore
-    if name in _SCHEMA:
-        from agent_wait.postgres import _schema
-
-        return getattr(_schema, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 import threading
 from collections.abc import Sequence
 from typing import Any, Self
@@ -13,7 +12,6 @@ try:
     import psycopg
     import psycopg.errors
     from psycopg import AsyncConnection, Connection, sql
-    from psycopg.conninfo import conninfo_to_dict
     from psycopg.rows import TupleRow
 except ImportError as error:  # pragma: no cover - the distribution depends on psycopg
     raise ImportError(
@@ -32,6 +30,7 @@ from agent_wait.postgres._options import DEFAULT_CHANNEL, DEFAULT_TABLE, Postgre
 from agent_wait.postgres._schema import (
     COLUMNS,
     acreate_schema,
+    check_conninfo,
     create_schema,
     notify_payload,
     row_key,
@@ -41,7 +40,6 @@ from agent_wait.postgres._schema import (
 
 # Errors about one row's data (bad values, a constraint, an oversized key): that envelope fails
 # alone. Any other error (missing table, privileges, connection) fails the whole batch.
-_QUOTED = re.compile(r'"[^"]*"')
 _ROW_ERRORS = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded)
 _NOTIFY = sql.SQL("SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) AS payload")
 
@@ -95,14 +93,7 @@ class PostgresAnnounce(BaseAnnounce):
                 "timeout": timeout,
             },
         )
-        try:
-            conninfo_to_dict(options.url)
-        except psycopg.ProgrammingError as error:
-            # psycopg quotes the fragment it stumbled on, which may be part of the password.
-            why = _QUOTED.sub('"***"', str(error))
-            raise PostgresOptions.option_error(
-                self.name, "url", f"not a libpq connection string or URI ({why})", options.url
-            ) from None
+        check_conninfo(PostgresOptions, self.name, options.url)
         ident = table_identifier(options.table)
         self.url = options.url
         self.table = options.table

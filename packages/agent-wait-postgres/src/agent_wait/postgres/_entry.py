@@ -13,11 +13,9 @@ from typing import Any
 
 import psycopg
 from psycopg import Connection, sql
-from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import TupleRow
 
 from agent_wait.core import (
-    ConfigError,
     DeadLetter,
     EntryPoint,
     Received,
@@ -25,25 +23,16 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
-from agent_wait.postgres._schema import check_channel, table_identifier
+from agent_wait.postgres._options import (
+    DEFAULT_MESSAGES_CHANNEL,
+    DEFAULT_MESSAGES_TABLE,
+    PostgresEntryOptions,
+)
+from agent_wait.postgres._schema import check_conninfo, table_identifier
 
 logger = logging.getLogger("agent_wait.postgres.entry")
 
-DEFAULT_MESSAGES_TABLE = "agent_wait_messages"
-DEFAULT_MESSAGES_CHANNEL = "agent_wait_messages"
 _MAX_IDENTIFIER = 63
-
-
-def _seconds(name: str, value: object, *, zero: bool = False, integer: bool = False) -> None:
-    kinds = int if integer else int | float
-    ok = isinstance(value, kinds) and not isinstance(value, bool)
-    if not ok or not (value >= 0 if zero else value > 0):  # pyright: ignore[reportOperatorIssue]
-        expected = (
-            "a positive whole number"
-            if integer
-            else ("seconds >= 0" if zero else "positive seconds")
-        )
-        raise ConfigError(f"postgres option {name}: expected {expected}, got {value!r}")
 
 
 class PostgresEntry(EntryPoint):
@@ -75,6 +64,7 @@ class PostgresEntry(EntryPoint):
     """
 
     name = "postgres"
+    options_model = PostgresEntryOptions
 
     def __init__(
         self,
@@ -88,33 +78,31 @@ class PostgresEntry(EntryPoint):
         poll_interval: float = 1.0,
         timeout: float = 10.0,
     ) -> None:
-        if not isinstance(url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"postgres option url: expected a connection string, got {type(url).__name__}"
-            )
-        try:
-            conninfo_to_dict(url)
-        except psycopg.ProgrammingError as error:
-            raise ConfigError(
-                f"postgres option url: not a libpq connection string or URI ({error})"
-            ) from error
-        self._ident = table_identifier(table)
-        check_channel(channel)
-        _seconds("visibility_timeout", visibility_timeout)
-        _seconds("max_attempts", max_attempts, integer=True)
-        _seconds("retry_delay", retry_delay, zero=True)
-        _seconds("max_retry_delay", max_retry_delay, zero=True)
-        _seconds("poll_interval", poll_interval)
-        _seconds("timeout", timeout)
-        self.url = url
-        self.table = table
-        self.channel = channel
-        self.visibility_timeout = float(visibility_timeout)
-        self.max_attempts = max_attempts
-        self.retry_delay = float(retry_delay)
-        self.max_retry_delay = float(max_retry_delay)
-        self.poll_interval = float(poll_interval)
-        self.timeout = float(timeout)
+        options = PostgresEntryOptions.parse(
+            self.name,
+            {
+                "url": url,
+                "table": table,
+                "channel": channel,
+                "visibility_timeout": visibility_timeout,
+                "max_attempts": max_attempts,
+                "retry_delay": retry_delay,
+                "max_retry_delay": max_retry_delay,
+                "poll_interval": poll_interval,
+                "timeout": timeout,
+            },
+        )
+        check_conninfo(PostgresEntryOptions, self.name, options.url)
+        self._ident = table_identifier(options.table)
+        self.url = options.url
+        self.table = options.table
+        self.channel = options.channel
+        self.visibility_timeout = options.visibility_timeout
+        self.max_attempts = options.max_attempts
+        self.retry_delay = options.retry_delay
+        self.max_retry_delay = options.max_retry_delay
+        self.poll_interval = options.poll_interval
+        self.timeout = options.timeout
         self._conn: Connection[TupleRow] | None = None
         self._listener: Connection[TupleRow] | None = None
         self._lock = threading.Lock()

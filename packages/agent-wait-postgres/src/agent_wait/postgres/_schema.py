@@ -11,21 +11,27 @@ sentinel the other tables use, so ``expires_at < now`` never matches it and the
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, LiteralString
 
+import psycopg
 from psycopg import AsyncConnection, Connection, sql
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.rows import tuple_row
 from psycopg.types.json import Jsonb
 
 from agent_wait.core import ConfigError, WaitEnvelope
+from agent_wait.core.options import PluginOptions
 from agent_wait.postgres._options import (
     DEFAULT_TABLE,
     MAX_IDENTIFIER,
-    plain_identifier,
     table_parts,
 )
+
+# psycopg quotes the fragment of a connection string it stumbled on: part of the password, maybe.
+_QUOTED = re.compile(r'"[^"]*"')
 
 NO_EXPIRY = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC)
 """``expires_at`` of a question that has none (``9999-12-31T23:59:59Z``)."""
@@ -77,18 +83,19 @@ def table_identifier(table: str, option: str = "table") -> sql.Identifier:
     return sql.Identifier(*parts)
 
 
-def check_channel(channel: str) -> str:
-    """Return ``channel`` if it is a plain identifier usable with LISTEN.
+def check_conninfo(model: type[PluginOptions], name: str, url: str) -> None:
+    """Check that ``url`` is a libpq connection string or URI (libpq's parser, no connection).
 
     Raises:
-        ConfigError: It is not.
+        ConfigError: It is not; the message names option ``url``, never the password.
     """
-    if not isinstance(channel, str) or not plain_identifier(channel):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(
-            "postgres option channel: expected a plain identifier such as 'agent_wait_inbox' "
-            f"(letters, digits, _; at most 63 bytes) or None, got {channel!r}"
-        )
-    return channel
+    try:
+        conninfo_to_dict(url)
+    except psycopg.ProgrammingError as error:
+        why = _QUOTED.sub('"***"', str(error))
+        raise model.option_error(
+            name, "url", f"not a libpq connection string or URI ({why})", url
+        ) from None
 
 
 def _ddl(table: str) -> list[sql.Composed]:

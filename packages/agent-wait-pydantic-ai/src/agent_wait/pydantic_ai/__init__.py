@@ -26,8 +26,9 @@ See docs/frameworks/pydantic-ai.md.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agent_wait.core import lazy_exports
 
 if TYPE_CHECKING:
     from agent_wait.pydantic_ai._adapter import questions_in
@@ -59,36 +60,21 @@ __all__ = [
 # Resolved on first access, so that loading the plugin (agent_wait.pydantic_ai._plugin, which
 # imports this package first) does not import Pydantic AI.
 _MODULES = {
-    "HistoryStore": "_history",
-    "InMemoryHistory": "_history",
-    "SqliteHistory": "_history",
-    "ahandle_message": "_host",
-    "apublish_interrupts": "_wait",
-    "aserve": "_serve",
-    "astream_message": "_host",
-    "deferred_results": "_results",
-    "handle_message": "_host",
-    "hitl": "_wait",
-    "pause_tool": "_pause",
-    "publish_interrupts": "_wait",
-    "questions_in": "_adapter",
-    "serve": "_serve",
-    "wait": "_wait",
+    "HistoryStore": "._history",
+    "InMemoryHistory": "._history",
+    "SqliteHistory": "._history",
+    "ahandle_message": "._host",
+    "apublish_interrupts": "._wait",
+    "aserve": "._serve",
+    "deferred_results": "._results",
+    "handle_message": "._host",
+    "hitl": "._wait",
+    "publish_interrupts": "._wait",
+    "questions_in": "._adapter",
+    "serve": "._serve",
+    "wait": "._wait",
+    "astream_message": "._host",
+    "pause_tool": "._pause",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _MODULES.get(name)
-    if module is None:
-        if name == "__version__":
-            from importlib.metadata import version
-
-            return version("agent-wait-pydantic-ai")
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_exports(__name__, _MODULES, distribution="agent-wait-pydantic-ai")

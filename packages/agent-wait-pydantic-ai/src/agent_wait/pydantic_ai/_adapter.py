@@ -13,11 +13,12 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast, get_origin
 
-from agent_wait.core import PAYLOAD_KEY, Question, WaitCall, question_from_value, to_jsonable
+from agent_wait.core import Question, to_jsonable
+from agent_wait.core.adapter import PAYLOAD_KEY, WaitCall, question_from_value
 from pydantic_ai import AgentRunResult, ApprovalRequired, DeferredToolRequests, RunContext
 from pydantic_ai.messages import ToolCallPart
 
-"""The key of core's parked payload (``agent_wait.core.wait_payload``) that marks it as ours."""
+"""The key of core's parked payload (``agent_wait.core.adapter.wait_payload``) that marks it as ours."""
 DECISION_FLAG = "decision"
 """Set to True in the payload's ``agent_wait`` section when the tool has a decision parameter.
 
@@ -127,7 +128,7 @@ def question_of(
 
 
 class PydanticAIAdapter:
-    """The :class:`agent_wait.core.FrameworkAdapter` of Pydantic AI.
+    """The :class:`agent_wait.core.adapter.FrameworkAdapter` of Pydantic AI.
 
     A ``@wait`` tool takes a ``RunContext`` first parameter: the context says whether the call
     was approved and carries the answer, and (async mode) the run's ``deps`` give the thread id.

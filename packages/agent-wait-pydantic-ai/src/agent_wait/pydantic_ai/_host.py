@@ -18,16 +18,9 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter
 
-from agent_wait.core import (
-    PAYLOAD_KEY,
-    Announce,
-    Answer,
-    Handled,
-    Question,
-    StartMessage,
-    canonical_json,
-)
+from agent_wait.core import Announce, Answer, Handled, Question, StartMessage, canonical_json
 from agent_wait.core import host as core_host
+from agent_wait.core.adapter import PAYLOAD_KEY
 from agent_wait.core.host import (
     AnswerTrust,
     AsyncStreamed,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_wait.core import make_publish_interrupts, make_wait
+from agent_wait.core.adapter import make_publish_interrupts, make_wait
 from agent_wait.pydantic_ai._adapter import ADAPTER
 from pydantic_ai import Tool
 

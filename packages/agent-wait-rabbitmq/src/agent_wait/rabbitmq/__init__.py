@@ -28,25 +28,22 @@ dead-letter exchange (see docs/entry-points.md).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agent_wait.rabbitmq._options import RabbitMqOptions
+from agent_wait.core import lazy_exports
+from agent_wait.rabbitmq._options import RabbitMqEntryOptions, RabbitMqOptions
 
 if TYPE_CHECKING:
     from agent_wait.rabbitmq._announcer import RabbitMqAnnounce
     from agent_wait.rabbitmq._entry import RabbitMqEntry
 
-__all__ = ["RabbitMqAnnounce", "RabbitMqEntry", "RabbitMqOptions"]
+__all__ = ["RabbitMqAnnounce", "RabbitMqEntry", "RabbitMqEntryOptions", "RabbitMqOptions"]
 
-
-def __getattr__(name: str) -> Any:
-    # Lazy, so importing the package (the entry point does) never imports pika or aio-pika.
-    if name == "RabbitMqAnnounce":
-        from agent_wait.rabbitmq._announcer import RabbitMqAnnounce
-
-        return RabbitMqAnnounce
-    if name == "RabbitMqEntry":
-        from agent_wait.rabbitmq._entry import RabbitMqEntry
-
-        return RabbitMqEntry
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Lazy, so importing the package (the entry point does) never imports pika or aio-pika.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "RabbitMqAnnounce": "._announcer",
+        "RabbitMqEntry": "._entry",
+    },
+)

@@ -22,7 +22,6 @@ except ImportError as error:  # pragma: no cover - the distribution depends on p
     raise ImportError("RabbitMqEntry needs pika: pip install agent-wait-rabbitmq") from error
 
 from agent_wait.core import (
-    ConfigError,
     DeadLetter,
     EntryPoint,
     Received,
@@ -30,11 +29,10 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
+from agent_wait.rabbitmq._options import DEFAULT_QUEUE, DEFAULT_URL, RabbitMqEntryOptions
 
 logger = logging.getLogger("agent_wait.rabbitmq.entry")
 
-DEFAULT_URL = "amqp://guest:guest@localhost:5672/"
-DEFAULT_QUEUE = "agent-wait.entry"
 CONTENT_TYPE = "application/json"
 APP_ID = "agent-wait"
 DEAD_LETTER_TYPE = "agent-wait.dead-letter"
@@ -92,6 +90,7 @@ class RabbitMqEntry(EntryPoint):
     """
 
     name = "rabbitmq"
+    options_model = RabbitMqEntryOptions
 
     def __init__(
         self,
@@ -104,43 +103,28 @@ class RabbitMqEntry(EntryPoint):
         retry_delay: float = 1.0,
         timeout: float = 5.0,
     ) -> None:
-        if not isinstance(url, str) or not url.startswith(("amqp://", "amqps://")):  # pyright: ignore[reportUnnecessaryIsInstance]
-            shown = redact(url) if isinstance(url, str) else type(url).__name__  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"rabbitmq entry point option url: expected an amqp:// or amqps:// URL, got {shown!r}"
-            )
-        if not isinstance(queue, str) or not queue or len(queue) > 200:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"rabbitmq entry point option queue: expected a queue name, got {queue!r}"
-            )
-        if not isinstance(declare, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"rabbitmq entry point option declare: expected true or false, got {declare!r}"
-            )
-        for option, value in (("prefetch", prefetch), ("max_attempts", max_attempts)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise ConfigError(
-                    f"rabbitmq entry point option {option}: expected a positive whole number, "
-                    f"got {value!r}"
-                )
-        for option, value in (("visibility_timeout", visibility_timeout), ("timeout", timeout)):
-            if not _number(value) or not value > 0:
-                raise ConfigError(
-                    f"rabbitmq entry point option {option}: expected positive seconds, got {value!r}"
-                )
-        if not _number(retry_delay) or retry_delay < 0:
-            raise ConfigError(
-                f"rabbitmq entry point option retry_delay: expected seconds >= 0, got {retry_delay!r}"
-            )
-        self.url = url
-        self.queue = queue
-        self.dead = f"{queue}.dead"
-        self.declare = declare
-        self.prefetch = prefetch
-        self.visibility_timeout = float(visibility_timeout)
-        self.max_attempts = max_attempts
-        self.retry_delay = float(retry_delay)
-        self.timeout = float(timeout)
+        options = RabbitMqEntryOptions.parse(
+            self.name,
+            {
+                "url": url,
+                "queue": queue,
+                "declare": declare,
+                "prefetch": prefetch,
+                "visibility_timeout": visibility_timeout,
+                "max_attempts": max_attempts,
+                "retry_delay": retry_delay,
+                "timeout": timeout,
+            },
+        )
+        self.url = options.url
+        self.queue = options.queue
+        self.dead = f"{options.queue}.dead"
+        self.declare = options.declare
+        self.prefetch = options.prefetch
+        self.visibility_timeout = options.visibility_timeout
+        self.max_attempts = options.max_attempts
+        self.retry_delay = options.retry_delay
+        self.timeout = options.timeout
         self._lock = threading.RLock()  # a BlockingConnection is not thread-safe
         self._connection: pika.BlockingConnection | None = None
         self._publisher: BlockingChannel | None = None
@@ -448,7 +432,3 @@ def _letter(properties: pika.spec.BasicProperties, body: dict[str, Any], limit: 
         "delivery limit reached: never acknowledged (the hosts holding it closed or crashed)",
         dead_at,
     )
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

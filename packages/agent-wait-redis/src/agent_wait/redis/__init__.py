@@ -23,25 +23,22 @@ read with a consumer group, described in docs/entry-points.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agent_wait.redis._options import RedisOptions
+from agent_wait.core import lazy_exports
+from agent_wait.redis._options import RedisEntryOptions, RedisOptions
 
 if TYPE_CHECKING:
     from agent_wait.redis._announcer import RedisAnnounce
     from agent_wait.redis._entry import RedisEntry
 
-__all__ = ["RedisAnnounce", "RedisEntry", "RedisOptions"]
+__all__ = ["RedisAnnounce", "RedisEntry", "RedisEntryOptions", "RedisOptions"]
 
-
-def __getattr__(name: str) -> Any:
-    # Lazy, so importing the package (the entry point does) never imports redis-py.
-    if name == "RedisAnnounce":
-        from agent_wait.redis._announcer import RedisAnnounce
-
-        return RedisAnnounce
-    if name == "RedisEntry":
-        from agent_wait.redis._entry import RedisEntry
-
-        return RedisEntry
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Lazy, so importing the package (the entry point does) never imports redis-py.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "RedisAnnounce": "._announcer",
+        "RedisEntry": "._entry",
+    },
+)

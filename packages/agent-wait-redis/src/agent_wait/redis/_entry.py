@@ -15,7 +15,6 @@ from typing import Any, cast
 
 import redis
 from agent_wait.core import (
-    ConfigError,
     DeadLetter,
     EntryPoint,
     Received,
@@ -23,14 +22,16 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
+from agent_wait.redis._options import (
+    DEFAULT_GROUP,
+    DEFAULT_MESSAGES_STREAM,
+    DEFAULT_URL,
+    RedisEntryOptions,
+)
 from redis.commands.core import Script
 
 logger = logging.getLogger("agent_wait.redis.entry")
 
-DEFAULT_URL = "redis://localhost:6379/0"
-DEFAULT_MESSAGES_STREAM = "agent-wait:messages"
-DEFAULT_GROUP = "agent-wait-hosts"
-_SCHEMES = ("redis://", "rediss://", "unix://")
 _ENTRY_ID = re.compile(r"^\d+-\d+$")
 
 # Every step that reads and changes the queue is one script, so concurrent hosts never see it
@@ -178,25 +179,6 @@ return 1
 )
 
 
-def _positive(name: str, value: object, *, integer: bool = False, zero: bool = False) -> None:
-    kinds = int if integer else int | float
-    ok = isinstance(value, kinds) and not isinstance(value, bool)
-    if not ok or not (value >= 0 if zero else value > 0):  # pyright: ignore[reportOperatorIssue]
-        expected = (
-            "a positive whole number"
-            if integer
-            else ("seconds >= 0" if zero else "positive seconds")
-        )
-        raise ConfigError(f"redis entry point option {name}: expected {expected}, got {value!r}")
-
-
-def _text(name: str, value: object) -> None:
-    if not isinstance(value, str) or not value:
-        raise ConfigError(
-            f"redis entry point option {name}: expected a non-empty string, got {value!r}"
-        )
-
-
 class RedisEntry(EntryPoint):
     """Messages in a Redis stream read by a consumer group, one message of each thread at a time.
 
@@ -231,6 +213,7 @@ class RedisEntry(EntryPoint):
     """
 
     name = "redis"
+    options_model = RedisEntryOptions
 
     def __init__(
         self,
@@ -244,30 +227,31 @@ class RedisEntry(EntryPoint):
         poll_interval: float = 1.0,
         timeout: float = 5.0,
     ) -> None:
-        if not isinstance(url, str) or not url.startswith(_SCHEMES):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"redis entry point option url: expected a {'/'.join(_SCHEMES)} URL, "
-                f"got {redact(url)!r}"
-            )
-        _text("stream", stream)
-        _text("group", group)
-        if consumer is None:
-            consumer = f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        _text("consumer", consumer)
-        _positive("visibility_timeout", visibility_timeout)
-        _positive("max_attempts", max_attempts, integer=True)
-        _positive("retry_delay", retry_delay, zero=True)
-        _positive("poll_interval", poll_interval)
-        _positive("timeout", timeout)
-        self.url = url
-        self.stream = stream
-        self.group = group
-        self.consumer = consumer
-        self.visibility_timeout = float(visibility_timeout)
-        self.max_attempts = max_attempts
-        self.retry_delay = float(retry_delay)
-        self.poll_interval = float(poll_interval)
-        self.timeout = float(timeout)
+        options = RedisEntryOptions.parse(
+            self.name,
+            {
+                "url": url,
+                "stream": stream,
+                "group": group,
+                "consumer": consumer,
+                "visibility_timeout": visibility_timeout,
+                "max_attempts": max_attempts,
+                "retry_delay": retry_delay,
+                "poll_interval": poll_interval,
+                "timeout": timeout,
+            },
+        )
+        self.url = options.url
+        self.stream = options.stream
+        self.group = options.group
+        self.consumer = options.consumer or (
+            f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        )
+        self.visibility_timeout = options.visibility_timeout
+        self.max_attempts = options.max_attempts
+        self.retry_delay = options.retry_delay
+        self.poll_interval = options.poll_interval
+        self.timeout = options.timeout
         self._client: redis.Redis | None = None
         self._scripts: dict[str, Script] = {}
 

@@ -1,22 +1,42 @@
-"""The options of the ``redis`` announcer (importing it imports no Redis client)."""
+"""The options of the ``redis`` announcer and entry point (importing it imports no Redis client)."""
 
 from __future__ import annotations
 
-from pydantic import field_validator
+from typing import Annotated
 
-from agent_wait.core import AnnouncerOptions
-from agent_wait.core.options import Flag, PositiveCount, Seconds, SensitiveUrl, Text
+from pydantic import AfterValidator
+
+from agent_wait.core import AnnouncerOptions, EntryOptions
+from agent_wait.core.options import (
+    Flag,
+    PositiveCount,
+    Seconds,
+    SecondsOrZero,
+    SensitiveUrl,
+    Text,
+)
 
 DEFAULT_URL = "redis://localhost:6379/0"
 DEFAULT_STREAM = "agent-wait:questions"
 DEFAULT_INDEX_PREFIX = "agent-wait:question:"
+DEFAULT_MESSAGES_STREAM = "agent-wait:messages"
+DEFAULT_GROUP = "agent-wait-hosts"
 SCHEMES = ("redis://", "rediss://", "unix://")
+
+
+def _scheme(value: str) -> str:
+    if not value.startswith(SCHEMES):
+        raise ValueError(f"expected a {'/'.join(SCHEMES)} URL")
+    return value
+
+
+RedisUrl = Annotated[SensitiveUrl, AfterValidator(_scheme)]
 
 
 class RedisOptions(AnnouncerOptions):
     """Options of the ``redis`` announcer (see ``RedisAnnounce``)."""
 
-    url: SensitiveUrl = DEFAULT_URL
+    url: RedisUrl = DEFAULT_URL
     """``redis://``, ``rediss://`` or ``unix://`` URL (may carry credentials and the db)."""
     stream: Text = DEFAULT_STREAM
     """The stream key."""
@@ -31,9 +51,25 @@ class RedisOptions(AnnouncerOptions):
     timeout: Seconds = 5.0
     """Seconds to wait to connect and for each reply."""
 
-    @field_validator("url")
-    @classmethod
-    def _scheme(cls, value: str) -> str:
-        if not value.startswith(SCHEMES):
-            raise ValueError(f"expected a {'/'.join(SCHEMES)} URL")
-        return value
+
+class RedisEntryOptions(EntryOptions):
+    """Options of the ``redis`` entry point (see ``RedisEntry``)."""
+
+    url: RedisUrl = DEFAULT_URL
+    """``redis://``, ``rediss://`` or ``unix://`` URL (may carry credentials and the db)."""
+    stream: Text = DEFAULT_MESSAGES_STREAM
+    """The stream key; the other keys are named after it."""
+    group: Text = DEFAULT_GROUP
+    """The consumer group every host reads with."""
+    consumer: Text | None = None
+    """This host's consumer name; null: host name, process id and a random part."""
+    visibility_timeout: Seconds = 300.0
+    """Seconds a received message stays leased."""
+    max_attempts: PositiveCount = 5
+    """Deliveries before a message is dead-lettered."""
+    retry_delay: SecondsOrZero = 1.0
+    """Seconds before a failed message is handed out again (doubled per attempt)."""
+    poll_interval: Seconds = 1.0
+    """Seconds a waiting receiver blocks before looking for lapsed leases."""
+    timeout: Seconds = 5.0
+    """Seconds to wait to connect and for each reply."""

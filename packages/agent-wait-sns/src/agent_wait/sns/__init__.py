@@ -18,8 +18,9 @@ Options, message shape, limits and IAM permissions: docs/announcers/sns.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from agent_wait.core import lazy_exports
 from agent_wait.sns._options import SnsOptions
 
 if TYPE_CHECKING:
@@ -27,11 +28,10 @@ if TYPE_CHECKING:
 
 __all__ = ["SnsAnnounce", "SnsOptions"]
 
-
-def __getattr__(name: str) -> Any:
-    # Lazy, so importing the package (the entry point does) never imports boto3.
-    if name == "SnsAnnounce":
-        from agent_wait.sns._announcer import SnsAnnounce
-
-        return SnsAnnounce
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Lazy, so importing the package (the entry point does) never imports boto3.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "SnsAnnounce": "._announcer",
+    },
+)

@@ -24,32 +24,32 @@ It returns the partial batch response (``batchItemFailures``): see docs/deployme
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from agent_wait.sqs._options import SqsOptions
+from agent_wait.core import lazy_exports
+from agent_wait.sqs._options import SqsEntryOptions, SqsOptions
 
 if TYPE_CHECKING:
     from agent_wait.sqs._announcer import SqsAnnounce
     from agent_wait.sqs._entry import SqsEntry
     from agent_wait.sqs._lambda import LambdaHandler, lambda_handler
 
-__all__ = ["LambdaHandler", "SqsAnnounce", "SqsEntry", "SqsOptions", "lambda_handler"]
+__all__ = [
+    "LambdaHandler",
+    "SqsAnnounce",
+    "SqsEntry",
+    "SqsEntryOptions",
+    "SqsOptions",
+    "lambda_handler",
+]
 
 # Lazy, so importing the package (the entry point does) never imports boto3, and a Lambda
 # handler (which needs no SDK) never loads it either.
 _HOMES = {
-    "LambdaHandler": "_lambda",
-    "SqsAnnounce": "_announcer",
-    "SqsEntry": "_entry",
-    "lambda_handler": "_lambda",
+    "LambdaHandler": "._lambda",
+    "SqsAnnounce": "._announcer",
+    "SqsEntry": "._entry",
+    "lambda_handler": "._lambda",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

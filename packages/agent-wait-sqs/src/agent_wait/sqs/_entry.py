@@ -16,7 +16,7 @@ from typing import Any, cast
 from agent_wait.aws import aws_client_pair, boto3_sdk
 from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
 from agent_wait.core.transport import fit_identifier
-from agent_wait.sqs._options import QUEUE_URL, SqsOptions
+from agent_wait.sqs._options import SqsConnectionOptions, SqsEntryOptions
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +64,7 @@ class SqsEntry(EntryPoint):
     """
 
     name = "sqs"
+    options_model = SqsEntryOptions
 
     def __init__(
         self,
@@ -78,28 +79,13 @@ class SqsEntry(EntryPoint):
         profile: str | None = None,
         config: Any = None,
     ) -> None:
-        match = QUEUE_URL.match(queue_url) if isinstance(queue_url, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
-        if match is None or not match["name"].endswith(".fifo"):
-            raise ConfigError(
-                "queue_url: expected an SQS FIFO queue URL (ending in .fifo: a thread's messages "
-                f"are handed out one at a time), got {queue_url!r}"
-            )
-        for option, value, low in (
-            ("visibility_timeout", visibility_timeout, 1),
-            ("retry_delay", retry_delay, 0),
-        ):
-            number = not isinstance(value, bool) and isinstance(value, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
-            if not number or not low <= value <= 43200:
-                raise ConfigError(f"{option}: expected seconds from {low} to 43200, got {value!r}")
-        self.queue_url = queue_url
-        self._endpoint_url = endpoint_url
-        self.visibility_timeout = float(math.ceil(visibility_timeout))
-        self.retry_delay = retry_delay
-        # The connection options are the sqs announcer's: one model checks them for both.
-        connection = SqsOptions.parse(
+        options = SqsEntryOptions.parse(
             self.name,
             {
                 "queue_url": queue_url,
+                "visibility_timeout": visibility_timeout,
+                "max_attempts": max_attempts,
+                "retry_delay": retry_delay,
                 "client": client,
                 "endpoint_url": endpoint_url,
                 "region": region,
@@ -107,15 +93,34 @@ class SqsEntry(EntryPoint):
                 "config": config,
             },
         )
+        self.queue_url = options.queue_url
+        self._endpoint_url = options.endpoint_url
+        self.visibility_timeout = float(math.ceil(options.visibility_timeout))
+        self.retry_delay = options.retry_delay
+        # The connection options are the sqs announcer's: one model checks them for both.
+        connection = SqsConnectionOptions.parse(
+            self.name,
+            {
+                "queue_url": options.queue_url,
+                "client": options.client,
+                "endpoint_url": options.endpoint_url,
+                "region": options.region,
+                "profile": options.profile,
+                "config": options.config,
+            },
+        )
         connection = connection.model_copy(update={"region": connection.region_or_default()})
         self._clients = aws_client_pair(
             "sqs", boto3_sdk("agent-wait-sqs"), connection, name=self.name
         )
         self.dead_letter_queue_url, receives = self._redrive_target()
-        if max_attempts is not None and max_attempts != receives:
-            raise ConfigError(
-                f"max_attempts: the queue's redrive policy moves a message after {receives} "
-                f"receives (maxReceiveCount); max_attempts must match it, got {max_attempts!r}"
+        if options.max_attempts is not None and options.max_attempts != receives:
+            raise SqsEntryOptions.option_error(
+                self.name,
+                "max_attempts",
+                f"the queue's redrive policy moves a message after {receives} receives "
+                "(maxReceiveCount); max_attempts must match it",
+                options.max_attempts,
             )
         self.max_attempts = receives
         self._leases: dict[str, float] = {}  # receipt -> monotonic end of the lease

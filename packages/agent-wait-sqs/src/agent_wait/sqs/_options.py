@@ -1,13 +1,16 @@
-"""The options of the ``sqs`` announcer (importing it imports no AWS SDK)."""
+"""The options of the ``sqs`` announcer and entry point (importing it imports no AWS SDK)."""
 
 from __future__ import annotations
 
 import re
+from typing import Annotated, Any, ClassVar
 
-from pydantic import ValidationInfo, field_validator
+from pydantic import Field, ValidationInfo, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from agent_wait.aws import AWS_MESSAGE_ATTRIBUTES, AwsOptions
-from agent_wait.core import ConfigError
+from agent_wait.core import ConfigError, EntryOptions
+from agent_wait.core.options import NotBool, PositiveCount, Text
 from agent_wait.core.transport import fit_identifier
 
 QUEUE_URL = re.compile(r"^https?://[^/\s]+/[^/\s]+/(?P<name>[A-Za-z0-9_-]{1,80}(?:\.fifo)?)$")
@@ -66,3 +69,52 @@ class SqsOptions(AwsOptions):
         if self.region is None and (host := AWS_HOST.match(self.queue_url)):
             return host["region"]
         return self.region
+
+
+SQS_LONGEST = 43200  # seconds: SQS's longest visibility timeout
+
+
+class SqsEntryOptions(EntryOptions):
+    """Options of the ``sqs`` entry point (see ``SqsEntry``).
+
+    The connection options (``client`` to ``config``) are the ``sqs`` announcer's, checked by
+    its model when the client is built.
+    """
+
+    queue_url: str
+    """The FIFO queue's URL (``.fifo``), with a redrive policy."""
+    visibility_timeout: Annotated[float, Field(ge=1, le=SQS_LONGEST), NotBool] = 300
+    """Seconds a received message stays leased (rounded up to whole seconds, 1 to 43200)."""
+    max_attempts: PositiveCount | None = None
+    """Deliveries before a message is dead-lettered; default and only allowed value: the
+    redrive policy's ``maxReceiveCount``."""
+    retry_delay: Annotated[float, Field(ge=0, le=SQS_LONGEST), NotBool] = 1
+    """Seconds before a failed message is handed out again (rounded up to whole seconds)."""
+    client: SkipJsonSchema[Any] = Field(default=None, exclude=True)
+    """A boto3 SQS client to use (and not close) instead of building one."""
+    endpoint_url: str | None = None
+    """Endpoint of the built client (LocalStack, moto, a VPC endpoint)."""
+    region: Text | None = None
+    """Region of the built client; default: the queue URL's, else the AWS config's."""
+    profile: Text | None = None
+    """AWS config profile of the built client."""
+    config: Any = None
+    """botocore Config of the built client: a table of its options or, from Python, a
+    ``botocore.config.Config``."""
+
+    @field_validator("queue_url")
+    @classmethod
+    def _fifo_queue_url(cls, value: str) -> str:
+        match = QUEUE_URL.match(value)
+        if match is None or not match["name"].endswith(".fifo"):
+            raise ValueError(
+                "expected an SQS FIFO queue URL (ending in .fifo: a thread's messages are "
+                "handed out one at a time)"
+            )
+        return value
+
+
+class SqsConnectionOptions(SqsOptions):
+    """The ``sqs`` announcer's model checking the entry point's connection options."""
+
+    kind: ClassVar[str] = "entry point"

@@ -26,8 +26,9 @@ agent. See docs/frameworks/strands.md.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from agent_wait.core import lazy_exports
 
 if TYPE_CHECKING:
     from agent_wait.strands._adapter import questions_in
@@ -59,29 +60,18 @@ __all__ = [
 # Lazy: the entry-point plugin module lives in this package, and importing it must not import
 # Strands (every agent-wait process loads the plugins, not every one uses Strands).
 _HOMES = {
-    "ahandle_message": "_host",
-    "apublish_interrupts": "_wait",
-    "aserve": "_serve",
-    "astream_message": "_host",
-    "handle_message": "_host",
-    "hitl": "_wait",
-    "interrupt_responses": "_host",
-    "pause_tool": "_pause",
-    "publish_interrupts": "_wait",
-    "questions_in": "_adapter",
-    "serve": "_serve",
-    "wait": "_wait",
+    "ahandle_message": "._host",
+    "apublish_interrupts": "._wait",
+    "aserve": "._serve",
+    "handle_message": "._host",
+    "hitl": "._wait",
+    "interrupt_responses": "._host",
+    "publish_interrupts": "._wait",
+    "questions_in": "._adapter",
+    "serve": "._serve",
+    "wait": "._wait",
+    "astream_message": "._host",
+    "pause_tool": "._pause",
 }
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

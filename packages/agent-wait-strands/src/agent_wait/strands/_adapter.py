@@ -6,7 +6,8 @@ import inspect
 from collections.abc import Iterable
 from typing import Any, cast
 
-from agent_wait.core import Question, WaitCall, question_from_value, to_jsonable
+from agent_wait.core import Question, to_jsonable
+from agent_wait.core.adapter import WaitCall, question_from_value
 from strands.agent.agent_result import AgentResult
 from strands.interrupt import Interrupt
 from strands.multiagent.base import MultiAgentResult, Status
@@ -112,7 +113,7 @@ def questions_in(result: AgentResult | MultiAgentResult) -> list[Question]:
 
 
 class StrandsAdapter:
-    """:class:`agent_wait.core.FrameworkAdapter` for Strands Agents tools.
+    """:class:`agent_wait.core.adapter.FrameworkAdapter` for Strands Agents tools.
 
     A ``@wait`` tool parks by calling ``tool_context.interrupt("agent_wait:<function>",
     reason=<parked payload>)``; Strands stops the run with ``stop_reason == "interrupt"``, and on

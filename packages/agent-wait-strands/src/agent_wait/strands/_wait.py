@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 
-from agent_wait.core import make_publish_interrupts, make_wait
+from agent_wait.core.adapter import make_publish_interrupts, make_wait
 from agent_wait.strands._adapter import StrandsAdapter, has_tool_context
 from strands.types.tools import AgentTool
 

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from agent_wait.core import lazy_exports
 from agent_wait.webhook._entry import WebhookEntry
 from agent_wait.webhook._errors import WebhookDeliveryError
 from agent_wait.webhook._options import WebhookOptions
@@ -49,11 +50,10 @@ __all__ = [
     "verify",
 ]
 
-
-def __getattr__(name: str) -> object:
-    # Lazy, so the plugin module and receivers using verify() do not import httpx.
-    if name == "WebhookAnnounce":
-        from agent_wait.webhook._announcer import WebhookAnnounce
-
-        return WebhookAnnounce
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# Lazy, so the plugin module and receivers using verify() do not import httpx.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "WebhookAnnounce": "._announcer",
+    },
+)

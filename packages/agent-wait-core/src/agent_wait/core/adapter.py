@@ -1,0 +1,40 @@
+"""Building blocks for framework adapters: ``@wait`` and ``publish_interrupts`` over one protocol.
+
+A framework package implements :class:`FrameworkAdapter` (how its runs park, how a parked value
+becomes a :class:`~agent_wait.core.Question`, how an answer is checked) and exposes::
+
+    wait = make_wait(adapter)
+    publish_interrupts, apublish_interrupts = make_publish_interrupts(adapter)
+
+:func:`wait_payload` is the value a ``@wait`` call parks on (its :data:`PAYLOAD_KEY` entry
+carries the policy), :func:`question_from_value` turns a parked value back into a question, and
+:func:`apply_answer` runs a call's body with an answer. The host side (``handle_message``) is
+:mod:`agent_wait.core.host`. Application code does not need this module; see
+docs/writing-a-plugin.md ("Writing a framework adapter").
+"""
+
+from __future__ import annotations
+
+from agent_wait.core._wait import (
+    PAYLOAD_KEY,
+    FrameworkAdapter,
+    WaitCall,
+    WaitDecorator,
+    apply_answer,
+    make_publish_interrupts,
+    make_wait,
+    question_from_value,
+    wait_payload,
+)
+
+__all__ = [
+    "PAYLOAD_KEY",
+    "FrameworkAdapter",
+    "WaitCall",
+    "WaitDecorator",
+    "apply_answer",
+    "make_publish_interrupts",
+    "make_wait",
+    "question_from_value",
+    "wait_payload",
+]
