@@ -15,12 +15,18 @@ from agent_wait.core._cli import main
 def config_check(
     monkeypatch: pytest.MonkeyPatch, entries: list[dict[str, Any]], *flags: str
 ) -> tuple[int, list[str], str]:
-    """Exit code, the lines printed for the entries, and stderr."""
+    """Exit code, the lines printed for the announcer entries, and stderr.
+
+    The entry point's lines, printed after them, are left out (it is the embedded default here).
+    """
     monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", json.dumps(entries))
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         code = main(["config", "check", *flags])
-    return code, out.getvalue().splitlines()[1:], err.getvalue()
+    lines = out.getvalue().splitlines()[1:]
+    entry = next(i for i, line in enumerate(lines) if line.startswith("  entry "))
+    assert lines[entry + 1].strip().startswith("ok: "), lines[entry:]
+    return code, lines[:entry], err.getvalue()
 
 
 def assert_connect_tells_right_from_wrong(
