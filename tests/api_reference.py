@@ -35,7 +35,11 @@ def public_modules() -> dict[str, Path]:
         if p.is_dir()
     }
     core = ROOT / "packages" / "agent-wait-core" / "src" / "agent_wait" / "core"
-    return modules | {name: core / f"{name.rpartition('.')[2]}.py" for name in EXTRA}
+    extra: dict[str, Path] = {}
+    for name in EXTRA:
+        leaf = core / name.rpartition(".")[2]
+        extra[name] = leaf / "__init__.py" if leaf.is_dir() else leaf.with_suffix(".py")
+    return modules | extra
 
 
 def exported(path: Path) -> list[str]:

@@ -12,8 +12,8 @@ from pydantic import ValidationError
 from ulid import ULID
 
 from agent_wait.core._entry import EntryPoint, Received
-from agent_wait.core._kit_options import assert_options_model_matches
 from agent_wait.core._options import EntryOptions
+from agent_wait.core.testing._options import assert_options_model_matches
 
 
 class EntryContract:
