@@ -63,7 +63,7 @@ def test_the_documented_options_are_the_models(name: str) -> None:
     assert f"schema/options/{name}.schema.json" in section, "the page links its options schema"
 
 
-ENTRY_POINTS = ("sqlite", "sqs", "redis", "postgres", "nats", "rabbitmq")
+ENTRY_POINTS = ("sqlite", "sqs", "redis", "postgres", "nats", "rabbitmq", "webhook")
 
 
 def _entry_installed(name: str) -> None:

@@ -176,9 +176,11 @@ def test_an_unreachable_host_keeps_the_message_in_the_outbox(tmp_path: Path) -> 
 def test_options_are_checked_by_name() -> None:
     with pytest.raises(Exception, match="listen: expected 'host:port'"):
         entry("webhook", listen="8080")
-    with pytest.raises(Exception, match="url: expected an http"):
+    with pytest.raises(ConfigError, match="option 'url': expected an http:// or https:// URL"):
         entry("webhook", url="ftp://example.com/")
-    with pytest.raises(Exception, match="did you mean 'linger'"):
+    with pytest.raises(ConfigError, match=r"option 'max_in_flight'.*got 0"):
+        entry("webhook", max_in_flight=0)
+    with pytest.raises(ConfigError, match="did you mean 'linger'"):
         entry("webhook", lingr=1)
 
 

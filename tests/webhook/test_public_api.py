@@ -8,6 +8,7 @@ def test_public_api() -> None:
         "WebhookAnnounce",
         "WebhookDeliveryError",
         "WebhookEntry",
+        "WebhookEntryOptions",
         "WebhookOptions",
         "WebhookVerificationError",
         "verify",

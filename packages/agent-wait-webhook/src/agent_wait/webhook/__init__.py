@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING
 from agent_wait.core import lazy_exports
 from agent_wait.webhook._entry import WebhookEntry
 from agent_wait.webhook._errors import WebhookDeliveryError
-from agent_wait.webhook._options import WebhookOptions
+from agent_wait.webhook._options import WebhookEntryOptions, WebhookOptions
 from agent_wait.webhook._signing import WebhookVerificationError, verify
 
 if TYPE_CHECKING:
@@ -45,6 +45,7 @@ __all__ = [
     "WebhookAnnounce",
     "WebhookDeliveryError",
     "WebhookEntry",
+    "WebhookEntryOptions",
     "WebhookOptions",
     "WebhookVerificationError",
     "verify",

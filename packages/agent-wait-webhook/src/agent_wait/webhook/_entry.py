@@ -45,6 +45,7 @@ from agent_wait.core import (
     format_utc,
     parse_message,
 )
+from agent_wait.webhook._options import WebhookEntryOptions
 from agent_wait.webhook._signing import (
     ID_HEADER,
     Secret,
@@ -134,6 +135,7 @@ class WebhookEntry(EntryPoint):
     """
 
     name = "webhook"
+    options_model = WebhookEntryOptions
 
     def __init__(
         self,
@@ -152,25 +154,32 @@ class WebhookEntry(EntryPoint):
         max_in_flight: int = 16,
         flush_timeout: float = 30.0,
     ) -> None:
-        _positive("visibility_timeout", visibility_timeout)
-        _positive("max_attempts", max_attempts, integer=True)
-        _positive("retry_delay", retry_delay, zero=True)
-        _positive("linger", linger, zero=True)
-        _positive("delivery_timeout", delivery_timeout)
-        _positive("delivery_attempts", delivery_attempts, integer=True)
-        _positive("delivery_retry_delay", delivery_retry_delay, zero=True)
-        _positive("max_in_flight", max_in_flight, integer=True)
-        _positive("flush_timeout", flush_timeout, zero=True)
-        if url is not None and not url.startswith(("http://", "https://")):
-            raise ConfigError(f"url: expected an http:// or https:// URL, got {url!r}")
+        options = WebhookEntryOptions.parse(
+            self.name,
+            {
+                "url": url,
+                "listen": listen,
+                "secret": secret,
+                "path": path,
+                "visibility_timeout": visibility_timeout,
+                "max_attempts": max_attempts,
+                "retry_delay": retry_delay,
+                "linger": linger,
+                "delivery_timeout": delivery_timeout,
+                "delivery_attempts": delivery_attempts,
+                "delivery_retry_delay": delivery_retry_delay,
+                "max_in_flight": max_in_flight,
+                "flush_timeout": flush_timeout,
+            },
+        )
         bind = None if listen is None else _parse_listen(listen)
         self.url = url
-        self.visibility_timeout = float(visibility_timeout)
-        self.max_attempts = max_attempts
-        self.retry_delay = float(retry_delay)
-        self.linger = float(linger)
-        self.delivery_timeout = float(delivery_timeout)
-        self.flush_timeout = float(flush_timeout)
+        self.visibility_timeout = float(options.visibility_timeout)
+        self.max_attempts = options.max_attempts
+        self.retry_delay = float(options.retry_delay)
+        self.linger = float(options.linger)
+        self.delivery_timeout = float(options.delivery_timeout)
+        self.flush_timeout = float(options.flush_timeout)
         self._key = None if secret is None else SigningKey(secret, "secret")
         self._secret = secret
         # The outbox's file also holds the host's dead letters.
@@ -178,8 +187,8 @@ class WebhookEntry(EntryPoint):
             path,
             table=OUTBOX_TABLE,
             visibility_timeout=self.delivery_timeout + 60.0,
-            max_attempts=delivery_attempts,
-            retry_delay=float(delivery_retry_delay),
+            max_attempts=options.delivery_attempts,
+            retry_delay=float(options.delivery_retry_delay),
         )
         self._dead_path = self._outbox.path
         self._dead_path.parent.mkdir(parents=True, exist_ok=True)
@@ -200,7 +209,7 @@ class WebhookEntry(EntryPoint):
         self._server_thread: threading.Thread | None = None
         self._delivery: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
-        self._max_in_flight = max_in_flight
+        self._max_in_flight = options.max_in_flight
         self._wake = threading.Event()
         if bind is not None:
             self._serve(*bind)

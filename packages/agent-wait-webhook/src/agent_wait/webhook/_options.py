@@ -7,8 +7,17 @@ from urllib.parse import urlsplit
 
 from pydantic import SecretBytes, SecretStr, field_validator
 
-from agent_wait.core import AnnouncerOptions, ConfigError
-from agent_wait.core.options import Count, Duration, DurationOrZero, PositiveCount, SensitiveUrl
+from agent_wait.core import AnnouncerOptions, ConfigError, EntryOptions
+from agent_wait.core.options import (
+    Count,
+    Duration,
+    DurationOrZero,
+    PositiveCount,
+    Seconds,
+    SecondsOrZero,
+    SensitiveUrl,
+    Text,
+)
 from agent_wait.webhook._signing import ID_HEADER, SIGNATURE_HEADER, TIMESTAMP_HEADER, SigningKey
 
 EVENT_HEADER = "X-Agent-Wait-Event"
@@ -123,3 +132,43 @@ class WebhookOptions(AnnouncerOptions):
     def header_values(self) -> dict[str, str]:
         """The extra headers with their values."""
         return {name: value.get_secret_value() for name, value in (self.headers or {}).items()}
+
+
+class WebhookEntryOptions(EntryOptions):
+    """Options of the ``webhook`` entry point (see ``WebhookEntry``)."""
+
+    url: SensitiveUrl | None = None
+    """Where senders post messages (``http://`` or ``https://``); null on a host that only
+    receives."""
+    listen: Text | None = None
+    """``host:port`` for the built-in server; null when the app is mounted elsewhere."""
+    secret: SecretStr | SecretBytes | None = None
+    """Signing secret shared by senders and the host; give it as ``secret_env``."""
+    path: Text | None = None
+    """The sqlite file of the sender's outbox and the host's dead letters; null: the default
+    inbox file."""
+    visibility_timeout: Seconds = 300.0
+    """Seconds a received message stays leased."""
+    max_attempts: PositiveCount = 5
+    """Deliveries to the host before a message is dead-lettered."""
+    retry_delay: SecondsOrZero = 1.0
+    """Seconds before a failed message is handed out again."""
+    linger: SecondsOrZero = 0.05
+    """Seconds ``receive`` waits after the first message for others arriving with it."""
+    delivery_timeout: Seconds = 900.0
+    """Seconds a sender's POST may stay held by the host."""
+    delivery_attempts: PositiveCount = 10
+    """POSTs of one message before the sender dead-letters it in its outbox."""
+    delivery_retry_delay: SecondsOrZero = 5.0
+    """Seconds between a sender's attempts."""
+    max_in_flight: PositiveCount = 16
+    """POSTs a sender keeps open at once."""
+    flush_timeout: SecondsOrZero = 30.0
+    """Seconds ``close`` waits for the host to take what this sender sent."""
+
+    @field_validator("url")
+    @classmethod
+    def _http(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("expected an http:// or https:// URL")
+        return value
