@@ -67,6 +67,7 @@ def test_hookspecs_exist() -> None:
         "register_announcers",
         "register_commands",
         "register_entry_points",
+        "register_identity_providers",
     ]
 
 
@@ -796,3 +797,37 @@ def test_hook_register_commands(
         assert "Count the open questions loudly." in capsys.readouterr().out
         assert main(["plugins"]) == 0
     assert "tally" not in registry().commands
+
+
+def test_hook_register_identity_providers() -> None:
+    from agent_wait.core import identity_providers
+
+    class Provider:
+        def identify(self, request: object) -> str | None:
+            return None
+
+    def failing() -> object:
+        raise ValueError("no issuer configured")
+
+    class Plugin:
+        @hookimpl
+        def register_identity_providers(self, register: RegisterTarget) -> None:
+            register("corp", Provider)
+
+    class Broken:
+        @hookimpl
+        def register_identity_providers(self, register: RegisterTarget) -> None:
+            register("broken", failing)
+
+    with registered_plugin(Plugin(), "test-sso"):
+        assert registry().identity_providers["corp"].plugin == "test-sso"
+        built = identity_providers()
+        assert list(built) == ["corp"]
+        assert isinstance(built["corp"], Provider)
+        with (
+            registered_plugin(Broken(), "test-sso-broken"),
+            pytest.raises(ConfigError, match="'broken' of plugin 'test-sso-broken': no issuer"),
+        ):
+            identity_providers()
+    assert "corp" not in registry().identity_providers
+    assert identity_providers() == {}

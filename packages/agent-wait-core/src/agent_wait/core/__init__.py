@@ -80,7 +80,7 @@ if TYPE_CHECKING:
         parse_message,
     )
     from agent_wait.core._options import AnnouncerOptions, EntryOptions
-    from agent_wait.core._plugins import announcer, announcers_from_config
+    from agent_wait.core._plugins import announcer, announcers_from_config, identity_providers
     from agent_wait.core._policy import Correlation, WaitPolicy
     from agent_wait.core._publish import ENVELOPE_LIMIT, Announce, apublish, build_envelope, publish
     from agent_wait.core._sqlite import InboxItem, SqliteAnnounce, SqliteInbox, SqliteOptions
@@ -196,6 +196,7 @@ _LAZY = {
     "sweep": "._answering",
     "to_jsonable": "._canonical",
     "Operation": "._hooks",
+    "identity_providers": "._plugins",
 }
 
 __all__ = [
@@ -279,6 +280,7 @@ __all__ = [
     "format_utc",
     "history_key",
     "hookimpl",
+    "identity_providers",
     "is_answer",
     "lazy_exports",
     "load_config",

@@ -100,6 +100,7 @@ class PluginRegistry:
         self.adapters: dict[str, Registration] = {}
         self.entry_points: dict[str, Registration] = {}
         self.commands: dict[str, Registration] = {}
+        self.identity_providers: dict[str, Registration] = {}
         self.failed: dict[str, str] = {}
         self._loaded = False
         self._lock = threading.RLock()
@@ -173,13 +174,25 @@ class PluginRegistry:
             )
             caller = hooks("register_commands", others)
             caller(register=self._collector(self.commands, "command", name, distribution, version))
+            caller = hooks("register_identity_providers", others)
+            caller(
+                register=self._collector(
+                    self.identity_providers, "identity provider", name, distribution, version
+                )
+            )
 
     def unregister(self, name: str) -> None:
         """Remove a plugin and everything it registered (used by tests)."""
         with self._lock:
             self.manager.unregister(name=name)
             self.plugins.pop(name, None)
-            for table in (self.announcers, self.adapters, self.entry_points, self.commands):
+            for table in (
+                self.announcers,
+                self.adapters,
+                self.entry_points,
+                self.commands,
+                self.identity_providers,
+            ):
                 for key in [k for k, r in table.items() if r.plugin == name]:
                     del table[key]
 
@@ -240,6 +253,27 @@ def _not_installed(kind: str, name: str, installed: Iterable[str]) -> str:
     if close:
         parts.append(f"did you mean {close[0]!r}?")
     return "; ".join(parts)
+
+
+def identity_providers() -> dict[str, Any]:
+    """Build every identity provider plugins register (``register_identity_providers``).
+
+    Returns:
+        Provider name to provider object, in name order.
+
+    Raises:
+        ConfigError: A provider's factory failed (the message names the provider and plugin).
+        ImportError: The plugin providing it is installed but fails to import.
+    """
+    built: dict[str, Any] = {}
+    for name, registration in sorted(registry().identity_providers.items()):
+        try:
+            built[name] = registration.resolve()()
+        except (TypeError, ValueError) as error:
+            raise ConfigError(
+                f"identity provider {name!r} of plugin {registration.plugin!r}: {error}"
+            ) from error
+    return built
 
 
 def announcer(name: str, /, **options: Any) -> BaseAnnounce:

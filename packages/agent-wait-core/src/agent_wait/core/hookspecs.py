@@ -98,6 +98,26 @@ def register_commands(register: RegisterTarget) -> None:
 
 
 @hookspec
+def register_identity_providers(register: RegisterTarget) -> None:
+    """Register identity providers (single sign-on) by name, for web front-ends such as the inbox.
+
+    Call ``register(name, target)`` once per provider. ``target`` is an import path or a
+    callable that takes no arguments and returns the provider. The inbox web app asks every
+    registered provider who makes a request: the provider's ``identify(request)`` returns the
+    person's name, or None when the request carries no identity the provider vouches for. It may
+    also offer ``login_url(next)`` (where the login page sends people to sign in) and
+    ``routes()`` (Starlette routes mounted at ``/sso/<name>``, such as a sign-in callback); see
+    ``agent_wait.inbox.IdentityProvider``. A provider only identifies: the name it returns is the
+    one recorded as ``answered_by``.
+
+    Args:
+        register: The callback.
+
+    Added in 0.2.
+    """
+
+
+@hookspec
 def adjust_envelope(envelope: WaitEnvelope) -> dict[str, Any] | None:
     """Adjust an envelope before any announcer sees it.
 

@@ -7,6 +7,6 @@ serve`` runs it on uvicorn over the embedded sqlite inbox.
 from __future__ import annotations
 
 from agent_wait.inbox._app import inbox_app
-from agent_wait.inbox._auth import InboxAuth
+from agent_wait.inbox._auth import IdentityProvider, InboxAuth
 
-__all__ = ["InboxAuth", "inbox_app"]
+__all__ = ["IdentityProvider", "InboxAuth", "inbox_app"]

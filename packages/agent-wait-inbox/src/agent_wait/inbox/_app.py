@@ -42,7 +42,7 @@ from agent_wait.core import (
     default_entry,
     default_store,
 )
-from agent_wait.inbox._auth import InboxAuth, clean_name, is_loopback
+from agent_wait.inbox._auth import InboxAuth, clean_name, is_loopback, provider_routes
 from agent_wait.inbox._batch import (
     batch_actions,
     decisions_from_form,
@@ -196,7 +196,7 @@ def inbox_app(
     def identity(request: Request) -> str | None:
         if auth.no_auth:
             return auth.local_user
-        named = auth.from_proxy(request)
+        named = auth.from_proxy(request) or auth.from_provider(request)
         if named:
             return named
         if auth.bearer(request):
@@ -247,6 +247,9 @@ def inbox_app(
             if identity(request) is None:
                 if api:
                     return JSONResponse({"error": "not logged in"}, 401)
+                links = auth.login_links(request.url.path)
+                if links and not auth.token:  # single sign-on is the only way in
+                    return RedirectResponse(links[0][1], 303)
                 return RedirectResponse(
                     f"{root(request)}/login?{urlencode({'next': request.url.path})}", 303
                 )
@@ -256,8 +259,13 @@ def inbox_app(
 
     async def login(request: Request) -> Response:
         if request.method == "GET":
+            target = _safe_next(request, request.query_params.get("next"))
             return render(
-                request, "login.html", next=_safe_next(request, request.query_params.get("next"))
+                request,
+                "login.html",
+                next=target,
+                sso=auth.login_links(target),
+                has_token=bool(auth.token),
             )
         form = await request.form()
         fields = {k: v for k, v in form.items() if isinstance(v, str)}
@@ -269,7 +277,13 @@ def inbox_app(
                 "failed inbox login from %s", request.client.host if request.client else "?"
             )
             return render(
-                request, "login.html", 401, error="wrong name or secret", next=root(request) + "/"
+                request,
+                "login.html",
+                401,
+                error="wrong name or secret",
+                next=root(request) + "/",
+                sso=auth.login_links(root(request) + "/"),
+                has_token=bool(auth.token),
             )
         request.session.clear()
         request.session["user"] = name
@@ -558,6 +572,11 @@ def inbox_app(
             "/api/questions/{question_id}/answer", guarded(api_answer, api=True), methods=["POST"]
         ),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
+        *(
+            Mount(f"/sso/{name}", routes=provider_routes(provider))
+            for name, provider in auth.providers.items()
+            if provider_routes(provider)
+        ),
     ]
 
     @asynccontextmanager

@@ -1,20 +1,46 @@
-"""Who is asking: a shared-secret login, a trusted reverse proxy, or (loopback only) nobody."""
+"""Who is asking: a login, a trusted proxy, a plugin's single sign-on, or (loopback) nobody."""
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 import os
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
 from starlette.requests import HTTPConnection
+from starlette.routing import BaseRoute
 
-from agent_wait.core import ConfigError
+from agent_wait.core import ConfigError, identity_providers
 
 TOKEN_ENV = "AGENT_WAIT_INBOX_TOKEN"
 MAX_NAME = 64
+
+logger = logging.getLogger("agent_wait.inbox")
+
+
+@runtime_checkable
+class IdentityProvider(Protocol):
+    """Single sign-on for the inbox, as a plugin supplies it (``register_identity_providers``).
+
+    Only ``identify`` is required. A provider may also define ``login_url(next) -> str``, where
+    the login page sends people to sign in (``next`` is the inbox path to return to), and
+    ``routes() -> Sequence[BaseRoute]``, Starlette routes the inbox mounts at ``/sso/<name>``
+    (a sign-in callback, for example).
+    """
+
+    def identify(self, request: HTTPConnection) -> str | None:
+        """The name of the person making the request, or None if it carries no identity."""
+        ...
+
+
+def provider_routes(provider: IdentityProvider) -> Sequence[BaseRoute]:
+    """The routes a provider wants mounted (none when it defines no ``routes``)."""
+    routes: Callable[[], Iterable[BaseRoute]] | None = getattr(provider, "routes", None)
+    return list(routes()) if callable(routes) else []
 
 
 def is_loopback(host: str | None) -> bool:
@@ -45,10 +71,14 @@ class InboxAuth:
         session_secret: Signs the session cookie (default: random per process, so a restart logs
             everybody out).
         secure_cookie: Send the session cookie only over HTTPS (on behind a TLS proxy).
+        identity_providers: Single sign-on: name to :class:`IdentityProvider`. Default: every
+            provider installed plugins register (``register_identity_providers``); ``{}`` for
+            none.
 
     Raises:
-        ConfigError: No secret and no trusted proxy while authentication is on, or a proxy
-            address that is not an address or network.
+        ConfigError: No secret, no trusted proxy and no identity provider while authentication
+            is on, a proxy address that is not an address or network, or a provider without
+            ``identify``.
     """
 
     token: str | None = field(default=None, repr=False)
@@ -58,6 +88,7 @@ class InboxAuth:
     local_user: str = "local"
     session_secret: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
     secure_cookie: bool = False
+    identity_providers: Mapping[str, IdentityProvider] | None = None
     _networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = field(
         default=(), init=False, repr=False
     )
@@ -76,12 +107,51 @@ class InboxAuth:
         object.__setattr__(self, "_networks", tuple(networks))
         if self.token is None and not self.no_auth:
             object.__setattr__(self, "token", os.environ.get(self.token_env) or None)
-        if not self.no_auth and not self.token and not networks:
+        providers = dict(
+            identity_providers()
+            if self.identity_providers is None and not self.no_auth
+            else self.identity_providers or {}
+        )
+        for name, provider in providers.items():
+            if not isinstance(provider, IdentityProvider):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ConfigError(
+                    f"identity_providers: {name!r} has no identify(request) method, got "
+                    f"{type(provider).__name__}"
+                )
+        object.__setattr__(self, "identity_providers", providers)
+        if not self.no_auth and not self.token and not networks and not providers:
             raise ConfigError(
                 f"the inbox needs a login secret: set {self.token_env} (or pass token_env=/"
                 "--token-env naming another variable), trust a reverse proxy (trusted_proxies="
-                "/--trusted-proxy), or on a loopback address only, pass no_auth=True (--no-auth)"
+                "/--trusted-proxy), install a single sign-on plugin, or on a loopback address "
+                "only, pass no_auth=True (--no-auth)"
             )
+
+    @property
+    def providers(self) -> Mapping[str, IdentityProvider]:
+        """The identity providers in use, by name."""
+        return self.identity_providers or {}
+
+    def from_provider(self, connection: HTTPConnection) -> str | None:
+        """The person the first identity provider that knows the request names, or None."""
+        for name, provider in self.providers.items():
+            try:
+                named = provider.identify(connection)
+            except Exception:  # a broken provider identifies nobody
+                logger.exception("identity provider %r failed; the request is not identified", name)
+                continue
+            if isinstance(named, str) and (cleaned := clean_name(named)):
+                return cleaned
+        return None
+
+    def login_links(self, next_path: str) -> list[tuple[str, str]]:
+        """``(provider name, sign-in URL)`` of every provider with a ``login_url``."""
+        links: list[tuple[str, str]] = []
+        for name, provider in self.providers.items():
+            login_url = getattr(provider, "login_url", None)
+            if callable(login_url):
+                links.append((name, str(login_url(next_path))))
+        return links
 
     def from_proxy(self, connection: HTTPConnection) -> str | None:
         """The person a trusted proxy names, or None (headers of anyone else are ignored)."""
