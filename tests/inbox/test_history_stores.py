@@ -161,3 +161,33 @@ def test_history_shows_who_answered_or_expired_what_and_when(
         assert answers["refund2"]["answer"] == {"action": "reject", "reason": "duplicate"}
     assert empty.url.path == "/login"
     assert len(sent(path)) == 3
+
+
+def test_question_page_lists_the_threads_closed_questions_too(backend: Backend) -> None:
+    store, announcer = backend
+    publisher = announcer()
+    for question_id in ("first", "second", "third"):
+        publish(
+            [Question(question_id=question_id, question={"function": f"step_{question_id}"})],
+            "shared-thread",
+            publisher,
+            strict=True,
+        )
+    ask(publisher, "elsewhere", "issue_refund")
+    publisher.close()
+    with SqliteEntry(":memory:") as entry:
+        client = TestClient(
+            inbox_app(store, InboxAuth(token=SECRET), entry=entry), base_url="http://127.0.0.1"
+        )
+        login(client, "alice")
+        for question_id, action in (("first", "approve"), ("elsewhere", "reject")):
+            page = client.get(f"/questions/{question_id}")
+            client.post(
+                f"/questions/{question_id}/answer",
+                data={"csrf": csrf_of(page.text), "action": action},
+            )
+        page = client.get("/questions/third", params={"thread": "shared-thread"}).text
+    others = re.findall(
+        r"<li><a href=\"/questions/(\w+)\?thread=[^\"]*\">[^<]*</a>: ([^<]*)</li>", page
+    )
+    assert others == [("first", "answered by alice"), ("second", "open")]

@@ -27,6 +27,7 @@ from agent_wait.core import (
 )
 
 NO_EXPIRY = "9999-12-31T23:59:59Z"
+HISTORY_BATCH = 200
 
 
 def function_of(envelope: WaitEnvelope) -> str | None:
@@ -250,9 +251,13 @@ class Listing:
         return Page(page, encode_cursor(list(history_key(page[-1]))) if more and page else None)
 
     def thread(self, thread_id: str) -> list[StoredQuestion]:
-        """Every question of a thread, in the order they were asked."""
+        """Every question of a thread, in the order they were asked.
+
+        Over other stores than sqlite: the closed ones in the order they were closed, then the
+        open ones.
+        """
         if self._sqlite is None:
-            return [q for q in self.store.open_questions() if q.envelope.thread_id == thread_id]
+            return [*self._closed_of(thread_id), *self._open_of(thread_id)]
         return [
             _stored(r)
             for r in self._rows(
@@ -261,6 +266,22 @@ class Listing:
                 [f"THREAD#{thread_id}"],
             )
         ]
+
+    def _open_of(self, thread_id: str) -> list[StoredQuestion]:
+        return [q for q in self.store.open_questions() if q.envelope.thread_id == thread_id]
+
+    def _closed_of(self, thread_id: str) -> list[StoredQuestion]:
+        """A thread's closed questions, oldest close first, from the store's whole history."""
+        if not isinstance(self.store, QuestionHistory):
+            return []
+        found: list[StoredQuestion] = []
+        after: HistoryKey | None = None
+        while True:
+            batch = self.store.closed_questions(HISTORY_BATCH, after)
+            found += [q for q in batch if q.envelope.thread_id == thread_id]
+            if len(batch) < HISTORY_BATCH:
+                return found[::-1]
+            after = history_key(batch[-1])
 
     def _rows(self, query: str, params: list[Any]) -> list[tuple[Any, ...]]:
         if not self._sqlite or not self._sqlite.path.exists():
