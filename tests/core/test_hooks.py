@@ -68,6 +68,7 @@ def test_hookspecs_exist() -> None:
         "register_commands",
         "register_entry_points",
         "register_identity_providers",
+        "register_question_stores",
     ]
 
 
@@ -831,3 +832,37 @@ def test_hook_register_identity_providers() -> None:
             identity_providers()
     assert "corp" not in registry().identity_providers
     assert identity_providers() == {}
+
+
+def test_hook_register_question_stores(tmp_path: Path) -> None:
+    from agent_wait.core import (
+        PluginNotFoundError,
+        SqliteQuestionStore,
+        configured_store,
+        question_store,
+    )
+
+    def sqlite_copy(path: str, table: str = "inbox") -> SqliteQuestionStore:
+        return SqliteQuestionStore(path, table=table)
+
+    class Plugin:
+        @hookimpl
+        def register_question_stores(self, register: RegisterTarget) -> None:
+            register("copy", sqlite_copy)
+            register("wrong", lambda **options: object())
+
+    with registered_plugin(Plugin(), "test-stores"):
+        assert registry().question_stores["copy"].plugin == "test-stores"
+        with question_store("copy", path=str(tmp_path / "a.sqlite3")) as store:
+            assert isinstance(store, SqliteQuestionStore)
+            assert store.path == tmp_path / "a.sqlite3"
+        with pytest.raises(ConfigError, match=r"question store 'copy': .*unexpected keyword"):
+            question_store("copy", pth="x")
+        with pytest.raises(ConfigError, match="'wrong' factory returned object"):
+            question_store("wrong")
+        with pytest.raises(ConfigError, match="store: no 'copy' announcer is configured"):
+            configured_store("copy")
+    with pytest.raises(PluginNotFoundError, match="unknown question store 'copy'"):
+        question_store("copy")
+    with pytest.raises(ConfigError, match="not a plain name"):
+        question_store("os:system")

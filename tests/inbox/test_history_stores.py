@@ -5,12 +5,17 @@ Each store runs on its real server: the machine's PostgreSQL, and a moto server 
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -21,11 +26,12 @@ from agent_wait.core import (
     SqliteEntry,
     WaitPolicy,
     publish,
+    question_store,
     sweep,
 )
 from agent_wait.inbox import InboxAuth, inbox_app
 from tests.aws_moto import Aws, aws, moto_server  # noqa: F401 - fixtures, registered by import
-from tests.inbox.conftest import SECRET, csrf_of, login, sent
+from tests.inbox.conftest import AGENT_WAIT, SECRET, Server, csrf_of, login, sent
 
 pytestmark = pytest.mark.integration
 
@@ -191,3 +197,63 @@ def test_question_page_lists_the_threads_closed_questions_too(backend: Backend) 
         r"<li><a href=\"/questions/(\w+)\?thread=[^\"]*\">[^<]*</a>: ([^<]*)</li>", page
     )
     assert others == [("first", "answered by alice"), ("second", "open")]
+
+
+def test_serve_store_names_a_configured_postgres_announcer() -> None:
+    module = pytest.importorskip("agent_wait.postgres", reason="needs agent-wait-postgres")
+    psycopg = pytest.importorskip("psycopg")
+    sql = pytest.importorskip("psycopg.sql")
+    table = f"agent_wait_served_{uuid.uuid4().hex[:12]}"
+    options = {"url": POSTGRES_URL, "table": table}
+    publisher = module.PostgresAnnounce(**options, channel=None, create_table=True)
+    ask(publisher, "over-postgres", "issue_refund")
+    publisher.close()
+    configured = json.dumps([{"use": "postgres", **options}])
+    try:
+        server = Server(
+            "--store",
+            "postgres",
+            env={"AGENT_WAIT_ANNOUNCE": configured, "AGENT_WAIT_INBOX_TOKEN": SECRET},
+        )
+        try:
+            listed = httpx.get(f"{server.url}/api/questions", headers=BEARER).json()
+            assert [q["envelope"]["question_id"] for q in listed["questions"]] == ["over-postgres"]
+            answered = httpx.post(
+                f"{server.url}/api/questions/over-postgres/answer",
+                headers=BEARER,
+                json={"action": "approve"},
+            )
+            assert answered.status_code == 200, answered.text
+        finally:
+            server.stop()
+        with closing(module.PostgresQuestionStore(POSTGRES_URL, table=table)) as store:
+            [closed] = store.find("over-postgres")
+        assert (closed.status, closed.answered_by) == ("answered", "api")
+    finally:
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+            connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+
+
+def test_serve_store_refuses_a_name_nothing_configures(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "AGENT_WAIT_INBOX_TOKEN": SECRET,
+        "AGENT_WAIT_ANNOUNCE": '[{"use": "sqlite"}]',
+    }
+    result = subprocess.run(
+        [AGENT_WAIT, "inbox", "serve", "--store", "dynamodb"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode == 2
+    assert "store: no 'dynamodb' announcer is configured" in result.stderr
+
+
+def test_dynamodb_store_from_the_announcers_options(aws: Aws) -> None:  # noqa: F811
+    module = pytest.importorskip("agent_wait.dynamodb", reason="needs agent-wait-dynamodb")
+    module.create_table(aws.client("dynamodb"), "configured")
+    ask(module.DynamoDbAnnounce("configured", **aws.options), "over-dynamodb", "issue_refund")
+    store = question_store("dynamodb", table_name="configured", **aws.options)
+    assert [q.envelope.question_id for q in store.open_questions()] == ["over-dynamodb"]

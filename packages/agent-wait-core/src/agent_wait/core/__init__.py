@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         SweepReport,
         answer,
         cancel,
+        configured_store,
         default_approver,
         default_store,
         resend,
@@ -80,7 +81,12 @@ if TYPE_CHECKING:
         parse_message,
     )
     from agent_wait.core._options import AnnouncerOptions, EntryOptions
-    from agent_wait.core._plugins import announcer, announcers_from_config, identity_providers
+    from agent_wait.core._plugins import (
+        announcer,
+        announcers_from_config,
+        identity_providers,
+        question_store,
+    )
     from agent_wait.core._policy import Correlation, WaitPolicy
     from agent_wait.core._publish import ENVELOPE_LIMIT, Announce, apublish, build_envelope, publish
     from agent_wait.core._sqlite import InboxItem, SqliteAnnounce, SqliteInbox, SqliteOptions
@@ -197,6 +203,8 @@ _LAZY = {
     "to_jsonable": "._canonical",
     "Operation": "._hooks",
     "identity_providers": "._plugins",
+    "question_store": "._plugins",
+    "configured_store": "._answering",
 }
 
 __all__ = [
@@ -271,6 +279,7 @@ __all__ = [
     "canonical_json",
     "check_limit",
     "closing_status",
+    "configured_store",
     "default_announcers",
     "default_approver",
     "default_entry",
@@ -288,6 +297,7 @@ __all__ = [
     "parse_duration",
     "parse_message",
     "publish",
+    "question_store",
     "resend",
     "serve_entry",
     "storable_problem",

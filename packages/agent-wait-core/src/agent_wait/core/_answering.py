@@ -20,9 +20,10 @@ from agent_wait.core._config import load_config
 from agent_wait.core._durations import parse_duration
 from agent_wait.core._entries import default_entry, reply_entry
 from agent_wait.core._entry import EntryPoint
-from agent_wait.core._errors import AgentWaitError
+from agent_wait.core._errors import AgentWaitError, ConfigError
 from agent_wait.core._hooks import Operating, Operation
 from agent_wait.core._models import Answer, format_utc
+from agent_wait.core._plugins import question_store
 from agent_wait.core._publish import plugin_hooks
 from agent_wait.core._sqlite_store import SqliteQuestionStore
 from agent_wait.core._store import (
@@ -447,3 +448,24 @@ def default_store() -> SqliteQuestionStore:
             }
             return SqliteQuestionStore(**options)
     return SqliteQuestionStore()
+
+
+def configured_store(name: str) -> QuestionStore:
+    """The question store of the first configured announcer named ``name`` (its options).
+
+    ``sqlite`` is :func:`default_store`; other names need a plugin registering the store
+    (``register_question_stores``): ``postgres``, ``dynamodb``.
+
+    Raises:
+        ConfigError: No announcer of that name is configured, or its options are invalid.
+        PluginNotFoundError: No installed plugin provides a store of that name.
+    """
+    if name == "sqlite":
+        return default_store()
+    for configured in load_config().announce:
+        if configured.use == name:
+            return question_store(name, **configured.options)
+    raise ConfigError(
+        f"store: no {name!r} announcer is configured (the store reads what it writes); add an "
+        f'announce entry {{"use": "{name}", ...}} or pass the path of a sqlite inbox'
+    )

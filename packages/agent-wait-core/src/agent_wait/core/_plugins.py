@@ -19,6 +19,7 @@ from agent_wait.core._announce import BaseAnnounce
 from agent_wait.core._errors import ConfigError, PluginNotFoundError
 from agent_wait.core._hooks import HookManager
 from agent_wait.core._options import ENV_SUFFIX, AnnouncerOptions, PluginOptions, redact
+from agent_wait.core._store import QuestionStore
 
 logger = logging.getLogger(__name__)
 
@@ -101,6 +102,7 @@ class PluginRegistry:
         self.entry_points: dict[str, Registration] = {}
         self.commands: dict[str, Registration] = {}
         self.identity_providers: dict[str, Registration] = {}
+        self.question_stores: dict[str, Registration] = {}
         self.failed: dict[str, str] = {}
         self._loaded = False
         self._lock = threading.RLock()
@@ -174,6 +176,12 @@ class PluginRegistry:
             )
             caller = hooks("register_commands", others)
             caller(register=self._collector(self.commands, "command", name, distribution, version))
+            caller = hooks("register_question_stores", others)
+            caller(
+                register=self._collector(
+                    self.question_stores, "question store", name, distribution, version
+                )
+            )
             caller = hooks("register_identity_providers", others)
             caller(
                 register=self._collector(
@@ -192,6 +200,7 @@ class PluginRegistry:
                 self.entry_points,
                 self.commands,
                 self.identity_providers,
+                self.question_stores,
             ):
                 for key in [k for k, r in table.items() if r.plugin == name]:
                     del table[key]
@@ -253,6 +262,41 @@ def _not_installed(kind: str, name: str, installed: Iterable[str]) -> str:
     if close:
         parts.append(f"did you mean {close[0]!r}?")
     return "; ".join(parts)
+
+
+def question_store(name: str, /, **options: Any) -> QuestionStore:
+    """Build the question store that reads what the announcer ``name`` writes.
+
+    Args:
+        name: The announcer's registered name (``postgres``, ``dynamodb``).
+        options: The announcer's options, as configured (``*_env`` options name environment
+            variables).
+
+    Raises:
+        PluginNotFoundError: No installed plugin registers a store of that name.
+        ConfigError: The name is not a plain name, or an option is invalid (the message names
+            the store, the option and its value, redacted).
+    """
+    if not isinstance(name, str) or not _NAME.match(name):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(
+            f"question store name {name!r} is not a plain name like 'postgres'; configuration "
+            "names installed stores (see `agent-wait plugins`), never a module path"
+        )
+    reg = registry()
+    registration = reg.question_stores.get(name)
+    if registration is None:
+        raise PluginNotFoundError(_not_installed("question store", name, reg.question_stores))
+    try:
+        built = registration.resolve()(**options)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"question store {name!r}: {redact(str(error))}") from error
+    if not isinstance(built, QuestionStore):
+        raise ConfigError(
+            f"question store {name!r} factory returned {type(built).__name__}, not a QuestionStore"
+        )
+    return built
 
 
 def identity_providers() -> dict[str, Any]:

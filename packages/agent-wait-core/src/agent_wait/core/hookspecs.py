@@ -98,6 +98,23 @@ def register_commands(register: RegisterTarget) -> None:
 
 
 @hookspec
+def register_question_stores(register: RegisterTarget) -> None:
+    """Register question stores by the name of the announcer whose questions they read.
+
+    Call ``register(name, target)`` with an import path or a callable returning a
+    :class:`agent_wait.core.QuestionStore`. It is called with the options of the announcer
+    ``name`` as configured (``url`` and ``table`` for ``postgres``, ``table_name`` and the AWS
+    options for ``dynamodb``), so a tool that serves or answers questions (``agent-wait inbox
+    serve --store postgres``) reads what that announcer writes.
+
+    Args:
+        register: The callback.
+
+    Added in 0.2.
+    """
+
+
+@hookspec
 def register_identity_providers(register: RegisterTarget) -> None:
     """Register identity providers (single sign-on) by name, for web front-ends such as the inbox.
 

@@ -1,4 +1,4 @@
-"""Registers the ``dynamodb`` announcer; boto3 and aiobotocore are imported only when it is built."""
+"""Registers the ``dynamodb`` announcer and question store; boto3 and aiobotocore are imported only when it is built."""
 
 from __future__ import annotations
 
@@ -10,3 +10,9 @@ from agent_wait.core.hookspecs import RegisterTarget
 def register_announcers(register: RegisterTarget) -> None:
     """Register ``dynamodb``: :class:`agent_wait.dynamodb.DynamoDbAnnounce`."""
     register("dynamodb", "agent_wait.dynamodb._announcer:DynamoDbAnnounce")
+
+
+@hookimpl
+def register_question_stores(register: RegisterTarget) -> None:
+    """Register the ``dynamodb`` store: :class:`agent_wait.dynamodb.DynamoDbQuestionStore`."""
+    register("dynamodb", "agent_wait.dynamodb._store:store_from_options")

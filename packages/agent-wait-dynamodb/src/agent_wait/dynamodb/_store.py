@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Protocol, cast
 
+import boto3
+
 from agent_wait.core import (
     HistoryKey,
     QuestionStatus,
@@ -19,6 +21,7 @@ from agent_wait.core import (
     history_key,
 )
 from agent_wait.dynamodb._announcer import _already_written  # pyright: ignore[reportPrivateUsage]
+from agent_wait.dynamodb._options import DynamoDbOptions
 from agent_wait.dynamodb._table import (
     INDEX_NAME,
     _envelope,  # pyright: ignore[reportPrivateUsage]
@@ -222,3 +225,15 @@ def _stored(item: Mapping[str, Any]) -> StoredQuestion:
         answered_by=cast("str | None", item.get("answered_by")),
         answer=None if answer is None else _plain(answer),
     )
+
+
+def store_from_options(**options: Any) -> DynamoDbQuestionStore:
+    """The store of a ``dynamodb`` announcer, from that announcer's configured options."""
+    parsed = DynamoDbOptions.parse("dynamodb", options)
+    session: Any = boto3.Session(profile_name=parsed.profile, region_name=parsed.region)
+    if session.region_name is None:
+        raise DynamoDbOptions.option_error(
+            "dynamodb", "region", "no AWS region given or configured; set it or AWS_REGION", None
+        )
+    resource: Any = session.resource("dynamodb", endpoint_url=parsed.endpoint_url)
+    return DynamoDbQuestionStore(resource.Table(parsed.table_name))

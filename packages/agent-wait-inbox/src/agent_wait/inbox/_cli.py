@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from agent_wait.inbox._auth import TOKEN_ENV, is_loopback
+
+# A plain name (``postgres``) names a configured announcer's store; anything else is a path.
+_STORE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def setup(parser: argparse.ArgumentParser) -> None:
@@ -14,8 +18,9 @@ def setup(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=8765, help="port (default: 8765)")
     parser.add_argument(
         "--store",
-        metavar="PATH",
-        help="the sqlite inbox file (default: the configured sqlite announcer's inbox)",
+        metavar="PATH|NAME",
+        help="a sqlite inbox file, or the name of a configured announcer whose questions to serve "
+        "(postgres, dynamodb) (default: the configured sqlite announcer's inbox)",
     )
     parser.add_argument(
         "--token-env",
@@ -45,7 +50,14 @@ def run(args: argparse.Namespace) -> int:
     """Build the app from the arguments and serve it until Ctrl-C or SIGTERM."""
     import uvicorn
 
-    from agent_wait.core import ConfigError, SqliteQuestionStore, default_approver, default_store
+    from agent_wait.core import (
+        AgentWaitError,
+        QuestionStore,
+        SqliteQuestionStore,
+        configured_store,
+        default_approver,
+        default_store,
+    )
     from agent_wait.inbox._app import inbox_app
     from agent_wait.inbox._auth import InboxAuth
 
@@ -63,10 +75,16 @@ def run(args: argparse.Namespace) -> int:
             local_user=default_approver(),
             secure_cookie=args.secure_cookie,
         )
-    except ConfigError as error:
+        store: QuestionStore = (
+            default_store()
+            if not args.store
+            else configured_store(args.store)
+            if _STORE_NAME.match(args.store)
+            else SqliteQuestionStore(args.store)
+        )
+    except (AgentWaitError, ImportError) as error:
         print(f"agent-wait: error: {error}", file=sys.stderr)
         return 2
-    store = SqliteQuestionStore(args.store) if args.store else default_store()
     app = inbox_app(store, auth)
     print(f"agent-wait inbox on http://{args.host}:{args.port}/", file=sys.stderr, flush=True)
     uvicorn.run(app, host=args.host, port=args.port, log_level="warning", server_header=False)

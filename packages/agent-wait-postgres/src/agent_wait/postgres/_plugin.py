@@ -1,4 +1,4 @@
-"""Registers the ``postgres`` announcer and entry point; psycopg is imported only when one is built."""
+"""Registers the ``postgres`` announcer, entry point and store; psycopg is imported when used."""
 
 from __future__ import annotations
 
@@ -16,3 +16,9 @@ def register_announcers(register: RegisterTarget) -> None:
 def register_entry_points(register: RegisterTarget) -> None:
     """Register the ``postgres`` entry point: :class:`agent_wait.postgres.PostgresEntry`."""
     register("postgres", "agent_wait.postgres._entry:PostgresEntry")
+
+
+@hookimpl
+def register_question_stores(register: RegisterTarget) -> None:
+    """Register the ``postgres`` store: :class:`agent_wait.postgres.PostgresQuestionStore`."""
+    register("postgres", "agent_wait.postgres._store:store_from_options")

@@ -22,7 +22,7 @@ from agent_wait.core import (
     closing_status,
     format_utc,
 )
-from agent_wait.postgres._options import DEFAULT_TABLE
+from agent_wait.postgres._options import DEFAULT_TABLE, PostgresOptions
 from agent_wait.postgres._schema import (
     _ordered,  # pyright: ignore[reportPrivateUsage]
     create_schema,
@@ -224,4 +224,12 @@ def _stored(row: TupleRow) -> StoredQuestion:
         answered_at=None if answered_at is None else format_utc(answered_at),
         answered_by=answered_by,
         answer=answer,
+    )
+
+
+def store_from_options(**options: Any) -> PostgresQuestionStore:
+    """The store of a ``postgres`` announcer, from that announcer's configured options."""
+    parsed = PostgresOptions.parse("postgres", options)
+    return PostgresQuestionStore(
+        parsed.url, parsed.table, create_table=parsed.create_table, timeout=parsed.timeout
     )
