@@ -598,6 +598,19 @@ def test_json_api_with_a_session_needs_the_csrf_header(alice: TestClient, inbox:
     assert sent(inbox) == []
 
 
+def test_json_api_names_an_unknown_query_parameter(client: TestClient, inbox: Path) -> None:
+    ask(inbox, "q1")
+    bearer = {"Authorization": f"Bearer {SECRET}"}
+    listed = client.get("/api/questions", params={"fuction": "refund"}, headers=bearer)
+    assert listed.status_code == 400
+    assert "'fuction': not a query parameter" in listed.json()["error"]
+    got = client.get("/api/questions/q1", params={"thread": "order-4471", "x": "1"}, headers=bearer)
+    assert got.status_code == 400
+    assert client.get(
+        "/api/questions/q1", params={"thread": "order-4471"}, headers=bearer
+    ).is_success
+
+
 def test_openapi_document_names_list_get_and_answer(client: TestClient) -> None:
     document = client.get("/api/openapi.json").json()
     assert document["openapi"].startswith("3.")

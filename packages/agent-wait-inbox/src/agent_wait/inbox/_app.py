@@ -468,6 +468,8 @@ def inbox_app(
 
     async def api_list(request: Request) -> Response:
         params = request.query_params
+        if refused := _unknown_parameter(request, "/api/questions", "get"):
+            return refused
         try:
             filters = filters_of(request)
             status = params.get("status", "open")
@@ -480,6 +482,8 @@ def inbox_app(
         return JSONResponse(_page_json(page))
 
     async def api_get(request: Request) -> Response:
+        if refused := _unknown_parameter(request, "/api/questions/{question_id}", "get"):
+            return refused
         question = await run_in_threadpool(find, request)
         if question is None:
             return JSONResponse(
@@ -488,6 +492,8 @@ def inbox_app(
         return JSONResponse(_question_json(question))
 
     async def api_answer(request: Request) -> Response:
+        if refused := _unknown_parameter(request, "/api/questions/{question_id}/answer", "post"):
+            return refused
         if not csrf_ok(request, request.headers.get("x-csrf-token")):
             return JSONResponse({"error": "missing or wrong X-CSRF-Token"}, 403)
         try:
@@ -721,6 +727,7 @@ OPENAPI: dict[str, Any] = {
                         "description": "The question",
                         "content": {"application/json": {"schema": _QUESTION}},
                     },
+                    "400": _error("An unknown query parameter (the message names it)"),
                     "404": _error("No such question"),
                     **_REFUSED,
                 },
@@ -750,7 +757,9 @@ OPENAPI: dict[str, Any] = {
                         "description": "Answered",
                         "content": {"application/json": {"schema": _QUESTION}},
                     },
-                    "400": _error("Action not allowed or malformed body"),
+                    "400": _error(
+                        "Action not allowed, a malformed body or an unknown query parameter"
+                    ),
                     "403": _error("A session without the X-CSRF-Token header"),
                     "401": _REFUSED["401"],
                     "404": _error("No such question"),
@@ -762,3 +771,25 @@ OPENAPI: dict[str, Any] = {
         },
     },
 }
+
+
+def _unknown_parameter(request: Request, path: str, method: str) -> Response | None:
+    """A 400 naming a query parameter the OpenAPI document does not list for the operation.
+
+    A misspelt filter (``fuction=refund``) would otherwise be ignored and list everything.
+    """
+    known = {
+        parameter["name"]
+        for parameter in OPENAPI["paths"][path][method]["parameters"]
+        if parameter["in"] == "query"
+    }
+    for name in request.query_params:
+        if name not in known:
+            return JSONResponse(
+                {
+                    "error": f"{name[:40]!r}: not a query parameter of this operation "
+                    f"(expected one of {', '.join(sorted(known))})"
+                },
+                400,
+            )
+    return None
