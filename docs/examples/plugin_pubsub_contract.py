@@ -70,12 +70,17 @@ class Collector:
             self._bodies.append(body)
             self._last = time.monotonic()
 
-    def settled(self, quiet: float = 0.3, limit: float = 5.0) -> list[dict[str, Any]]:
-        """Every body so far, once nothing new has arrived for ``quiet`` seconds."""
-        deadline = time.monotonic() + limit
+    def settled(self, quiet: float = 1.0, limit: float = 10.0) -> list[dict[str, Any]]:
+        """Every body so far, once nothing new has arrived for ``quiet`` seconds.
+
+        Quiet is counted from this call at the earliest: a message published just before it
+        may still be on its way, later on a busy machine.
+        """
+        asked = time.monotonic()
+        deadline = asked + limit
         while time.monotonic() < deadline:
             with self._lock:
-                if time.monotonic() - self._last >= quiet:
+                if time.monotonic() - max(self._last, asked) >= quiet:
                     return list(self._bodies)
             time.sleep(0.05)
         with self._lock:
