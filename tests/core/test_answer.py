@@ -17,6 +17,9 @@ import pytest
 
 from agent_wait.core import (
     ActionNotAllowed,
+    AgentWaitError,
+    Answer,
+    InvalidAnswer,
     NothingToResend,
     Operation,
     Question,
@@ -28,6 +31,7 @@ from agent_wait.core import (
     SqliteQuestionStore,
     WaitPolicy,
     answer,
+    answer_many,
     cancel,
     hookimpl,
     publish,
@@ -35,6 +39,7 @@ from agent_wait.core import (
     sweep,
 )
 from agent_wait.core._cli import main
+from agent_wait.core._policy import UNSTATED
 from agent_wait.core._sqlite import default_inbox_path
 from agent_wait.core.testing import registered_plugin
 
@@ -431,3 +436,294 @@ def test_answer_and_sweep_are_operations_for_plugins(inbox: Path) -> None:
     assert (calls[3][2], calls[3][3]) == (None, closed.value)
     assert (calls[5][2], calls[5][3]) == (swept, None)
     assert [q.envelope.question_id for q in swept.expired] == ["due"]
+
+
+def ask_foreign(
+    path: Path, question_id: str, question: Any, *, thread_id: str = "t1", **fields: Any
+) -> None:
+    """A question agent-wait did not ask: no allowed actions stated, maybe an answer schema."""
+    publish(
+        [Question(question_id=question_id, question=question, policy=UNSTATED, **fields)],
+        thread_id,
+        SqliteAnnounce(path),
+        strict=True,
+        clock=lambda: T0,
+    )
+
+
+APPROVAL = {
+    "type": "object",
+    "properties": {"approved": {"type": "boolean"}, "note": {"type": "string"}},
+    "required": ["approved"],
+}
+
+
+def test_a_whole_answer_is_sent_as_it_is(inbox: Path) -> None:
+    ask_foreign(inbox, "q1", "continue? (y/n)")
+    ask_foreign(inbox, "q2", [{"action_request": {"action": "send", "args": {}}}])
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        first = answer("q1", answer="y", by="alice", store=store, entry=entry)
+        second = answer("q2", answer=[{"type": "accept", "args": None}], store=store, entry=entry)
+        with pytest.raises(ValueError, match=r"give an action .* or the whole answer"):
+            answer("q1", store=store, entry=entry)
+    assert first.message == {"thread_id": "t1", "question_id": "q1", "answer": "y"}
+    assert (first.question.answer, first.question.answered_by) == ("y", "alice")
+    assert second.question.answer == [{"type": "accept", "args": None}]
+    assert [m["answer"] for m in sent(inbox)] == ["y", [{"type": "accept", "args": None}]]
+
+
+def test_a_whole_answer_object_still_names_an_allowed_action(inbox: Path) -> None:
+    ask(inbox, allowed_actions=["approve", "reject"])
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        with pytest.raises(ActionNotAllowed, match="'maybe' is not one of"):
+            answer("q1", answer={"action": "maybe"}, store=store, entry=entry)
+        result = answer("q1", answer={"action": "reject", "reason": "no"}, store=store, entry=entry)
+    assert result.message["answer"] == {"action": "reject", "reason": "no"}
+
+
+def test_an_answer_is_checked_against_the_answer_schema(inbox: Path) -> None:
+    ask_foreign(inbox, "q1", "ship it?", answer_schema=APPROVAL)
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        with pytest.raises(
+            InvalidAnswer,
+            match=r"question q1 \(thread t1\): answer.approved: 'yes' is not of type 'boolean' "
+            r"\(the question's answer_schema\); nothing sent",
+        ):
+            answer("q1", answer={"approved": "yes"}, store=store, entry=entry)
+        with pytest.raises(InvalidAnswer, match="answer: 'approved' is a required property"):
+            answer("q1", "approve", store=store, entry=entry)
+        assert store.find("q1")[0].is_open
+        assert sent(inbox) == []
+        answer("q1", answer={"approved": True, "note": "ok"}, store=store, entry=entry)
+    assert [m["answer"] for m in sent(inbox)] == [{"approved": True, "note": "ok"}]
+
+
+def test_force_sends_an_answer_the_schema_refuses(inbox: Path) -> None:
+    ask_foreign(inbox, "q1", "ship it?", answer_schema=APPROVAL)
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        answer("q1", answer="y", force=True, store=store, entry=entry)
+    assert [m["answer"] for m in sent(inbox)] == ["y"]
+
+
+def test_without_jsonschema_a_schema_question_says_how_to_check_it(
+    inbox: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ask_foreign(inbox, "q1", "ship it?", answer_schema=APPROVAL)
+    # The package not installed: an import of it fails as it would then.
+    monkeypatch.setitem(sys.modules, "jsonschema", None)
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        with pytest.raises(
+            AgentWaitError,
+            match=r"question q1 \(thread t1\): checking an answer against an answer_schema needs "
+            r"the jsonschema package: pip install 'agent-wait-core\[schema\]'; or pass "
+            r"force=True \(--force\)",
+        ):
+            answer("q1", answer={"approved": True}, store=store, entry=entry)
+        assert store.find("q1")[0].is_open
+        answer("q1", answer={"approved": True}, force=True, store=store, entry=entry)
+    assert len(sent(inbox)) == 1
+
+
+def test_a_broken_answer_schema_is_named(inbox: Path) -> None:
+    ask_foreign(inbox, "q1", "ship it?", answer_schema={"type": "yes-or-no"})
+    with (
+        SqliteQuestionStore(inbox) as store,
+        SqliteEntry(inbox) as entry,
+        pytest.raises(AgentWaitError, match="answer_schema is not a valid JSON Schema"),
+    ):
+        answer("q1", answer="y", store=store, entry=entry)
+
+
+def test_answer_many_sends_one_message_and_closes_every_question(inbox: Path) -> None:
+    ask(inbox, "q1", allowed_actions=["approve", "reject"])
+    ask_foreign(inbox, "q2", "ship it?", answer_schema=APPROVAL)
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        result = answer_many(
+            {"q1": {"action": "reject", "reason": "dup"}, "q2": {"approved": True}},
+            by="alice",
+            store=store,
+            entry=entry,
+            at=T0,
+        )
+        closed = {i: store.find(i)[0] for i in ("q1", "q2")}
+    expected = {
+        "thread_id": "t1",
+        "question_id": "q1",
+        "answer": {"action": "reject", "reason": "dup"},
+        "more_answers": [{"question_id": "q2", "answer": {"approved": True}}],
+    }
+    assert result.message == expected
+    assert sent(inbox) == [expected]
+    assert [q.envelope.question_id for q in result.questions] == ["q1", "q2"]
+    for question_id, value in [("q1", expected["answer"]), ("q2", {"approved": True})]:
+        stored = closed[question_id]
+        assert (stored.status, stored.answered_by, stored.answer) == ("answered", "alice", value)
+    assert [e.question_id for e in Answer.model_validate(expected).entries()] == ["q1", "q2"]
+
+
+def test_answer_many_checks_every_answer_before_closing_any(inbox: Path) -> None:
+    ask(inbox, "q1")
+    ask_foreign(inbox, "q2", "ship it?", answer_schema=APPROVAL)
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        with pytest.raises(
+            InvalidAnswer, match=r"question q2 .*answer: 'y' is not of type 'object'"
+        ):
+            answer_many({"q1": {"action": "approve"}, "q2": "y"}, store=store, entry=entry)
+        assert store.find("q1")[0].is_open
+        assert store.find("q2")[0].is_open
+    assert sent(inbox) == []
+
+
+def test_answer_many_with_one_closed_question_sends_nothing_and_leaves_the_rest_open(
+    inbox: Path,
+) -> None:
+    ask(inbox, "q1")
+    ask(inbox, "q2")
+    ask(inbox, "q3")
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        answer("q3", "approve", by="bob", store=store, entry=entry, at=T0)
+        with pytest.raises(QuestionClosed, match=r"q3 .*already answered by bob"):
+            answer_many(
+                {
+                    "q1": {"action": "approve"},
+                    "q2": {"action": "approve"},
+                    "q3": {"action": "reject"},
+                },
+                store=store,
+                entry=entry,
+            )
+        assert store.find("q1")[0].is_open
+        assert store.find("q2")[0].is_open
+    assert len(sent(inbox)) == 1
+
+
+def test_answer_many_refuses_questions_of_several_threads(inbox: Path) -> None:
+    ask(inbox, "q1", thread_id="a")
+    ask(inbox, "q2", thread_id="b")
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        with pytest.raises(
+            QuestionNotFound, match="one message answers questions of one thread; these are in a, b"
+        ):
+            answer_many({"q1": "y", "q2": "n"}, store=store, entry=entry)
+        with pytest.raises(ValueError, match="at least one question"):
+            answer_many({}, store=store, entry=entry)
+        with pytest.raises(ValueError, match=r"answers\['q1'\]: an answer cannot be null"):
+            answer_many({"q1": None}, store=store, entry=entry)
+    assert sent(inbox) == []
+
+
+def test_a_failed_send_of_several_answers_reopens_them_all(inbox: Path, tmp_path: Path) -> None:
+    ask(inbox, "q1")
+    ask(inbox, "q2")
+    blocker = tmp_path / "blocker"
+    blocker.write_text("")
+    with SqliteQuestionStore(inbox) as store:
+        with pytest.raises(OSError):
+            answer_many(
+                {"q1": {"action": "approve"}, "q2": {"action": "approve"}},
+                store=store,
+                entry=SqliteEntry(blocker / "x.sqlite3"),
+            )
+        assert store.find("q1")[0].is_open
+        assert store.find("q2")[0].is_open
+
+
+def test_cli_answer_with_json_and_also() -> None:
+    ask_foreign(default_inbox_path(), "q1", "continue?")
+    ask_foreign(default_inbox_path(), "q2", "ship it?", answer_schema=APPROVAL)
+    ask(default_inbox_path(), "q3")
+    code, out, err = run(
+        "answer",
+        "q1",
+        "--json",
+        '"y"',
+        "--also",
+        "q2",
+        '{"approved": true}',
+        "--also",
+        "q3",
+        '{"action": "approve"}',
+        "--by",
+        "alice",
+    )
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert [line.split(" ")[0] for line in lines] == ["q1", "q2", "q3"]
+    assert lines[1].startswith("q2 (thread t1) answered by alice at ")
+    assert lines[1].endswith(': {"approved": true}')
+    assert sent(default_inbox_path()) == [
+        {
+            "thread_id": "t1",
+            "question_id": "q1",
+            "answer": "y",
+            "more_answers": [
+                {"question_id": "q2", "answer": {"approved": True}},
+                {"question_id": "q3", "answer": {"action": "approve"}},
+            ],
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (
+            ["answer", "q2", "--json", '"y"'],
+            "question q2 (thread t1): answer: 'y' is not of type 'object'",
+        ),
+        (
+            ["answer", "q1", "approve", "--json", '"y"'],
+            "--json is the whole answer: give it without ACTION",
+        ),
+        (
+            ["answer", "q1"],
+            "ACTION: give an action (such as approve), or the whole answer with --json",
+        ),
+        (["answer"], "QUESTION_ID: name the question to answer"),
+        (["answer", "q1", "--json", "{bad"], "--json: not valid JSON"),
+        (["answer", "q1", "--json", "null"], "answers['q1']: an answer cannot be null"),
+        (["answer", "q1", "--json", '"y"', "--also", "q2", "nope"], "--also q2: not valid JSON"),
+        (
+            ["answer", "q1", "--json", '"y"', "--also", "q1", '"n"'],
+            "--also: question q1 is answered twice",
+        ),
+    ],
+)
+def test_cli_whole_answer_errors(argv: list[str], message: str) -> None:
+    ask_foreign(default_inbox_path(), "q1", "continue?")
+    ask_foreign(default_inbox_path(), "q2", "ship it?", answer_schema=APPROVAL)
+    code, out, err = run(*argv)
+    assert (code, out) == (1, "")
+    assert message in err
+    assert "Traceback" not in err
+    assert sent(default_inbox_path()) == []
+
+
+def test_answer_many_is_one_answer_operation_for_plugins(inbox: Path) -> None:
+    calls: list[tuple[str, Operation, object]] = []
+
+    class Operations:
+        @hookimpl
+        def operation_started(self, operation: Operation) -> None:
+            calls.append(("started", operation, None))
+
+        @hookimpl
+        def operation_finished(
+            self, operation: Operation, result: object, error: BaseException | None
+        ) -> None:
+            calls.append(("finished", operation, result))
+
+    ask(inbox, "q1")
+    ask(inbox, "q2")
+    with (
+        registered_plugin(Operations(), "test-operations"),
+        SqliteQuestionStore(inbox) as store,
+        SqliteEntry(inbox) as entry,
+    ):
+        done = answer_many(
+            {"q1": {"action": "approve"}, "q2": "y"}, thread_id="t1", store=store, entry=entry
+        )
+    assert calls == [
+        ("started", Operation("answer", "t1"), None),
+        ("finished", Operation("answer", "t1"), done),
+    ]

@@ -32,14 +32,17 @@ if TYPE_CHECKING:
         PublishReport,
         Receipt,
     )
+    from agent_wait.core._answer_schema import schema_problem
     from agent_wait.core._answering import (
         ActionNotAllowed,
         AnswerResult,
+        AnswersResult,
         NothingToResend,
         QuestionClosed,
         QuestionNotFound,
         SweepReport,
         answer,
+        answer_many,
         cancel,
         configured_store,
         default_approver,
@@ -205,6 +208,9 @@ _LAZY = {
     "identity_providers": "._plugins",
     "question_store": "._plugins",
     "configured_store": "._answering",
+    "AnswersResult": "._answering",
+    "answer_many": "._answering",
+    "schema_problem": "._answer_schema",
 }
 
 __all__ = [
@@ -218,6 +224,7 @@ __all__ = [
     "Answer",
     "AnswerResult",
     "AnswerTrust",
+    "AnswersResult",
     "BaseAnnounce",
     "BatchEntryFailed",
     "Closing",
@@ -272,6 +279,7 @@ __all__ = [
     "announcer",
     "announcers_from_config",
     "answer",
+    "answer_many",
     "apublish",
     "aserve_entry",
     "build_envelope",
@@ -299,6 +307,7 @@ __all__ = [
     "publish",
     "question_store",
     "resend",
+    "schema_problem",
     "serve_entry",
     "storable_problem",
     "sweep",

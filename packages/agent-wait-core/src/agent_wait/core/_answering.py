@@ -14,13 +14,14 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
+from agent_wait.core._answer_schema import schema_problem
 from agent_wait.core._config import load_config
 from agent_wait.core._durations import parse_duration
 from agent_wait.core._entries import default_entry, reply_entry
 from agent_wait.core._entry import EntryPoint
-from agent_wait.core._errors import AgentWaitError, ConfigError
+from agent_wait.core._errors import AgentWaitError, ConfigError, InvalidAnswer
 from agent_wait.core._hooks import Operating, Operation
 from agent_wait.core._models import Answer, format_utc
 from agent_wait.core._plugins import question_store
@@ -130,43 +131,110 @@ def _lookup(store: QuestionStore, question_id: str, thread_id: str | None) -> St
 def _close_and_send(
     store: QuestionStore,
     entry: EntryPoint,
-    question: StoredQuestion,
+    answers: list[tuple[StoredQuestion, Any]],
     status: QuestionStatus,
-    answer: Any,
     by: str,
     at: datetime | None,
-) -> tuple[StoredQuestion, dict[str, Any]] | StoredQuestion:
-    """Close then send; the closed question and the message, or the winner's close if lost."""
-    envelope = question.envelope
+) -> tuple[list[StoredQuestion], dict[str, Any]] | StoredQuestion:
+    """Close every question, then send one message answering them all.
+
+    The closed questions and the message, or the winner's close of the first question someone
+    else closed first (those this call had closed are open again, and nothing was sent).
+    """
     at = parse_now(at)
-    message = reply(question, answer, at)
-    done = store.transition(
-        envelope.thread_id, envelope.question_id, status, by=by, answer=answer, at=at
-    )
-    if not done.won:
-        return done.question
+    message = reply_all(answers, at)
+    closed: list[StoredQuestion] = []
     try:
+        for question, value in answers:
+            envelope = question.envelope
+            done = store.transition(
+                envelope.thread_id, envelope.question_id, status, by=by, answer=value, at=at
+            )
+            if not done.won:
+                for mine in closed:
+                    store.reopen(mine)
+                return done.question
+            closed.append(done.question)
         entry.send(message)
     except BaseException:
-        # Not sent: open again, so a retry (or the sweeper) can still answer it.
-        store.reopen(done.question)
+        # Not sent: open again, so a retry (or the sweeper) can still answer them.
+        for mine in closed:
+            store.reopen(mine)
         raise
-    logger.info(
-        "question %s of thread %s %s by %s; answer sent to %s",
-        envelope.question_id,
-        envelope.thread_id,
-        status.value,
-        by,
-        entry.name,
-    )
-    return done.question, message
+    for question in closed:
+        logger.info(
+            "question %s of thread %s %s by %s; answer sent to %s",
+            question.envelope.question_id,
+            question.envelope.thread_id,
+            status.value,
+            by,
+            entry.name,
+        )
+    return closed, message
+
+
+def reply_all(answers: list[tuple[StoredQuestion, Any]], answered_at: datetime) -> dict[str, Any]:
+    """One answer message for questions of one thread: the first's reply, the rest in ``more_answers``."""
+    (first, value), *rest = answers
+    message = reply(first, value, answered_at)
+    if rest:
+        more: list[dict[str, Any]] = []
+        for question, other in rest:
+            entry = reply(question, other, answered_at)
+            del entry["thread_id"]
+            more.append(entry)
+        message["more_answers"] = more
+        Answer.model_validate(message)
+    return message
+
+
+def _check(question: StoredQuestion, value: Any, force: bool) -> None:
+    """Refuse an answer the question says it does not take, before anything is recorded."""
+    if not question.is_open:
+        raise QuestionClosed(question)
+    if force:
+        return
+    envelope = question.envelope
+    where = f"question {envelope.question_id} (thread {envelope.thread_id})"
+    allowed = envelope.allowed_actions
+    # An empty list states no actions (a foreign interrupt): nothing to refuse against.
+    if allowed and isinstance(value, Mapping) and "action" in value:
+        action = cast("Mapping[str, Any]", value)["action"]
+        if action not in allowed:
+            raise ActionNotAllowed(
+                f"{where}: action {action!r} is not one of the question's allowed_actions "
+                f"{allowed}; pass force=True (--force) to send it anyway"
+            )
+    if envelope.answer_schema is None:
+        return
+    try:
+        problem = schema_problem(envelope.answer_schema, value)
+    except AgentWaitError as error:
+        raise AgentWaitError(
+            f"{where}: {error}; or pass force=True (--force) to send the answer unchecked"
+        ) from None
+    if problem:
+        raise InvalidAnswer(f"{where}: {problem}; nothing sent")
+
+
+def _lookup_all(
+    store: QuestionStore, question_ids: list[str], thread_id: str | None
+) -> list[StoredQuestion]:
+    questions = [_lookup(store, question_id, thread_id) for question_id in question_ids]
+    threads = sorted({q.envelope.thread_id for q in questions})
+    if len(threads) > 1:
+        raise QuestionNotFound(
+            f"one message answers questions of one thread; these are in {', '.join(threads)}: "
+            "name one with thread_id (--thread)"
+        )
+    return questions
 
 
 def answer(
     question_id: str,
-    action: str,
+    action: str | None = None,
     *,
-    answer: Mapping[str, Any] | None = None,
+    answer: Any = None,
     by: str | None = None,
     thread_id: str | None = None,
     force: bool = False,
@@ -176,16 +244,25 @@ def answer(
 ) -> AnswerResult:
     """Answer a stored question: record it, then send it to the host's entry point.
 
-    The answer is ``{"action": action}``, or ``answer`` with ``action`` merged in; the message
-    sent is ``{**reply_with, "answer": ...}``.
+    With ``action``, the answer is ``{"action": action}``, or the object ``answer`` with
+    ``action`` merged in. Without it, ``answer`` is the whole answer, sent as it is (any JSON
+    but null: ``"y"``, a list, ``{"approved": true}``): what a question with empty
+    ``allowed_actions`` (a foreign interrupt) or an ``answer_schema`` expects. The message sent
+    is ``{**reply_with, "answer": ...}``.
+
+    Before anything is recorded, an answer object's ``action`` must be one of the question's
+    ``allowed_actions`` (when it states any), and the answer must match its ``answer_schema``
+    (when it has one; that check needs the ``jsonschema`` package, the ``schema`` extra).
 
     Args:
         question_id: The question's id.
         action: The action, one of the question's ``allowed_actions`` unless ``force``.
-        answer: More fields of the answer object (a note, edited ``args``...).
+        answer: With ``action``, more fields of the answer object (a note, edited ``args``...);
+            without, the whole answer.
         by: Who answers (default: the process's login name).
         thread_id: The thread, needed only if several threads asked the same id.
-        force: Send an action outside ``allowed_actions``.
+        force: Send the answer without checking it against ``allowed_actions`` and
+            ``answer_schema``.
         store: The question store (default: the inbox of the configured sqlite announcer).
         entry: Where to send (default: the question's ``reply_to`` when it names an entry
             point, else the configured entry point).
@@ -193,24 +270,35 @@ def answer(
 
     Raises:
         QuestionNotFound: No such question, or several threads asked it and no thread was named.
-        ActionNotAllowed: ``action`` is not allowed and ``force`` is false.
+        ActionNotAllowed: The action is not allowed and ``force`` is false.
+        InvalidAnswer: The answer does not match the question's ``answer_schema`` (the message
+            names the place in the answer and what is wrong) and ``force`` is false.
         QuestionClosed: Someone or something closed it first; it says who, when, and with what.
-        ValueError: ``action`` or ``answer`` is malformed.
+        ValueError: ``action`` or ``answer`` is malformed, or neither is given.
+        AgentWaitError: The question has an ``answer_schema`` and ``jsonschema`` is missing.
     """
+    if action is not None:
+        payload: Any = decision(action, answer)
+    elif answer is None:
+        raise ValueError(
+            "answer: give an action (such as 'approve'), or the whole answer "
+            "(answer='y', --json '\"y\"')"
+        )
+    else:
+        payload = answer
     hooks = plugin_hooks()
     if not hooks.operations:
-        return _answer(question_id, action, answer, by, thread_id, force, store, entry, at)
+        return _answer_one(question_id, payload, by, thread_id, force, store, entry, at)
     with Operating(hooks, Operation("answer", thread_id, question_id)) as operating:
-        result = operating.result = _answer(
-            question_id, action, answer, by, thread_id, force, store, entry, at
+        result = operating.result = _answer_one(
+            question_id, payload, by, thread_id, force, store, entry, at
         )
     return result
 
 
-def _answer(
+def _answer_one(
     question_id: str,
-    action: str,
-    answer: Mapping[str, Any] | None,
+    payload: Any,
     by: str | None,
     thread_id: str | None,
     force: bool,
@@ -218,26 +306,91 @@ def _answer(
     entry: EntryPoint | None,
     at: datetime | None,
 ) -> AnswerResult:
-    payload = decision(action, answer)
+    done = _answer_many({question_id: payload}, by, thread_id, force, store, entry, at)
+    return AnswerResult(done.questions[0], done.message)
+
+
+@dataclass(frozen=True, slots=True)
+class AnswersResult:
+    """What :func:`answer_many` did.
+
+    Attributes:
+        questions: The questions, closed by this call, in the order answered.
+        message: The one answer message sent: the first answer, the others in ``more_answers``.
+    """
+
+    questions: list[StoredQuestion]
+    message: dict[str, Any]
+
+
+def answer_many(
+    answers: Mapping[str, Any],
+    *,
+    by: str | None = None,
+    thread_id: str | None = None,
+    force: bool = False,
+    store: QuestionStore | None = None,
+    entry: EntryPoint | None = None,
+    at: datetime | None = None,
+) -> AnswersResult:
+    """Answer several open questions of one thread in one message: the run resumes once.
+
+    ``answers`` maps each question id to its whole answer (``{"action": "approve"}``, ``"y"``,
+    ...). Each is checked as :func:`answer` checks one, then every question is recorded closed
+    and one message is sent: the first answer, the others in ``more_answers``. If any question
+    is already closed, or the send fails, none stays closed by this call and nothing is sent.
+    Plugins see it as one ``answer`` operation (without a ``question_id``).
+
+    Args:
+        answers: Question id to answer, in the order to send them.
+        by: Who answers (default: the process's login name).
+        thread_id: The thread, needed only if several threads asked one of the ids.
+        force: Send without checking ``allowed_actions`` and ``answer_schema``.
+        store: The question store (default: the inbox of the configured sqlite announcer).
+        entry: Where to send (default: the ``reply_to`` of the first question when it names an
+            entry point, else the configured entry point).
+        at: When (default: now).
+
+    Raises:
+        QuestionNotFound: An id is unknown or ambiguous, or the questions are in several threads.
+        ActionNotAllowed: An answer's ``action`` is not allowed and ``force`` is false.
+        InvalidAnswer: An answer does not match its question's ``answer_schema``.
+        QuestionClosed: One of them was closed first; it says who, when, and with what.
+        ValueError: ``answers`` is empty or an answer is null.
+    """
+    hooks = plugin_hooks()
+    if not hooks.operations:
+        return _answer_many(answers, by, thread_id, force, store, entry, at)
+    with Operating(hooks, Operation("answer", thread_id)) as operating:
+        result = operating.result = _answer_many(answers, by, thread_id, force, store, entry, at)
+    return result
+
+
+def _answer_many(
+    answers: Mapping[str, Any],
+    by: str | None,
+    thread_id: str | None,
+    force: bool,
+    store: QuestionStore | None,
+    entry: EntryPoint | None,
+    at: datetime | None,
+) -> AnswersResult:
+    if not answers:
+        raise ValueError("answers: expected at least one question id and its answer, got none")
+    for question_id, value in answers.items():
+        if value is None:
+            raise ValueError(f"answers[{question_id!r}]: an answer cannot be null")
     by = by or default_approver()
     own_store, own_entry = store is None, entry is None
     store = store if store is not None else default_store()
     try:
-        question = _lookup(store, question_id, thread_id)
-        if not question.is_open:
-            raise QuestionClosed(question)
-        allowed = question.envelope.allowed_actions
-        # An empty list states no actions (a foreign interrupt): nothing to refuse against.
-        if not force and allowed and action not in allowed:
-            raise ActionNotAllowed(
-                f"action {action!r} is not one of the question's allowed_actions "
-                f"{allowed}; pass force=True (--force) to send it anyway"
-            )
-        entry = entry if entry is not None else answer_entry(question)
+        questions = _lookup_all(store, list(answers), thread_id)
+        pairs = [(q, answers[q.envelope.question_id]) for q in questions]
+        for question, value in pairs:
+            _check(question, value, force)
+        entry = entry if entry is not None else answer_entry(questions[0])
         try:
-            outcome = _close_and_send(
-                store, entry, question, QuestionStatus.ANSWERED, payload, by, at
-            )
+            outcome = _close_and_send(store, entry, pairs, QuestionStatus.ANSWERED, by, at)
         finally:
             if own_entry:
                 entry.close()
@@ -246,7 +399,7 @@ def _answer(
             store.close()
     if isinstance(outcome, StoredQuestion):
         raise QuestionClosed(outcome)
-    return AnswerResult(*outcome)
+    return AnswersResult(*outcome)
 
 
 class NothingToResend(AgentWaitError):
@@ -402,9 +555,8 @@ def _sweep(
                 outcome = _close_and_send(
                     store,
                     target,
-                    question,
+                    [(question, question.envelope.default)],
                     QuestionStatus.EXPIRED,
-                    question.envelope.default,
                     by,
                     moment,
                 )
@@ -418,7 +570,7 @@ def _sweep(
                 report.failed.append((question, f"{type(error).__name__}: {error}"))
                 continue
             if not isinstance(outcome, StoredQuestion):
-                report.expired.append(outcome[0])
+                report.expired.extend(outcome[0])
     finally:
         for target in built.values():
             target.close()

@@ -38,33 +38,52 @@ def _store(args: argparse.Namespace, *, must_exist: bool = True) -> SqliteQuesti
     return store
 
 
-def _cmd_answer(args: argparse.Namespace) -> int:
-    from agent_wait.core._answering import answer
+def _json_option(name: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{name}: not valid JSON ({error.msg} at column {error.colno})") from None
 
-    extra: dict[str, Any] | None = None
-    if args.answer is not None:
-        try:
-            parsed: object = json.loads(args.answer)
-        except json.JSONDecodeError as error:
-            _error(f"--answer: not valid JSON ({error.msg} at column {error.colno})")
-            return 1
-        if not isinstance(parsed, dict):
-            _error(
+
+def _answers(args: argparse.Namespace) -> dict[str, Any]:
+    """Question id to whole answer, from QUESTION_ID with ACTION/--answer/--json, and --also."""
+    from agent_wait.core._answering import decision
+
+    if args.question_id is None:
+        raise ValueError("QUESTION_ID: name the question to answer")
+    if args.json is not None:
+        if args.action is not None or args.answer is not None:
+            raise ValueError("--json is the whole answer: give it without ACTION and --answer")
+        first = _json_option("--json", args.json)
+    elif args.action is None:
+        raise ValueError(
+            "ACTION: give an action (such as approve), or the whole answer with --json"
+        )
+    else:
+        extra = None if args.answer is None else _json_option("--answer", args.answer)
+        if extra is not None and not isinstance(extra, dict):
+            raise ValueError(
                 f'--answer: expected a JSON object such as \'{{"note": "ok"}}\', got {args.answer}'
             )
-            return 1
-        extra = cast("dict[str, Any]", parsed)
+        first = decision(args.action, cast("dict[str, Any] | None", extra))
+    answers: dict[str, Any] = {args.question_id: first}
+    also = cast("list[tuple[str, str]]", args.also or [])
+    for question_id, text in also:
+        if question_id in answers:
+            raise ValueError(f"--also: question {question_id} is answered twice")
+        answers[question_id] = _json_option(f"--also {question_id}", text)
+    return answers
+
+
+def _cmd_answer(args: argparse.Namespace) -> int:
+    from agent_wait.core._answering import answer_many
+
     try:
+        answers = _answers(args)
         store = _store(args)
         try:
-            result = answer(
-                args.question_id,
-                args.action,
-                answer=extra,
-                by=args.by,
-                thread_id=args.thread,
-                force=args.force,
-                store=store,
+            result = answer_many(
+                answers, by=args.by, thread_id=args.thread, force=args.force, store=store
             )
         finally:
             store.close()
@@ -73,15 +92,16 @@ def _cmd_answer(args: argparse.Namespace) -> int:
         return 1
     except Exception as error:  # noqa: BLE001 - a failed send is reported, the question stays open
         _error(
-            f"the answer could not be sent ({type(error).__name__}: {error}); the question stays open"
+            f"the answer could not be sent ({type(error).__name__}: {error}); "
+            "the questions stay open"
         )
         return 1
-    question = result.question
-    print(
-        f"{question.envelope.question_id} (thread {question.envelope.thread_id}) "
-        f"{question.describe_close()}: "
-        f"{json.dumps(result.message['answer'], ensure_ascii=False)}"
-    )
+    for question in result.questions:
+        envelope = question.envelope
+        print(
+            f"{envelope.question_id} (thread {envelope.thread_id}) {question.describe_close()}: "
+            f"{json.dumps(question.answer, ensure_ascii=False)}"
+        )
     return 0
 
 
@@ -234,17 +254,39 @@ def add_commands(commands: Any) -> None:
         help="answer a question: record it and send it to the host's entry point",
         description="Look QUESTION_ID up in the inbox, record the answer (only if the question "
         'is still open) and send {**reply_with, "answer": ...} to the configured entry point. '
-        'The answer is {"action": ACTION}, or the --answer object with ACTION merged in. Exit 1 '
-        "if the question is unknown, already closed (saying by whom and when), or ACTION is not "
-        "one of its allowed_actions.",
+        'The answer is {"action": ACTION}, or the --answer object with ACTION merged in; or, '
+        "with --json, exactly that JSON value (for a question whose allowed_actions are empty, "
+        "asked by code that expects its own answer shape). --also answers more questions of the "
+        "same thread in the same message, so the run resumes once. Each answer is checked "
+        "first: an answer object's action must be one of the question's allowed_actions (when "
+        "it states any) and the answer must match its answer_schema (when it has one; this "
+        "needs the jsonschema package, the agent-wait-core[schema] extra). Exit 1 if a "
+        "question is unknown, already closed (saying by whom and when), or an answer is "
+        "refused (saying where and why); nothing is sent then.",
     )
-    answer.add_argument("question_id", metavar="QUESTION_ID")
-    answer.add_argument("action", metavar="ACTION", help="e.g. approve or reject")
-    answer.add_argument("--answer", help="a JSON object: the rest of the answer")
+    answer.add_argument("question_id", metavar="QUESTION_ID", nargs="?")
+    answer.add_argument("action", metavar="ACTION", nargs="?", help="e.g. approve or reject")
+    answer.add_argument("--answer", help="with ACTION, a JSON object: the rest of the answer")
+    answer.add_argument(
+        "--json",
+        metavar="VALUE",
+        help="instead of ACTION: the whole answer, any JSON but null (e.g. '\"y\"', "
+        '\'{"approved": true}\', an Agent Inbox list \'[{"type": "accept"}]\')',
+    )
+    answer.add_argument(
+        "--also",
+        nargs=2,
+        action="append",
+        metavar=("QUESTION_ID", "JSON"),
+        help="answer another question of the same thread in the same message, with its whole "
+        'answer as JSON (e.g. --also q2 \'{"action": "reject"}\'); repeatable',
+    )
     answer.add_argument("--by", help="who answers (default: your login name)")
     answer.add_argument("--thread", help="the thread, if several threads asked QUESTION_ID")
     answer.add_argument(
-        "--force", action="store_true", help="send an ACTION outside allowed_actions"
+        "--force",
+        action="store_true",
+        help="send without checking allowed_actions and answer_schema",
     )
     store_options(answer)
     answer.set_defaults(handler=_cmd_answer)

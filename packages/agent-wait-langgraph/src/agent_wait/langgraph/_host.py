@@ -17,9 +17,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError as SchemaError
-from jsonschema.exceptions import best_match  # pyright: ignore[reportUnknownVariableType]
 from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
 
@@ -32,6 +29,7 @@ from agent_wait.core import (
     Question,
     StartMessage,
     parse_message,
+    schema_problem,
     storable_problem,
 )
 from agent_wait.core import host as core_host
@@ -162,21 +160,6 @@ def answer_problem(pending: Interrupt, answer: Any) -> str | None:
         if problem:
             return problem
     return None
-
-
-def schema_problem(schema: Mapping[str, Any], answer: Any) -> str | None:
-    """Why ``answer`` does not match the JSON Schema ``schema``, or None if it does.
-
-    The message names the offending place in the answer (``answer.age``, ``answer[0].type``)
-    and what is wrong with its value.
-    """
-    validator = Draft202012Validator(schema)
-    errors = cast("Iterable[SchemaError]", validator.iter_errors(answer))  # pyright: ignore[reportUnknownMemberType]
-    error = cast("SchemaError | None", best_match(errors))
-    if error is None:
-        return None
-    path = error.json_path
-    return f"answer{path.removeprefix('$')}: {error.message} (the question's answer_schema)"
 
 
 def _decision_problem(where: str, decision: Any, action: Mapping[str, Any]) -> str | None:
