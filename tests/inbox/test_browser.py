@@ -224,3 +224,52 @@ def test_a_middleware_batch_gets_one_decision_per_action_and_the_agent_resumes(
     assert office.runs == [("send_email", "ceo@example.com")]
     tools = {m.name: m for m in chat.received[-1] if isinstance(m, ToolMessage)}
     assert "keep the spreadsheet" in str(tools["delete_file"].content)
+
+
+def test_a_foreign_question_is_answered_in_its_answer_box_and_the_graph_resumes(
+    served: Server, page: Page
+) -> None:
+    # A real graph whose node asks with LangGraph's own interrupt and a response schema
+    # (agent-wait-langgraph, a sibling absent when the inbox is tested alone).
+    pytest.importorskip("agent_wait.langgraph", reason="needs agent-wait-langgraph installed")
+    from langgraph.types import interrupt
+
+    from agent_wait.core import Outcome, SqliteAnnounce
+    from agent_wait.langgraph import handle_message
+    from tests.langgraph.test_foreign import State, one_node_graph
+
+    schema = {
+        "type": "object",
+        "properties": {"choice": {"enum": ["visa", "amex"]}},
+        "required": ["choice"],
+    }
+
+    def ask(state: State) -> State:
+        return {"result": interrupt("Which card?", response_schema=schema)["choice"]}
+
+    graph = one_node_graph(ask)
+    start = {"thread_id": "card-1", "input": {"topic": "refunds"}}
+    [question_id] = handle_message(graph, start, SqliteAnnounce()).question_ids
+    log_in(page, served.url, "alice", SECRET)
+    page.goto(f"{served.url}/questions/{question_id}?thread=card-1")
+    expect(page.locator("button[name=action]")).to_have_count(0)
+    expect(page.locator("#answer")).to_contain_text("Answer schema")
+    page.fill("textarea[name=whole]", '{"choice": "amex"')
+    page.click("button[value=whole]")
+    expect(page.locator("#form-error")).to_have_text("answer: not valid JSON")
+    page.fill("textarea[name=whole]", '{"choice": "diners"}')
+    page.click("button[value=whole]")
+    expect(page.locator("#result")).to_contain_text("answer.choice: 'diners' is not one of")
+    expect(page.locator("textarea[name=whole]")).to_have_value('{"choice": "diners"}')
+    page.fill("textarea[name=whole]", '{"choice": "amex"}')
+    page.click("button[value=whole]")
+    expect(page.locator("#result")).to_have_text("Answer sent.")
+    expect(page.locator("#status")).to_contain_text("answered by alice at")
+
+    with SqliteEntry() as entry:
+        [received] = entry.receive(10)
+        entry.ack(received)
+    assert received.message["answer"] == {"choice": "amex"}
+    resumed = handle_message(graph, received.message)
+    assert resumed.outcome is Outcome.RESUMED, resumed
+    assert resumed.result["result"] == "amex"

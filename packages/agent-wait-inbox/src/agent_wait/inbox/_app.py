@@ -6,8 +6,7 @@ import asyncio
 import json
 import logging
 import secrets
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -32,14 +31,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_wait.core import (
-    ActionNotAllowed,
+    AgentWaitError,
     EntryPoint,
     QuestionClosed,
-    QuestionNotFound,
     QuestionStore,
     StoredQuestion,
     answer,
-    default_entry,
     default_store,
 )
 from agent_wait.inbox._auth import InboxAuth, clean_name, is_loopback, provider_routes
@@ -159,6 +156,46 @@ def _page_json(page: Page) -> dict[str, Any]:
     }
 
 
+WHOLE_KINDS = ("text", "json")
+
+
+def whole_answer(text: str, kind: str) -> Any:
+    """The whole answer typed in a question's answer box: the text itself, or the JSON it holds."""
+    if kind not in WHOLE_KINDS:
+        raise ValueError(f"whole_as: expected text or json, got {kind[:40]!r}")
+    if not text.strip():
+        raise ValueError("answer: empty; type the answer the question expects")
+    if kind == "text":
+        return text
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise ValueError(f"answer: not valid JSON ({error})") from None
+    if value is None:
+        raise ValueError("answer: null is not an answer")
+    return value
+
+
+def api_body(body: Any) -> tuple[str | None, Any]:
+    """The JSON API's answer body: ``(action, more fields)`` or ``(None, the whole answer)``."""
+    if not isinstance(body, dict):
+        raise ValueError('body: expected {"action": "...", "answer": {...}} or {"answer": ...}')
+    fields = cast("dict[str, Any]", body)
+    if "action" in fields:
+        action, extra = fields["action"], fields.get("answer")
+        if not isinstance(action, str):
+            raise ValueError(f"action: expected a string such as 'approve', got {action!r}"[:200])
+        if extra is not None and not isinstance(extra, dict):
+            raise ValueError("answer: with an action, expected a JSON object of more fields")
+        return action, cast("dict[str, Any] | None", extra) or None
+    if fields.get("answer") is None:
+        raise ValueError(
+            'body: expected {"action": "...", "answer": {...}}, or {"answer": ...} (any JSON '
+            "but null) for the whole answer"
+        )
+    return None, fields["answer"]
+
+
 def inbox_app(
     store: QuestionStore | None = None,
     auth: InboxAuth | None = None,
@@ -172,7 +209,8 @@ def inbox_app(
         store: The question store (default: the inbox of the configured sqlite announcer).
         auth: Who may answer (default: :class:`InboxAuth` from the environment, which needs
             ``AGENT_WAIT_INBOX_TOKEN``).
-        entry: Where answers are sent (default: the configured entry point).
+        entry: Where answers are sent (default: where each question's ``reply_to`` names,
+            else the configured entry point, as :func:`agent_wait.core.answer` chooses).
         poll_interval: Seconds between checks of the store for live updates.
     """
     store = store if store is not None else default_store()
@@ -186,12 +224,6 @@ def inbox_app(
     templates.filters["when"] = _when
     templates.filters["compact"] = _compact
     templates.filters["function"] = _function_name
-    sender: list[EntryPoint] = [entry] if entry is not None else []
-
-    def the_entry() -> EntryPoint:
-        if not sender:
-            sender.append(default_entry())
-        return sender[0]
 
     def identity(request: Request) -> str | None:
         if auth.no_auth:
@@ -374,7 +406,13 @@ def inbox_app(
         found = store.find(request.path_params["question_id"], thread)
         return found[0] if len(found) == 1 else None
 
-    async def detail(request: Request, message: str | None = None, status: int = 200) -> Response:
+    async def detail(
+        request: Request,
+        message: str | None = None,
+        status: int = 200,
+        whole: tuple[str, str] | None = None,
+    ) -> Response:
+        """The question's page; ``whole`` is the (text, kind) of a refused whole answer, kept."""
         marker = await run_in_threadpool(listing.change_marker)
         question = await run_in_threadpool(find, request)
         if question is None:
@@ -398,21 +436,24 @@ def inbox_app(
             message=message,
             overdue=_overdue(question, _now()),
             marker=marker,
+            whole=whole[0] if whole else "",
+            whole_as=whole[1] if whole else ("json" if envelope.answer_schema else "text"),
         )
 
     async def show(request: Request) -> Response:
         return await detail(request)
 
-    def do_answer(question: StoredQuestion, action: str, extra: dict[str, Any], by: str) -> Any:
+    def do_answer(question: StoredQuestion, action: str | None, value: Any, by: str) -> Any:
+        """``action`` with the fields ``value``, or (no action) the whole answer ``value``."""
         envelope = question.envelope
         return answer(
             envelope.question_id,
             action,
-            answer=extra or None,
+            answer=value,
             by=by,
             thread_id=envelope.thread_id,
             store=store,
-            entry=the_entry(),
+            entry=entry,
         )
 
     async def answer_form(request: Request) -> Response:
@@ -423,11 +464,15 @@ def inbox_app(
         question = await run_in_threadpool(find, request)
         if question is None:
             return render(request, "missing.html", 404)
-        action = fields.get("action", "")
-        extra: dict[str, Any] = {}
+        action: str | None = fields.get("action", "")
+        extra: Any = {}
         actions = batch_actions(question.envelope.question)
+        whole: tuple[str, str] | None = None
         try:
-            if actions is not None:
+            if fields.get("send") == "whole":
+                whole = (fields.get("whole", ""), fields.get("whole_as", "text"))
+                action, extra = None, whole_answer(*whole)
+            elif actions is not None:
                 extra["decisions"] = decisions_from_form(actions, fields)
                 action = summary(extra["decisions"])
             else:
@@ -436,19 +481,22 @@ def inbox_app(
                 if args is not None:
                     extra["args"] = args
         except ValueError as error:
-            return await detail(request, f"Not sent: {error}", 400)
+            return await detail(request, f"Not sent: {error}", 400, whole)
         reason = fields.get("reason", "").strip()
-        if reason and actions is None:
+        if reason and actions is None and whole is None:
             extra["reason"] = reason[:2000]
         by = identity(request) or "unknown"
         try:
-            await run_in_threadpool(do_answer, question, action, extra, by)
+            # A whole answer is sent as typed, even when falsy (0, false, ""); fields only if any.
+            value = extra if whole is not None else extra or None
+            await run_in_threadpool(do_answer, question, action, value, by)
         except QuestionClosed as closed:
             return await detail(
                 request, f"Not sent: already {closed.question.describe_close()}.", 409
             )
-        except (ActionNotAllowed, QuestionNotFound, ValueError) as error:
-            return await detail(request, f"Not sent: {error}", 400)
+        except (AgentWaitError, ValueError) as error:
+            # Not allowed, not matching the answer schema, or no longer found: said, not sent.
+            return await detail(request, f"Not sent: {error}", 400, whole)
         except Exception as error:  # noqa: BLE001 - the entry point failed; shown, not traced
             logger.error(
                 "answer to %s not sent: %s", question.envelope.question_id, type(error).__name__
@@ -500,23 +548,23 @@ def inbox_app(
             body = json.loads(await request.body())
         except ValueError:
             return JSONResponse({"error": "body: expected a JSON object"}, 400)
-        if not isinstance(body, dict) or not isinstance(body.get("action"), str):  # pyright: ignore[reportUnknownMemberType]
-            return JSONResponse({"error": 'body: expected {"action": "...", "answer": {...}}'}, 400)
-        extra = body.get("answer") or {}  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        if not isinstance(extra, dict):
-            return JSONResponse({"error": "answer: expected a JSON object"}, 400)
+        try:
+            action, value = api_body(body)
+        except ValueError as error:
+            return JSONResponse({"error": str(error)}, 400)
         question = await run_in_threadpool(find, request)
         if question is None:
             return JSONResponse({"error": "no such question"}, 404)
         actions = batch_actions(question.envelope.question)
         if actions is not None:
             # Refused here, before the question is closed: the host would refuse it too.
-            problem = decisions_problem(actions, cast("dict[str, Any]", extra).get("decisions"))
+            decisions = mapping(value).get("decisions")
+            problem = decisions_problem(actions, decisions)
             if problem:
                 return JSONResponse({"error": problem}, 400)
         by = identity(request) or "unknown"
         try:
-            result = await run_in_threadpool(do_answer, question, body["action"], extra, by)  # pyright: ignore[reportUnknownArgumentType]
+            result = await run_in_threadpool(do_answer, question, action, value, by)
         except QuestionClosed as closed:
             return JSONResponse(
                 {
@@ -525,7 +573,7 @@ def inbox_app(
                 },
                 409,
             )
-        except (ActionNotAllowed, QuestionNotFound, ValueError) as error:
+        except (AgentWaitError, ValueError) as error:
             return JSONResponse({"error": str(error)}, 400)
         except Exception as error:  # noqa: BLE001 - the entry point failed; reported, not traced
             logger.error(
@@ -585,15 +633,8 @@ def inbox_app(
         ),
     ]
 
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncGenerator[None]:
-        yield
-        if entry is None and sender:  # only the entry point the app built itself
-            sender.pop().close()
-
     return Starlette(
         routes=routes,
-        lifespan=lifespan,
         middleware=[
             Middleware(_Limits),
             Middleware(
@@ -743,10 +784,13 @@ OPENAPI: dict[str, Any] = {
                         "application/json": {
                             "schema": {
                                 "type": "object",
-                                "required": ["action"],
+                                "description": "With action: the answer is {action, ...answer}. "
+                                "Without: answer is the whole answer, any JSON but null, for a "
+                                "question whose code expects its own shape.",
+                                "anyOf": [{"required": ["action"]}, {"required": ["answer"]}],
                                 "properties": {
                                     "action": {"type": "string"},
-                                    "answer": {"type": "object"},
+                                    "answer": {},
                                 },
                             }
                         }
@@ -758,7 +802,8 @@ OPENAPI: dict[str, Any] = {
                         "content": {"application/json": {"schema": _QUESTION}},
                     },
                     "400": _error(
-                        "Action not allowed, a malformed body or an unknown query parameter"
+                        "Action not allowed, answer not matching the question's answer_schema, "
+                        "a malformed body or an unknown query parameter"
                     ),
                     "403": _error("A session without the X-CSRF-Token header"),
                     "401": _REFUSED["401"],

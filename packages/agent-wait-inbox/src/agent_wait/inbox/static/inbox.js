@@ -6,6 +6,12 @@
   if (form) {
     form.addEventListener("submit", function (event) {
       var problem = null;
+      // A whole answer typed as JSON must parse; the server checks it (and its schema) again.
+      var whole = form.querySelector("textarea[name=whole]");
+      var asJson = form.querySelector("input[name=whole_as][value=json]");
+      if (event.submitter && event.submitter.value === "whole" && asJson && asJson.checked) {
+        try { JSON.parse(whole.value); } catch (e) { problem = "answer: not valid JSON"; }
+      }
       form.querySelectorAll("input[data-kind=json]").forEach(function (input) {
         try { JSON.parse(input.value); } catch (e) {
           var name = input.name.replace(/^action\.(\d+)\.arg\./, "actions[$1].").replace(/^arg\./, "");
