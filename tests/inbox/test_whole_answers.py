@@ -7,9 +7,10 @@ from typing import Any
 
 from starlette.testclient import TestClient
 
-from agent_wait.core import Question, SqliteAnnounce, SqliteQuestionStore, publish
+from agent_wait.core import Question, SqliteAnnounce, SqliteEntry, SqliteQuestionStore, publish
 from agent_wait.core._policy import UNSTATED
-from tests.inbox.conftest import SECRET, sent
+from agent_wait.inbox import InboxAuth, inbox_app
+from tests.inbox.conftest import SECRET, login, sent
 from tests.inbox.test_app import Elements, answer_form
 
 CARD = {
@@ -160,3 +161,26 @@ def test_json_api_takes_a_whole_answer_and_checks_it(client: TestClient, inbox: 
         {"thread_id": "order-4471", "question_id": "f1", "answer": {"choice": "visa"}},
         {"thread_id": "order-4472", "question_id": "f2", "answer": "y"},
     ]
+
+
+def test_without_an_entry_point_answers_follow_the_questions_reply_to(
+    inbox: Path, tmp_path: Path
+) -> None:
+    agent = tmp_path / "agent.sqlite3"
+    with SqliteEntry(agent) as where:
+        reply_to = where.reply_to()
+    publish(
+        [Question(question_id="f1", question="Proceed?", policy=UNSTATED)],
+        "order-4471",
+        SqliteAnnounce(inbox),
+        strict=True,
+        reply_to=reply_to,
+    )
+    with SqliteQuestionStore(inbox) as store:
+        app = inbox_app(store, InboxAuth(token=SECRET), poll_interval=0.05)
+        with TestClient(app, base_url="http://127.0.0.1") as client:
+            login(client)
+            done = answer_form(client, "f1", "order-4471", whole="y", whole_as="text", send="whole")
+            assert done.status_code == 303, done.text
+    assert sent(agent) == [{"thread_id": "order-4471", "question_id": "f1", "answer": "y"}]
+    assert sent(inbox) == []
