@@ -35,6 +35,7 @@ def test_public_api() -> None:
         "InvalidAnswer",
         "JsonlAnnounce",
         "JsonlOptions",
+        "LifecycleEvent",
         "LogAnnounce",
         "LogOptions",
         "MemoryAnnounce",

@@ -9,7 +9,14 @@ from typing import Any
 import jsonschema
 import pytest
 
-from agent_wait.core import Answer, MemoryAnnounce, StartMessage, WaitEnvelope, publish
+from agent_wait.core import (
+    Answer,
+    LifecycleEvent,
+    MemoryAnnounce,
+    StartMessage,
+    WaitEnvelope,
+    publish,
+)
 from agent_wait.core._cli import json_schema, schema_text
 from agent_wait.core.testing import sample_questions
 
@@ -26,7 +33,7 @@ def validator(kind: str) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
 
 
-@pytest.mark.parametrize("kind", ["envelope", "answer", "start"])
+@pytest.mark.parametrize("kind", ["envelope", "answer", "start", "lifecycle"])
 def test_committed_schema_is_current(kind: str) -> None:
     committed = (SCHEMA_DIR / f"{kind}.schema.json").read_text(encoding="utf-8")
     assert committed == schema_text(kind), (
@@ -112,3 +119,15 @@ def test_answer_schema_requires_the_reply_fields() -> None:
             f"the answer schema accepts a message without {field}"
         )
     check.validate({**example("answer"), "answer": None, "extra": "kept"})
+
+
+def test_the_lifecycle_example_validates_and_every_field_is_required() -> None:
+    event = example("lifecycle")
+    check = validator("lifecycle")
+    check.validate(event)
+    assert LifecycleEvent.model_validate(event).model_dump(mode="json") == event
+    for field in event:
+        partial = {k: v for k, v in event.items() if k != field}
+        assert list(check.iter_errors(partial)), f"the schema accepts an event without {field}"
+    for change in ({"type": "wait.created"}, {"at": "2026-09-12"}, {"extra": 1}):
+        assert list(check.iter_errors({**event, **change})), f"the schema accepts {change}"

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from agent_wait.core._memory import LogAnnounce, LogOptions, MemoryAnnounce, MemoryOptions
     from agent_wait.core._models import (
         Answer,
+        LifecycleEvent,
         PendingResult,
         Question,
         ReplyWith,
@@ -211,6 +212,7 @@ _LAZY = {
     "AnswersResult": "._answering",
     "answer_many": "._answering",
     "schema_problem": "._answer_schema",
+    "LifecycleEvent": "._models",
 }
 
 __all__ = [
@@ -242,6 +244,7 @@ __all__ = [
     "InvalidAnswer",
     "JsonlAnnounce",
     "JsonlOptions",
+    "LifecycleEvent",
     "LogAnnounce",
     "LogOptions",
     "MemoryAnnounce",

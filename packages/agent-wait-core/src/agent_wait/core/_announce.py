@@ -8,7 +8,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 from agent_wait.core._closing import Closing
-from agent_wait.core._models import WaitEnvelope
+from agent_wait.core._models import LIFECYCLE_TYPES, LifecycleEvent, WaitEnvelope
 
 if TYPE_CHECKING:
     from agent_wait.core._options import AnnouncerOptions
@@ -56,6 +56,8 @@ class BaseAnnounce(Closing):
 
     name: str = ""
     options_model: ClassVar[type[AnnouncerOptions] | None] = None
+    lifecycle_events: frozenset[str] = frozenset()
+    """The lifecycle event types this announcer publishes (see :meth:`with_lifecycle_events`)."""
 
     def __init_subclass__(cls) -> None:
         super().__init_subclass__()
@@ -130,6 +132,40 @@ class BaseAnnounce(Closing):
         string or a path that may hold a token. None (the default) when there is no single one.
         """
         return None
+
+    def with_lifecycle_events(self, *types: str) -> Self:
+        """Opt in to lifecycle events (``"wait.answered"``, ``"wait.expired"``); returns self.
+
+        Off by default: a consumer written for question envelopes alone would take an event for
+        a question. Only announcers that implement :meth:`deliver_event` can opt in.
+
+        Raises:
+            ValueError: A type is not a lifecycle event, or this announcer delivers none.
+        """
+        for kind in types:
+            if kind not in LIFECYCLE_TYPES:
+                raise ValueError(
+                    f"lifecycle event type {kind!r} is not one of {list(LIFECYCLE_TYPES)}"
+                )
+        if types and type(self).deliver_event is BaseAnnounce.deliver_event:
+            raise ValueError(
+                f"announcer {self.name!r} ({type(self).__name__}) does not publish lifecycle events"
+            )
+        self.lifecycle_events = frozenset(types)
+        return self
+
+    def deliver_event(self, event: LifecycleEvent) -> Receipt | None:
+        """Deliver one lifecycle event, raising on failure, keyed on ``event.dedupe_key``.
+
+        Announcers that publish events override this; the default refuses.
+        """
+        raise NotImplementedError(f"{type(self).__name__} does not publish lifecycle events")
+
+    async def adeliver_event(self, event: LifecycleEvent) -> Receipt | None:
+        """Async :meth:`deliver_event`; the default runs it in a worker thread."""
+        import asyncio
+
+        return await asyncio.to_thread(self.deliver_event, event)
 
     def check_connection(self) -> bool:
         """Check cheaply that the destination is reachable (``agent-wait config check --connect``).

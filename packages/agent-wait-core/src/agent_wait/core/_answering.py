@@ -11,11 +11,12 @@ from __future__ import annotations
 import getpass
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, cast
 
+from agent_wait.core._announce import BaseAnnounce, Delivery
 from agent_wait.core._answer_schema import schema_problem
 from agent_wait.core._config import load_config
 from agent_wait.core._durations import parse_duration
@@ -23,7 +24,8 @@ from agent_wait.core._entries import default_entry, reply_entry
 from agent_wait.core._entry import EntryPoint
 from agent_wait.core._errors import AgentWaitError, ConfigError, InvalidAnswer
 from agent_wait.core._hooks import Operating, Operation
-from agent_wait.core._models import Answer, format_utc
+from agent_wait.core._lifecycle import event_announcers, lifecycle_event, publish_events
+from agent_wait.core._models import EXPIRED_TYPE, Answer, format_utc
 from agent_wait.core._plugins import question_store
 from agent_wait.core._publish import plugin_hooks
 from agent_wait.core._sqlite_store import SqliteQuestionStore
@@ -491,6 +493,8 @@ class SweepReport:
         expired: Questions this sweep expired and answered with their ``default``.
         overdue: Open questions past ``expires_at`` without a ``default``: left open.
         failed: Questions whose ``default`` could not be sent (left open), with the error.
+        events: The ``wait.expired`` lifecycle event deliveries, one per opted-in announcer
+            and expired question; failures are here, not raised.
     """
 
     expired: list[StoredQuestion] = field(default_factory=list[StoredQuestion])
@@ -498,6 +502,7 @@ class SweepReport:
     failed: list[tuple[StoredQuestion, str]] = field(
         default_factory=list[tuple[StoredQuestion, str]]
     )
+    events: list[Delivery] = field(default_factory=list[Delivery])
 
 
 def sweep(
@@ -506,6 +511,7 @@ def sweep(
     entry: EntryPoint | None = None,
     now: datetime | str | None = None,
     by: str = SWEEPER,
+    announce: Sequence[BaseAnnounce] = (),
 ) -> SweepReport:
     """Honour deadlines once: send the ``default`` of every open question past ``expires_at``.
 
@@ -520,12 +526,15 @@ def sweep(
             point, else the configured entry point).
         now: The time to compare with (default: now).
         by: The name recorded as having closed the questions.
+        announce: Announcers to tell of each expiry: those that opted in to ``wait.expired``
+            (:meth:`~agent_wait.core.BaseAnnounce.with_lifecycle_events`) get one event per
+            expired question.
     """
     hooks = plugin_hooks()
     if not hooks.operations:
-        return _sweep(store, entry, now, by)
+        return _sweep(store, entry, now, by, announce)
     with Operating(hooks, Operation("sweep")) as operating:
-        report = operating.result = _sweep(store, entry, now, by)
+        report = operating.result = _sweep(store, entry, now, by, announce)
     return report
 
 
@@ -534,6 +543,7 @@ def _sweep(
     entry: EntryPoint | None,
     now: datetime | str | None,
     by: str,
+    announce: Sequence[BaseAnnounce],
 ) -> SweepReport:
     moment = parse_now(now)
     own_store = store is None
@@ -571,6 +581,19 @@ def _sweep(
                 continue
             if not isinstance(outcome, StoredQuestion):
                 report.expired.extend(outcome[0])
+        if report.expired and event_announcers(announce, EXPIRED_TYPE):
+            events = [
+                lifecycle_event(
+                    EXPIRED_TYPE,
+                    q.envelope.thread_id,
+                    q.envelope.question_id,
+                    outcome="default_sent",
+                    by=q.answered_by,
+                    at=parse_now(q.answered_at),
+                )
+                for q in report.expired
+            ]
+            report.events.extend(publish_events(events, announce))
     finally:
         for target in built.values():
             target.close()

@@ -16,13 +16,21 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import from_json
 
 from agent_wait.core._errors import AgentWaitError
-from agent_wait.core._models import Answer, StartMessage, WaitEnvelope, message_warnings
+from agent_wait.core._models import (
+    LIFECYCLE_TYPES,
+    Answer,
+    LifecycleEvent,
+    StartMessage,
+    WaitEnvelope,
+    message_warnings,
+)
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_MODELS: dict[str, type[BaseModel]] = {
     "envelope": WaitEnvelope,
     "answer": Answer,
     "start": StartMessage,
+    "lifecycle": LifecycleEvent,
 }
 DEFAULT_MAX_BYTES = 16 * 1024 * 1024
 _MAX_ERRORS = 20
@@ -35,7 +43,7 @@ _short.maxlist = 4
 
 
 def json_schema(kind: str) -> dict[str, Any]:
-    """The JSON Schema (draft 2020-12) of ``envelope``, ``answer`` or ``start``, from the models.
+    """The JSON Schema (draft 2020-12) of ``envelope``, ``answer``, ``start`` or ``lifecycle``.
 
     The envelope is outbound, so its schema describes the serialised form: every contract
     field is always present (nulls included), an optional field only when it has a value, and
@@ -43,7 +51,7 @@ def json_schema(kind: str) -> dict[str, Any]:
     models accept them.
     """
     model = SCHEMA_MODELS[kind]
-    if kind == "envelope":
+    if kind in ("envelope", "lifecycle"):
         schema = model.model_json_schema(mode="serialization")
         fields = model.model_fields
         schema["required"] = [n for n in schema["properties"] if fields[n].exclude_if is None]
@@ -238,6 +246,8 @@ def _location(loc: Sequence[int | str]) -> str:
 
 
 def _detect(message: Mapping[str, Any]) -> str:
+    if message.get("type") in LIFECYCLE_TYPES:
+        return "lifecycle"
     if message.get("type") == "wait.created" or "event_id" in message:
         return "envelope"
     if "question_id" in message:

@@ -14,14 +14,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-from agent_wait.core._announce import PublishReport
+from agent_wait.core._announce import Delivery, PublishReport
 from agent_wait.core._errors import AgentWaitError, AnnounceFailed, InvalidAnswer
-from agent_wait.core._models import Answer, Question, StartMessage, parse_message
+from agent_wait.core._lifecycle import (
+    apublish_events,
+    event_announcers,
+    lifecycle_event,
+    publish_events,
+)
+from agent_wait.core._models import (
+    ANSWERED_TYPE,
+    Answer,
+    LifecycleEvent,
+    Question,
+    StartMessage,
+    parse_message,
+)
 from agent_wait.core._publish import Announce, Clock, apublish, publish, utc_now
 from agent_wait.core._storable import storable_problem
 from agent_wait.core._trust import AnswerTrust, configured_trust
@@ -86,6 +99,9 @@ class Handled:
         report: What was published (empty when nothing was).
         detail: A human-readable explanation for the non-running outcomes.
         error: The exception of a failed resume (:attr:`Outcome.RESUME_FAILED`), else None.
+        answered: The question ids this message answered (resumed or held), in publish order.
+        events: The ``wait.answered`` lifecycle event deliveries, one per opted-in announcer
+            and answered question (empty when none opted in); failures are here, not raised.
     """
 
     outcome: Outcome
@@ -93,6 +109,8 @@ class Handled:
     report: PublishReport = field(default_factory=PublishReport)
     detail: str | None = None
     error: Exception | None = None
+    answered: tuple[str, ...] = ()
+    events: tuple[Delivery, ...] = ()
 
     @property
     def ran(self) -> bool:
@@ -315,6 +333,8 @@ def _answer(
         note = f"answers to {left_out} left out: no longer pending (already answered, or late)"
         resumed_detail = f"{resumed_detail}; {note}" if resumed_detail else note
     first = pending[0].question_id
+    # This message's answers only: those held before were announced when they arrived.
+    answered = tuple(i for i in waiting.ids if any(e.question_id == i for e in pending))
     where = (
         _where(pending[0])
         if len(pending) == 1
@@ -331,7 +351,7 @@ def _answer(
                 f"answer to {named!r} held; thread {thread_id!r} resumes once {remaining} "
                 "are answered too"
             )
-            return Handled(Outcome.HELD, detail=detail)
+            return Handled(Outcome.HELD, detail=detail, answered=answered)
     else:
         # Publish order, as the framework reports its questions.
         answers = {i: answers[i] for i in waiting.ids if i in answers}
@@ -349,11 +369,10 @@ def _answer(
         # still waits on the question is read back from the framework.
         after = yield ("load", (thread_id,))
         return _resume_failed(where, error, pending=first in host.waiting(after).ids)
-    return (
-        yield from _publish(
-            Outcome.RESUMED, host.questions_in(result), answer, result, detail=resumed_detail
-        )
+    handled = yield from _publish(
+        Outcome.RESUMED, host.questions_in(result), answer, result, detail=resumed_detail
     )
+    return replace(handled, answered=answered)
 
 
 def _where(answer: Answer) -> str:
@@ -567,13 +586,15 @@ def handle_message(
             publish, announce=announce, reply_to=reply_to, clock=clock, strict=strict, trust=trust
         ),
     )
-    driver = _Driver(plan(host, _parse(message), trust=trust, clock=clock))
+    parsed = _parse(message)
+    driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
     while not isinstance(step := driver.next(), Handled):
         try:
             driver.send(io(step))
         except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
             driver.throw(error)
-    return step
+    events = _answered_events(step, parsed.thread_id, announce, clock)
+    return replace(step, events=publish_events(events, announce)) if events else step
 
 
 async def ahandle_message(
@@ -594,13 +615,15 @@ async def ahandle_message(
             apublish, announce=announce, reply_to=reply_to, clock=clock, strict=strict, trust=trust
         ),
     )
-    driver = _Driver(plan(host, _parse(message), trust=trust, clock=clock))
+    parsed = _parse(message)
+    driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
     while not isinstance(step := driver.next(), Handled):
         try:
             driver.send(await io(step))
         except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
             driver.throw(error)
-    return step
+    events = _answered_events(step, parsed.thread_id, announce, clock)
+    return replace(step, events=await apublish_events(events, announce)) if events else step
 
 
 @dataclass(frozen=True)
@@ -737,7 +760,8 @@ def stream_message(
                     driver.send(io(step))
             except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
                 driver.throw(error)
-        return step
+        answered = _answered_events(step, parsed.thread_id, announce, clock)
+        return replace(step, events=publish_events(answered, announce)) if answered else step
 
     return Streamed(events())
 
@@ -777,7 +801,10 @@ def astream_message(
                     driver.send(await io(step))
             except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
                 driver.throw(error)
-        out.append(step)
+        answered = _answered_events(step, parsed.thread_id, announce, clock)
+        out.append(
+            replace(step, events=await apublish_events(answered, announce)) if answered else step
+        )
 
     return AsyncStreamed(events)
 
@@ -786,3 +813,16 @@ def _only_result(result: list[Any]) -> Any:
     if not result:
         raise TypeError("the host's stream ended without a Ran(result) item")
     return result[0]
+
+
+def _answered_events(
+    handled: Handled, thread_id: str, announce: Announce, clock: Clock | None
+) -> list[LifecycleEvent]:
+    """One ``wait.answered`` per question the message answered, if an announcer opted in."""
+    if not handled.answered or not event_announcers(announce, ANSWERED_TYPE):
+        return []
+    at = (clock or utc_now)()
+    return [
+        lifecycle_event(ANSWERED_TYPE, thread_id, i, outcome=handled.outcome.value, at=at)
+        for i in handled.answered
+    ]

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 from pydantic import BeforeValidator
 
 from agent_wait.core._announce import BaseAnnounce
-from agent_wait.core._models import WaitEnvelope
+from agent_wait.core._models import LifecycleEvent, WaitEnvelope
 from agent_wait.core._options import AnnouncerOptions, Text
 
 _LEVELS = {"DEBUG": logging.DEBUG, "INFO": logging.INFO, "WARNING": logging.WARNING}
@@ -30,7 +30,10 @@ class LogOptions(AnnouncerOptions):
 
 
 class MemoryAnnounce(BaseAnnounce):
-    """Keeps every envelope in a list (``.envelopes``); for tests and demos."""
+    """Keeps every envelope in a list (``.envelopes``); for tests and demos.
+
+    Lifecycle events it opted in to are kept in ``.events``.
+    """
 
     name = "memory"
     options_model = MemoryOptions
@@ -38,10 +41,15 @@ class MemoryAnnounce(BaseAnnounce):
     def __init__(self) -> None:
         # No lock: list.append and list.clear are atomic, and a lock was a tenth of a publish.
         self.envelopes: list[WaitEnvelope] = []
+        self.events: list[LifecycleEvent] = []
 
     def deliver(self, envelope: WaitEnvelope) -> None:
         """Append the envelope."""
         self.envelopes.append(envelope)
+
+    def deliver_event(self, event: LifecycleEvent) -> None:
+        """Append the lifecycle event."""
+        self.events.append(event)
 
     @property
     def question_ids(self) -> list[str]:
@@ -49,8 +57,9 @@ class MemoryAnnounce(BaseAnnounce):
         return [e.question_id for e in self.envelopes]
 
     def clear(self) -> None:
-        """Forget every envelope."""
+        """Forget every envelope and event."""
         self.envelopes.clear()
+        self.events.clear()
 
 
 class LogAnnounce(BaseAnnounce):

@@ -254,6 +254,52 @@ class WaitEnvelope(BaseModel):
         return self.model_dump(mode="json")
 
 
+ANSWERED_TYPE = "wait.answered"
+EXPIRED_TYPE = "wait.expired"
+LIFECYCLE_TYPES = (ANSWERED_TYPE, EXPIRED_TYPE)
+
+
+class LifecycleEvent(BaseModel):
+    """What became of a question: ``wait.answered`` (a host took its answer) or ``wait.expired``.
+
+    Published only to announcers that opted in (``BaseAnnounce.with_lifecycle_events``): a
+    consumer written for question envelopes alone would take it for one.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["wait.answered", "wait.expired"] = Field(
+        description="wait.answered: a host took an answer; wait.expired: the sweeper sent the "
+        "question's default."
+    )
+    event_id: str = Field(pattern=_ULID, description="ULID, fresh on every event.")
+    thread_id: str = Field(min_length=1, description="The question's thread.")
+    question_id: str = Field(min_length=1, description="The question.")
+    at: UtcTimestamp = Field(description="When it happened.")
+    by: str | None = Field(
+        description="Who closed it: the sweeper's name for wait.expired; null when the host "
+        "cannot tell who answered."
+    )
+    outcome: str = Field(
+        min_length=1,
+        description="What happened: the host's outcome (resumed, held) for wait.answered, "
+        "default_sent for wait.expired.",
+    )
+
+    @property
+    def dedupe_key(self) -> str:
+        """``"<type>:<thread_id>:<question_id>"``, thread id percent-encoded as in an envelope's.
+
+        Never the question's own key: a FIFO queue or an index keyed on that would drop the
+        event as a repeat of the question.
+        """
+        return f"{self.type}:{quote(self.thread_id, safe='')}:{self.question_id}"
+
+    def to_json(self) -> bytes:
+        """The event as compact UTF-8 JSON, fields in order."""
+        return self.__pydantic_serializer__.to_json(self)
+
+
 class MoreAnswer(BaseModel):
     """One more answer in an answer message's ``more_answers``: another question of the thread.
 

@@ -1,0 +1,228 @@
+"""Lifecycle events: ``wait.answered`` from the host, ``wait.expired`` from the sweeper, opt-in."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from datetime import UTC, datetime
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from agent_wait.core import (
+    BaseAnnounce,
+    LifecycleEvent,
+    MemoryAnnounce,
+    Outcome,
+    SqliteAnnounce,
+    SqliteEntry,
+    SqliteQuestionStore,
+    WaitEnvelope,
+    sweep,
+)
+from agent_wait.core.host import ahandle_message, handle_message
+from tests.core.test_answer import LATER, ask
+from tests.core.test_host import AsyncLedger, Ledger, reply
+
+SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "schema" / "lifecycle.schema.json"
+T1 = datetime(2026, 9, 11, 10, 0, tzinfo=UTC)
+
+
+def valid(event: LifecycleEvent) -> None:
+    schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
+    checker = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    checker.validate(json.loads(event.to_json()))
+
+
+class EventsDown(MemoryAnnounce):
+    """Takes questions, fails every event: what a transport outage does to one call."""
+
+    name = "events-down"
+
+    def deliver_event(self, event: LifecycleEvent) -> None:
+        raise ConnectionError("transport down")
+
+
+def test_an_event_keys_apart_from_its_question() -> None:
+    event = LifecycleEvent.model_validate(
+        {
+            "type": "wait.answered",
+            "event_id": "01JAV3K2R8Q9WZ7M4X1YB6N0PD",
+            "thread_id": "order/4471",
+            "question_id": "q1",
+            "at": "2026-09-11T10:00:00+02:00",
+            "by": None,
+            "outcome": "resumed",
+        }
+    )
+    assert event.dedupe_key == "wait.answered:order%2F4471:q1"
+    assert event.at == "2026-09-11T08:00:00Z"
+    assert list(json.loads(event.to_json())) == [
+        "type",
+        "event_id",
+        "thread_id",
+        "question_id",
+        "at",
+        "by",
+        "outcome",
+    ]
+    valid(event)
+    with pytest.raises(ValueError, match="type"):
+        LifecycleEvent.model_validate({**event.model_dump(), "type": "wait.created"})
+
+
+def test_opting_in_names_the_bad_type_and_the_announcer_that_cannot(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"'wait\.closed' is not one of"):
+        MemoryAnnounce().with_lifecycle_events("wait.closed")
+    with SqliteAnnounce(tmp_path / "inbox.sqlite3") as table:
+        with pytest.raises(ValueError, match=r"'sqlite'.*does not publish lifecycle events"):
+            table.with_lifecycle_events("wait.answered")
+        assert table.lifecycle_events == frozenset()
+    memory = MemoryAnnounce().with_lifecycle_events("wait.answered", "wait.expired")
+    assert memory.lifecycle_events == {"wait.answered", "wait.expired"}
+    assert MemoryAnnounce().lifecycle_events == frozenset()
+
+
+def test_the_host_tells_only_the_announcers_that_opted_in() -> None:
+    host = Ledger()
+    told = MemoryAnnounce().with_lifecycle_events("wait.answered")
+    plain = MemoryAnnounce()
+    handle_message(host, {"thread_id": "t"}, [told, plain])
+    handled = handle_message(host, reply("t-q1"), [told, plain], clock=lambda: T1)
+    assert handled.outcome is Outcome.RESUMED
+    assert handled.answered == ("t-q1",)
+    [event] = told.events
+    assert (event.type, event.thread_id, event.question_id, event.outcome, event.at, event.by) == (
+        "wait.answered",
+        "t",
+        "t-q1",
+        "resumed",
+        "2026-09-11T10:00:00Z",
+        None,
+    )
+    valid(event)
+    assert plain.events == []
+    # Questions still reach both; a consumer of the plain one sees envelopes only.
+    assert told.question_ids == plain.question_ids == ["t-q1", "t-q2"]
+    assert all(isinstance(e, WaitEnvelope) for e in plain.envelopes)
+    [delivery] = handled.events
+    assert (delivery.announcer, delivery.question_id, delivery.event_id, delivery.ok) == (
+        "memory",
+        "t-q1",
+        event.event_id,
+        True,
+    )
+
+
+def test_no_event_unless_an_announcer_opted_in() -> None:
+    host, memory = Ledger(), MemoryAnnounce()
+    handle_message(host, {"thread_id": "t"}, memory)
+    handled = handle_message(host, reply("t-q1"), memory)
+    assert handled.outcome is Outcome.RESUMED
+    assert (handled.answered, handled.events, memory.events) == (("t-q1",), (), [])
+
+
+def test_an_answer_that_ran_nothing_is_not_announced() -> None:
+    host = Ledger()
+    told = MemoryAnnounce().with_lifecycle_events("wait.answered")
+    handle_message(host, {"thread_id": "t"}, told)
+    handle_message(host, reply("t-q1"), told)
+    again = handle_message(host, reply("t-q1"), told)
+    unknown = handle_message(host, reply("t-q9"), told)
+    refused = handle_message(host, reply("t-q2", answer="not an object"), told)
+    assert [again.outcome, unknown.outcome, refused.outcome] == [
+        Outcome.DUPLICATE,
+        Outcome.UNKNOWN_QUESTION,
+        Outcome.INVALID_ANSWER,
+    ]
+    assert [e.question_id for e in told.events] == ["t-q1"]
+    assert again.events == unknown.events == refused.events == ()
+
+
+def test_held_answers_are_announced_when_they_arrive_and_once() -> None:
+    host = Ledger(together=True)
+    told = MemoryAnnounce().with_lifecycle_events("wait.answered")
+    handle_message(host, {"thread_id": "t"}, told)
+    held = handle_message(host, reply("t-q1"), told)
+    resumed = handle_message(host, reply("t-q2"), told)
+    assert (held.outcome, held.answered) == (Outcome.HELD, ("t-q1",))
+    assert (resumed.outcome, resumed.answered) == (Outcome.RESUMED, ("t-q2",))
+    assert [(e.question_id, e.outcome) for e in told.events] == [
+        ("t-q1", "held"),
+        ("t-q2", "resumed"),
+    ]
+
+
+def test_a_failed_event_is_reported_not_raised(caplog: pytest.LogCaptureFixture) -> None:
+    host = Ledger()
+    down = EventsDown().with_lifecycle_events("wait.answered")
+    told = MemoryAnnounce().with_lifecycle_events("wait.answered")
+    handle_message(host, {"thread_id": "t"}, [down, told])
+    with caplog.at_level(logging.WARNING, logger="agent_wait.publish"):
+        handled = handle_message(host, reply("t-q1"), [down, told], strict=True)
+    assert handled.outcome is Outcome.RESUMED
+    assert handled.report.ok  # the questions went out; only the event failed
+    failed, delivered = handled.events
+    assert (failed.announcer, failed.ok, failed.error) == (
+        "events-down",
+        False,
+        "ConnectionError: transport down",
+    )
+    assert isinstance(failed.exception, ConnectionError)
+    assert delivered.ok
+    assert [e.question_id for e in told.events] == ["t-q1"]
+    assert "lifecycle event failed: announcer=events-down type=wait.answered" in caplog.text
+
+
+def test_the_async_host_tells_them_too() -> None:
+    host = AsyncLedger(Ledger())
+    told = MemoryAnnounce().with_lifecycle_events("wait.answered")
+    down = EventsDown().with_lifecycle_events("wait.answered")
+
+    async def scenario() -> tuple[Outcome, list[bool]]:
+        await ahandle_message(host, {"thread_id": "t"}, [told, down])
+        handled = await ahandle_message(host, reply("t-q1"), [told, down])
+        return handled.outcome, [d.ok for d in handled.events]
+
+    assert asyncio.run(scenario()) == (Outcome.RESUMED, [True, False])
+    assert [(e.type, e.question_id) for e in told.events] == [("wait.answered", "t-q1")]
+
+
+def test_the_sweeper_announces_each_expiry(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox.sqlite3"
+    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
+    ask(inbox, "nodefault", timeout="PT1H")
+    told = MemoryAnnounce().with_lifecycle_events("wait.expired")
+    answered_only = MemoryAnnounce().with_lifecycle_events("wait.answered")
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        report = sweep(store=store, entry=entry, now=LATER, announce=[told, answered_only])
+        again = sweep(store=store, entry=entry, now=LATER, announce=[told])
+    [event] = told.events
+    assert (event.type, event.thread_id, event.question_id, event.by, event.at, event.outcome) == (
+        "wait.expired",
+        "t1",
+        "due",
+        "sweeper",
+        LATER,
+        "default_sent",
+    )
+    valid(event)
+    assert event.dedupe_key == "wait.expired:t1:due"
+    assert [(d.announcer, d.ok) for d in report.events] == [("memory", True)]
+    assert answered_only.events == []
+    assert again.events == []
+
+
+def test_a_sweep_whose_event_fails_still_expires(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox.sqlite3"
+    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
+    down: BaseAnnounce = EventsDown().with_lifecycle_events("wait.expired")
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        report = sweep(store=store, entry=entry, now=LATER, announce=[down])
+        [stored] = store.find("due")
+    assert [q.envelope.question_id for q in report.expired] == ["due"]
+    assert stored.status == "expired"
+    [failed] = report.events
+    assert (failed.ok, failed.error) == (False, "ConnectionError: transport down")
