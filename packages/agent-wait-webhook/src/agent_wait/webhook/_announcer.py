@@ -23,7 +23,7 @@ except ImportError as error:  # a broken install: say which distribution brings 
         f"agent-wait-webhook needs httpx ({error}); reinstall it: pip install agent-wait-webhook"
     ) from error
 
-from agent_wait.core import BaseAnnounce, DeliveryOutcome, Receipt, WaitEnvelope
+from agent_wait.core import BaseAnnounce, DeliveryOutcome, LifecycleEvent, Receipt, WaitEnvelope
 from agent_wait.core.transport import ClientPair, transport_headers
 from agent_wait.webhook._deadline import bounded, deadline_client
 from agent_wait.webhook._errors import WebhookDeliveryError
@@ -39,6 +39,10 @@ _MAX_BACKOFF = 10.0
 _MIN_ATTEMPT = 0.05
 # A short success/error body is drained so the connection can be reused; a longer one is dropped.
 _DRAIN_LIMIT = 64 * 1024
+
+
+_Message = WaitEnvelope | LifecycleEvent
+"""What is POSTed: a question, or a lifecycle event to a receiver that opted in."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +182,9 @@ class WebhookAnnounce(BaseAnnounce):
     ``X-Agent-Wait-Event`` (the envelope type) and ``X-Agent-Wait-Dedupe-Key``
     (``wait.created:<thread_id>:<question_id>``); with a secret also ``webhook-id`` (the envelope's
     ``event_id``), ``webhook-timestamp`` and ``webhook-signature: v1,<base64>``, which any
-    Standard Webhooks library, or :func:`agent_wait.webhook.verify`, checks.
+    Standard Webhooks library, or :func:`agent_wait.webhook.verify`, checks. Opted in to
+    lifecycle events (``with_lifecycle_events``), it POSTs each the same way: the event's JSON,
+    its type in ``X-Agent-Wait-Event`` and its own ``dedupe_key``.
 
     Connection errors, timeouts, HTTP 5xx and 429 are retried with exponential backoff and full
     jitter (``Retry-After`` is honoured when it fits the budget); other 4xx and every 3xx
@@ -266,6 +272,21 @@ class WebhookAnnounce(BaseAnnounce):
         Raises:
             WebhookDeliveryError: The receiver did not accept it (status code and reason).
         """
+        return self._send(envelope)
+
+    def deliver_event(self, event: LifecycleEvent) -> Receipt:
+        """POST one lifecycle event as an envelope is sent: its own type and dedupe key headers.
+
+        Raises:
+            WebhookDeliveryError: The receiver did not accept it (status code and reason).
+        """
+        return self._send(event)
+
+    async def adeliver_event(self, event: LifecycleEvent) -> Receipt:
+        """Async :meth:`deliver_event` on the shared ``httpx.AsyncClient``."""
+        return await self._asend(event)
+
+    def _send(self, envelope: _Message) -> Receipt:
         body = envelope.to_json()
         client = self._clients.sync()
         attempts = _Attempts(self, self._headers.values())
@@ -283,6 +304,9 @@ class WebhookAnnounce(BaseAnnounce):
 
     async def adeliver(self, envelope: WaitEnvelope) -> Receipt:
         """Async :meth:`deliver` on a shared ``httpx.AsyncClient``."""
+        return await self._asend(envelope)
+
+    async def _asend(self, envelope: _Message) -> Receipt:
         body = envelope.to_json()
         client = await self._clients.async_client()
         assert client is not None  # an async factory is given, so never the thread fallback
@@ -353,10 +377,11 @@ class WebhookAnnounce(BaseAnnounce):
         signed = " signed" if self.signed else ""
         return f"<{type(self).__name__} {self.name!r} {self.origin}{signed}>"
 
-    def _request_headers(self, envelope: WaitEnvelope, body: bytes) -> dict[str, str]:
+    def _request_headers(self, envelope: _Message, body: bytes) -> dict[str, str]:
         headers = {
-            # Plugins' headers (a trace context) first: they never replace one of ours.
-            **transport_headers(envelope),
+            # Plugins' headers (a trace context) first: they never replace one of ours. They
+            # describe a question's publish; an event has none.
+            **(transport_headers(envelope) if isinstance(envelope, WaitEnvelope) else {}),
             **self._headers,
             "Content-Type": "application/json",
             EVENT_HEADER: envelope.type,
@@ -370,7 +395,7 @@ class WebhookAnnounce(BaseAnnounce):
     def _post(
         self,
         client: httpx.Client,
-        envelope: WaitEnvelope,
+        envelope: _Message,
         body: bytes,
         timeout: float,
         deadline: float,
@@ -397,7 +422,7 @@ class WebhookAnnounce(BaseAnnounce):
     async def _apost(
         self,
         client: httpx.AsyncClient,
-        envelope: WaitEnvelope,
+        envelope: _Message,
         body: bytes,
         timeout: float,
         deadline: float,
