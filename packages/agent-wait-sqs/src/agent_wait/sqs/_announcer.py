@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_wait.aws import AwsBatchAnnounce, Call, aws_client_pair, boto3_sdk, message_attributes
-from agent_wait.core import WaitEnvelope
+from agent_wait.core import LifecycleEvent, Receipt, WaitEnvelope
 from agent_wait.core.transport import fit_identifier, utf8_size
 from agent_wait.sqs._options import SqsOptions
 
@@ -28,6 +28,11 @@ class SqsAnnounce(AwsBatchAnnounce):
     On a FIFO queue (``.fifo``) ``MessageGroupId`` is the thread id (or ``message_group_id``)
     and ``MessageDeduplicationId`` the envelope's ``dedupe_key``; either is replaced by its
     SHA-256 hex digest when it has characters or a length SQS refuses.
+
+    Opted in to lifecycle events (``with_lifecycle_events``), it sends each as one message: the
+    event's JSON, attributes ``type``, ``thread_id`` and the fixed ``attributes``, and on FIFO
+    the event's own ``dedupe_key`` (never its question's, which the queue would drop as a
+    repeat) in the thread's group.
 
     Sizes are checked in UTF-8 bytes before sending: a message over 1 MiB (body and attributes)
     fails alone. Batches hold at most 10 entries and 1 MiB. An entry SQS refuses through no
@@ -119,6 +124,22 @@ class SqsAnnounce(AwsBatchAnnounce):
             params["MessageGroupId"] = self.message_group_id or fit_identifier(envelope.thread_id)
             params["MessageDeduplicationId"] = fit_identifier(envelope.dedupe_key)
         return params, size
+
+    def deliver_event(self, event: LifecycleEvent) -> Receipt:
+        """SendMessage of one lifecycle event; the receipt carries its ``MessageId``."""
+        fields = {"type": event.type, "thread_id": event.thread_id, **self.attributes}
+        params: dict[str, Any] = {
+            "QueueUrl": self.queue_url,
+            "MessageBody": event.to_json().decode("utf-8"),
+            "MessageAttributes": {
+                name: {"DataType": "String", "StringValue": value} for name, value in fields.items()
+            },
+        }
+        if self.fifo:
+            params["MessageGroupId"] = self.message_group_id or fit_identifier(event.thread_id)
+            params["MessageDeduplicationId"] = fit_identifier(event.dedupe_key)
+        response = self.clients.sync().send_message(**params)
+        return Receipt(message_id=response.get("MessageId"))
 
     def single_request(self, params: dict[str, Any]) -> Call:
         """SendMessage."""
