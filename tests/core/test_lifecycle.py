@@ -58,6 +58,7 @@ def test_an_event_keys_apart_from_its_question() -> None:
         }
     )
     assert event.dedupe_key == "wait.answered:order%2F4471:q1"
+    assert event.question_dedupe_key == "wait.created:order%2F4471:q1"
     assert event.at == "2026-09-11T08:00:00Z"
     assert list(json.loads(event.to_json())) == [
         "type",

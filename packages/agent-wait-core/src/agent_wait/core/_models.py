@@ -295,6 +295,11 @@ class LifecycleEvent(BaseModel):
         """
         return f"{self.type}:{quote(self.thread_id, safe='')}:{self.question_id}"
 
+    @property
+    def question_dedupe_key(self) -> str:
+        """The ``dedupe_key`` of the question's envelope: where a transport keyed its row."""
+        return f"{ENVELOPE_TYPE}:{quote(self.thread_id, safe='')}:{self.question_id}"
+
     def to_json(self) -> bytes:
         """The event as compact UTF-8 JSON, fields in order."""
         return self.__pydantic_serializer__.to_json(self)

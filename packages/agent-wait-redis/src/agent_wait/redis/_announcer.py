@@ -17,6 +17,7 @@ from agent_wait.core import (
     BaseAnnounce,
     DeliveryFailed,
     DeliveryOutcome,
+    LifecycleEvent,
     Receipt,
     WaitEnvelope,
 )
@@ -53,6 +54,17 @@ end
 return id
 """
 
+# A lifecycle event updates the question's hash, never creates one: KEYS[1] = the hash,
+# ARGV[1] = its new status. Returns 1 when the hash existed.
+_SET_STATUS = """
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[1], 'status', ARGV[1])
+return 1
+"""
+_STATUS = {"wait.answered": "answered", "wait.expired": "expired"}
+
 
 class RedisAnnounce(BaseAnnounce):
     """Adds one entry per question to a Redis stream (``XADD``), several envelopes per round trip.
@@ -65,6 +77,11 @@ class RedisAnnounce(BaseAnnounce):
     ``status = "open"`` and ``stream_id``) is written together with the entry, only if it does not
     exist yet, in one atomic script. A republish of a question whose hash exists then writes
     nothing (no second entry, the hash is not overwritten) and counts as delivered.
+
+    Opted in to lifecycle events (``with_lifecycle_events``), it adds each as an entry of the
+    same stream (fields ``event``, the event's JSON, ``dedupe_key``, ``type``, ``thread_id``,
+    ``question_id``); with ``index`` it also sets the question's hash ``status`` to
+    ``answered`` or ``expired`` when the hash exists.
 
     Args:
         url: ``redis://``, ``rediss://`` or ``unix://`` URL (may carry credentials and the db).
@@ -170,6 +187,40 @@ class RedisAnnounce(BaseAnnounce):
         finally:
             await pipe.reset()
         return _outcomes(replies)
+
+    def deliver_event(self, event: LifecycleEvent) -> Receipt:
+        """Add the event to the stream (and, with ``index``, set its question's status).
+
+        Raises:
+            DeliveryFailed: The server is unreachable (retryable) or refused the command.
+        """
+        fields = {
+            "event": event.to_json().decode("utf-8"),
+            "dedupe_key": event.dedupe_key,
+            "type": event.type,
+            "thread_id": event.thread_id,
+            "question_id": event.question_id,
+        }
+        pairs = [item for pair in fields.items() for item in pair]
+        trim = [] if self.maxlen is None else ["MAXLEN", "~", str(self.maxlen)]
+        pipe: Pipeline = self._clients.sync().pipeline(transaction=False)  # pyright: ignore[reportUnknownMemberType]
+        try:
+            pipe.execute_command("XADD", self.stream, *trim, "*", *pairs)  # pyright: ignore[reportUnknownMemberType]
+            if self.index:
+                key = self.index_prefix + event.question_dedupe_key
+                pipe.execute_command("EVAL", _SET_STATUS, "1", key, _STATUS[event.type])  # pyright: ignore[reportUnknownMemberType]
+            replies = pipe.execute(raise_on_error=False)
+        except redis.RedisError as error:
+            raise _failed(error) from error
+        finally:
+            pipe.reset()
+        for reply in replies:
+            if isinstance(reply, Exception):
+                raise _failed(reply)
+        entry_id = replies[0]
+        return Receipt(
+            entry_id.decode("ascii") if isinstance(entry_id, bytes) else str(entry_id), 1
+        )
 
     def _command(self, envelope: WaitEnvelope) -> list[str]:
         # One Redis command per envelope, the same for the sync and the asyncio pipeline.

@@ -1,0 +1,91 @@
+"""Lifecycle events on the real Redis: a stream entry of their own, and the question's hash status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import redis
+
+from agent_wait.core import LifecycleEvent, SqliteEntry, SqliteQuestionStore, sweep
+from agent_wait.core.host import handle_message
+from agent_wait.redis import RedisAnnounce
+from tests.core.test_answer import LATER, ask
+from tests.core.test_host import Ledger, reply
+
+
+def test_an_answer_is_an_entry_and_closes_the_indexed_question(
+    redis_url: str, names: tuple[str, str], client: redis.Redis
+) -> None:
+    stream, prefix = names
+    host = Ledger()
+    with RedisAnnounce(redis_url, stream=stream, index=True, index_prefix=prefix) as announce:
+        announce.with_lifecycle_events("wait.answered")
+        handle_message(host, {"thread_id": "order/1"}, announce, strict=True)
+        handled = handle_message(host, reply("order/1-q1", thread_id="order/1"), announce)
+    [delivery] = handled.events
+    assert delivery.ok
+    entries = client.xrange(stream)
+    # The event follows what the resumed run asked next.
+    assert [(fields["type"], fields["question_id"]) for _, fields in entries] == [
+        ("wait.created", "order/1-q1"),
+        ("wait.created", "order/1-q2"),
+        ("wait.answered", "order/1-q1"),
+    ]
+    entry_id, fields = entries[2]
+    assert delivery.message_id == entry_id
+    event = LifecycleEvent.model_validate_json(fields["event"])
+    assert (event.type, event.thread_id, event.question_id, event.outcome) == (
+        "wait.answered",
+        "order/1",
+        "order/1-q1",
+        "resumed",
+    )
+    assert fields == {
+        "event": fields["event"],
+        "dedupe_key": "wait.answered:order%2F1:order/1-q1",
+        "type": "wait.answered",
+        "thread_id": "order/1",
+        "question_id": "order/1-q1",
+    }
+    # The question's hash says it was answered; the next question's is still open.
+    assert client.hget(f"{prefix}wait.created:order%2F1:order/1-q1", "status") == "answered"
+    assert client.hget(f"{prefix}wait.created:order%2F1:order/1-q2", "status") == "open"
+
+
+def test_an_expiry_never_creates_a_hash(
+    redis_url: str, names: tuple[str, str], client: redis.Redis, tmp_path: Path
+) -> None:
+    stream, prefix = names
+    inbox = tmp_path / "inbox.sqlite3"
+    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
+    with (
+        RedisAnnounce(
+            redis_url, stream=stream, index=True, index_prefix=prefix
+        ).with_lifecycle_events("wait.expired") as announce,
+        SqliteQuestionStore(inbox) as store,
+        SqliteEntry(inbox) as entry,
+    ):
+        report = sweep(store=store, entry=entry, now=LATER, announce=[announce])
+    [delivery] = report.events
+    assert delivery.ok
+    [(_, fields)] = client.xrange(stream)
+    assert (fields["type"], fields["dedupe_key"]) == ("wait.expired", "wait.expired:t1:due")
+    assert list(client.scan_iter(match=f"{prefix}*")) == []
+
+
+def test_an_unreachable_server_is_reported(closed_port: int, tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox.sqlite3"
+    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
+    with (
+        RedisAnnounce(f"redis://127.0.0.1:{closed_port}/0", timeout=1).with_lifecycle_events(
+            "wait.expired"
+        ) as announce,
+        SqliteQuestionStore(inbox) as store,
+        SqliteEntry(inbox) as entry,
+    ):
+        report = sweep(store=store, entry=entry, now=LATER, announce=[announce])
+    assert [q.envelope.question_id for q in report.expired] == ["due"]
+    [failed] = report.events
+    assert not failed.ok
+    assert failed.error is not None
+    assert failed.error.startswith("DeliveryFailed: Redis: ConnectionError")
