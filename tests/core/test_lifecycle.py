@@ -13,13 +13,17 @@ import pytest
 
 from agent_wait.core import (
     BaseAnnounce,
+    JsonlAnnounce,
     LifecycleEvent,
     MemoryAnnounce,
+    NothingToResend,
     Outcome,
     SqliteAnnounce,
     SqliteEntry,
     SqliteQuestionStore,
     WaitEnvelope,
+    answer,
+    resend,
     sweep,
 )
 from agent_wait.core.host import ahandle_message, handle_message
@@ -77,10 +81,10 @@ def test_an_event_keys_apart_from_its_question() -> None:
 def test_opting_in_names_the_bad_type_and_the_announcer_that_cannot(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"'wait\.closed' is not one of"):
         MemoryAnnounce().with_lifecycle_events("wait.closed")
-    with SqliteAnnounce(tmp_path / "inbox.sqlite3") as table:
-        with pytest.raises(ValueError, match=r"'sqlite'.*does not publish lifecycle events"):
-            table.with_lifecycle_events("wait.answered")
-        assert table.lifecycle_events == frozenset()
+    with JsonlAnnounce(tmp_path / "questions.jsonl") as lines:
+        with pytest.raises(ValueError, match=r"'jsonl'.*does not publish lifecycle events"):
+            lines.with_lifecycle_events("wait.answered")
+        assert lines.lifecycle_events == frozenset()
     memory = MemoryAnnounce().with_lifecycle_events("wait.answered", "wait.expired")
     assert memory.lifecycle_events == {"wait.answered", "wait.expired"}
     assert MemoryAnnounce().lifecycle_events == frozenset()
@@ -227,3 +231,62 @@ def test_a_sweep_whose_event_fails_still_expires(tmp_path: Path) -> None:
     assert stored.status == "expired"
     [failed] = report.events
     assert (failed.ok, failed.error) == (False, "ConnectionError: transport down")
+
+
+def test_the_inbox_row_learns_that_the_host_took_its_answer(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox.sqlite3"
+    host = Ledger()
+    with SqliteAnnounce(inbox).with_lifecycle_events("wait.answered") as table:
+        handle_message(host, {"thread_id": "t"}, table, strict=True)
+        handled = handle_message(host, reply("t-q1"), table, clock=lambda: T1)
+        # Redelivered: nothing ran, nothing announced, the row stays as the first left it.
+        handle_message(host, reply("t-q1"), table, clock=lambda: T1.replace(hour=11))
+    assert [d.ok for d in handled.events] == [True]
+    with SqliteQuestionStore(inbox) as store:
+        [answered] = store.find("t-q1")
+        [waiting] = store.find("t-q2")
+        assert (answered.status, answered.answered_at, answered.answered_by, answered.answer) == (
+            "answered",
+            "2026-09-11T10:00:00Z",
+            None,
+            None,
+        )
+        assert waiting.is_open
+        # The host has the answer; the row does not, so there is nothing to send again.
+        with pytest.raises(NothingToResend, match="no answer was recorded"):
+            resend("t-q1", store=store)
+
+
+def test_an_event_never_reopens_rewrites_or_inserts_a_row(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox.sqlite3"
+    ask(inbox, "q1")
+
+    def expired(question_id: str) -> LifecycleEvent:
+        return LifecycleEvent.model_validate(
+            {
+                "type": "wait.expired",
+                "event_id": "01JAV9Q4M2T7XK3N8B5RZC1WDE",
+                "thread_id": "t1",
+                "question_id": question_id,
+                "at": LATER,
+                "by": "sweeper",
+                "outcome": "default_sent",
+            }
+        )
+
+    with (
+        SqliteAnnounce(inbox).with_lifecycle_events("wait.expired") as table,
+        SqliteQuestionStore(inbox) as store,
+        SqliteEntry(inbox) as entry,
+    ):
+        answer("q1", "approve", by="alice", store=store, entry=entry, at=T1)
+        table.deliver_event(expired("q1"))
+        table.deliver_event(expired("never-asked"))
+        [stored] = store.find("q1")
+        assert store.find("never-asked") == []
+    assert (stored.status, stored.answered_by, stored.answered_at, stored.answer) == (
+        "answered",
+        "alice",
+        "2026-09-11T10:00:00Z",
+        {"action": "approve"},
+    )

@@ -405,7 +405,11 @@ def _answer_many(
 
 
 class NothingToResend(AgentWaitError):
-    """The question has no recorded answer to send again (it is open, or was cancelled)."""
+    """The question has no recorded answer to send again.
+
+    It is open, was cancelled, or was closed by a host's ``wait.answered`` event (the host has
+    the answer; the row does not).
+    """
 
 
 def resend(
@@ -433,13 +437,16 @@ def resend(
     finally:
         if own_store:
             store.close()
-    if question.status not in (QuestionStatus.ANSWERED, QuestionStatus.EXPIRED):
+    if question.status not in (QuestionStatus.ANSWERED, QuestionStatus.EXPIRED) or (
+        question.answer is None
+    ):
         raise NothingToResend(
             f"question {question_id} (thread {question.envelope.thread_id}) is "
             f"{question.describe_close()}: no recorded answer to send; answer it instead"
             if question.is_open
             else f"question {question_id} (thread {question.envelope.thread_id}) is "
-            f"{question.describe_close()}: no answer was recorded"
+            f"{question.describe_close()}: no answer was recorded (a host that took the answer "
+            "closed it, or it was cancelled)"
         )
     message = reply(question, question.answer, question.answered_at)
     entry = entry if entry is not None else answer_entry(question)

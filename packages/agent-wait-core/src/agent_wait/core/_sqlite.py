@@ -24,7 +24,7 @@ from pydantic import BeforeValidator, Field
 
 from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome
 from agent_wait.core._closing import Closing
-from agent_wait.core._models import WaitEnvelope, format_utc
+from agent_wait.core._models import LifecycleEvent, WaitEnvelope, format_utc
 from agent_wait.core._options import AnnouncerOptions, Seconds
 from agent_wait.core._store import parse_now
 
@@ -333,6 +333,27 @@ class SqliteAnnounce(BaseAnnounce):
             outcomes.extend([None] * (len(envelopes) - len(outcomes)))
             return [outcome if outcome is not None else error for outcome in outcomes]
         return outcomes
+
+    def deliver_event(self, event: LifecycleEvent) -> None:
+        """Close the question's row as the event says, if it is still open; never insert one.
+
+        The row keeps its key and fields: ``status`` becomes ``answered`` or ``expired``, with
+        ``answered_at`` and ``answered_by`` from the event; ``answer`` stays empty (the event
+        does not carry it). A row someone closed first, or no row, is left as it is.
+        """
+        status = "answered" if event.type == "wait.answered" else "expired"
+        with self._store.connect() as connection:
+            connection.execute(
+                f'UPDATE "{self._store.table}" SET status = ?, answered_at = ?, answered_by = ? '
+                "WHERE pk = ? AND sk = ? AND status = 'open'",
+                (
+                    status,
+                    event.at,
+                    event.by,
+                    f"THREAD#{event.thread_id}",
+                    f"WAIT#{event.question_id}",
+                ),
+            )
 
     def close(self) -> None:
         """Close the connection (a later delivery reopens it)."""
