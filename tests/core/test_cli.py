@@ -187,6 +187,15 @@ def test_validate_the_documented_messages(tmp_path: Path) -> None:
     code, out, _ = run("validate", "-", stdin=json.dumps(start).encode())
     assert code == 0
     assert out.startswith("<stdin>: valid start message")
+    event = EXAMPLES / "lifecycle.json"
+    code, out, err = run("validate", str(event))
+    assert (code, err) == (0, "")
+    assert out == f"{event}: valid lifecycle event (wait.answered:order-4471:a1b2c3d4e5f60718)\n"
+    late = {**json.loads(event.read_text()), "at": "yesterday"}
+    code, _, err = run("validate", "-", stdin=json.dumps(late).encode())
+    assert code == 1
+    assert "invalid lifecycle: 1 error" in err
+    assert "at: Value error, 'yesterday' is not an RFC 3339 timestamp" in err
 
 
 MISTYPED_ANSWER = {"thread_id": "t-1", "questionid": "q-1", "answer": {"action": "approve"}}

@@ -306,6 +306,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
         _print(
             f"{label}: valid answer (question {validated.question_id}, thread {validated.thread_id})"
         )
+    elif isinstance(validated, LifecycleEvent):
+        _print(f"{label}: valid lifecycle event ({validated.dedupe_key})")
     else:
         warnings = message_warnings(fields)
         for warning in warnings:
@@ -502,8 +504,9 @@ def build_parser() -> argparse.ArgumentParser:
         "schema",
         help="print the JSON Schema of a message or of a plugin's options",
         description="Print the JSON Schema (draft 2020-12) of the envelope agent-wait publishes, "
-        "the recommended answer, or the start message, generated from the models; with "
-        "--announcer or --entry, the schema of that announcer's or entry point's options.",
+        "the recommended answer, the start message, or the opt-in lifecycle event, generated "
+        "from the models; with --announcer or --entry, the schema of that announcer's or entry "
+        "point's options.",
     )
     schema.add_argument(
         "kind",
@@ -527,10 +530,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     validate = commands.add_parser(
         "validate",
-        help="validate an envelope, answer or start message",
+        help="validate an envelope, answer, start message or lifecycle event",
         description="Validate one JSON message from FILE (or '-' for stdin). Exit 0 when valid, "
         "1 with field-level errors otherwise. The kind is detected: an envelope has "
-        "type 'wait.created', an answer has question_id, anything else is a start message. "
+        "type 'wait.created', a lifecycle event 'wait.answered' or 'wait.expired', an answer "
+        "has question_id, anything else is a start message. "
         "A start message that carries 'answer' or a key close to 'question_id' (a mistyped "
         "answer) is valid but warned about on stderr; --strict makes that an error.",
     )
