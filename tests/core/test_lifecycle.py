@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from agent_wait.core import (
     SqliteAnnounce,
     SqliteEntry,
     SqliteQuestionStore,
+    StoredQuestion,
+    SweepReport,
     WaitEnvelope,
     answer,
     resend,
@@ -38,6 +41,18 @@ def valid(event: LifecycleEvent) -> None:
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     checker = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
     checker.validate(json.loads(event.to_json()))
+
+
+def sweep_due(
+    tmp_path: Path, announce: Sequence[BaseAnnounce], *, thread_id: str = "t1"
+) -> tuple[SweepReport, StoredQuestion]:
+    """Ask one question (``due``) in a fresh inbox, sweep it past its deadline, telling ``announce``."""
+    inbox = tmp_path / "inbox.sqlite3"
+    ask(inbox, "due", thread_id=thread_id, timeout="PT1H", default={"action": "reject"})
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        report = sweep(store=store, entry=entry, now=LATER, announce=announce)
+        [stored] = store.find("due")
+    return report, stored
 
 
 class EventsDown(MemoryAnnounce):
@@ -221,12 +236,7 @@ def test_the_sweeper_announces_each_expiry(tmp_path: Path) -> None:
 
 
 def test_a_sweep_whose_event_fails_still_expires(tmp_path: Path) -> None:
-    inbox = tmp_path / "inbox.sqlite3"
-    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
-    down: BaseAnnounce = EventsDown().with_lifecycle_events("wait.expired")
-    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
-        report = sweep(store=store, entry=entry, now=LATER, announce=[down])
-        [stored] = store.find("due")
+    report, stored = sweep_due(tmp_path, [EventsDown().with_lifecycle_events("wait.expired")])
     assert [q.envelope.question_id for q in report.expired] == ["due"]
     assert stored.status == "expired"
     [failed] = report.events

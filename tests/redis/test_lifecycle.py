@@ -6,11 +6,11 @@ from pathlib import Path
 
 import redis
 
-from agent_wait.core import LifecycleEvent, SqliteEntry, SqliteQuestionStore, sweep
+from agent_wait.core import LifecycleEvent
 from agent_wait.core.host import handle_message
 from agent_wait.redis import RedisAnnounce
-from tests.core.test_answer import LATER, ask
 from tests.core.test_host import Ledger, reply
+from tests.core.test_lifecycle import sweep_due
 
 
 def test_an_answer_is_an_entry_and_closes_the_indexed_question(
@@ -56,16 +56,10 @@ def test_an_expiry_never_creates_a_hash(
     redis_url: str, names: tuple[str, str], client: redis.Redis, tmp_path: Path
 ) -> None:
     stream, prefix = names
-    inbox = tmp_path / "inbox.sqlite3"
-    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
-    with (
-        RedisAnnounce(
-            redis_url, stream=stream, index=True, index_prefix=prefix
-        ).with_lifecycle_events("wait.expired") as announce,
-        SqliteQuestionStore(inbox) as store,
-        SqliteEntry(inbox) as entry,
-    ):
-        report = sweep(store=store, entry=entry, now=LATER, announce=[announce])
+    with RedisAnnounce(
+        redis_url, stream=stream, index=True, index_prefix=prefix
+    ).with_lifecycle_events("wait.expired") as announce:
+        report, _ = sweep_due(tmp_path, [announce])
     [delivery] = report.events
     assert delivery.ok
     [(_, fields)] = client.xrange(stream)
@@ -74,17 +68,11 @@ def test_an_expiry_never_creates_a_hash(
 
 
 def test_an_unreachable_server_is_reported(closed_port: int, tmp_path: Path) -> None:
-    inbox = tmp_path / "inbox.sqlite3"
-    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
-    with (
-        RedisAnnounce(f"redis://127.0.0.1:{closed_port}/0", timeout=1).with_lifecycle_events(
-            "wait.expired"
-        ) as announce,
-        SqliteQuestionStore(inbox) as store,
-        SqliteEntry(inbox) as entry,
-    ):
-        report = sweep(store=store, entry=entry, now=LATER, announce=[announce])
-    assert [q.envelope.question_id for q in report.expired] == ["due"]
+    with RedisAnnounce(f"redis://127.0.0.1:{closed_port}/0", timeout=1).with_lifecycle_events(
+        "wait.expired"
+    ) as announce:
+        report, stored = sweep_due(tmp_path, [announce])
+    assert stored.status == "expired"
     [failed] = report.events
     assert not failed.ok
     assert failed.error is not None

@@ -6,12 +6,13 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agent_wait.core import LifecycleEvent, SqliteEntry, SqliteQuestionStore, sweep
+from agent_wait.core import LifecycleEvent
 from agent_wait.core.host import handle_message
 from agent_wait.sqs import SqsAnnounce
 from tests.aws_moto import Aws, create_queue, drain
-from tests.core.test_answer import LATER, ask
+from tests.core.test_answer import LATER
 from tests.core.test_host import Ledger, reply
+from tests.core.test_lifecycle import sweep_due
 
 
 def _typed(messages: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
@@ -52,14 +53,8 @@ def test_an_answer_is_announced_on_a_fifo_queue_that_dedupes_its_questions(aws: 
 def test_the_sweeper_announces_an_expiry_on_a_standard_queue(aws: Aws, tmp_path: Path) -> None:
     sqs = aws.client("sqs")
     url, _ = create_queue(sqs, "audit")
-    inbox = tmp_path / "inbox.sqlite3"
-    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
-    with (
-        SqsAnnounce(url, **aws.options).with_lifecycle_events("wait.expired") as queue,
-        SqliteQuestionStore(inbox) as store,
-        SqliteEntry(inbox) as entry,
-    ):
-        report = sweep(store=store, entry=entry, now=LATER, announce=[queue])
+    with SqsAnnounce(url, **aws.options).with_lifecycle_events("wait.expired") as queue:
+        report, _ = sweep_due(tmp_path, [queue])
     [delivery] = report.events
     assert delivery.ok
     [message] = drain(sqs, url)
@@ -76,15 +71,9 @@ def test_a_missing_queue_is_reported_not_raised(aws: Aws, tmp_path: Path) -> Non
     sqs = aws.client("sqs")
     url, _ = create_queue(sqs, "gone")
     sqs.delete_queue(QueueUrl=url)
-    inbox = tmp_path / "inbox.sqlite3"
-    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
-    with (
-        SqsAnnounce(url, **aws.options).with_lifecycle_events("wait.expired") as queue,
-        SqliteQuestionStore(inbox) as store,
-        SqliteEntry(inbox) as entry,
-    ):
-        report = sweep(store=store, entry=entry, now=LATER, announce=[queue])
-    assert [q.envelope.question_id for q in report.expired] == ["due"]
+    with SqsAnnounce(url, **aws.options).with_lifecycle_events("wait.expired") as queue:
+        report, stored = sweep_due(tmp_path, [queue])
+    assert stored.status == "expired"
     [failed] = report.events
     assert not failed.ok
     assert failed.error is not None

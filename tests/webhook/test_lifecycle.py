@@ -6,30 +6,20 @@ import asyncio
 import json
 from pathlib import Path
 
-from agent_wait.core import (
-    LifecycleEvent,
-    SqliteEntry,
-    SqliteQuestionStore,
-    sweep,
-)
+from agent_wait.core import LifecycleEvent
 from agent_wait.webhook import WebhookAnnounce, verify
-from tests.core.test_answer import LATER, ask
+from tests.core.test_answer import LATER
+from tests.core.test_lifecycle import sweep_due
 
 from .conftest import SECRET, Receiver, Step
 
 
 def test_the_sweeper_posts_a_signed_expiry(receiver: Receiver, tmp_path: Path) -> None:
-    inbox = tmp_path / "inbox.sqlite3"
-    ask(inbox, "due", thread_id="order/4471", timeout="PT1H", default={"action": "reject"})
     url = receiver.script("/events", Step(503), Step(200))
-    with (
-        WebhookAnnounce(url, secret=SECRET, backoff=0.01).with_lifecycle_events(
-            "wait.expired"
-        ) as hook,
-        SqliteQuestionStore(inbox) as store,
-        SqliteEntry(inbox) as entry,
-    ):
-        report = sweep(store=store, entry=entry, now=LATER, announce=[hook])
+    with WebhookAnnounce(url, secret=SECRET, backoff=0.01).with_lifecycle_events(
+        "wait.expired"
+    ) as hook:
+        report, _ = sweep_due(tmp_path, [hook], thread_id="order/4471")
     [delivery] = report.events
     assert (delivery.ok, delivery.attempts) == (True, 2)
     retried, request = receiver.requests("/events")
@@ -50,16 +40,9 @@ def test_the_sweeper_posts_a_signed_expiry(receiver: Receiver, tmp_path: Path) -
 
 
 def test_a_refused_event_is_reported_with_the_status(receiver: Receiver, tmp_path: Path) -> None:
-    inbox = tmp_path / "inbox.sqlite3"
-    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
     url = receiver.script("/events", Step(400))
-    with (
-        WebhookAnnounce(url).with_lifecycle_events("wait.expired") as hook,
-        SqliteQuestionStore(inbox) as store,
-        SqliteEntry(inbox) as entry,
-    ):
-        report = sweep(store=store, entry=entry, now=LATER, announce=[hook])
-        [stored] = store.find("due")
+    with WebhookAnnounce(url).with_lifecycle_events("wait.expired") as hook:
+        report, stored = sweep_due(tmp_path, [hook])
     assert stored.status == "expired"  # the default went out; only the event failed
     [failed] = report.events
     assert not failed.ok
