@@ -157,16 +157,22 @@ class RedisAnnounce(BaseAnnounce):
         """
         if not envelopes:
             return []
+        replies = self._pipelined([self._command(envelope) for envelope in envelopes])
+        if isinstance(replies, DeliveryFailed):
+            return [replies] * len(envelopes)
+        return _outcomes(replies)
+
+    def _pipelined(self, commands: Sequence[list[str]]) -> list[Any] | DeliveryFailed:
+        """Each command's reply (or its error), in one round trip; the failure of the trip."""
         pipe: Pipeline = self._clients.sync().pipeline(transaction=False)  # pyright: ignore[reportUnknownMemberType]
         try:
-            for envelope in envelopes:
-                pipe.execute_command(*self._command(envelope))  # pyright: ignore[reportUnknownMemberType]
-            replies = pipe.execute(raise_on_error=False)
+            for command in commands:
+                pipe.execute_command(*command)  # pyright: ignore[reportUnknownMemberType]
+            return pipe.execute(raise_on_error=False)
         except redis.RedisError as error:
-            return [_failed(error)] * len(envelopes)
+            return _failed(error)
         finally:
             pipe.reset()
-        return _outcomes(replies)
 
     async def adeliver_many(self, envelopes: Sequence[WaitEnvelope]) -> list[DeliveryOutcome]:
         """Async :meth:`deliver_many`."""
@@ -203,17 +209,13 @@ class RedisAnnounce(BaseAnnounce):
         }
         pairs = [item for pair in fields.items() for item in pair]
         trim = [] if self.maxlen is None else ["MAXLEN", "~", str(self.maxlen)]
-        pipe: Pipeline = self._clients.sync().pipeline(transaction=False)  # pyright: ignore[reportUnknownMemberType]
-        try:
-            pipe.execute_command("XADD", self.stream, *trim, "*", *pairs)  # pyright: ignore[reportUnknownMemberType]
-            if self.index:
-                key = self.index_prefix + event.question_dedupe_key
-                pipe.execute_command("EVAL", _SET_STATUS, "1", key, _STATUS[event.type])  # pyright: ignore[reportUnknownMemberType]
-            replies = pipe.execute(raise_on_error=False)
-        except redis.RedisError as error:
-            raise _failed(error) from error
-        finally:
-            pipe.reset()
+        commands = [["XADD", self.stream, *trim, "*", *pairs]]
+        if self.index:
+            key = self.index_prefix + event.question_dedupe_key
+            commands.append(["EVAL", _SET_STATUS, "1", key, _STATUS[event.type]])
+        replies = self._pipelined(commands)
+        if isinstance(replies, DeliveryFailed):
+            raise replies
         for reply in replies:
             if isinstance(reply, Exception):
                 raise _failed(reply)
