@@ -29,9 +29,10 @@ from agent_wait.core import (
     resend,
     sweep,
 )
-from agent_wait.core.host import ahandle_message, handle_message
+from agent_wait.core.host import ahandle_message, astream_message, handle_message, stream_message
 from tests.core.test_answer import LATER, ask
 from tests.core.test_host import AsyncLedger, Ledger, reply
+from tests.core.test_host_stream import AsyncStreamingLedger, StreamingLedger
 
 SCHEMA = Path(__file__).resolve().parents[2] / "docs" / "schema" / "lifecycle.schema.json"
 T1 = datetime(2026, 9, 11, 10, 0, tzinfo=UTC)
@@ -300,3 +301,31 @@ def test_an_event_never_reopens_rewrites_or_inserts_a_row(tmp_path: Path) -> Non
         "2026-09-11T10:00:00Z",
         {"action": "approve"},
     )
+
+
+def test_a_streamed_answer_is_announced_like_a_handled_one() -> None:
+    host = StreamingLedger()
+    told = MemoryAnnounce().with_lifecycle_events("wait.answered")
+    list(stream_message(host, {"thread_id": "t"}, told))
+    run = stream_message(host, reply("t-q1"), told)
+    assert list(run) == [{"step": "resuming"}]
+    assert run.handled.answered == ("t-q1",)
+    assert [d.ok for d in run.handled.events] == [True]
+    assert [(e.type, e.question_id, e.outcome) for e in told.events] == [
+        ("wait.answered", "t-q1", "resumed")
+    ]
+
+
+def test_an_async_streamed_answer_is_announced_too() -> None:
+    host = AsyncStreamingLedger(StreamingLedger())
+    told = MemoryAnnounce().with_lifecycle_events("wait.answered")
+
+    async def scenario() -> tuple[str, ...]:
+        start = astream_message(host, {"thread_id": "t"}, told)  # pyright: ignore[reportArgumentType]
+        _ = [e async for e in start]
+        run = astream_message(host, reply("t-q1"), told)  # pyright: ignore[reportArgumentType]
+        _ = [e async for e in run]
+        return run.handled.answered
+
+    assert asyncio.run(scenario()) == ("t-q1",)
+    assert [e.question_id for e in told.events] == ["t-q1"]
