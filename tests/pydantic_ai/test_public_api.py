@@ -9,6 +9,7 @@ def test_public_api() -> None:
     assert sorted(package.__all__) == [
         "HistoryStore",
         "InMemoryHistory",
+        "IndexedHistoryStore",
         "SqliteHistory",
         "ahandle_message",
         "apublish_interrupts",

@@ -32,7 +32,12 @@ from agent_wait.core import lazy_exports
 
 if TYPE_CHECKING:
     from agent_wait.pydantic_ai._adapter import questions_in
-    from agent_wait.pydantic_ai._history import HistoryStore, InMemoryHistory, SqliteHistory
+    from agent_wait.pydantic_ai._history import (
+        HistoryStore,
+        IndexedHistoryStore,
+        InMemoryHistory,
+        SqliteHistory,
+    )
     from agent_wait.pydantic_ai._host import ahandle_message, astream_message, handle_message
     from agent_wait.pydantic_ai._pause import pause_tool
     from agent_wait.pydantic_ai._results import deferred_results
@@ -42,6 +47,7 @@ if TYPE_CHECKING:
 __all__ = [
     "HistoryStore",
     "InMemoryHistory",
+    "IndexedHistoryStore",
     "SqliteHistory",
     "ahandle_message",
     "apublish_interrupts",
@@ -75,6 +81,7 @@ _MODULES = {
     "wait": "._wait",
     "astream_message": "._host",
     "pause_tool": "._pause",
+    "IndexedHistoryStore": "._history",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _MODULES, distribution="agent-wait-pydantic-ai")

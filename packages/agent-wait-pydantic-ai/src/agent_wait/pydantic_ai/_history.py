@@ -2,7 +2,9 @@
 
 Pydantic AI has no checkpointer: the host stores ``message_history`` under the thread id. The
 stores here keep it as ``ModelMessagesTypeAdapter`` JSON, the format Pydantic AI documents for
-persisting histories, so what is loaded is exactly what a fresh process would see.
+persisting histories, so what is loaded is exactly what a fresh process would see. Both also
+keep, beside each history, a small index written with it (:class:`IndexedHistoryStore`): what
+the thread asked and what it waits on, read without validating the messages.
 """
 
 from __future__ import annotations
@@ -39,6 +41,26 @@ class HistoryStore(Protocol):
         ...
 
 
+@runtime_checkable
+class IndexedHistoryStore(HistoryStore, Protocol):
+    """A :class:`HistoryStore` that also keeps a short index text beside each history.
+
+    :func:`handle_message` writes, with every history it saves, an index of the question ids
+    the thread asked and of what it waits on, and decides a duplicate, an unknown question or
+    a republish from that index alone: the history is loaded only to run. The text is opaque
+    to the store; it must be saved atomically with the messages, and a plain :meth:`save`
+    must drop it (a history written by other code has no index, and is then read in full).
+    """
+
+    def save_indexed(self, thread_id: str, messages: Sequence[ModelMessage], index: str) -> None:
+        """Replace the stored history of ``thread_id`` and its index, in one atomic write."""
+        ...
+
+    def load_index(self, thread_id: str) -> str | None:
+        """The index saved with the history; None for a new thread or one saved without."""
+        ...
+
+
 def _check_thread_id(thread_id: str) -> None:
     if not isinstance(thread_id, str) or not thread_id:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValueError(f"thread_id: expected a non-empty string, got {thread_id!r}")
@@ -48,26 +70,43 @@ class InMemoryHistory:
     """Histories in a dict, serialised as they would be on disk; for tests and demos."""
 
     def __init__(self) -> None:
-        self._data: dict[str, bytes] = {}
+        self._data: dict[str, tuple[bytes, str | None]] = {}
         self._lock = threading.Lock()
 
     def load(self, thread_id: str) -> list[ModelMessage]:
         """The stored history of ``thread_id``; an empty list for a new thread."""
         _check_thread_id(thread_id)
         with self._lock:
-            data = self._data.get(thread_id)
-        return [] if data is None else ModelMessagesTypeAdapter.validate_json(data)
+            stored = self._data.get(thread_id)
+        return [] if stored is None else ModelMessagesTypeAdapter.validate_json(stored[0])
 
     def save(self, thread_id: str, messages: Sequence[ModelMessage]) -> None:
-        """Replace the stored history of ``thread_id``."""
+        """Replace the stored history of ``thread_id`` (and drop its index)."""
+        self._put(thread_id, messages, None)
+
+    def save_indexed(self, thread_id: str, messages: Sequence[ModelMessage], index: str) -> None:
+        """Replace the stored history of ``thread_id`` and its index."""
+        self._put(thread_id, messages, index)
+
+    def load_index(self, thread_id: str) -> str | None:
+        """The index saved with the history of ``thread_id``, or None."""
+        _check_thread_id(thread_id)
+        with self._lock:
+            stored = self._data.get(thread_id)
+        return None if stored is None else stored[1]
+
+    def _put(self, thread_id: str, messages: Sequence[ModelMessage], index: str | None) -> None:
         _check_thread_id(thread_id)
         data = ModelMessagesTypeAdapter.dump_json(list(messages))
         with self._lock:
-            self._data[thread_id] = data
+            self._data[thread_id] = (data, index)
 
 
 class SqliteHistory(Closing):
-    """Histories in a SQLite table: one row per thread, the history as JSON.
+    """Histories in a SQLite table: one row per thread, the history as JSON beside its index.
+
+    A table created by an earlier version gains the index columns on first use; its rows have
+    no index until the thread is saved again, and are read in full until then.
 
     One connection per store, shared by threads under a lock and opened on first use, in WAL
     mode so readers in other processes do not block the writer.
@@ -108,8 +147,18 @@ class SqliteHistory(Closing):
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute(
                 f'CREATE TABLE IF NOT EXISTS "{self.table}" '
-                "(thread_id TEXT PRIMARY KEY, messages TEXT NOT NULL, updated_at TEXT NOT NULL)"
+                "(thread_id TEXT PRIMARY KEY, messages TEXT NOT NULL, updated_at TEXT NOT NULL, "
+                "thread_index TEXT, indexed_at TEXT)"
             )
+            columns = {row[1] for row in connection.execute(f'PRAGMA table_info("{self.table}")')}
+            for column in ("thread_index", "indexed_at"):
+                if column not in columns:
+                    try:
+                        connection.execute(f'ALTER TABLE "{self.table}" ADD COLUMN {column} TEXT')
+                    except sqlite3.OperationalError as error:
+                        # Another process added it first.
+                        if "duplicate column" not in str(error):
+                            raise
             self._connection = connection
         return self._connection
 
@@ -125,16 +174,43 @@ class SqliteHistory(Closing):
         return [] if row is None else ModelMessagesTypeAdapter.validate_json(row[0])
 
     def save(self, thread_id: str, messages: Sequence[ModelMessage]) -> None:
-        """Replace the stored history of ``thread_id`` (one atomic, committed statement)."""
+        """Replace the stored history of ``thread_id``, dropping its index (one statement)."""
+        self._put(thread_id, messages, None)
+
+    def save_indexed(self, thread_id: str, messages: Sequence[ModelMessage], index: str) -> None:
+        """Replace the stored history of ``thread_id`` and its index (one atomic statement)."""
+        self._put(thread_id, messages, index)
+
+    def load_index(self, thread_id: str) -> str | None:
+        """The index saved with the history of ``thread_id``, or None."""
+        _check_thread_id(thread_id)
+        with self._lock:
+            row = (
+                self._connect()
+                .execute(
+                    # An earlier version's writer updates the row without the index: indexed_at
+                    # then no longer matches updated_at and the index is ignored.
+                    f'SELECT thread_index FROM "{self.table}" '
+                    "WHERE thread_id = ? AND indexed_at = updated_at",
+                    (thread_id,),
+                )
+                .fetchone()
+            )
+        return None if row is None else row[0]
+
+    def _put(self, thread_id: str, messages: Sequence[ModelMessage], index: str | None) -> None:
         _check_thread_id(thread_id)
         data = ModelMessagesTypeAdapter.dump_json(list(messages)).decode("utf-8")
         with self._lock:
             self._connect().execute(
-                f'INSERT INTO "{self.table}" (thread_id, messages, updated_at) '
-                "VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ', 'now')) "
+                f'INSERT INTO "{self.table}" '
+                "(thread_id, messages, updated_at, thread_index, indexed_at) "
+                "VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?3, "
+                "CASE WHEN ?3 IS NULL THEN NULL ELSE strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END) "
                 "ON CONFLICT(thread_id) DO UPDATE SET messages = excluded.messages, "
-                "updated_at = excluded.updated_at",
-                (thread_id, data),
+                "updated_at = excluded.updated_at, thread_index = excluded.thread_index, "
+                "indexed_at = excluded.indexed_at",
+                (thread_id, data, index),
             )
 
     def close(self) -> None:

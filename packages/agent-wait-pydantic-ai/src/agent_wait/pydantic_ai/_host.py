@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -31,7 +32,7 @@ from agent_wait.core.host import (
     Waiting,
 )
 from agent_wait.pydantic_ai._adapter import deferred_requests, questions_in
-from agent_wait.pydantic_ai._history import HistoryStore
+from agent_wait.pydantic_ai._history import HistoryStore, IndexedHistoryStore
 from agent_wait.pydantic_ai._results import deferred_results
 from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import ModelMessage, ModelResponse
@@ -142,12 +143,56 @@ def recorded(
     return history
 
 
-def _asked(messages: Sequence[ModelMessage], question_id: str) -> bool:
-    return any(
-        call.tool_call_id == question_id
+def _call_ids(messages: Sequence[ModelMessage]) -> dict[str, None]:
+    return {
+        call.tool_call_id: None
         for message in messages
         if isinstance(message, ModelResponse)
         for call in message.tool_calls
+    }
+
+
+def _index(thread_id: str, messages: Sequence[ModelMessage]) -> str | None:
+    """The index saved beside ``messages``; None when they end in calls it cannot describe.
+
+    Its first line is what the thread is parked on (JSON); every further line one tool call id
+    of the history (a JSON string), so that a membership test is a substring search and the
+    thread's length costs nothing to parse.
+    """
+    try:
+        state = parked(thread_id, messages)
+    except ValueError:
+        return None  # read in full next time, which reports the problem
+    head = None
+    if state is not None:
+        head = {
+            "pending": _REQUESTS.dump_python(state.requests, mode="json"),
+            "answers": state.answers,
+            "prompts": list(state.prompts),
+        }
+    lines = [_line(head), *(_line(call_id) for call_id in _call_ids(messages))]
+    return "\n".join(lines) + "\n"
+
+
+def _line(value: Any) -> str:
+    # JSON text never holds a raw newline: one value per line, whatever the ids contain.
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def _from_index(thread_id: str, text: str) -> _Thread:
+    head, _, _ = text.partition("\n")
+    state = json.loads(head)
+    return _Thread(
+        thread_id,
+        None,
+        None
+        if state is None
+        else Parked(
+            _REQUESTS.validate_python(state["pending"]),
+            dict(state["answers"]),
+            tuple(state["prompts"]),
+        ),
+        text,
     )
 
 
@@ -167,9 +212,18 @@ def _prompt(message: StartMessage) -> str | None:
 
 @dataclass(frozen=True)
 class _Thread:
+    """A thread read in full (``messages``) or from its index (messages loaded on demand)."""
+
     thread_id: str
-    messages: list[ModelMessage]
+    messages: list[ModelMessage] | None
     state: Parked | None
+    index: str | None = None
+
+    def has_asked(self, question_id: str) -> bool:
+        if self.index is not None:
+            return f"\n{_line(question_id)}\n" in self.index
+        assert self.messages is not None
+        return question_id in _call_ids(self.messages)
 
 
 class _Host:
@@ -189,8 +243,22 @@ class _Host:
         self.options = options
         self.prompt = prompt
 
+    def _indexed(self, thread_id: str) -> _Thread | None:
+        """The thread read from its index, or None when the store or the thread has none."""
+        if not isinstance(self.history, IndexedHistoryStore):
+            return None
+        text = self.history.load_index(thread_id)
+        return None if text is None else _from_index(thread_id, text)
+
     def _load(self, thread_id: str, messages: list[ModelMessage]) -> _Thread:
         return _Thread(thread_id, messages, parked(thread_id, messages))
+
+    def _save(self, thread_id: str, messages: list[ModelMessage]) -> None:
+        index = _index(thread_id, messages)
+        if index is not None and isinstance(self.history, IndexedHistoryStore):
+            self.history.save_indexed(thread_id, messages, index)
+        else:
+            self.history.save(thread_id, messages)
 
     def waiting(self, thread: _Thread) -> Waiting:
         if thread.state is None:
@@ -214,9 +282,11 @@ class _Host:
         own = [] if self.prompt is None else [self.prompt]
         return [*thread.state.prompts, *own]
 
-    def _held(self, thread: _Thread, answers: Mapping[str, Any]) -> list[ModelMessage]:
+    def _held(
+        self, thread: _Thread, messages: list[ModelMessage], answers: Mapping[str, Any]
+    ) -> list[ModelMessage]:
         assert thread.state is not None
-        return recorded(thread.messages, thread.state.requests, answers, self._prompts(thread))
+        return recorded(messages, thread.state.requests, answers, self._prompts(thread))
 
     def _start_prompt(self, message: StartMessage) -> str | None:
         if self.prompt is not None:
@@ -227,7 +297,9 @@ class _Host:
             )
         return _prompt(message)
 
-    def _run_args(self, thread: _Thread, answers: Mapping[str, Any]) -> dict[str, Any]:
+    def _run_args(
+        self, thread: _Thread, messages: list[ModelMessage], answers: Mapping[str, Any]
+    ) -> dict[str, Any]:
         assert thread.state is not None
         results = deferred_results(
             thread.state.requests, *(_answer(thread.thread_id, i, v) for i, v in answers.items())
@@ -239,31 +311,38 @@ class _Host:
         )
         return {
             "user_prompt": prompt,
-            "message_history": thread.messages or None,
+            "message_history": messages or None,
             "deferred_tool_results": results,
         }
 
 
 class _SyncHost(_Host, Host[_Thread, AgentRunResult[Any]]):
     def load(self, thread_id: str) -> _Thread:
-        return self._load(thread_id, self.history.load(thread_id))
+        indexed = self._indexed(thread_id)
+        return indexed or self._load(thread_id, self.history.load(thread_id))
+
+    def _messages(self, thread: _Thread) -> list[ModelMessage]:
+        if thread.messages is not None:
+            return thread.messages
+        return self.history.load(thread.thread_id)
 
     def asked(self, thread: _Thread, question_id: str) -> bool:
-        return _asked(thread.messages, question_id)
+        return thread.has_asked(question_id)
 
     def hold(self, thread: _Thread, answers: Mapping[str, Any]) -> None:
-        self.history.save(thread.thread_id, self._held(thread, answers))
+        self._save(thread.thread_id, self._held(thread, self._messages(thread), answers))
 
     def start(self, thread: _Thread, message: StartMessage) -> AgentRunResult[Any]:
-        history = thread.messages or None
+        history = self._messages(thread) or None
         prompt = self._start_prompt(message)
         result = self.agent.run_sync(prompt, message_history=history, **self.options)
-        self.history.save(thread.thread_id, _after_run(result))
+        self._save(thread.thread_id, _after_run(result))
         return result
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentRunResult[Any]:
-        result = self.agent.run_sync(**self._run_args(thread, answers), **self.options)
-        self.history.save(thread.thread_id, _after_run(result))
+        args = self._run_args(thread, self._messages(thread), answers)
+        result = self.agent.run_sync(**args, **self.options)
+        self._save(thread.thread_id, _after_run(result))
         return result
 
 
@@ -271,28 +350,38 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, AgentRunResult[Any]]):
     # The history store is called in a worker thread: a blocking store must not stall the loop.
 
     async def load(self, thread_id: str) -> _Thread:
+        indexed = await asyncio.to_thread(self._indexed, thread_id)
+        if indexed is not None:
+            return indexed
         return self._load(thread_id, await asyncio.to_thread(self.history.load, thread_id))
 
+    async def _messages(self, thread: _Thread) -> list[ModelMessage]:
+        if thread.messages is not None:
+            return thread.messages
+        return await asyncio.to_thread(self.history.load, thread.thread_id)
+
     async def asked(self, thread: _Thread, question_id: str) -> bool:
-        return _asked(thread.messages, question_id)
+        return thread.has_asked(question_id)
 
     async def hold(self, thread: _Thread, answers: Mapping[str, Any]) -> None:
-        await asyncio.to_thread(self.history.save, thread.thread_id, self._held(thread, answers))
+        held = self._held(thread, await self._messages(thread), answers)
+        await asyncio.to_thread(self._save, thread.thread_id, held)
 
     async def start(self, thread: _Thread, message: StartMessage) -> AgentRunResult[Any]:
-        history = thread.messages or None
+        history = await self._messages(thread) or None
         prompt = self._start_prompt(message)
         result = await self.agent.run(prompt, message_history=history, **self.options)
-        await asyncio.to_thread(self.history.save, thread.thread_id, _after_run(result))
+        await asyncio.to_thread(self._save, thread.thread_id, _after_run(result))
         return result
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentRunResult[Any]:
-        result = await self.agent.run(**self._run_args(thread, answers), **self.options)
-        await asyncio.to_thread(self.history.save, thread.thread_id, _after_run(result))
+        args = self._run_args(thread, await self._messages(thread), answers)
+        result = await self.agent.run(**args, **self.options)
+        await asyncio.to_thread(self._save, thread.thread_id, _after_run(result))
         return result
 
     async def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
-        history = thread.messages or None
+        history = await self._messages(thread) or None
         run = self.agent.run_stream_events(
             self._start_prompt(message), message_history=history, **self.options
         )
@@ -303,7 +392,8 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, AgentRunResult[Any]]):
     async def astream_resume(
         self, thread: _Thread, answers: Mapping[str, Any]
     ) -> AsyncIterator[Any]:
-        run = self.agent.run_stream_events(**self._run_args(thread, answers), **self.options)
+        args = self._run_args(thread, await self._messages(thread), answers)
+        run = self.agent.run_stream_events(**args, **self.options)
         async with run as events:
             async for item in self._saved(thread, events):
                 yield item
@@ -318,7 +408,7 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, AgentRunResult[Any]]):
             yield event
         if result is None:
             raise RuntimeError("Pydantic AI's event stream ended without its result event")
-        await asyncio.to_thread(self.history.save, thread.thread_id, _after_run(result))
+        await asyncio.to_thread(self._save, thread.thread_id, _after_run(result))
         yield Ran(result)
 
 
