@@ -1576,6 +1576,8 @@ def strands_sides(steps: Sequence[int]) -> Sides:
 
     storage = tempfile.mkdtemp(prefix="agent-wait-bench-sessions-")
     sink = MemoryAnnounce()
+    # The host reads each thread's agent record here before it builds an Agent.
+    sessions = FileSessionManager(session_id="bench-sessions", storage_dir=storage)
     # Strands recurses once per model turn: a long session is made of many short runs.
     filler = ScriptedModel(*([[Call("step")]] * 24), "ok")
     asker = ScriptedModel([Call("approve", {"amount": 1})], "")
@@ -1596,19 +1598,21 @@ def strands_sides(steps: Sequence[int]) -> Sides:
         for _ in range(n // 50):  # each filler run adds 50 messages: a prompt, 24 steps, a text
             fresh(thread, filler)("go on")
         factory = fresh
-        started = handle_message(factory, {"thread_id": thread, "input": "go"}, sink)
+        started = handle_message(
+            factory, {"thread_id": thread, "input": "go"}, sink, session_repository=sessions
+        )
         first = started.question_ids[0]
         yes = {"thread_id": thread, "question_id": first, "answer": "yes"}
-        assert handle_message(factory, yes, sink).outcome == "resumed"
+        assert handle_message(factory, yes, sink, session_repository=sessions).outcome == "resumed"
 
         def duplicate(yes: dict[str, Any] = yes, factory: Any = factory) -> object:
-            handled = handle_message(factory, yes, sink)
+            handled = handle_message(factory, yes, sink, session_repository=sessions)
             assert handled.outcome == "duplicate", handled
             return handled
 
         def never_asked(thread: str = thread, factory: Any = factory) -> object:
             message = {"thread_id": thread, "question_id": "never-asked", "answer": 2}
-            handled = handle_message(factory, message, sink)
+            handled = handle_message(factory, message, sink, session_repository=sessions)
             assert handled.outcome == "unknown_question", handled
             return handled
 
@@ -1627,9 +1631,11 @@ def strands_sides(steps: Sequence[int]) -> Sides:
             pending = agent("go").interrupts[0].id
             responses: Any = [{"interruptResponse": {"interruptId": pending, "response": "yes"}}]
             return lambda: agent(responses)
-        started = handle_message(cached, {"thread_id": thread, "input": "go"}, sink)
+        started = handle_message(
+            cached, {"thread_id": thread, "input": "go"}, sink, session_repository=sessions
+        )
         message = {"thread_id": thread, "question_id": started.question_ids[0], "answer": "yes"}
-        return lambda: handle_message(cached, message, sink)
+        return lambda: handle_message(cached, message, sink, session_repository=sessions)
 
     return Sides("strands", late, unknown, park)
 

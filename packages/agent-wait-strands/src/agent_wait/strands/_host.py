@@ -1,4 +1,12 @@
-"""The Strands host in one call, on core's host state machine: run or resume, then publish."""
+"""The Strands host in one call, on core's host state machine: run or resume, then publish.
+
+After every run of a single ``Agent`` it makes, :func:`handle_message` keeps in the agent's
+state (``agent.state``, saved in the session beside the messages) an index of the history's
+tool use ids. Given the session repository, it reads that index and the interrupt state from
+the session's agent record without building the Agent, which would restore every message: an
+answer or start message that runs nothing then costs the same on a long session as on a short
+one.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,7 @@ import inspect
 import json
 import logging
 import uuid
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
@@ -33,10 +42,15 @@ from agent_wait.strands._adapter import questions_in, questions_of
 from agent_wait.strands._recovery import interrupt_state, responses_cleared_on_failure
 from strands import Agent
 from strands.agent.agent_result import AgentResult
-from strands.interrupt import Interrupt
+from strands.hooks import AfterInvocationEvent
+from strands.interrupt import Interrupt, _InterruptState  # pyright: ignore[reportPrivateUsage]
 from strands.multiagent.base import MultiAgentBase, MultiAgentResult
+from strands.session.session_repository import SessionRepository
 
 logger = logging.getLogger(__name__)
+
+ASKED_KEY = "agent_wait_asked"
+"""The ``agent.state`` key of the index: the history's tool use ids, one per line."""
 
 Runner = Agent | MultiAgentBase
 """What a thread runs: one agent, or a multi-agent ``Swarm`` or ``Graph``."""
@@ -150,6 +164,58 @@ def _asked_earlier(runner: Runner, question_id: str) -> bool:
     return False
 
 
+def _tool_use_ids(agent: Agent) -> list[str]:
+    return [
+        block["toolUse"]["toolUseId"]
+        for message in agent.messages
+        for block in message["content"]
+        if "toolUse" in block
+    ]
+
+
+def _indexed_earlier(index: str, question_id: str) -> bool:
+    # The test of _asked_earlier on the index: every id found between two colons of the
+    # question id is looked up, a substring search whatever the length of the history.
+    colons = [i for i, c in enumerate(question_id) if c == ":"]
+    return any(
+        f"\n{question_id[start + 1 : end]}\n" in index
+        for n, start in enumerate(colons)
+        for end in colons[n + 1 :]
+    )
+
+
+_INDEXED: weakref.WeakSet[Agent] = weakref.WeakSet()
+
+
+def _indexing(runner: Runner) -> Runner:
+    """``runner``; an Agent on a session keeps its history's tool use ids in its state.
+
+    Strands calls ``AfterInvocationEvent`` callbacks in reverse order of registration: this one,
+    added after the session manager's, runs first, so the session manager's own save at the end
+    of the run writes the index with the rest of the agent record (no extra write).
+    """
+    if (
+        isinstance(runner, Agent)
+        and runner._session_manager is not None  # pyright: ignore[reportPrivateUsage]
+        and runner not in _INDEXED
+    ):
+        runner.hooks.add_callback(AfterInvocationEvent, _set_index)
+        _INDEXED.add(runner)
+    return runner
+
+
+def _set_index(event: AfterInvocationEvent) -> None:
+    agent = event.agent
+    ids = _tool_use_ids(agent)
+    # An id with a line break cannot be looked up in the index: without one, read in full.
+    if any("\n" in i for i in ids):
+        agent.state.delete(ASKED_KEY)
+    else:
+        index = "\n" + "".join(f"{i}\n" for i in ids)
+        if agent.state.get(ASKED_KEY) != index:
+            agent.state.set(ASKED_KEY, index)
+
+
 def _prompt(value: Any) -> Any:
     """Turn a start message's ``input`` into a Strands prompt.
 
@@ -162,26 +228,63 @@ def _prompt(value: Any) -> Any:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _asked(runner: Runner, parked: _Parked, question_id: str) -> bool:
+def _asked(thread: _Thread, question_id: str) -> bool:
     # Strands itself would raise for an answer not in the interrupt state (KeyError), or, while
     # another interrupt of the same cycle is pending, silently take the answer again. A finished
     # Swarm or Graph would even run its whole task again on the stray answer.
-    answered = parked.activated and question_id in parked.interrupts
-    return answered or _asked_earlier(runner, question_id)
+    parked = thread.parked
+    if parked.activated and question_id in parked.interrupts:
+        return True
+    if thread.agent is None:
+        assert thread.index is not None
+        return _indexed_earlier(thread.index, question_id)
+    return _asked_earlier(thread.agent, question_id)
 
 
 @dataclass(frozen=True)
 class _Thread:
-    agent: Runner
+    """A thread with its runner built, or read from its session record (built to run)."""
+
+    thread_id: str
     parked: _Parked
+    agent: Runner | None
+    index: str | None = None
+
+
+def _from_session(
+    repository: SessionRepository | None, agent_id: str, thread_id: str
+) -> _Thread | None:
+    """The thread read from its session's agent record, or None when it has no index there."""
+    if repository is None:
+        return None
+    record = repository.read_agent(thread_id, agent_id)
+    index = None if record is None else record.state.get(ASKED_KEY)
+    if record is None or not isinstance(index, str):
+        return None
+    # Strands 1.62 keeps the interrupt state in the record's private part (see interrupt_state).
+    internal = record._internal_state  # pyright: ignore[reportPrivateUsage]
+    data = internal.get("interrupt_state")
+    state = _InterruptState() if data is None else _InterruptState.from_dict(data)
+    interrupts = state.interrupts
+    if not all(_indexed_earlier(index, i) for i in interrupts):
+        return None  # a run outside handle_message asked them: the index is behind, read in full
+    return _Thread(thread_id, _Parked(bool(state.activated), dict(interrupts)), None, index)
 
 
 class _Host:
     """What Strands adds to core's host: the agent's interrupt state, its prompts."""
 
-    def __init__(self, agent_factory: Callable[[str], Any], prompt: Callable[[Any], Any]) -> None:
+    def __init__(
+        self,
+        agent_factory: Callable[[str], Any],
+        prompt: Callable[[Any], Any],
+        session_repository: SessionRepository | None = None,
+        agent_id: str = "default",
+    ) -> None:
         self.agent_factory = agent_factory
         self.prompt = prompt
+        self.session_repository = session_repository
+        self.agent_id = agent_id
 
     def waiting(self, thread: _Thread) -> Waiting:
         return Waiting(questions_of(thread.parked.pending))
@@ -205,44 +308,67 @@ def _responses(answers: Mapping[str, Any]) -> Any:
 
 class _SyncHost(_Host, Host[_Thread, RunResult]):
     def load(self, thread_id: str) -> _Thread:
-        agent = _checked_agent(self.agent_factory(thread_id), thread_id)
-        return _Thread(agent, _parked(agent))
+        read = _from_session(self.session_repository, self.agent_id, thread_id)
+        if read is not None:
+            return read
+        agent = self._agent(thread_id)
+        return _Thread(thread_id, _parked(agent), agent)
+
+    def _agent(self, thread_id: str) -> Runner:
+        return _checked_agent(self.agent_factory(thread_id), thread_id)
+
+    def _runner(self, thread: _Thread) -> Runner:
+        return _indexing(thread.agent or self._agent(thread.thread_id))
 
     def asked(self, thread: _Thread, question_id: str) -> bool:
-        return _asked(thread.agent, thread.parked, question_id)
+        return _asked(thread, question_id)
 
     def start(self, thread: _Thread, message: StartMessage) -> RunResult:
-        return thread.agent(self.prompt(message.input))
+        return self._runner(thread)(self.prompt(message.input))
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> RunResult:
-        with responses_cleared_on_failure(thread.agent, answers):
-            return thread.agent(_responses(answers))
+        agent = self._runner(thread)
+        with responses_cleared_on_failure(agent, answers):
+            return agent(_responses(answers))
 
 
 class _AsyncHost(_Host, AsyncStreamingHost[_Thread, RunResult]):
     async def load(self, thread_id: str) -> _Thread:
+        read = _from_session(self.session_repository, self.agent_id, thread_id)
+        if read is not None:
+            return read
+        agent = await self._agent(thread_id)
+        return _Thread(thread_id, _parked(agent), agent)
+
+    async def _agent(self, thread_id: str) -> Runner:
         built = self.agent_factory(thread_id)
-        agent = _checked_agent(await built if inspect.isawaitable(built) else built, thread_id)
-        return _Thread(agent, _parked(agent))
+        return _checked_agent(await built if inspect.isawaitable(built) else built, thread_id)
+
+    async def _runner(self, thread: _Thread) -> Runner:
+        return _indexing(thread.agent or await self._agent(thread.thread_id))
 
     async def asked(self, thread: _Thread, question_id: str) -> bool:
-        return _asked(thread.agent, thread.parked, question_id)
+        return _asked(thread, question_id)
 
     async def start(self, thread: _Thread, message: StartMessage) -> RunResult:
-        return await thread.agent.invoke_async(self.prompt(message.input))
+        return await (await self._runner(thread)).invoke_async(self.prompt(message.input))
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> RunResult:
-        with responses_cleared_on_failure(thread.agent, answers):
-            return await thread.agent.invoke_async(_responses(answers))
+        agent = await self._runner(thread)
+        with responses_cleared_on_failure(agent, answers):
+            return await agent.invoke_async(_responses(answers))
 
-    def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
-        return _streamed(thread.agent.stream_async(self.prompt(message.input)))
+    async def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
+        agent = await self._runner(thread)
+        async for item in _streamed(agent.stream_async(self.prompt(message.input))):
+            yield item
 
     async def astream_resume(
         self, thread: _Thread, answers: Mapping[str, Any]
     ) -> AsyncIterator[Any]:
-        with responses_cleared_on_failure(thread.agent, answers):
-            async for item in _streamed(thread.agent.stream_async(_responses(answers))):
+        agent = await self._runner(thread)
+        with responses_cleared_on_failure(agent, answers):
+            async for item in _streamed(agent.stream_async(_responses(answers))):
                 yield item
 
 
@@ -295,6 +421,8 @@ def handle_message(
     clock: Clock | None = None,
     trust: AnswerTrust | None = None,
     prompt: Callable[[Any], Any] = _prompt,
+    session_repository: SessionRepository | None = None,
+    agent_id: str = "default",
 ) -> Handled:
     """Run or resume a Strands agent for one inbound message, then publish what it parked on.
 
@@ -336,6 +464,15 @@ def handle_message(
             ``AGENT_WAIT_ANSWER_*`` environment variables (unset: nothing more).
         prompt: Turns a start message's ``input`` into the Strands prompt. The default passes
             text, lists and None through and sends any other JSON as its JSON text.
+        session_repository: Where the agents' sessions are stored (the ``FileSessionManager``,
+            ``S3SessionManager`` or other ``SessionRepository`` the factory's session manager
+            uses; any instance over the same storage). Given, a single agent's interrupt
+            state and the index of its tool use ids are read from the session's agent record,
+            and the agent is built only to run: a duplicate, an unknown answer or a republish
+            then does not restore the session's messages. A session without the index (new,
+            last run outside ``handle_message``, or a Swarm or Graph) is read by building the
+            runner, as without it.
+        agent_id: The ``agent_id`` of the factory's agents, to find their record in the session.
 
     Returns:
         :class:`~agent_wait.core.Handled`: the outcome, the ``AgentResult`` (a
@@ -345,7 +482,7 @@ def handle_message(
     Raises:
         pydantic.ValidationError: The message is neither an answer nor a start message.
     """
-    host = _SyncHost(agent_factory, prompt)
+    host = _SyncHost(agent_factory, prompt, session_repository, agent_id)
     return core_host.handle_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
@@ -361,12 +498,14 @@ async def ahandle_message(
     clock: Clock | None = None,
     trust: AnswerTrust | None = None,
     prompt: Callable[[Any], Any] = _prompt,
+    session_repository: SessionRepository | None = None,
+    agent_id: str = "default",
 ) -> Handled:
     """Async :func:`handle_message`: ``await agent.invoke_async(...)`` and an async publish.
 
     ``agent_factory`` may be a coroutine function.
     """
-    host = _AsyncHost(agent_factory, prompt)
+    host = _AsyncHost(agent_factory, prompt, session_repository, agent_id)
     return await core_host.ahandle_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
@@ -382,6 +521,8 @@ def astream_message(
     clock: Clock | None = None,
     trust: AnswerTrust | None = None,
     prompt: Callable[[Any], Any] = _prompt,
+    session_repository: SessionRepository | None = None,
+    agent_id: str = "default",
 ) -> AsyncStreamed:
     """:func:`ahandle_message` for a host that streams: ``agent.stream_async(...)``.
 
@@ -400,7 +541,7 @@ def astream_message(
                 await send_to_ui(event["data"])
         log.info("%s %s", run.handled.outcome, run.handled.question_ids)
     """
-    host = _AsyncHost(agent_factory, prompt)
+    host = _AsyncHost(agent_factory, prompt, session_repository, agent_id)
     return core_host.astream_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
