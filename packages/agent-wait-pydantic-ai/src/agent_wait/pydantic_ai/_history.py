@@ -66,7 +66,22 @@ def _check_thread_id(thread_id: str) -> None:
         raise ValueError(f"thread_id: expected a non-empty string, got {thread_id!r}")
 
 
-class InMemoryHistory:
+class _Saving:
+    """``save`` and ``save_indexed`` of the built-in stores: one write of both, or no index."""
+
+    def _put(self, thread_id: str, messages: Sequence[ModelMessage], index: str | None) -> None:
+        raise NotImplementedError
+
+    def save(self, thread_id: str, messages: Sequence[ModelMessage]) -> None:
+        """Replace the stored history of ``thread_id``, dropping its index (one atomic write)."""
+        self._put(thread_id, messages, None)
+
+    def save_indexed(self, thread_id: str, messages: Sequence[ModelMessage], index: str) -> None:
+        """Replace the stored history of ``thread_id`` and its index (one atomic write)."""
+        self._put(thread_id, messages, index)
+
+
+class InMemoryHistory(_Saving):
     """Histories in a dict, serialised as they would be on disk; for tests and demos."""
 
     def __init__(self) -> None:
@@ -79,14 +94,6 @@ class InMemoryHistory:
         with self._lock:
             stored = self._data.get(thread_id)
         return [] if stored is None else ModelMessagesTypeAdapter.validate_json(stored[0])
-
-    def save(self, thread_id: str, messages: Sequence[ModelMessage]) -> None:
-        """Replace the stored history of ``thread_id`` (and drop its index)."""
-        self._put(thread_id, messages, None)
-
-    def save_indexed(self, thread_id: str, messages: Sequence[ModelMessage], index: str) -> None:
-        """Replace the stored history of ``thread_id`` and its index."""
-        self._put(thread_id, messages, index)
 
     def load_index(self, thread_id: str) -> str | None:
         """The index saved with the history of ``thread_id``, or None."""
@@ -102,7 +109,7 @@ class InMemoryHistory:
             self._data[thread_id] = (data, index)
 
 
-class SqliteHistory(Closing):
+class SqliteHistory(_Saving, Closing):
     """Histories in a SQLite table: one row per thread, the history as JSON beside its index.
 
     A table created by an earlier version gains the index columns on first use; its rows have
@@ -172,14 +179,6 @@ class SqliteHistory(Closing):
                 .fetchone()
             )
         return [] if row is None else ModelMessagesTypeAdapter.validate_json(row[0])
-
-    def save(self, thread_id: str, messages: Sequence[ModelMessage]) -> None:
-        """Replace the stored history of ``thread_id``, dropping its index (one statement)."""
-        self._put(thread_id, messages, None)
-
-    def save_indexed(self, thread_id: str, messages: Sequence[ModelMessage], index: str) -> None:
-        """Replace the stored history of ``thread_id`` and its index (one atomic statement)."""
-        self._put(thread_id, messages, index)
 
     def load_index(self, thread_id: str) -> str | None:
         """The index saved with the history of ``thread_id``, or None."""
