@@ -8,11 +8,12 @@ from strands import Agent
 from strands.session import FileSessionManager
 
 from agent_wait.core import MemoryAnnounce, Outcome
-from agent_wait.strands import ahandle_message, handle_message
+from agent_wait.strands import ahandle_message, astream_message, handle_message
 from agent_wait.strands._host import ASKED_KEY  # pyright: ignore[reportPrivateUsage]
 from tests.strands.conftest import Threads
 from tests.strands.fake_model import ScriptedModel
 from tests.strands.test_host import DELETE, REFUND, Tools, only_envelope, reply, start
+from tests.strands.test_multiagent import Refunds, SwarmThreads
 
 THREAD = "order-4471"
 
@@ -142,3 +143,47 @@ def test_without_the_repository_the_agent_is_built_as_before(
     assert handle_message(agents, yes, inbox).outcome is Outcome.RESUMED
     assert handle_message(agents, yes, inbox).outcome is Outcome.DUPLICATE
     assert agents.builds == 3
+
+
+async def test_the_streaming_host_reads_the_session_too(
+    sessions: Path, inbox: MemoryAnnounce
+) -> None:
+    tools = Tools()
+    agents = Counted(Threads(ScriptedModel([REFUND]), tools.all, sessions))
+    repository = FileSessionManager(session_id="agent-wait-host", storage_dir=str(sessions))
+    started = astream_message(agents, start(), inbox, session_repository=repository)
+    assert [event async for event in started][-1]["result"].stop_reason == "interrupt"
+    envelope = only_envelope(started.handled)
+    again = astream_message(agents, start(), inbox, session_repository=repository)
+    assert [event async for event in again] == []
+    assert again.handled.outcome is Outcome.REPUBLISHED
+    assert agents.builds == 1
+    yes = reply(envelope, {"action": "approve"})
+    resumed = astream_message(agents, yes, inbox, session_repository=repository)
+    assert [event async for event in resumed]
+    assert resumed.handled.outcome is Outcome.RESUMED
+    late = astream_message(agents, yes, inbox, session_repository=repository)
+    assert [event async for event in late] == []
+    assert late.handled.outcome is Outcome.DUPLICATE
+    assert agents.builds == 2
+
+
+def test_a_swarm_keeps_no_index_and_is_decided_as_without_the_repository(
+    sessions: Path, inbox: MemoryAnnounce
+) -> None:
+    outcomes: dict[bool, list[Outcome]] = {}
+    for given in (True, False):
+        storage = sessions / str(given)
+        threads = SwarmThreads(storage, Refunds())
+        repository = FileSessionManager(session_id="agent-wait-host", storage_dir=str(storage))
+        options = {"session_repository": repository} if given else {}
+        started = handle_message(threads, {"thread_id": "s-1", "input": "refund"}, inbox, **options)
+        [envelope] = started.report.envelopes
+        yes = reply(envelope, {"action": "approve"})
+        unknown = {"thread_id": "s-1", "question_id": "v1:tool_call:nope:x", "answer": 1}
+        outcomes[given] = [
+            handle_message(threads, message, inbox, **options).outcome
+            for message in (yes, yes, unknown)
+        ]
+    assert outcomes[True] == outcomes[False]
+    assert outcomes[True][0] is Outcome.RESUMED
