@@ -18,6 +18,7 @@ from agent_wait.pydantic_ai import (
     InMemoryHistory,
     SqliteHistory,
     ahandle_message,
+    astream_message,
     handle_message,
 )
 from tests.pydantic_ai.scripted import Script
@@ -218,3 +219,28 @@ def test_sqlite_table_of_an_earlier_version_gains_the_index(
 
 def history_text(messages: Sequence[ModelMessage]) -> str:
     return ModelMessagesTypeAdapter.dump_json(list(messages)).decode("utf-8")
+
+
+async def test_the_streaming_host_decides_from_the_index_too(
+    script: Callable[..., Script], inbox: MemoryAnnounce
+) -> None:
+    history = CountingMemory()
+    refunds = Refunds(script(TWO[0]))
+    started = astream_message(refunds.agent, START, inbox, history=history)
+    assert [event async for event in started]
+    [first] = started.handled.question_ids
+    history.loads = 0
+    again = astream_message(refunds.agent, START, inbox, history=history)
+    assert [event async for event in again] == []
+    assert again.handled.outcome is Outcome.REPUBLISHED
+    assert history.loads == 0
+    yes = answer(first, {"action": "approve"})
+    resumed = astream_message(refunds.agent, yes, inbox, history=history)
+    assert [event async for event in resumed]
+    assert resumed.handled.outcome is Outcome.RESUMED
+    assert history.loads == 1  # the run itself needs the history
+    late = astream_message(refunds.agent, yes, inbox, history=history)
+    assert [event async for event in late] == []
+    assert late.handled.outcome is Outcome.DUPLICATE
+    assert history.loads == 1
+    assert refunds.runs == [{"order_id": "a", "amount": 1}]
