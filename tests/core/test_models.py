@@ -13,6 +13,7 @@ from pydantic import ValidationError
 
 from agent_wait.core import (
     Answer,
+    CallContext,
     PendingResult,
     Question,
     StartMessage,
@@ -56,7 +57,7 @@ def test_envelope_has_exactly_the_contract_fields_in_order() -> None:
     envelope = build_envelope(refund_question(), "order-4471", now=NOW)
     assert list(json.loads(envelope.to_json())) == ENVELOPE_FIELDS
     # Optional fields follow the contract's, and appear only when they have a value.
-    assert list(WaitEnvelope.model_fields) == [*ENVELOPE_FIELDS, "answer_schema"]
+    assert list(WaitEnvelope.model_fields) == [*ENVELOPE_FIELDS, "answer_schema", "context"]
 
 
 def test_an_answer_schema_appears_only_when_the_question_states_one() -> None:
@@ -71,6 +72,27 @@ def test_an_answer_schema_appears_only_when_the_question_states_one() -> None:
     plain = build_envelope(refund_question(), "order-4471", now=NOW)
     assert "answer_schema" not in plain.to_dict()
     assert WaitEnvelope.model_validate_json(plain.to_json()).answer_schema is None
+
+
+def test_a_call_context_appears_only_when_the_question_has_one() -> None:
+    context = CallContext(tool="issue_refund", tool_call_id="call_7")
+    asked = refund_question().model_copy(update={"context": context})
+    envelope = build_envelope(asked, "order-4471", now=NOW)
+    data = json.loads(envelope.to_json())
+    assert list(data) == [*ENVELOPE_FIELDS, "context"]
+    assert data["context"] == {"tool": "issue_refund", "tool_call_id": "call_7"}
+    assert WaitEnvelope.model_validate_json(envelope.to_json()) == envelope
+    # source is the @wait function's, as before: the context does not replace it.
+    assert data["source"] == {"function": "issue_refund"}
+    plain = build_envelope(refund_question(), "order-4471", now=NOW)
+    assert list(json.loads(plain.to_json())) == ENVELOPE_FIELDS
+
+
+def test_an_empty_call_context_is_refused() -> None:
+    with pytest.raises(ValidationError, match="names none of node, namespace, tool"):
+        CallContext()
+    with pytest.raises(ValidationError, match="tool_call_id"):
+        CallContext(tool_call_id="")
 
 
 def test_envelope_values_follow_the_policy() -> None:

@@ -19,6 +19,7 @@ def test_public_api() -> None:
         "AnswersResult",
         "BaseAnnounce",
         "BatchEntryFailed",
+        "CallContext",
         "Closing",
         "ConfigError",
         "Correlation",

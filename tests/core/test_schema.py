@@ -11,6 +11,7 @@ import pytest
 
 from agent_wait.core import (
     Answer,
+    CallContext,
     LifecycleEvent,
     MemoryAnnounce,
     StartMessage,
@@ -74,6 +75,22 @@ def test_an_envelope_with_an_answer_schema_validates() -> None:
     assert "answer_schema" not in json_schema("envelope")["required"]
 
 
+def test_an_envelope_with_a_call_context_validates() -> None:
+    context = CallContext(namespace="agent:1f0|tools:2a1", node="tools", tool_call_id="call_0")
+    asked = sample_questions(1)[0].model_copy(update={"context": context})
+    [envelope] = publish([asked], "order-4471", MemoryAnnounce(), strict=True).envelopes
+    data = json.loads(envelope.to_json())
+    # Only the keys the framework told appear.
+    assert data["context"] == {
+        "node": "tools",
+        "namespace": "agent:1f0|tools:2a1",
+        "tool_call_id": "call_0",
+    }
+    validator("envelope").validate(data)
+    assert "context" not in example("envelope")
+    assert "context" not in json_schema("envelope")["required"]
+
+
 @pytest.mark.parametrize(
     ("change", "path"),
     [
@@ -90,6 +107,10 @@ def test_an_envelope_with_an_answer_schema_validates() -> None:
         ({"correlation": {"provider": "batch"}}, ["correlation"]),
         ({"answer_schema": None}, ["answer_schema"]),
         ({"answer_schema": "integer"}, ["answer_schema"]),
+        ({"context": None}, ["context"]),
+        ({"context": {}}, ["context"]),
+        ({"context": {"node": ""}}, ["context", "node"]),
+        ({"context": {"node": "tools", "graph": "agent"}}, ["context"]),
         ({"unexpected": 1}, []),
     ],
 )
@@ -101,7 +122,7 @@ def test_schema_rejects_what_the_contract_forbids(change: dict[str, Any], path: 
 
 def test_schema_requires_every_envelope_field() -> None:
     assert json_schema("envelope")["required"] == [
-        f for f in WaitEnvelope.model_fields if f != "answer_schema"
+        f for f, info in WaitEnvelope.model_fields.items() if info.exclude_if is None
     ]
     envelope = example("envelope")
     for field in envelope:

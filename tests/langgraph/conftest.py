@@ -37,6 +37,12 @@ INTERRUPT_ID = re.compile(r"^[0-9a-f]{32}$")
 ULID = re.compile(r"^[0-7][0-9A-HJKMNP-TV-Z]{25}$")
 
 
+def namespace(*nodes: str) -> re.Pattern[str]:
+    """A LangGraph checkpoint namespace through ``nodes``: ``node:<task id>`` joined by ``|``."""
+    task = "[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+    return re.compile("|".join(f"{re.escape(node)}:{task}" for node in nodes).replace("|", r"\|"))
+
+
 class ScriptedChat(FakeMessagesListChatModel):
     """LangChain's list-replaying fake chat model, usable by create_agent (which binds tools).
 
@@ -89,15 +95,26 @@ def check_envelope(
     correlation: dict[str, Any] | None = None,
     tags: dict[str, str] | None = None,
     answer_schema: dict[str, Any] | None = None,
+    context: dict[str, str | re.Pattern[str]] | None = None,
 ) -> None:
     """Check every field of a published envelope against the message formats, in order.
 
-    ``answer_schema`` is optional: present (last) only when the question states one.
+    ``answer_schema`` and ``context`` are optional: present (last, in that order) only when
+    the question has them. A ``context`` value may be a pattern (a namespace holds task ids).
     """
     data = json.loads(envelope.to_json())
-    optional = [] if answer_schema is None else ["answer_schema"]
+    optional = [
+        name for name, value in (("answer_schema", answer_schema), ("context", context)) if value
+    ]
     assert list(data) == ENVELOPE_FIELDS + optional
     assert data.get("answer_schema") == answer_schema
+    if context is not None:
+        assert set(data["context"]) == set(context)
+        for key, expected in context.items():
+            found = data["context"][key]
+            assert (
+                expected.fullmatch(found) if isinstance(expected, re.Pattern) else found == expected
+            ), f"context {key}: {found!r}"
     assert data["type"] == "wait.created"
     assert ULID.match(data["event_id"]), data["event_id"]
     assert data["thread_id"] == thread_id

@@ -30,7 +30,7 @@ from agent_wait.langgraph import (
     wait,
 )
 from agent_wait.langgraph._host import _SyncHost  # pyright: ignore[reportPrivateUsage]
-from tests.langgraph.conftest import answer, check_envelope, clock
+from tests.langgraph.conftest import answer, check_envelope, clock, namespace
 
 
 class State(TypedDict, total=False):
@@ -96,6 +96,7 @@ def test_the_whole_loop_with_redeliveries_duplicates_and_late_answers(
         default={"action": "reject"},
         source={"function": "issue_refund"},
         tags={"approver_group": "finance"},
+        context={"node": "refund", "namespace": namespace("refund")},
     )
     assert (counts.node, counts.body) == (1, 0)
 
@@ -384,7 +385,9 @@ def test_an_answer_racing_another_handler_answers_nothing_else(
     first = inbox.envelopes[0]
     stale_state = graph.get_state({"configurable": {"thread_id": "t"}})
     assert handle_message(graph, answer(first, "yes"), inbox).outcome is Outcome.RESUMED
-    monkeypatch.setattr(graph, "get_state", lambda config: stale_state)  # fault injection
+    monkeypatch.setattr(
+        graph, "get_state", lambda config, **options: stale_state
+    )  # fault injection
     raced = handle_message(graph, answer(first, "yes again"), inbox)
     assert raced.outcome is Outcome.DUPLICATE
     assert log == [("first", "yes")]

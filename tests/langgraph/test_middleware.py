@@ -16,7 +16,7 @@ from langgraph.types import Command
 
 from agent_wait.core import MemoryAnnounce, Outcome
 from agent_wait.langgraph import handle_message
-from tests.langgraph.conftest import ScriptedChat, answer, calls, check_envelope, model
+from tests.langgraph.conftest import ScriptedChat, answer, calls, check_envelope, model, namespace
 
 INTERRUPT_ON: dict[str, Any] = {
     "send_email": True,
@@ -88,6 +88,10 @@ def test_batch_is_one_question_with_its_actions(inbox: MemoryAnnounce) -> None:
         },
         allowed_actions=ALL_DECISIONS,
         source=None,
+        context={
+            "node": "HumanInTheLoopMiddleware.after_model",
+            "namespace": namespace("HumanInTheLoopMiddleware.after_model"),
+        },
     )
     assert "send_email" in envelope.question["actions"][0]["description"]
 
@@ -180,6 +184,12 @@ def test_per_call_questions(inbox: MemoryAnnounce) -> None:
         allowed_actions=["approve", "reject"],
         source=None,
         answer_schema=delete.answer_schema,
+        context={
+            "node": "tools",
+            "namespace": namespace("tools"),
+            "tool": "delete_file",
+            "tool_call_id": "call_1",
+        },
     )
     # The middleware's own response schema, as LangGraph surfaces it on the interrupt.
     pending = graph.get_state({"configurable": {"thread_id": "office-1"}}).interrupts

@@ -10,7 +10,7 @@ from langgraph.graph import START, StateGraph
 
 from agent_wait.core import MemoryAnnounce, Outcome, SqliteInbox, WaitPolicy, announcer
 from agent_wait.langgraph import handle_message, wait
-from tests.langgraph.conftest import check_envelope, clock
+from tests.langgraph.conftest import check_envelope, clock, namespace
 
 
 class State(TypedDict, total=False):
@@ -50,6 +50,7 @@ def test_the_inbox_holds_the_envelope_and_its_answer_resumes(
             expires_at="2026-09-14T09:00:00Z",
             default={"action": "reject"},
             source={"function": "issue_refund"},
+            context={"node": "refund", "namespace": namespace("refund")},
         )
         assert item.envelope == inbox.envelopes[0]
         reply = {**item.envelope.reply_with.model_dump(), "answer": {"action": "approve"}}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -91,6 +92,25 @@ def test_every_deferred_call_is_published(
     }
     assert by_id["ask_user-1-3"].question == {"function": "ask_user", "args": {"prompt": "color?"}}
     assert sorted(runs) == ["add", "job nightly"]  # tools run concurrently
+
+
+def test_each_deferred_call_carries_its_tool_call_as_context(
+    script: Callable[..., Script], inbox: MemoryAnnounce
+) -> None:
+    # Two calls of the same deferred tool with the same args ask the same question: only the
+    # context (and the id) tells them apart.
+    agent = mixed_agent(
+        script(("ask_user", {"prompt": "go?"}), ("ask_user", {"prompt": "go?"})), []
+    )
+    publish_interrupts(agent.run_sync("go"), "t-1", inbox, strict=True)
+
+    first, second = inbox.envelopes
+    assert first.question == second.question
+    assert first.source is None
+    assert [json.loads(e.to_json())["context"] for e in inbox.envelopes] == [
+        {"tool": "ask_user", "tool_call_id": "ask_user-1-0"},
+        {"tool": "ask_user", "tool_call_id": "ask_user-1-1"},
+    ]
 
 
 def test_one_resume_answers_approvals_and_calls(script: Callable[..., Script]) -> None:

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 
-from agent_wait.core import Question
+from agent_wait.core import CallContext, Question
 from agent_wait.core._plugins import registry
 
 
@@ -25,7 +25,11 @@ def test_adapter_is_registered_and_resolves() -> None:
 
     requests = DeferredToolRequests(approvals=[ToolCallPart("t", {"a": 1}, tool_call_id="c1")])
     assert adapter.questions_in(requests) == [
-        Question(question_id="c1", question={"function": "t", "args": {"a": 1}})
+        Question(
+            question_id="c1",
+            question={"function": "t", "args": {"a": 1}},
+            context=CallContext(tool="t", tool_call_id="c1"),
+        )
     ]
 
 

@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from agent_wait.core._memory import LogAnnounce, LogOptions, MemoryAnnounce, MemoryOptions
     from agent_wait.core._models import (
         Answer,
+        CallContext,
         LifecycleEvent,
         PendingResult,
         Question,
@@ -213,6 +214,7 @@ _LAZY = {
     "answer_many": "._answering",
     "schema_problem": "._answer_schema",
     "LifecycleEvent": "._models",
+    "CallContext": "._models",
 }
 
 __all__ = [
@@ -229,6 +231,7 @@ __all__ = [
     "AnswersResult",
     "BaseAnnounce",
     "BatchEntryFailed",
+    "CallContext",
     "Closing",
     "ConfigError",
     "Correlation",

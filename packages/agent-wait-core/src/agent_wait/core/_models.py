@@ -188,6 +188,50 @@ def check_reply(thread_id: str, question_id: str, reply_with: ReplyWith) -> None
         )
 
 
+_Text = Annotated[str, Field(min_length=1)]
+
+
+class CallContext(BaseModel):
+    """Where in a run a question was asked: each key present only when the framework tells it.
+
+    Two nested agents asking the same bare question publish the same ``question``; this tells
+    them apart. ``source`` is unchanged by it (null for a bare interrupt).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra={"minProperties": 1})
+
+    node: _Text | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="The graph node that asked (LangGraph node name, Strands multi-agent node id).",
+    )
+    namespace: _Text | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="The asking task's path through nested graphs (LangGraph checkpoint_ns).",
+    )
+    tool: _Text | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="The name of the tool whose call asked.",
+    )
+    tool_call_id: _Text | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="The model's id of that tool call.",
+    )
+
+    @model_validator(mode="after")
+    def _says_something(self) -> CallContext:
+        if (self.node, self.namespace, self.tool, self.tool_call_id) == (None, None, None, None):
+            raise ValueError("context: names none of node, namespace, tool, tool_call_id")
+        return self
+
+
 class WaitEnvelope(BaseModel):
     """One question, as every announcer publishes it (the ``wait.created`` event).
 
@@ -227,6 +271,13 @@ class WaitEnvelope(BaseModel):
         json_schema_extra=_no_default,
         description="The JSON Schema an answer must match, when the asker stated one. Present "
         "only then: an envelope without it carries exactly the other fields.",
+    )
+    context: CallContext | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="Where in the run the question was asked (node, nested graph, tool call), "
+        "when the framework tells it. Present only then.",
     )
 
     @model_validator(mode="after")
@@ -521,6 +572,8 @@ class Question(BaseModel):
         answer_schema: The JSON Schema an answer must match, when the asker stated one
             (LangGraph's ``interrupt(value, response_schema=...)``); the envelope's
             ``answer_schema``.
+        context: Where in the run it was asked, when the framework tells it; the envelope's
+            ``context``.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -531,3 +584,4 @@ class Question(BaseModel):
     asked_at: datetime | None = None
     source: Source | None = None
     answer_schema: dict[str, Any] | None = None
+    context: CallContext | None = None

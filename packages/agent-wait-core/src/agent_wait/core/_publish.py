@@ -139,6 +139,7 @@ def build_envelope(
             "correlation": policy.correlation,
             "tags": dict(policy.tags),
             "answer_schema": question.answer_schema,
+            "context": question.context,
         },
     )
 

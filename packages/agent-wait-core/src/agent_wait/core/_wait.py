@@ -332,6 +332,7 @@ class _Wait:
                 "asked_at": None,
                 "source": Source(function=self.name),
                 "answer_schema": None,
+                "context": None,
             },
         )
         envelope = build_envelope(question, thread_id or "t" * _THREAD_ID_ROOM)

@@ -9,12 +9,12 @@ from typing import Any, cast, get_origin
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolArg
 
-from agent_wait.core import Question, WaitPolicy
+from agent_wait.core import CallContext, Question, WaitPolicy
 from agent_wait.core.adapter import WaitCall, question_from_value
 from agent_wait.langgraph._routing import apark, as_mapping, park
 from langgraph.config import get_config
 from langgraph.prebuilt import ToolRuntime
-from langgraph.types import GraphOutput, Interrupt, StateSnapshot
+from langgraph.types import GraphOutput, Interrupt, PregelTask, Send, StateSnapshot
 
 # What LangGraph injects into nodes (langgraph._internal._runnable.KWARGS_CONFIG_KEYS) and
 # LangChain into tools: `previous`, `runtime` and `callbacks` whatever their annotation;
@@ -183,7 +183,86 @@ def answer_schema_of(item: Interrupt) -> dict[str, Any] | None:
     return dict(schema) if schema else None
 
 
-def question_of(item: Interrupt) -> Question:
+# LangGraph's first path entry of a task created by a Send (langgraph._internal._constants.PUSH),
+# whose second entry indexes the Sends in the step's checkpoint (channel TASKS).
+_PUSH = "__pregel_push"
+TASKS_CHANNEL = "__pregel_tasks"
+
+
+def sends_needed(snapshot: StateSnapshot) -> list[RunnableConfig]:
+    """The checkpoints (one per graph level) whose Sends tell which tool call a task runs.
+
+    Only levels with an asking task created by a Send are listed: a ``create_agent`` tool call,
+    a ``Send`` fan-out. Read each one's ``channel_values[TASKS_CHANNEL]`` for :func:`contexts_in`.
+    """
+    configs: list[RunnableConfig] = []
+    if any(t.interrupts and _send_index(t) is not None for t in snapshot.tasks):
+        configs.append(snapshot.config)
+    for task in snapshot.tasks:
+        if isinstance(task.state, StateSnapshot):
+            configs.extend(sends_needed(task.state))
+    return configs
+
+
+def _send_index(task: PregelTask) -> int | None:
+    """Which of its step's Sends created ``task``; None for a task of an edge."""
+    # PregelTask.path's nested tuples are unparametrised: pyright reads them as unknown.
+    path: tuple[object, ...] = cast("Any", task).path
+    index = path[1] if len(path) > 1 and path[0] == _PUSH else None
+    return index if isinstance(index, int) else None
+
+
+def _tool_call(task: PregelTask, sends: Sequence[Any]) -> Mapping[str, Any] | None:
+    """The tool call a Send-created task runs, if its Send carries exactly one."""
+    index = _send_index(task)
+    if index is None or not 0 <= index < len(sends):
+        return None
+    send = sends[index]
+    arg: Any = send.arg if isinstance(send, Send) else None
+    # create_agent sends a list of one call, or a ToolCallWithContext wrapping it.
+    if isinstance(arg, list) and len(cast("list[Any]", arg)) == 1:
+        arg = cast("list[Any]", arg)[0]
+    call = as_mapping(arg)
+    if call is not None and call.get("type") != "tool_call":
+        call = as_mapping(call.get("tool_call"))
+    if call is None or call.get("type") != "tool_call":
+        return None
+    return call
+
+
+def contexts_in(
+    snapshot: StateSnapshot, sends: Mapping[str, Sequence[Any]] | None = None
+) -> dict[str, CallContext]:
+    """Where each pending interrupt was asked: by interrupt id, the innermost asking task.
+
+    ``node`` is the asking task's node, ``namespace`` its ``checkpoint_ns`` (``|``-separated
+    ``node:task_id`` entries, outermost first; what ``get_config()`` shows inside the node).
+    Nested graphs are only seen in a snapshot read with ``get_state(config, subgraphs=True)``.
+    ``sends`` (each level's Sends by its ``checkpoint_ns``, see :func:`sends_needed`) adds the
+    tool name and tool call id of a task that runs one tool call.
+    """
+    found: dict[str, CallContext] = {}
+    parent = str((snapshot.config.get("configurable") or {}).get("checkpoint_ns") or "")
+    level_sends = (sends or {}).get(parent, ())
+    for task in snapshot.tasks:
+        if not task.interrupts:
+            continue
+        namespace = f"{parent}|{task.name}:{task.id}" if parent else f"{task.name}:{task.id}"
+        call = _tool_call(task, level_sends)
+        context = CallContext(
+            node=task.name,
+            namespace=namespace,
+            tool=None if call is None else str(call.get("name")),
+            tool_call_id=None if call is None or not call.get("id") else str(call.get("id")),
+        )
+        found.update((item.id, context) for item in task.interrupts)
+        if isinstance(task.state, StateSnapshot):
+            # The nested graph's own tasks asked: theirs is the closer context.
+            found.update(contexts_in(task.state, sends))
+    return found
+
+
+def question_of(item: Interrupt, context: CallContext | None = None) -> Question:
     """The question one LangGraph ``Interrupt`` asks.
 
     A ``@wait`` payload gives its question, policy and source; a ``HumanInTheLoopMiddleware``
@@ -192,8 +271,14 @@ def question_of(item: Interrupt) -> Question:
     Agent Inbox request (a list of ``HumanInterrupt``) as is, with the response types its
     config allows. Any other value is the question itself, with no source and no allowed
     actions: the code that asked never said which answers it takes. Whatever answer schema the
-    interrupt carries (see :func:`answer_schema_of`) becomes ``answer_schema``.
+    interrupt carries (see :func:`answer_schema_of`) becomes ``answer_schema``, and ``context``
+    (see :func:`contexts_in`) the envelope's ``context``.
     """
+    asked = _question_of(item)
+    return asked if context is None else asked.model_copy(update={"context": context})
+
+
+def _question_of(item: Interrupt) -> Question:
     value = item.value
     if is_batch_request(value):
         actions = batch_actions(value)
@@ -249,17 +334,23 @@ def interrupts_in(result: Any) -> list[Interrupt]:
     return cast("list[Interrupt]", interrupts)
 
 
-def questions_in(result: Any) -> list[Question]:
+def questions_in(result: Any, contexts: Mapping[str, CallContext] | None = None) -> list[Question]:
     """The questions a LangGraph run is parked on, in order.
 
     Args:
         result: The ``invoke()`` dict (with ``"__interrupt__"``), a ``GraphOutput`` from
             ``invoke(..., version="v2")``, a ``StateSnapshot``, or a list of ``Interrupt``.
+        contexts: Where each interrupt was asked, by id (see :func:`contexts_in`). None: from
+            ``result`` itself when it is a ``StateSnapshot`` (its tasks tell the node and
+            namespace), else none.
 
     Returns:
         One :class:`~agent_wait.core.Question` per interrupt; ``question_id`` is ``Interrupt.id``.
     """
-    return [question_of(item) for item in interrupts_in(result)]
+    if contexts is None and isinstance(result, StateSnapshot):
+        contexts = contexts_in(result)
+    known = contexts or {}
+    return [question_of(item, known.get(item.id)) for item in interrupts_in(result)]
 
 
 class LangGraphAdapter:

@@ -24,6 +24,7 @@ import langgraph.types
 from agent_wait.core import (
     Announce,
     Answer,
+    CallContext,
     Handled,
     InvalidAnswer,
     Question,
@@ -45,11 +46,14 @@ from agent_wait.core.host import (
     Waiting,
 )
 from agent_wait.langgraph._adapter import (
+    TASKS_CHANNEL,
     answer_schema_of,
     batch_actions,
+    contexts_in,
     interrupts_in,
     is_batch_request,
     questions_in,
+    sends_needed,
 )
 from agent_wait.langgraph._recovery import (
     aanswers_restored_on_failure,
@@ -297,6 +301,8 @@ class _Thread:
     index: frozenset[str] | None
     """The ids in the latest checkpoint's :data:`ASKED_KEY`; None when it has none (a thread
     written before the index, or by a run outside handle_message): then the history is walked."""
+    contexts: Mapping[str, CallContext]
+    """Where each pending question was asked (node, nested graph, tool call), by its id."""
 
     def target(self, question_id: str) -> Interrupt:
         return next(i for i in self.pending if i.id == question_id)
@@ -308,14 +314,30 @@ class _Thread:
         return cast("RunnableConfig", {**self.config, "metadata": metadata})
 
 
-def _thread(thread_id: str, config: RunnableConfig, snapshot: StateSnapshot) -> _Thread:
+def _thread(
+    thread_id: str,
+    config: RunnableConfig,
+    snapshot: StateSnapshot,
+    contexts: Mapping[str, CallContext],
+) -> _Thread:
     index = (snapshot.metadata or {}).get(ASKED_KEY)
     if isinstance(index, str):
         known: frozenset[str] | None = frozenset(index.split())
     else:
         # No checkpoint yet: nothing was asked. A checkpoint without the index: unknown.
         known = frozenset() if snapshot.created_at is None else None
-    return _Thread(thread_id, config, list(snapshot.interrupts), tuple(snapshot.tasks), known)
+    return _Thread(
+        thread_id, config, list(snapshot.interrupts), tuple(snapshot.tasks), known, contexts
+    )
+
+
+def _sends_of(checkpoint: CheckpointTuple | None) -> list[Any]:
+    values = {} if checkpoint is None else checkpoint.checkpoint.get("channel_values") or {}
+    return list(values.get(TASKS_CHANNEL) or ())
+
+
+def _namespace(config: RunnableConfig) -> str:
+    return str((config.get("configurable") or {}).get("checkpoint_ns") or "")
 
 
 class _Host:
@@ -333,9 +355,11 @@ class _Host:
         self.graph = graph
         self.config = config
         self.stream_options = dict(stream_options or {})
+        # Where the last run's questions were asked: read after it parks (one host per message).
+        self._parked: Mapping[str, CallContext] = {}
 
     def waiting(self, thread: _Thread) -> Waiting:
-        return Waiting(questions_in(thread.pending))
+        return Waiting(questions_in(thread.pending, thread.contexts))
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         problem = answer_problem(thread.target(answer.question_id), answer.answer)
@@ -344,7 +368,7 @@ class _Host:
         return answer.answer
 
     def questions_in(self, result: Any) -> list[Question]:
-        return questions_in(result)
+        return questions_in(result, self._parked)
 
     def _command(self, thread: _Thread, answers: Mapping[str, Any]) -> Command[Any]:
         # Several answers (a message with more_answers) resume in one step: each pending
@@ -373,7 +397,23 @@ def _resuming() -> Generator[None]:
 class _SyncHost(_Host, StreamingHost[_Thread, Any]):
     def load(self, thread_id: str) -> _Thread:
         config = _run_config(self.config, thread_id)
-        return _thread(thread_id, config, self.graph.get_state(config))
+        snapshot, contexts = self._state(config)
+        return _thread(thread_id, config, snapshot, contexts)
+
+    def _state(self, config: RunnableConfig) -> tuple[StateSnapshot, dict[str, CallContext]]:
+        """The thread's state with its nested graphs', and where each question was asked."""
+        snapshot: StateSnapshot = self.graph.get_state(config, subgraphs=True)
+        saver = checkpointer(self.graph)
+        sends = {
+            _namespace(level): _sends_of(None if saver is None else saver.get_tuple(level))
+            for level in sends_needed(snapshot)
+        }
+        return snapshot, contexts_in(snapshot, sends)
+
+    def _ran(self, config: RunnableConfig, result: Any) -> Any:
+        if interrupts_in(result):
+            self._parked = self._state(config)[1]
+        return result
 
     def asked(self, thread: _Thread, question_id: str) -> bool:
         if thread.index is not None and question_id in thread.index:
@@ -391,20 +431,21 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
 
     def start(self, thread: _Thread, message: StartMessage) -> Any:
         config = thread.indexed(self._asked(thread, self._latest(thread)))
-        return self.graph.invoke(message.input, config)
+        return self._ran(config, self.graph.invoke(message.input, config))
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
         command = self._command(thread, answers)
         latest = self._latest(thread)
         config = _strict(thread.indexed(self._asked(thread, latest)))
         with answers_restored_on_failure(self.graph, latest, *answers), _resuming():
-            return self.graph.invoke(command, config)
+            return self._ran(config, self.graph.invoke(command, config))
 
     def stream_start(self, thread: _Thread, message: StartMessage) -> Iterator[Any]:
         config = thread.indexed(self._asked(thread, self._latest(thread)))
         yield from self.graph.stream(message.input, config, **self.stream_options)
         # What the run parked on is in the checkpoint, whatever the stream mode showed of it.
-        yield Ran(self.graph.get_state(thread.config))
+        snapshot, self._parked = self._state(thread.config)
+        yield Ran(snapshot)
 
     def stream_resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Iterator[Any]:
         command = self._command(thread, answers)
@@ -412,13 +453,29 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
         config = _strict(thread.indexed(self._asked(thread, latest)))
         with answers_restored_on_failure(self.graph, latest, *answers), _resuming():
             yield from self.graph.stream(command, config, **self.stream_options)
-        yield Ran(self.graph.get_state(thread.config))
+        snapshot, self._parked = self._state(thread.config)
+        yield Ran(snapshot)
 
 
 class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
     async def load(self, thread_id: str) -> _Thread:
         config = _run_config(self.config, thread_id)
-        return _thread(thread_id, config, await self.graph.aget_state(config))
+        snapshot, contexts = await self._state(config)
+        return _thread(thread_id, config, snapshot, contexts)
+
+    async def _state(self, config: RunnableConfig) -> tuple[StateSnapshot, dict[str, CallContext]]:
+        snapshot: StateSnapshot = await self.graph.aget_state(config, subgraphs=True)
+        saver = checkpointer(self.graph)
+        sends = {
+            _namespace(level): _sends_of(None if saver is None else await saver.aget_tuple(level))
+            for level in sends_needed(snapshot)
+        }
+        return snapshot, contexts_in(snapshot, sends)
+
+    async def _ran(self, config: RunnableConfig, result: Any) -> Any:
+        if interrupts_in(result):
+            self._parked = (await self._state(config))[1]
+        return result
 
     async def asked(self, thread: _Thread, question_id: str) -> bool:
         if thread.index is not None and question_id in thread.index:
@@ -436,7 +493,7 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
 
     async def start(self, thread: _Thread, message: StartMessage) -> Any:
         config = thread.indexed(await self._asked(thread, await self._latest(thread)))
-        return await self.graph.ainvoke(message.input, config)
+        return await self._ran(config, await self.graph.ainvoke(message.input, config))
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
         command = self._command(thread, answers)
@@ -444,13 +501,14 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
         config = _strict(thread.indexed(await self._asked(thread, latest)))
         async with aanswers_restored_on_failure(self.graph, latest, *answers):
             with _resuming():
-                return await self.graph.ainvoke(command, config)
+                return await self._ran(config, await self.graph.ainvoke(command, config))
 
     async def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
         config = thread.indexed(await self._asked(thread, await self._latest(thread)))
         async for chunk in self.graph.astream(message.input, config, **self.stream_options):
             yield chunk
-        yield Ran(await self.graph.aget_state(thread.config))
+        snapshot, self._parked = await self._state(thread.config)
+        yield Ran(snapshot)
 
     async def astream_resume(
         self, thread: _Thread, answers: Mapping[str, Any]
@@ -462,7 +520,8 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
             with _resuming():
                 async for chunk in self.graph.astream(command, config, **self.stream_options):
                     yield chunk
-        yield Ran(await self.graph.aget_state(thread.config))
+        snapshot, self._parked = await self._state(thread.config)
+        yield Ran(snapshot)
 
 
 def handle_message(

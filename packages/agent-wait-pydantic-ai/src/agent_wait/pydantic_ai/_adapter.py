@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, cast, get_origin
 
-from agent_wait.core import Question, to_jsonable
+from agent_wait.core import CallContext, Question, to_jsonable
 from agent_wait.core.adapter import PAYLOAD_KEY, WaitCall, question_from_value
 from pydantic_ai import AgentRunResult, ApprovalRequired, DeferredToolRequests, RunContext
 from pydantic_ai.messages import ToolCallPart
@@ -112,8 +112,16 @@ def question_of(
     ``requires_approval`` tool, ``CallDeferred``) is ``{"function", "args"}`` plus its
     ``metadata`` if it has one, with no source. An approval is answered approve or reject (the
     default policy); an ``external`` (``CallDeferred``) call is answered with its result, so it
-    states no allowed actions.
+    states no allowed actions. Each carries its tool call as ``context``: the tool's name and
+    the model's tool call id.
     """
+    context = CallContext(tool=call.tool_name, tool_call_id=call.tool_call_id)
+    return _question_of(call, metadata, external=external).model_copy(update={"context": context})
+
+
+def _question_of(
+    call: ToolCallPart, metadata: dict[str, Any] | None, *, external: bool
+) -> Question:
     if is_ours(metadata):
         return question_from_value(call.tool_call_id, metadata)
     question: dict[str, Any] = {
