@@ -16,6 +16,7 @@ from strands.session import FileSessionManager
 from agent_wait.core import (
     AnnounceFailed,
     BaseAnnounce,
+    CallContext,
     Handled,
     MemoryAnnounce,
     Outcome,
@@ -87,6 +88,7 @@ def test_the_whole_loop_with_redelivery_duplicates_and_late_answers(
         "function": "issue_refund",
         "args": {"order_id": "order-4471", "amount": 41000},
     }
+    assert envelope.context == CallContext(tool="issue_refund", tool_call_id="call_1_0")
     assert tools.runs == []
     assert threads.invocations == ["order-4471"]
 
@@ -94,6 +96,8 @@ def test_the_whole_loop_with_redelivery_duplicates_and_late_answers(
     for _ in range(2):
         again = handle_message(threads, start(), inbox)
         assert again.outcome is Outcome.REPUBLISHED
+        # Read back from the stored session: the same tool call.
+        assert only_envelope(again).context == envelope.context
         assert not again.ran
         assert again.result is None
         assert again.question_ids == [envelope.question_id]

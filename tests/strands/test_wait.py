@@ -86,7 +86,9 @@ def test_park_envelope_matches_the_contract_then_approve_runs_once(
     [interrupt] = result.interrupts or []
 
     data = json.loads(envelope.to_json())
-    assert list(data) == ENVELOPE_FIELDS
+    # The optional context follows the contract's fields: the tool call that asked.
+    assert list(data) == [*ENVELOPE_FIELDS, "context"]
+    assert data["context"] == {"tool": "issue_refund", "tool_call_id": "call_1_0"}
     assert data["type"] == "wait.created"
     assert re.fullmatch(r"[0-7][0-9A-HJKMNP-TV-Z]{25}", data["event_id"])
     assert data["thread_id"] == "order-4471"
@@ -290,6 +292,38 @@ def test_bare_interrupt_is_published_without_invented_actions(
 
     agent_for("t-bare")(interrupt_responses({"question_id": envelope.question_id, "answer": "yes"}))
     assert answers == ["yes"]
+
+
+def test_two_calls_of_one_tool_asking_the_same_question_are_told_apart(
+    factory: Factory, inbox: MemoryAnnounce
+) -> None:
+    answers: list[Any] = []
+
+    @tool(context=True)
+    def proceed(step: str, tool_context: ToolContext) -> str:
+        """Ask whether to go on (unaware of agent-wait)."""
+        answers.append((step, tool_context.interrupt("continue?")))
+        return "ok"
+
+    model = ScriptedModel([Call("proceed", {"step": "a"}), Call("proceed", {"step": "b"})])
+    agent_for = factory(model, [proceed])
+    report = publish_interrupts(agent_for("t-same")("go"), "t-same", inbox, strict=True)
+
+    first, second = report.envelopes
+    assert first.question == second.question == {"name": "continue?", "reason": None}
+    assert first.source is None
+    assert [json.loads(e.to_json())["context"] for e in report.envelopes] == [
+        {"tool": "proceed", "tool_call_id": "call_1_0"},
+        {"tool": "proceed", "tool_call_id": "call_1_1"},
+    ]
+    agent_for("t-same")(
+        interrupt_responses(
+            {"question_id": first.question_id, "answer": "first"},
+            {"question_id": second.question_id, "answer": "second"},
+        )
+    )
+    # Each answer reached the call its envelope's context named.
+    assert sorted(answers) == [("a", "first"), ("b", "second")]
 
 
 def test_hook_interrupt_is_published_as_a_bare_question(

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, cast
 
-from agent_wait.core import Question, to_jsonable
+from agent_wait.core import CallContext, Question, to_jsonable
 from agent_wait.core.adapter import WaitCall, question_from_value
 from strands.agent.agent_result import AgentResult
 from strands.interrupt import Interrupt
 from strands.multiagent.base import MultiAgentResult, Status
+from strands.types.content import Message
 from strands.types.tools import ToolContext
 
 INTERRUPT_PREFIX = "agent_wait:"
@@ -60,7 +61,22 @@ def _tool_context(call: WaitCall) -> ToolContext[Any]:
     )
 
 
-def question_of(interrupt: Interrupt) -> Question:
+def context_of(interrupt: Interrupt, messages: Sequence[Message]) -> CallContext | None:
+    """The tool call an interrupt was raised for, from the messages that made the call.
+
+    Tool and hook interrupt ids embed the call's id (``v1:tool_call:<toolUseId>:<uuid>``,
+    ``v1:before_tool_call:...``); the assistant message holding that ``toolUse`` names the
+    tool. None for an interrupt of no tool call (``BeforeToolsEvent``).
+    """
+    for message in reversed(messages):  # the parked call is in one of the last messages
+        for block in message["content"]:
+            tool_use = block.get("toolUse")
+            if tool_use is not None and f":{tool_use['toolUseId']}:" in interrupt.id:
+                return CallContext(tool=tool_use["name"], tool_call_id=tool_use["toolUseId"])
+    return None
+
+
+def question_of(interrupt: Interrupt, messages: Sequence[Message] = ()) -> Question:
     """The question one Strands interrupt asks.
 
     A ``@wait`` interrupt (named ``agent_wait:<function>``) carries the parked payload as its
@@ -68,17 +84,26 @@ def question_of(interrupt: Interrupt) -> Question:
     ``tool_context.interrupt(name, reason=...)`` or a hook's ``event.interrupt``) asks
     ``{"name": name, "reason": reason}`` with no allowed actions (the code that asked never said
     which responses it takes): the name is kept because it is what tells one interrupt of a
-    tool from another, and ``reason`` is optional in Strands.
+    tool from another, and ``reason`` is optional in Strands. The tool call found in
+    ``messages`` (see :func:`context_of`) becomes ``context``.
     """
+    asked = _question_of(interrupt)
+    context = context_of(interrupt, messages)
+    return asked if context is None else asked.model_copy(update={"context": context})
+
+
+def _question_of(interrupt: Interrupt) -> Question:
     if interrupt.name.startswith(INTERRUPT_PREFIX):
         return question_from_value(interrupt.id, interrupt.reason)
     reason = to_jsonable(interrupt.reason, f"interrupt {interrupt.name!r} reason")
     return question_from_value(interrupt.id, {"name": interrupt.name, "reason": reason})
 
 
-def questions_of(interrupts: Iterable[Interrupt]) -> list[Question]:
-    """The questions of several interrupts, in order."""
-    return [question_of(interrupt) for interrupt in interrupts]
+def questions_of(
+    interrupts: Iterable[Interrupt], messages: Sequence[Message] = ()
+) -> list[Question]:
+    """The questions of several interrupts, in order (``messages``: the agent's, for context)."""
+    return [question_of(interrupt, messages) for interrupt in interrupts]
 
 
 def questions_in(result: AgentResult | MultiAgentResult) -> list[Question]:
@@ -109,7 +134,8 @@ def questions_in(result: AgentResult | MultiAgentResult) -> list[Question]:
         )
     if result.stop_reason != "interrupt":
         return []
-    return questions_of(result.interrupts or ())
+    # A run that parks ends with the assistant message whose tool calls asked.
+    return questions_of(result.interrupts or (), [result.message])
 
 
 class StrandsAdapter:

@@ -287,7 +287,7 @@ class _Host:
         self.agent_id = agent_id
 
     def waiting(self, thread: _Thread) -> Waiting:
-        return Waiting(questions_of(thread.parked.pending))
+        return Waiting(questions_of(thread.parked.pending, thread.agent.messages))
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         if answer.answer is None:
