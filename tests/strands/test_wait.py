@@ -12,7 +12,7 @@ import pytest
 from strands import Agent, ToolContext, tool
 from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 
-from agent_wait.core import MemoryAnnounce, WaitPolicy, derive_question_id
+from agent_wait.core import CallContext, MemoryAnnounce, WaitPolicy, derive_question_id
 from agent_wait.strands import (
     apublish_interrupts,
     interrupt_responses,
@@ -351,6 +351,8 @@ def test_hook_interrupt_is_published_as_a_bare_question(
     assert envelope.question == {"name": "guard", "reason": {"table": "orders"}}
     assert envelope.source is None
     assert envelope.allowed_actions == []  # the hook takes "ok"; nothing says so, none invented
+    # The hook's interrupt is for one tool call: that call is the context.
+    assert envelope.context == CallContext(tool="drop_table", tool_call_id="call_1_0")
     agent(interrupt_responses({"question_id": envelope.question_id, "answer": "ok"}))
     assert runs == ["orders"]
 
