@@ -15,7 +15,7 @@ from strands.multiagent.base import MultiAgentResult, Status
 from strands.multiagent.graph import Graph
 from strands.session import FileSessionManager
 
-from agent_wait.core import Handled, MemoryAnnounce, Outcome, WaitEnvelope
+from agent_wait.core import CallContext, Handled, MemoryAnnounce, Outcome, WaitEnvelope
 from agent_wait.strands import ahandle_message, handle_message, questions_in, wait
 from tests.strands.fake_model import Call, ScriptedModel
 
@@ -136,12 +136,20 @@ def test_swarm_node_tool_parks_and_the_answer_resumes_that_node(
     assert envelope.question == {"function": "issue_refund", "args": {"order_id": "order-4471"}}
     assert envelope.source is not None
     assert envelope.source.function == "issue_refund"
+    # The node that asked, and its tool call.
+    assert envelope.context == CallContext(
+        node="refunds", tool="issue_refund", tool_call_id=envelope.context.tool_call_id
+    )
+    assert envelope.context.tool_call_id
+    assert f":{envelope.context.tool_call_id}:" in envelope.question_id
     assert refunds.runs == []
     triage_calls = threads.triage_model.calls
 
     again = handle_message(threads, {"thread_id": "t-1", "input": "refund order-4471"}, inbox)
     assert again.outcome is Outcome.REPUBLISHED
     assert again.question_ids == [envelope.question_id]
+    # Republished from the restored Swarm's node agents: the same context.
+    assert [e.context for e in again.report.envelopes] == [envelope.context]
     assert threads.triage_model.calls == triage_calls
 
     resumed = handle_message(threads, reply(envelope, {"action": "approve"}), inbox)
@@ -175,6 +183,10 @@ def test_graph_parallel_nodes_and_a_hook_each_resume_the_node_that_asked(
     questions = by_order(started)
     assert sorted(questions) == ["a-1", "b-2"]
     assert questions["a-1"].question_id != questions["b-2"].question_id
+    assert {o: e.context.node for o, e in questions.items() if e.context} == {
+        "a-1": "refund_a",
+        "b-2": "refund_b",
+    }
 
     # Answer b's node only: a's question is still pending and goes out again under its id.
     partial = handle_message(threads, reply(questions["b-2"], {"action": "approve"}), inbox)
@@ -193,6 +205,8 @@ def test_graph_parallel_nodes_and_a_hook_each_resume_the_node_that_asked(
     assert refunds.runs == ["b-2"]
     [notice] = rejected.report.envelopes
     assert notice.question == {"name": "publish-notice", "reason": {"node": "notify"}}
+    # The hook interrupt's id names its node: that is the whole context.
+    assert notice.context == CallContext(node="notify")
     assert notice.source is None
     assert threads.seen == []
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterable, Sequence
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from agent_wait.core import CallContext, Question, to_jsonable
@@ -76,6 +77,27 @@ def context_of(interrupt: Interrupt, messages: Sequence[Message]) -> CallContext
     return None
 
 
+_NODE_HOOK_PREFIX = "v1:before_node_call:"
+
+
+def node_context(
+    interrupt: Interrupt, nodes: Mapping[str, Sequence[Message]]
+) -> CallContext | None:
+    """Which node of a ``Swarm`` or ``Graph`` asked, from each node agent's messages.
+
+    A node's tool interrupt is found by its tool call (see :func:`context_of`); a
+    ``BeforeNodeCallEvent`` hook's id embeds ``uuid5(node id)``.
+    """
+    for node_id, messages in nodes.items():
+        context = context_of(interrupt, messages)
+        if context is not None:
+            return context.model_copy(update={"node": node_id})
+        hook = f"{_NODE_HOOK_PREFIX}{uuid.uuid5(uuid.NAMESPACE_OID, node_id)}:"
+        if interrupt.id.startswith(hook):
+            return CallContext(node=node_id)
+    return None
+
+
 def question_of(interrupt: Interrupt, messages: Sequence[Message] = ()) -> Question:
     """The question one Strands interrupt asks.
 
@@ -106,6 +128,20 @@ def questions_of(
     return [question_of(interrupt, messages) for interrupt in interrupts]
 
 
+def node_questions(
+    interrupts: Iterable[Interrupt], nodes: Mapping[str, Sequence[Message]]
+) -> list[Question]:
+    """The questions of a multi-agent run's interrupts, each with the node that asked."""
+    questions: list[Question] = []
+    for interrupt in interrupts:
+        asked = _question_of(interrupt)
+        context = node_context(interrupt, nodes)
+        questions.append(
+            asked if context is None else asked.model_copy(update={"context": context})
+        )
+    return questions
+
+
 def questions_in(result: AgentResult | MultiAgentResult) -> list[Question]:
     """The questions a Strands run is parked on, in the order Strands reports them.
 
@@ -126,7 +162,13 @@ def questions_in(result: AgentResult | MultiAgentResult) -> list[Question]:
     if isinstance(result, MultiAgentResult):
         if result.status is not Status.INTERRUPTED:
             return []
-        return questions_of(result.interrupts)
+        # Each node that ran ended with its agent's last message: the tool calls that asked.
+        nodes = {
+            node_id: [node.result.message]
+            for node_id, node in result.results.items()
+            if isinstance(node.result, AgentResult)
+        }
+        return node_questions(result.interrupts, nodes)
     if not isinstance(result, AgentResult):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(
             "result: expected the strands AgentResult an agent call returned or the "

@@ -38,7 +38,7 @@ from agent_wait.core.host import (
     Ran,
     Waiting,
 )
-from agent_wait.strands._adapter import questions_in, questions_of
+from agent_wait.strands._adapter import node_questions, questions_in, questions_of
 from agent_wait.strands._recovery import interrupt_state, responses_cleared_on_failure
 from strands import Agent
 from strands.agent.agent_result import AgentResult
@@ -285,9 +285,17 @@ class _Host:
         self.prompt = prompt
         self.session_repository = session_repository
         self.agent_id = agent_id
+        # The thread's agent or Swarm/Graph, once loaded (one host per message).
+        self.runner: Runner | None = None
 
     def waiting(self, thread: _Thread) -> Waiting:
-        return Waiting(questions_of(thread.parked.pending, thread.agent.messages))
+        runner = thread.agent
+        if isinstance(runner, MultiAgentBase):
+            return Waiting(node_questions(thread.parked.pending, _node_messages(runner)))
+        # Read from the session record, the agent is not built: no messages to find the calls
+        # in, so a republished question carries no tool call context.
+        messages = runner.messages if runner is not None else ()
+        return Waiting(questions_of(thread.parked.pending, messages))
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         if answer.answer is None:
@@ -298,7 +306,34 @@ class _Host:
         return answer.answer
 
     def questions_in(self, result: RunResult) -> list[Question]:
+        runner = self.runner
+        if isinstance(result, MultiAgentResult) and isinstance(runner, MultiAgentBase):
+            # The result holds no parked node's messages; the run's node agents do.
+            asked = questions_in(result)
+            return node_questions(result.interrupts, _node_messages(runner)) if asked else []
         return questions_in(result)
+
+    def built(self, agent: Runner) -> Runner:
+        self.runner = agent
+        return agent
+
+
+def _node_messages(runner: MultiAgentBase) -> dict[str, Any]:
+    """Each node agent's messages, by node id (a nested Swarm or Graph has none).
+
+    A Swarm restored from its session keeps a parked node's messages in its interrupt state's
+    context until the node runs again; its agents are still empty then.
+    """
+    nodes: Mapping[str, Any] = getattr(runner, "nodes", {})
+    saved: Mapping[str, Any] = interrupt_state(runner).context or {}
+    found: dict[str, Any] = {}
+    for node_id, node in nodes.items():
+        messages = getattr(getattr(node, "executor", None), "messages", ())
+        kept: object = saved.get(node_id)
+        if not messages and isinstance(kept, Mapping):
+            messages = cast("Mapping[str, Any]", kept).get("messages", ())
+        found[node_id] = messages
+    return found
 
 
 def _responses(answers: Mapping[str, Any]) -> Any:
@@ -315,7 +350,7 @@ class _SyncHost(_Host, Host[_Thread, RunResult]):
         return _Thread(thread_id, _parked(agent), agent)
 
     def _agent(self, thread_id: str) -> Runner:
-        return _checked_agent(self.agent_factory(thread_id), thread_id)
+        return self.built(_checked_agent(self.agent_factory(thread_id), thread_id))
 
     def _runner(self, thread: _Thread) -> Runner:
         return _indexing(thread.agent or self._agent(thread.thread_id))
@@ -342,7 +377,9 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, RunResult]):
 
     async def _agent(self, thread_id: str) -> Runner:
         built = self.agent_factory(thread_id)
-        return _checked_agent(await built if inspect.isawaitable(built) else built, thread_id)
+        return self.built(
+            _checked_agent(await built if inspect.isawaitable(built) else built, thread_id)
+        )
 
     async def _runner(self, thread: _Thread) -> Runner:
         return _indexing(thread.agent or await self._agent(thread.thread_id))
