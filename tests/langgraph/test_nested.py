@@ -16,7 +16,13 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import interrupt
 
 from agent_wait.core import MemoryAnnounce, Outcome
-from agent_wait.langgraph import ahandle_message, handle_message, publish_interrupts, questions_in
+from agent_wait.langgraph import (
+    ahandle_message,
+    handle_message,
+    publish_interrupts,
+    questions_in,
+    stream_message,
+)
 from tests.langgraph.conftest import (
     ENVELOPE_FIELDS,
     answer,
@@ -139,6 +145,24 @@ def test_the_async_host_publishes_the_context_too(inbox: MemoryAnnounce) -> None
     assert handled.outcome is Outcome.STARTED
     assert {e.context.node for e in inbox.envelopes} == {"confirm"}
     assert set(by_node(inbox.envelopes)) == {"billing", "shipping"}
+
+
+def test_the_streaming_host_publishes_the_context_too(inbox: MemoryAnnounce) -> None:
+    graph = mounted_subgraphs()
+    started = stream_message(graph, START_MESSAGE, inbox, stream_mode="updates", subgraphs=True)
+    list(started)
+    assert started.handled.outcome is Outcome.STARTED
+    found = by_node(inbox.envelopes)
+    assert set(found) == {"billing", "shipping"}
+    for parent, envelope in found.items():
+        assert envelope.context is not None
+        assert envelope.context.node == "confirm"
+        assert namespace(parent, "confirm").fullmatch(envelope.context.namespace or "")
+    resumed = stream_message(graph, answer(found["billing"], "bill it"), inbox)
+    list(resumed)
+    # Still parked on the other subgraph's question: published again with its context.
+    [again] = resumed.handled.report.envelopes
+    assert again.context == found["shipping"].context
 
 
 def test_questions_in_reads_the_context_from_a_state_read_with_its_subgraphs() -> None:
