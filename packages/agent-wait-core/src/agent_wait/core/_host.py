@@ -548,6 +548,28 @@ def _parse(message: Message) -> Answer | StartMessage:
     return message if isinstance(message, Answer | StartMessage) else parse_message(message)
 
 
+def _prepared(
+    host: object,
+    message: Message,
+    publisher: Callable[..., Any],
+    announce: Announce,
+    *,
+    strict: bool,
+    reply_to: Mapping[str, Any] | None,
+    clock: Clock | None,
+    trust: AnswerTrust | None,
+) -> tuple[_IO, Answer | StartMessage, AnswerTrust]:
+    """What every runner starts from: its IO (publishing as configured), the message, the trust."""
+    trust = configured_trust() if trust is None else trust
+    io = _IO(
+        host,
+        partial(
+            publisher, announce=announce, reply_to=reply_to, clock=clock, strict=strict, trust=trust
+        ),
+    )
+    return io, _parse(message), trust
+
+
 def handle_message(
     host: Host[Any, Any],
     message: Message,
@@ -579,14 +601,9 @@ def handle_message(
         pydantic.ValidationError: The message is neither an answer nor a start message.
         AnnounceFailed: ``strict`` and a delivery failed.
     """
-    trust = configured_trust() if trust is None else trust
-    io = _IO(
-        host,
-        partial(
-            publish, announce=announce, reply_to=reply_to, clock=clock, strict=strict, trust=trust
-        ),
+    io, parsed, trust = _prepared(
+        host, message, publish, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
-    parsed = _parse(message)
     driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
     while not isinstance(step := driver.next(), Handled):
         try:
@@ -608,14 +625,16 @@ async def ahandle_message(
     trust: AnswerTrust | None = None,
 ) -> Handled:
     """Async :func:`handle_message`: awaits the host's IO, announcers delivered concurrently."""
-    trust = configured_trust() if trust is None else trust
-    io = _IO(
+    io, parsed, trust = _prepared(
         host,
-        partial(
-            apublish, announce=announce, reply_to=reply_to, clock=clock, strict=strict, trust=trust
-        ),
+        message,
+        apublish,
+        announce,
+        strict=strict,
+        reply_to=reply_to,
+        clock=clock,
+        trust=trust,
     )
-    parsed = _parse(message)
     driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
     while not isinstance(step := driver.next(), Handled):
         try:
@@ -736,14 +755,9 @@ def stream_message(
     Returns:
         A :class:`Streamed`: iterate it for the events; ``handled`` is the outcome.
     """
-    trust = configured_trust() if trust is None else trust
-    io = _IO(
-        host,
-        partial(
-            publish, announce=announce, reply_to=reply_to, clock=clock, strict=strict, trust=trust
-        ),
+    io, parsed, trust = _prepared(
+        host, message, publish, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
-    parsed = _parse(message)
 
     def events() -> Generator[Any, None, Handled]:
         driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
@@ -777,14 +791,16 @@ def astream_message(
     trust: AnswerTrust | None = None,
 ) -> AsyncStreamed:
     """Async :func:`stream_message`: iterate the result with ``async for``."""
-    trust = configured_trust() if trust is None else trust
-    io = _IO(
+    io, parsed, trust = _prepared(
         host,
-        partial(
-            apublish, announce=announce, reply_to=reply_to, clock=clock, strict=strict, trust=trust
-        ),
+        message,
+        apublish,
+        announce,
+        strict=strict,
+        reply_to=reply_to,
+        clock=clock,
+        trust=trust,
     )
-    parsed = _parse(message)
 
     async def events(out: list[Handled]) -> AsyncIterator[Any]:
         driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
