@@ -263,6 +263,37 @@ def test_strict_actions_refuse_an_answer_outside_allowed_actions(answer: Any, pr
     assert host.handle(consumer_reply(host.last(), {"action": "reject"})).ran
 
 
+class SchemaProposals(Proposals):
+    """Questions that declare an answer schema (as a plugin host's foreign questions may)."""
+
+    def _q(self, question_id: str) -> Question:
+        schema = {
+            "type": "object",
+            "properties": {
+                "action": {"enum": ["approve", "reject"]},
+                "amount": {"type": "integer"},
+            },
+            "required": ["action"],
+        }
+        return super()._q(question_id).model_copy(update={"answer_schema": schema})
+
+
+def test_strict_checking_refuses_an_answer_outside_the_declared_answer_schema() -> None:
+    host = Host(AnswerTrust(strict_actions=True))
+    host.ledger = SchemaProposals()
+    assert host.handle({"thread_id": "t", "input": "go"}).outcome is Outcome.STARTED
+    wrong = consumer_reply(host.last(), {"action": "approve", "amount": "a lot"})
+    handled = host.handle(wrong)
+    assert handled.outcome is Outcome.INVALID_ANSWER
+    assert "answer.amount: 'a lot' is not of type 'integer'" in (handled.detail or "")
+    assert host.ledger.runs == ["start t"]
+    # The question stays answerable, and without strict checking the schema is the asker's advice.
+    assert host.handle(consumer_reply(host.last(), {"action": "approve", "amount": 5})).ran
+    assert host.handle(
+        consumer_reply(host.last(), {"action": "approve", "amount": "x"}), AnswerTrust()
+    ).ran
+
+
 def test_strict_actions_are_off_by_default() -> None:
     host = parked(AnswerTrust())
     assert host.handle(consumer_reply(host.last(), {"action": "maybe"})).ran

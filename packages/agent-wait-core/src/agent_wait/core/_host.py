@@ -431,7 +431,7 @@ def _vet(
             return Handled(Outcome.EXPIRED, detail=detail)
         answer = answer.model_copy(update={"answer": question.policy.default})
         late_detail = f"{where}: the answer came too late ({late}); resumed with its default"
-    elif trust.strict_actions and (problem := trust.action_problem(answer.answer, question)):
+    elif trust.strict_actions and (problem := trust.strict_problem(answer.answer, question)):
         return _refused(where, InvalidAnswer(problem))
     try:
         # Every framework saves the answer with the run: one its store cannot keep unchanged

@@ -11,7 +11,8 @@ Everything here is opt-in and runs in the host state machine before any ``@wait`
   changed since (the call was proposed again with other arguments) is ``stale_approval``.
 - **Expiry.** Answers after the question's ``expires_at`` or their own ``valid_until`` are
   accepted (the default), refused (``expired``), or replaced by the question's ``default``.
-- **Strict actions.** An answer whose action is not in ``allowed_actions`` is ``invalid_answer``.
+- **Strict actions.** An answer whose action is not in ``allowed_actions``, or that does not
+  match the question's ``answer_schema`` where it declares one, is ``invalid_answer``.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast, get_args
 
+from agent_wait.core._answer_schema import schema_problem
 from agent_wait.core._canonical import canonical_json
 from agent_wait.core._models import Answer, Question, format_utc
 
@@ -33,7 +35,7 @@ SECRETS_ENV = "AGENT_WAIT_ANSWER_SECRETS"
 EXPIRED_ENV = "AGENT_WAIT_ANSWER_EXPIRED"
 """``accept``, ``refuse`` or ``default``: what the host does with a late answer."""
 STRICT_ACTIONS_ENV = "AGENT_WAIT_ANSWER_STRICT_ACTIONS"
-"""``1``/``true``: refuse an answer whose action is not in ``allowed_actions``."""
+"""``1``/``true``: refuse an answer outside ``allowed_actions`` (or a declared ``answer_schema``)."""
 
 TOKEN_KEY = "token"
 """The ``reply_with`` key (and so the answer key) that carries the token."""
@@ -82,7 +84,8 @@ class AnswerTrust:
             ``"accept"`` it (the default), ``"refuse"`` it (outcome ``expired``, the question
             stays answerable) or answer with the question's ``default`` instead.
         strict_actions: Refuse (``invalid_answer``) an answer whose action is not one of the
-            question's ``allowed_actions``.
+            question's ``allowed_actions``, or that does not match the question's
+            ``answer_schema`` where it declares one.
     """
 
     secrets: tuple[str, ...] = field(default=(), repr=False)
@@ -219,6 +222,13 @@ class AnswerTrust:
         if isinstance(expires_at, str) and expires_at <= stamp:
             return f"the question expired at {expires_at}"
         return None
+
+    def strict_problem(self, answer: Any, question: Question) -> str | None:
+        """Why strict checking refuses ``answer``: no allowed action, or not its declared schema."""
+        problem = self.action_problem(answer, question)
+        if problem is None and question.answer_schema is not None:
+            problem = schema_problem(question.answer_schema, answer)
+        return problem
 
     def action_problem(self, answer: Any, question: Question) -> str | None:
         """Why ``answer`` names no action in the question's ``allowed_actions``, or None."""
