@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypedDict
 
+import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import START, StateGraph
@@ -28,6 +29,7 @@ from agent_wait.core import (
 )
 from agent_wait.core._sqlite import default_inbox_path
 from agent_wait.langgraph import aserve, serve, wait
+from tests.trust_serving import check_serve_runs_only_signed_replies
 
 APP = Path(__file__).with_name("serve_app.py")
 START_MESSAGE = {"thread_id": "order-4471", "input": {"order_id": "order-4471", "amount": 41000}}
@@ -272,3 +274,35 @@ def test_a_failed_publish_is_redelivered_until_the_question_is_out(tmp_path: Pat
     assert (report.acknowledged, report.dead_lettered) == (2, 0)
     assert entry.dead_letters() == []
     connection.close()
+
+
+def test_serve_with_answer_secrets_runs_only_the_replies_it_signed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The environment configures every host and serve() in the process; the first secret signs.
+    monkeypatch.setenv("AGENT_WAIT_ANSWER_SECRETS", f"{'n' * 40},{'o' * 40}")
+    runs: list[str] = []
+
+    @wait(WaitPolicy(timeout="PT1H"))
+    def issue_refund(order_id: str, amount: int) -> str:
+        runs.append(order_id)
+        return f"refunded {amount}"
+
+    builder = StateGraph(State)
+    builder.add_node("refund", lambda s: {"result": issue_refund(s["order_id"], s["amount"])})
+    builder.add_edge(START, "refund")
+    connection = sqlite3.connect(tmp_path / "checkpoints.sqlite3", check_same_thread=False)
+    graph = builder.compile(checkpointer=SqliteSaver(connection))
+    try:
+        check_serve_runs_only_signed_replies(
+            lambda entry, announce, stop: serve(
+                graph, entry, announce, concurrency=1, wait=0.05, stop=stop
+            ),
+            tmp_path / "inbox.sqlite3",
+            START_MESSAGE,
+            lambda: len(runs),
+            caplog,
+        )
+    finally:
+        connection.close()
+    assert runs == ["order-4471"]

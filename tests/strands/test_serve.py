@@ -8,6 +8,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent_wait.core import (
     ServeReport,
     SqliteAnnounce,
@@ -19,6 +21,7 @@ from agent_wait.strands import serve
 from tests.strands.conftest import Threads
 from tests.strands.fake_model import ScriptedModel
 from tests.strands.test_host import REFUND, Tools
+from tests.trust_serving import check_serve_runs_only_signed_replies
 
 
 def until(condition: Callable[[], Any], what: str) -> None:
@@ -65,3 +68,25 @@ def test_serve_parks_and_resumes_threads(
     assert reports[0].acknowledged == 6
     assert (reports[0].retried, reports[0].dead_lettered) == (0, 0)
     assert tools.runs == ["refund order-4471 41000"] * 3
+
+
+def test_serve_with_answer_secrets_runs_only_the_replies_it_signed(
+    tmp_path: Path,
+    factory: Callable[[ScriptedModel, Sequence[Any]], Threads],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The environment configures every host and serve() in the process; the first secret signs.
+    monkeypatch.setenv("AGENT_WAIT_ANSWER_SECRETS", f"{'n' * 40},{'o' * 40}")
+    tools = Tools()
+    threads = factory(ScriptedModel([REFUND]), tools.all)
+    check_serve_runs_only_signed_replies(
+        lambda entry, announce, stop: serve(
+            threads, entry, announce, concurrency=1, wait=0.05, stop=stop
+        ),
+        tmp_path / "inbox.sqlite3",
+        {"thread_id": "order-4471", "input": "refund order-4471"},
+        lambda: len(tools.runs),
+        caplog,
+    )
+    assert tools.runs == ["refund order-4471 41000"]

@@ -41,7 +41,8 @@ def serve(
         concurrency: How many threads are handled at once.
         wait: Seconds each receive waits (the longest a stop waits for it).
         stop: Set it to stop the worker from another thread.
-        host_options: ``reply_to``, ``clock`` and run options for :func:`handle_message`.
+        host_options: ``reply_to``, ``clock``, ``trust`` and run options for
+            :func:`handle_message`.
     """
     return serve_host(
         handle_message,

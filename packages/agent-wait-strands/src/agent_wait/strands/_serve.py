@@ -38,7 +38,7 @@ def serve(
         concurrency: How many threads are handled at once.
         wait: Seconds each receive waits (the longest a stop waits for it).
         stop: Set it to stop the worker from another thread.
-        host_options: ``reply_to``, ``clock``, ``prompt``, ``session_repository``,
+        host_options: ``reply_to``, ``clock``, ``trust``, ``prompt``, ``session_repository``,
             ``agent_id``: passed to :func:`handle_message`.
     """
     return serve_host(
