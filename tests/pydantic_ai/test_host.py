@@ -243,6 +243,32 @@ def test_partial_answers_are_held_until_every_pending_call_is_answered(
     assert seen["issue_refund-1-1"]["content"] == "refunded 2 on b"
 
 
+def test_held_float_answers_reach_the_decision_parameter_verbatim(
+    script: Callable[..., Script], inbox: MemoryAnnounce, history: HistoryStore
+) -> None:
+    received: list[tuple[str, Any]] = []
+    agent = Agent(
+        script(("notify", {"order_id": "a"}), ("notify", {"order_id": "b"})).model,
+        output_type=[str, DeferredToolRequests],
+    )
+
+    @agent.tool
+    @wait
+    def notify(ctx: RunContext[Any], order_id: str, decision: Any = None) -> str:
+        received.append((order_id, decision))
+        return "notified"
+
+    first, second = handle_message(agent, START, inbox, history=history).question_ids
+    value = {"amount": 1.0, "zero": -0.0, "big": 1e16, "list": [1.0, 2.0]}
+    # The first answer is held in the stored history until the second arrives.
+    assert handle_message(agent, answer(second, value), inbox, history=history).outcome is (
+        Outcome.HELD
+    )
+    assert handle_message(agent, answer(first, value), inbox, history=history).ran
+    # repr tells 1.0 from 1 and -0.0 from 0.0, which == does not. The two calls run in any order.
+    assert sorted((o, repr(d)) for o, d in received) == [("a", repr(value)), ("b", repr(value))]
+
+
 def test_pydantic_ai_runs_a_duplicate_resume_twice_unless_the_history_was_stored_first(
     script: Callable[..., Script], inbox: MemoryAnnounce
 ) -> None:

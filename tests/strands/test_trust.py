@@ -6,11 +6,13 @@ The consumer is the one the message formats describe: copy ``reply_with``, set `
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 from agent_wait.core import MemoryAnnounce, Outcome
 from agent_wait.core.host import AnswerTrust
 from agent_wait.strands import handle_message
-from tests.strands.fake_model import ScriptedModel
+from tests.strands.conftest import Threads
+from tests.strands.fake_model import Call, ScriptedModel
 from tests.strands.test_host import NOW, REFUND, Factory, Tools, only_envelope, reply, start
 
 NEW, OLD = "n" * 40, "o" * 40
@@ -58,3 +60,26 @@ def test_expiry_policies_and_strict_actions(factory: Factory, inbox: MemoryAnnou
     in_time = handle_message(threads, approve, inbox, trust=refuse, clock=lambda: NOW)
     assert in_time.outcome is Outcome.RESUMED
     assert tools.runs == ["refund order-4471 41000"]
+
+
+def test_a_call_proposed_again_with_other_arguments_refuses_the_old_approval(
+    tmp_path: Path, inbox: MemoryAnnounce
+) -> None:
+    tools, trust = Tools(), AnswerTrust([NEW])
+    lost = Threads(ScriptedModel([REFUND]), tools.all, tmp_path / "lost")
+    approval = reply(only_envelope(handle_message(lost, start(), inbox, trust=trust)), APPROVE)
+    # The session is lost (restored from an older backup): the redelivered start runs the model
+    # again, which proposes the call under the same tool use id with another amount.
+    other = Call("issue_refund", {"order_id": "order-4471", "amount": 9_999_999})
+    threads = Threads(ScriptedModel([other]), tools.all, tmp_path / "restored")
+    asked_again = only_envelope(handle_message(threads, start(), inbox, trust=trust))
+    assert asked_again.question_id == approval["question_id"]
+    handled = handle_message(threads, approval, inbox, trust=trust)
+    assert handled.outcome is Outcome.STALE_APPROVAL
+    assert tools.runs == []
+    # The question as it is now went out again; approving that one runs the new call.
+    republished = only_envelope(handled)
+    assert republished.question == {"function": "issue_refund", "args": other.input}
+    resumed = handle_message(threads, reply(republished, APPROVE), inbox, trust=trust)
+    assert resumed.outcome is Outcome.RESUMED
+    assert tools.runs == ["refund order-4471 9999999"]
