@@ -245,6 +245,15 @@ def test_late_answers_become_the_question_default_by_policy() -> None:
     assert host.ledger.threads["t"].answers == [("t-q1", {"action": "reject"})]
 
 
+def test_an_answer_past_its_own_valid_until_becomes_the_default_by_policy() -> None:
+    host = parked(AnswerTrust([NEW], expired="default"))
+    reply = {**consumer_reply(host.last(), APPROVE), "valid_until": "2026-09-14T08:59:00Z"}
+    handled = host.handle(reply)
+    assert handled.outcome is Outcome.RESUMED
+    assert "valid_until 2026-09-14T08:59:00Z has passed" in (handled.detail or "")
+    assert host.ledger.threads["t"].answers == [("t-q1", {"action": "reject"})]
+
+
 @pytest.mark.parametrize(
     ("answer", "problem"),
     [

@@ -10,7 +10,7 @@ from typing import Any
 
 from agent_wait.core import MemoryAnnounce, Outcome, WaitPolicy
 from agent_wait.core.host import AnswerTrust
-from agent_wait.langgraph import handle_message
+from agent_wait.langgraph import handle_message, stream_message
 from tests.langgraph.conftest import NOW, answer
 from tests.langgraph.test_host import START_MESSAGE, Counts, refund_graph
 
@@ -101,3 +101,23 @@ def test_expiry_and_strict_actions() -> None:
     # The default rejects: the @wait body did not run, the model sees the rejection.
     assert counts.body == 0
     assert handled.result["result"] == {"action": "reject"}
+
+
+def test_the_streaming_host_enforces_the_same() -> None:
+    trust = AnswerTrust([NEW], strict_actions=True)
+    counts, inbox = Counts(), MemoryAnnounce()
+    graph = refund_graph(counts)
+    started = stream_message(graph, START_MESSAGE, inbox, stream_mode="updates", trust=trust)
+    assert [next(iter(c)) for c in started] == ["__interrupt__"]
+    good = answer(inbox.envelopes[0], APPROVE)
+    unsigned = {k: v for k, v in good.items() if k != "token"}
+    maybe = answer(inbox.envelopes[0], {"action": "maybe"})
+    for bad, outcome in ((unsigned, Outcome.UNAUTHORIZED), (maybe, Outcome.INVALID_ANSWER)):
+        refused = stream_message(graph, bad, inbox, stream_mode="values", trust=trust)
+        assert list(refused) == []
+        assert refused.handled.outcome is outcome
+    assert counts.body == 0
+    resumed = stream_message(graph, good, inbox, stream_mode="values", trust=trust)
+    assert list(resumed)[-1]["result"] == "refunded 41000 on order-4471"
+    assert resumed.handled.outcome is Outcome.RESUMED
+    assert counts.body == 1
