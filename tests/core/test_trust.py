@@ -25,6 +25,7 @@ from agent_wait.core import (
     WaitEnvelope,
     WaitPolicy,
     answer,
+    answer_many,
     publish,
     resend,
 )
@@ -424,6 +425,33 @@ def test_agent_wait_answer_carries_the_token_and_its_answer_ttl_as_valid_until(
         [again] = entry.receive(1)
         assert handle(again.message, T0 + timedelta(minutes=19)).outcome is Outcome.RESUMED
     assert ledger.threads["t"].answers == [("t-q1", APPROVE)]
+
+
+def test_a_message_answering_several_questions_is_checked_answer_by_answer(
+    tmp_path: Path,
+) -> None:
+    inbox = tmp_path / "inbox.sqlite3"
+    ledger, trust = Proposals(), AnswerTrust([NEW])
+    ledger.holds_answers = True  # both questions are asked at once and resumed together
+
+    def handle(message: Any) -> Handled:
+        return core_host.handle_message(
+            ledger, message, SqliteAnnounce(inbox), trust=trust, clock=lambda: T0
+        )
+
+    assert handle({"thread_id": "t", "input": "go"}).question_ids == ["t-q1", "t-q2"]
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        both = {"t-q1": APPROVE, "t-q2": {"action": "reject"}}
+        sent = answer_many(both, by="alice", store=store, entry=entry, at=T0).message
+    [second] = sent["more_answers"]
+    assert second["token"] != sent["token"]
+    unsigned = {**sent, "more_answers": [{k: v for k, v in second.items() if k != "token"}]}
+    swapped = {**sent, "more_answers": [{**second, "token": sent["token"]}]}
+    for bad in (unsigned, swapped):
+        assert handle(bad).outcome is Outcome.UNAUTHORIZED
+    assert ledger.runs == ["start t"]
+    assert handle(sent).outcome is Outcome.RESUMED
+    assert ledger.threads["t"].answers == list(both.items())
 
 
 def test_an_answer_without_its_deadline_is_accepted_with_a_warning_when_unsigned(
