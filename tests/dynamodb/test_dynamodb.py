@@ -7,6 +7,7 @@ import time
 import tomllib
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from importlib.metadata import version
 from typing import Any
 
 import pytest
@@ -423,3 +424,11 @@ def test_config_check_connect_describes_the_table_and_fails_on_a_wrong_port(
     missing = {**right, "table_name": "no-such-table"}
     lines = assert_connect_tells_right_from_wrong(monkeypatch, right, missing)
     assert "ResourceNotFoundException" in lines[4]
+
+
+def test_its_clients_retry_in_standard_mode_and_name_agent_wait(aws: Aws) -> None:
+    # Built by agent-wait-aws like every AWS announcer's; the requests are checked on SQS.
+    announce = DynamoDbAnnounce("approvals", **aws.options)
+    config = announce.clients.sync().meta.config
+    assert config.retries == {"mode": "standard"}
+    assert config.user_agent_extra == f"agent-wait/{version('agent-wait-core')}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tomllib
+from importlib.metadata import version
 from typing import Any
 
 import pytest
@@ -328,3 +329,11 @@ async def test_the_async_path_retries_a_refused_entry_the_same_way(aws: Aws) -> 
     assert refused == [["q0"]]
     assert [d.attempts for d in report.deliveries] == [2, 1]
     assert len(_details(sqs, url)) == 2
+
+
+def test_its_clients_retry_in_standard_mode_and_name_agent_wait(aws: Aws) -> None:
+    # Built by agent-wait-aws like every AWS announcer's; the requests are checked on SQS.
+    announce = EventBridgeAnnounce("approvals", **aws.options)
+    config = announce.clients.sync().meta.config
+    assert config.retries == {"mode": "standard"}
+    assert config.user_agent_extra == f"agent-wait/{version('agent-wait-core')}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import tomllib
+from importlib.metadata import version
 from typing import Any
 
 import pytest
@@ -427,3 +428,11 @@ async def test_the_async_path_retries_a_refused_entry_the_same_way(aws: Aws) -> 
     assert refused == [["q2"]]
     assert [d.attempts for d in report.deliveries] == [1, 1, 2]
     assert len(drain(sqs, url)) == 3
+
+
+def test_its_clients_retry_in_standard_mode_and_name_agent_wait(aws: Aws) -> None:
+    # Built by agent-wait-aws like every AWS announcer's; the requests are checked on SQS.
+    announce = SnsAnnounce(f"arn:aws:sns:{REGION}:{ACCOUNT}:approvals", **aws.options)
+    config = announce.clients.sync().meta.config
+    assert config.retries == {"mode": "standard"}
+    assert config.user_agent_extra == f"agent-wait/{version('agent-wait-core')}"
