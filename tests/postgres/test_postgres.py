@@ -388,6 +388,7 @@ def test_a_malformed_url_read_through_env_never_shows_its_password(
     message = str(raised.value)
     for fragment in secret.split():
         assert fragment not in message
+    assert "\n" not in message
 
 
 def test_channel_none_sends_no_notification(

@@ -92,7 +92,8 @@ def check_conninfo(model: type[PluginOptions], name: str, url: str) -> None:
     try:
         conninfo_to_dict(url)
     except psycopg.ProgrammingError as error:
-        why = _QUOTED.sub('"***"', str(error))
+        # libpq ends its messages with a newline; the error is one line.
+        why = _QUOTED.sub('"***"', str(error).strip())
         raise model.option_error(
             name, "url", f"not a libpq connection string or URI ({why})", url
         ) from None
