@@ -124,7 +124,9 @@ def test_plugins_json() -> None:
         == "Where the files go; created when missing."
     )
     sqlite = announcers["sqlite"]["options_schema"]
-    assert set(sqlite["properties"]) == {"path", "table", "timeout"}
+    # lifecycle_events is core's, for the announcers that publish events.
+    assert set(sqlite["properties"]) == {"path", "table", "timeout", "lifecycle_events"}
+    assert "lifecycle_events" not in announcers["log"]["options_schema"]["properties"]
     assert sqlite["properties"]["timeout"]["exclusiveMinimum"] == 0
     assert {"memory", "log", "jsonl", "sqlite"} <= set(announcers)
     assert isinstance(data["adapters"], list)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import pytest
 import redis
 
 from agent_wait.core import LifecycleEvent
 from agent_wait.core.host import handle_message
 from agent_wait.redis import RedisAnnounce
+from tests.core.test_answer import LATER, ask, run
 from tests.core.test_host import Ledger, reply
 from tests.core.test_lifecycle import sweep_due
 
@@ -77,3 +80,34 @@ def test_an_unreachable_server_is_reported(closed_port: int, tmp_path: Path) -> 
     assert not failed.ok
     assert failed.error is not None
     assert failed.error.startswith("DeliveryFailed: Redis: ConnectionError")
+
+
+def test_agent_wait_sweep_adds_the_expiry_to_a_configured_stream(
+    redis_url: str,
+    names: tuple[str, str],
+    client: redis.Redis,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stream, prefix = names
+    inbox = tmp_path / "inbox.sqlite3"
+    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
+    configured = [
+        {"use": "sqlite", "path": str(inbox)},
+        {
+            "use": "redis",
+            "url": redis_url,
+            "stream": stream,
+            "index": True,
+            "index_prefix": prefix,
+            "lifecycle_events": ["wait.expired"],
+        },
+    ]
+    monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", json.dumps(configured))
+    code, out, err = run("sweep", "--path", str(inbox), "--now", LATER)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1] == "announced wait.expired of due to redis"
+    [(_, fields)] = client.xrange(stream)
+    assert (fields["type"], fields["dedupe_key"]) == ("wait.expired", "wait.expired:t1:due")
+    event = LifecycleEvent.model_validate_json(fields["event"])
+    assert (event.by, event.outcome, event.at) == ("sweeper", "default_sent", LATER)

@@ -6,9 +6,11 @@ import asyncio
 import json
 from pathlib import Path
 
-from agent_wait.core import LifecycleEvent
+import pytest
+
+from agent_wait.core import LifecycleEvent, SqliteQuestionStore
 from agent_wait.webhook import WebhookAnnounce, verify
-from tests.core.test_answer import LATER
+from tests.core.test_answer import LATER, ask, run
 from tests.core.test_lifecycle import sweep_due
 
 from .conftest import SECRET, Receiver, Step
@@ -72,3 +74,49 @@ def test_the_async_path_posts_on_the_shared_client(receiver: Receiver) -> None:
     [request] = receiver.requests("/events")
     assert request.body == event.to_json()
     assert request.headers["x-agent-wait-dedupe-key"] == "wait.answered:t1:q1"
+
+
+def _configure_sweep(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, hook: dict[str, object]
+) -> Path:
+    inbox = tmp_path / "inbox.sqlite3"
+    ask(inbox, "due", timeout="PT1H", default={"action": "reject"})
+    configured = [{"use": "sqlite", "path": str(inbox)}, {"use": "webhook", **hook}]
+    monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", json.dumps(configured))
+    return inbox
+
+
+def test_agent_wait_sweep_posts_the_expiry_to_a_configured_receiver(
+    receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = receiver.script("/events", Step(200))
+    monkeypatch.setenv("HOOK_SECRET", SECRET)
+    inbox = _configure_sweep(
+        monkeypatch, tmp_path, {"url": url, "secret_env": "HOOK_SECRET", "lifecycle_events": True}
+    )
+    code, out, err = run("sweep", "--path", str(inbox), "--now", LATER)
+    assert (code, err) == (0, "")
+    assert out.splitlines()[-1] == "announced wait.expired of due to webhook"
+    [request] = receiver.requests("/events")
+    event = LifecycleEvent.model_validate(verify(request.body, request.headers, SECRET))
+    assert (event.type, event.question_id, event.by) == ("wait.expired", "due", "sweeper")
+    assert request.headers["x-agent-wait-event"] == "wait.expired"
+
+
+def test_agent_wait_sweep_reports_an_expiry_the_receiver_refused(
+    receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = receiver.script("/events", Step(400))
+    inbox = _configure_sweep(
+        monkeypatch, tmp_path, {"url": url, "lifecycle_events": ["wait.expired"]}
+    )
+    code, out, err = run("sweep", "--path", str(inbox), "--now", LATER)
+    assert code == 1
+    assert out.startswith("expired due (thread t1, ")  # the default went out
+    warning, error = err.splitlines()
+    assert warning.startswith("agent-wait: WARNING: agent-wait lifecycle event failed: ")
+    assert error.startswith("agent-wait: due: wait.expired not announced to webhook (")
+    assert "HTTP 400" in error
+    with SqliteQuestionStore(inbox) as store:
+        [stored] = store.find("due")
+    assert stored.status == "expired"

@@ -147,7 +147,7 @@ class BaseAnnounce(Closing):
                 raise ValueError(
                     f"lifecycle event type {kind!r} is not one of {list(LIFECYCLE_TYPES)}"
                 )
-        if types and type(self).deliver_event is BaseAnnounce.deliver_event:
+        if types and not delivers_events(type(self)):
             raise ValueError(
                 f"announcer {self.name!r} ({type(self).__name__}) does not publish lifecycle events"
             )
@@ -196,6 +196,14 @@ class BaseAnnounce(Closing):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r}>"
+
+
+def delivers_events(announcer_type: type[BaseAnnounce]) -> bool:
+    """Whether announcers of this class can opt in to lifecycle events.
+
+    They can when they implement :meth:`BaseAnnounce.deliver_event`.
+    """
+    return announcer_type.deliver_event is not BaseAnnounce.deliver_event
 
 
 def _raise_outcome(outcome: DeliveryOutcome) -> Receipt | None:

@@ -26,7 +26,7 @@ from agent_wait.core._errors import AgentWaitError, ConfigError, InvalidAnswer
 from agent_wait.core._hooks import Operating, Operation
 from agent_wait.core._lifecycle import event_announcers, lifecycle_event, publish_events
 from agent_wait.core._models import EXPIRED_TYPE, Answer, format_utc
-from agent_wait.core._plugins import question_store
+from agent_wait.core._plugins import LIFECYCLE_OPTION, question_store
 from agent_wait.core._publish import plugin_hooks
 from agent_wait.core._sqlite_store import SqliteQuestionStore
 from agent_wait.core._store import (
@@ -518,7 +518,7 @@ def sweep(
     entry: EntryPoint | None = None,
     now: datetime | str | None = None,
     by: str = SWEEPER,
-    announce: Sequence[BaseAnnounce] = (),
+    announce: Sequence[BaseAnnounce] | None = None,
 ) -> SweepReport:
     """Honour deadlines once: send the ``default`` of every open question past ``expires_at``.
 
@@ -535,7 +535,8 @@ def sweep(
         by: The name recorded as having closed the questions.
         announce: Announcers to tell of each expiry: those that opted in to ``wait.expired``
             (:meth:`~agent_wait.core.BaseAnnounce.with_lifecycle_events`) get one event per
-            expired question.
+            expired question. None (the default): the configured announcers, of which those
+            whose entry sets ``lifecycle_events``; ``()`` for none.
     """
     hooks = plugin_hooks()
     if not hooks.operations:
@@ -550,7 +551,7 @@ def _sweep(
     entry: EntryPoint | None,
     now: datetime | str | None,
     by: str,
-    announce: Sequence[BaseAnnounce],
+    announce: Sequence[BaseAnnounce] | None,
 ) -> SweepReport:
     moment = parse_now(now)
     own_store = store is None
@@ -588,6 +589,8 @@ def _sweep(
                 continue
             if not isinstance(outcome, StoredQuestion):
                 report.expired.extend(outcome[0])
+        if report.expired and announce is None and not _configuration_opts_in():
+            announce = ()  # no entry opted in: the configured announcers are not even built
         if report.expired and event_announcers(announce, EXPIRED_TYPE):
             events = [
                 lifecycle_event(
@@ -607,6 +610,15 @@ def _sweep(
         if own_store:
             store.close()
     return report
+
+
+def _configuration_opts_in() -> bool:
+    """Whether a configured announcer entry sets ``lifecycle_events``."""
+    try:
+        return any(entry.options.get(LIFECYCLE_OPTION) for entry in load_config().announce)
+    except AgentWaitError as error:
+        logger.warning("agent-wait lifecycle events not published: configuration error (%s)", error)
+        return False
 
 
 def answer_entry(question: StoredQuestion) -> EntryPoint:

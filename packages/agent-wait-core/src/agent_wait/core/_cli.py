@@ -142,12 +142,22 @@ def _options_model(registration: Any, kind: str) -> Any:
 
 def _options_schema(registration: Any, kind: str) -> dict[str, Any] | None:
     """The JSON Schema of an announcer's or entry point's options; None when it declares none."""
+    from agent_wait.core._announce import delivers_events
+    from agent_wait.core._plugins import LIFECYCLE_OPTION, LIFECYCLE_OPTION_SCHEMA
+
     try:
         model = _options_model(registration, kind)
     except ImportError as error:
         # Listed anyway: the plugin is installed, only its transport library is missing.
         return {"error": str(error)}
-    return None if model is None else {"$schema": JSON_SCHEMA_DIALECT, **model.json_schema()}
+    if model is None:
+        return None
+    schema: dict[str, Any] = {"$schema": JSON_SCHEMA_DIALECT, **model.json_schema()}
+    factory = registration.resolve()
+    if kind == "announcer" and isinstance(factory, type) and delivers_events(factory):
+        # Core takes this option for every announcer entry; only these accept it.
+        schema["properties"] = {**schema["properties"], LIFECYCLE_OPTION: LIFECYCLE_OPTION_SCHEMA}
+    return schema
 
 
 def _cmd_plugins(args: argparse.Namespace) -> int:

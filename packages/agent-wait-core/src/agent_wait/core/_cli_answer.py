@@ -204,7 +204,16 @@ def _sweep_once(args: argparse.Namespace) -> int:
         )
     for question, error in report.failed:
         _error(f"{question.envelope.question_id}: default not sent ({error}); left open")
-    return 1 if report.failed else 0
+    # wait.expired to the configured announcers that opted in (lifecycle_events).
+    for event in report.events:
+        if event.ok:
+            print(f"announced wait.expired of {event.question_id} to {event.announcer}")
+        else:
+            _error(
+                f"{event.question_id}: wait.expired not announced to {event.announcer} "
+                f"({event.error})"
+            )
+    return 1 if report.failed or not all(event.ok for event in report.events) else 0
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:

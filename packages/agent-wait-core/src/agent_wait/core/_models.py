@@ -313,8 +313,9 @@ LIFECYCLE_TYPES = (ANSWERED_TYPE, EXPIRED_TYPE)
 class LifecycleEvent(BaseModel):
     """What became of a question: ``wait.answered`` (a host took its answer) or ``wait.expired``.
 
-    Published only to announcers that opted in (``BaseAnnounce.with_lifecycle_events``): a
-    consumer written for question envelopes alone would take it for one.
+    Published only to announcers that opted in (``BaseAnnounce.with_lifecycle_events``, or
+    ``lifecycle_events`` in their configuration entry): a consumer written for question
+    envelopes alone would take it for one.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -328,8 +329,8 @@ class LifecycleEvent(BaseModel):
     question_id: str = Field(min_length=1, description="The question.")
     at: UtcTimestamp = Field(description="When it happened.")
     by: str | None = Field(
-        description="Who closed it: the sweeper's name for wait.expired; null when the host "
-        "cannot tell who answered."
+        description="Who closed it: the sweeper's name for wait.expired; null for "
+        "wait.answered (the answer message does not name who answered)."
     )
     outcome: str = Field(
         min_length=1,

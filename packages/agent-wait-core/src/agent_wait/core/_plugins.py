@@ -15,9 +15,10 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any, cast
 
 from agent_wait.core import hookspecs
-from agent_wait.core._announce import BaseAnnounce
+from agent_wait.core._announce import BaseAnnounce, delivers_events
 from agent_wait.core._errors import ConfigError, PluginNotFoundError
 from agent_wait.core._hooks import HookManager
+from agent_wait.core._models import LIFECYCLE_TYPES
 from agent_wait.core._options import ENV_SUFFIX, AnnouncerOptions, PluginOptions, redact
 from agent_wait.core._store import QuestionStore
 
@@ -355,6 +356,10 @@ def announcer(name: str, /, **options: Any) -> BaseAnnounce:
             )
         raise PluginNotFoundError(message)
     factory = registration.resolve()
+    events = lifecycle_option(name, options.pop(LIFECYCLE_OPTION, None))
+    if events and isinstance(factory, type) and not delivers_events(factory):
+        # Refused before building: a misplaced opt-in must not cost a connection first.
+        raise _no_events(name, factory)
     built = build_plugin("announcer", name, factory, options_model(factory), options)
     if not isinstance(built, BaseAnnounce):
         raise ConfigError(
@@ -362,7 +367,64 @@ def announcer(name: str, /, **options: Any) -> BaseAnnounce:
         )
     if type(built).name == type(built).__name__ and built.name == type(built).__name__:
         built.name = name
+    if events:
+        if not delivers_events(type(built)):
+            built.close()
+            raise _no_events(name, type(built))
+        built.with_lifecycle_events(*events)
     return built
+
+
+LIFECYCLE_OPTION = "lifecycle_events"
+"""The option of every ``[[announce]]`` entry that opts the announcer in to lifecycle events."""
+
+EVENT_ANNOUNCERS = ("memory", "sqlite", "sqs", "webhook", "redis")
+"""The first-party announcers that publish lifecycle events, named when another one is asked to."""
+
+LIFECYCLE_OPTION_SCHEMA: dict[str, Any] = {
+    "anyOf": [
+        {"type": "boolean"},
+        {"items": {"enum": list(LIFECYCLE_TYPES)}, "type": "array", "uniqueItems": True},
+    ],
+    "default": False,
+    "description": "Opt in to lifecycle events: true for every type, or a list of the types "
+    "(``wait.answered``, ``wait.expired``). Off by default.",
+    "title": "Lifecycle Events",
+}
+"""The JSON Schema of :data:`LIFECYCLE_OPTION`, in the options schema of an announcer that
+publishes lifecycle events."""
+
+
+def lifecycle_option(name: str, value: object) -> tuple[str, ...]:
+    """The lifecycle event types a configured ``lifecycle_events`` value opts in to.
+
+    ``true`` is every type, ``false`` (or absent) none, a list names the types.
+
+    Raises:
+        ConfigError: Any other value; the message names the announcer, the option and the value.
+    """
+    if value is None or value is False:
+        return ()
+    if value is True:
+        return LIFECYCLE_TYPES
+    listed: object = value
+    if isinstance(listed, list | tuple):
+        kinds = list(cast("Sequence[object]", listed))
+        if all(kind in LIFECYCLE_TYPES for kind in kinds) and len(set(kinds)) == len(kinds):
+            return tuple(str(kind) for kind in kinds)
+    raise ConfigError(
+        f"announcer {name!r}: option {LIFECYCLE_OPTION!r}: expected true, false or a list of "
+        f"distinct event types out of {', '.join(repr(t) for t in LIFECYCLE_TYPES)} "
+        f"(got {redact(value)!r})"
+    )
+
+
+def _no_events(name: str, announcer_type: type) -> ConfigError:
+    return ConfigError(
+        f"announcer {name!r}: option {LIFECYCLE_OPTION!r}: {announcer_type.__name__} does not "
+        "publish lifecycle events (of the first-party "
+        f"announcers, {', '.join(EVENT_ANNOUNCERS)} do)"
+    )
 
 
 def options_model(
