@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from agent_wait.core import LifecycleEvent
 from agent_wait.core.host import handle_message
 from agent_wait.sqs import SqsAnnounce
@@ -78,3 +80,23 @@ def test_a_missing_queue_is_reported_not_raised(aws: Aws, tmp_path: Path) -> Non
     assert not failed.ok
     assert failed.error is not None
     assert "NonExistentQueue" in failed.error or "QueueDoesNotExist" in failed.error
+
+
+def test_a_configured_queue_that_opted_in_hears_the_answer(
+    aws: Aws, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sqs = aws.client("sqs")
+    url, _ = create_queue(sqs, "audit")
+    configured = [
+        {"use": "sqs", "queue_url": url, **aws.options, "lifecycle_events": ["wait.answered"]}
+    ]
+    monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", json.dumps(configured))
+    host = Ledger()
+    handle_message(host, {"thread_id": "t"}, strict=True)  # announce=None: the configuration
+    handled = handle_message(host, reply("t-q1"), strict=True)
+    assert [(d.announcer, d.ok) for d in handled.events] == [("sqs", True)]
+    assert _typed(drain(sqs, url)) == [
+        ("wait.answered", "t", "t-q1"),
+        ("wait.created", "t", "t-q1"),
+        ("wait.created", "t", "t-q2"),
+    ]
