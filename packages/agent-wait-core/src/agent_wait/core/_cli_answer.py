@@ -341,7 +341,9 @@ def add_commands(commands: Any) -> None:
         help="send the default of every open question past its deadline",
         description="Every open question whose expires_at has passed and that has a default is "
         "marked expired and its default sent as an ordinary answer (exactly once, even with "
-        "several sweepers). Questions without a default stay open and are listed as overdue.",
+        "several sweepers). Questions without a default stay open and are listed as overdue. "
+        "Each expiry is announced as a wait.expired event to the configured announcers whose "
+        "entry sets lifecycle_events.",
     )
     when = sweep.add_mutually_exclusive_group()
     when.add_argument("--once", action="store_true", help="sweep once and exit (the default)")
