@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -66,6 +66,17 @@ def ask(
 def sent(path: Path) -> list[dict[str, Any]]:
     with SqliteEntry(path) as messages:
         return [r.message for r in messages.receive(100)]
+
+
+def until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
+    """Wait for ``condition`` to return something true, and return it; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def csrf_of(html: str) -> str:

@@ -618,6 +618,7 @@ def test_openapi_document_names_list_get_and_answer(client: TestClient) -> None:
         "/api/questions",
         "/api/questions/{question_id}",
         "/api/questions/{question_id}/answer",
+        "/api/threads/{thread_id}/answers",
     }
 
 

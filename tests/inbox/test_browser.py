@@ -7,8 +7,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from playwright.sync_api import Browser, Page, expect
 from agent_wait.core import SqliteEntry, SqliteQuestionStore
 from agent_wait.core._sqlite import default_inbox_path
 from tests.inbox.browser import chromium, chromium_path, log_in
-from tests.inbox.conftest import SECRET, Server, ask
+from tests.inbox.conftest import SECRET, Server, ask, until
 
 pytestmark = [
     pytest.mark.integration,
@@ -30,16 +29,6 @@ pytestmark = [
 
 GRAPH_WORKER = Path(__file__).parents[1] / "langgraph" / "serve_app.py"
 START = {"thread_id": "order-4471", "input": {"order_id": "order-4471", "amount": 41000}}
-
-
-def until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def open_question(function: str) -> str | None:
@@ -273,3 +262,107 @@ def test_a_foreign_question_is_answered_in_its_answer_box_and_the_graph_resumes(
     resumed = handle_message(graph, received.message)
     assert resumed.outcome is Outcome.RESUMED, resumed
     assert resumed.result["result"] == "amex"
+
+
+def parked_agent(thread_id: str) -> tuple[Any, Any, dict[str, str]]:
+    """create_agent parked on two gated tools called in one model turn: graph, bank, ids."""
+    # agent-wait-langgraph is a sibling, absent when the inbox is tested alone.
+    pytest.importorskip("agent_wait.langgraph", reason="needs agent-wait-langgraph installed")
+    from langchain_core.messages import AIMessage
+
+    from agent_wait.core import SqliteAnnounce
+    from agent_wait.langgraph import handle_message
+    from tests.langgraph.conftest import calls, model
+    from tests.langgraph.test_tools import Bank, agent_graph, start
+
+    bank = Bank()
+    turn = calls(
+        ("issue_refund", {"order_id": "o-5", "amount": 500}),
+        ("close_account", {"account_id": "acc-5"}),
+    )
+    graph = agent_graph(model(turn, AIMessage("all done")), bank.tools())
+    started = handle_message(graph, start(thread_id), SqliteAnnounce())
+    return graph, bank, {e.question["function"]: e.question_id for e in started.report.envelopes}
+
+
+def test_two_questions_of_a_thread_answered_in_one_submit_resume_the_agent_once(
+    served: Server, page: Page
+) -> None:
+    graph, bank, ids = parked_agent("refunds-5")
+    from agent_wait.core import Outcome
+    from agent_wait.langgraph import handle_message
+    from tests.langgraph.test_tools import tool_messages
+
+    log_in(page, served.url, "alice", SECRET)
+    page.goto(f"{served.url}/questions/{ids['issue_refund']}?thread=refunds-5")
+    page.click("#together a")
+    expect(page.locator("fieldset.question")).to_have_count(2)
+    refund = page.locator(f"fieldset.question[data-question='{ids['issue_refund']}']")
+    close = page.locator(f"fieldset.question[data-question='{ids['close_account']}']")
+    refund.locator("summary").click()
+    refund.locator("input[name$='.arg.amount']").fill("4OO")
+    # Editing the arguments chose approve; the script checks the JSON before sending.
+    expect(refund.locator("input[value='action:approve']")).to_be_checked()
+    page.click("button:has-text('Send as one message')")
+    expect(page.locator("#form-error")).to_have_text(
+        f"question {ids['issue_refund']}: args.amount: not valid JSON"
+    )
+    refund.locator("input[name$='.arg.amount']").fill("400")
+    close.locator("input[value='action:reject']").check()
+    close.locator("textarea[name$='.reason']").fill("keep it open")
+    page.click("button:has-text('Send as one message')")
+    expect(page.locator("#result")).to_contain_text("Sent 2 answers in one message")
+    expect(page.locator("ul.sent li")).to_have_count(2)
+    expect(page.locator("ul.sent")).to_contain_text("answered by alice at")
+    expect(page.locator("fieldset.question")).to_have_count(0)
+
+    with SqliteEntry() as entry:
+        [received] = entry.receive(10)
+        entry.ack(received)
+    # One message for both: the first question shown is its answer, the other in more_answers.
+    [more] = received.message["more_answers"]
+    assert {received.message["question_id"], more["question_id"]} == set(ids.values())
+    resumed = handle_message(graph, received.message)
+    assert resumed.outcome is Outcome.RESUMED, resumed
+    assert not resumed.parked
+    assert bank.runs == [("issue_refund", 400)]
+    assert "keep it open" in str(tool_messages(resumed.result)["close_account"].content)
+
+
+def test_a_thread_answer_loses_to_an_earlier_answer_and_sends_nothing(
+    served: Server, browser: Browser
+) -> None:
+    _, _, ids = parked_agent("refunds-6")
+    alice_context, bob_context = browser.new_context(), browser.new_context()
+    alice, bob = alice_context.new_page(), bob_context.new_page()
+    try:
+        log_in(alice, served.url, "alice", SECRET)
+        alice.goto(f"{served.url}/threads/refunds-6")
+        refund = alice.locator(f"fieldset.question[data-question='{ids['issue_refund']}']")
+        close = alice.locator(f"fieldset.question[data-question='{ids['close_account']}']")
+        refund.locator("input[value='action:approve']").check()
+        close.locator("input[value='action:reject']").check()
+        close.locator("textarea[name$='.reason']").fill("keep it open")
+        # Bob approves the refund on its own page first.
+        log_in(bob, served.url, "bob", SECRET)
+        bob.goto(f"{served.url}/questions/{ids['issue_refund']}?thread=refunds-6")
+        bob.click("button[value=approve]")
+        expect(bob.locator("#result")).to_have_text("Answer sent.")
+        alice.click("button:has-text('Send as one message')")
+        expect(alice.locator("#result")).to_contain_text(
+            f"Nothing sent: question {ids['issue_refund']}: already answered by bob at"
+        )
+        expect(alice.locator("#outcomes li")).to_have_count(2)
+        expect(alice.locator("#outcomes")).to_contain_text("not sent; still open")
+        # The one still open is offered again with what alice chose and typed.
+        expect(alice.locator("fieldset.question")).to_have_count(1)
+        expect(alice.locator("textarea[name$='.reason']")).to_have_value("keep it open")
+        expect(alice.locator("input[value='action:reject']")).to_be_checked()
+    finally:
+        alice_context.close()
+        bob_context.close()
+    with SqliteEntry() as entry:
+        messages = [r.message for r in entry.receive(10)]
+    assert [(m["question_id"], m["answer"]) for m in messages] == [
+        (ids["issue_refund"], {"action": "approve"})
+    ]

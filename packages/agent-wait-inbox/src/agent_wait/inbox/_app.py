@@ -9,8 +9,8 @@ import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, cast
-from urllib.parse import urlencode
+from typing import Any
+from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
@@ -34,19 +34,27 @@ from agent_wait.core import (
     AgentWaitError,
     EntryPoint,
     QuestionClosed,
+    QuestionNotFound,
     QuestionStore,
     StoredQuestion,
     answer,
+    answer_many,
     default_store,
 )
 from agent_wait.inbox._auth import InboxAuth, clean_name, is_loopback, provider_routes
-from agent_wait.inbox._batch import (
-    batch_actions,
-    decisions_from_form,
-    decisions_problem,
-    edited,
-    mapping,
-    summary,
+from agent_wait.inbox._batch import batch_actions, mapping
+from agent_wait.inbox._many import (
+    ACTION,
+    DECISIONS,
+    WHOLE,
+    Problem,
+    Refused,
+    answer_of_body,
+    answer_problem,
+    api_answers,
+    check_all,
+    form_answer,
+    label,
 )
 from agent_wait.inbox._query import Filters, Listing, Page, function_of
 
@@ -154,46 +162,6 @@ def _page_json(page: Page) -> dict[str, Any]:
         "questions": [_question_json(q) for q in page.questions],
         "next_cursor": page.next_cursor,
     }
-
-
-WHOLE_KINDS = ("text", "json")
-
-
-def whole_answer(text: str, kind: str) -> Any:
-    """The whole answer typed in a question's answer box: the text itself, or the JSON it holds."""
-    if kind not in WHOLE_KINDS:
-        raise ValueError(f"whole_as: expected text or json, got {kind[:40]!r}")
-    if not text.strip():
-        raise ValueError("answer: empty; type the answer the question expects")
-    if kind == "text":
-        return text
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise ValueError(f"answer: not valid JSON ({error})") from None
-    if value is None:
-        raise ValueError("answer: null is not an answer")
-    return value
-
-
-def api_body(body: Any) -> tuple[str | None, Any]:
-    """The JSON API's answer body: ``(action, more fields)`` or ``(None, the whole answer)``."""
-    if not isinstance(body, dict):
-        raise ValueError('body: expected {"action": "...", "answer": {...}} or {"answer": ...}')
-    fields = cast("dict[str, Any]", body)
-    if "action" in fields:
-        action, extra = fields["action"], fields.get("answer")
-        if not isinstance(action, str):
-            raise ValueError(f"action: expected a string such as 'approve', got {action!r}"[:200])
-        if extra is not None and not isinstance(extra, dict):
-            raise ValueError("answer: with an action, expected a JSON object of more fields")
-        return action, cast("dict[str, Any] | None", extra) or None
-    if fields.get("answer") is None:
-        raise ValueError(
-            'body: expected {"action": "...", "answer": {...}}, or {"answer": ...} (any JSON '
-            "but null) for the whole answer"
-        )
-    return None, fields["answer"]
 
 
 def inbox_app(
@@ -443,12 +411,11 @@ def inbox_app(
     async def show(request: Request) -> Response:
         return await detail(request)
 
-    def do_answer(question: StoredQuestion, action: str | None, value: Any, by: str) -> Any:
-        """``action`` with the fields ``value``, or (no action) the whole answer ``value``."""
+    def do_answer(question: StoredQuestion, value: Any, by: str) -> Any:
+        """Send the whole answer ``value`` through core's compare-and-set."""
         envelope = question.envelope
         return answer(
             envelope.question_id,
-            action,
             answer=value,
             by=by,
             thread_id=envelope.thread_id,
@@ -464,38 +431,31 @@ def inbox_app(
         question = await run_in_threadpool(find, request)
         if question is None:
             return render(request, "missing.html", 404)
-        action: str | None = fields.get("action", "")
-        extra: Any = {}
-        actions = batch_actions(question.envelope.question)
         whole: tuple[str, str] | None = None
+        if fields.get("send") == WHOLE:
+            whole = (fields.get("whole", ""), fields.get("whole_as", "text"))
+            choice = WHOLE
+        elif batch_actions(question.envelope.question) is not None:
+            choice = DECISIONS
+        else:
+            choice = fields.get("action", "")
         try:
-            if fields.get("send") == "whole":
-                whole = (fields.get("whole", ""), fields.get("whole_as", "text"))
-                action, extra = None, whole_answer(*whole)
-            elif actions is not None:
-                extra["decisions"] = decisions_from_form(actions, fields)
-                action = summary(extra["decisions"])
-            else:
-                asked = mapping(mapping(question.envelope.question).get("args"))
-                args = edited(asked, fields, "arg.", "args")
-                if args is not None:
-                    extra["args"] = args
-        except ValueError as error:
+            value = form_answer(question, fields, choice)
+            # Not allowed or not matching the answer schema: said, not sent.
+            problem = answer_problem(question, value)
+            if problem:
+                raise ValueError(problem)
+        except (AgentWaitError, ValueError) as error:
             return await detail(request, f"Not sent: {error}", 400, whole)
-        reason = fields.get("reason", "").strip()
-        if reason and actions is None and whole is None:
-            extra["reason"] = reason[:2000]
         by = identity(request) or "unknown"
         try:
-            # A whole answer is sent as typed, even when falsy (0, false, ""); fields only if any.
-            value = extra if whole is not None else extra or None
-            await run_in_threadpool(do_answer, question, action, value, by)
+            await run_in_threadpool(do_answer, question, value, by)
         except QuestionClosed as closed:
             return await detail(
                 request, f"Not sent: already {closed.question.describe_close()}.", 409
             )
         except (AgentWaitError, ValueError) as error:
-            # Not allowed, not matching the answer schema, or no longer found: said, not sent.
+            # No longer found, or refused by core's own checks: said, not sent.
             return await detail(request, f"Not sent: {error}", 400, whole)
         except Exception as error:  # noqa: BLE001 - the entry point failed; shown, not traced
             logger.error(
@@ -510,6 +470,181 @@ def inbox_app(
             f"{root(request)}/questions/{request.path_params['question_id']}?"
             + urlencode({"thread": question.envelope.thread_id, "sent": "1"}),
             303,
+        )
+
+    async def thread_page(
+        request: Request,
+        message: str | None = None,
+        status: int = 200,
+        *,
+        problems: Mapping[str, str] | None = None,
+        kept: Mapping[str, Mapping[str, str]] | None = None,
+        outcomes: list[tuple[StoredQuestion, str]] | None = None,
+    ) -> Response:
+        """A thread's questions; its open ones answered together in one message.
+
+        ``problems`` (by question id) and ``kept`` (the fields typed for each question, by
+        question id) redisplay a refused form; ``outcomes`` say per question what happened.
+        """
+        thread_id = request.path_params["thread_id"]
+        marker = await run_in_threadpool(listing.change_marker)
+        questions = await run_in_threadpool(listing.thread, thread_id)
+        if not questions:
+            return render(request, "missing.html", 404)
+        still_open = [q for q in questions if q.is_open]
+        by_id = {q.envelope.question_id: q for q in questions}
+        wanted = request.query_params.getlist("sent") if status == 200 else []
+        sent = [by_id[i] for i in wanted if i in by_id and not by_id[i].is_open]
+        # The typed fields follow their question to its place in this rendering of the form.
+        posted = {
+            f"q.{index}.{name}": value
+            for index, q in enumerate(still_open)
+            for name, value in (kept or {}).get(q.envelope.question_id, {}).items()
+        }
+        return render(
+            request,
+            "thread.html",
+            status,
+            thread_id=thread_id,
+            open_questions=still_open,
+            closed_questions=[q for q in questions if not q.is_open],
+            sent=sent,
+            message=message,
+            problems=problems or {},
+            posted=posted,
+            outcomes=outcomes or [],
+            batch_actions=batch_actions,
+            mapping=mapping,
+            overdue=_overdue,
+            marker=marker,
+        )
+
+    async def show_thread(request: Request) -> Response:
+        if request.method == "POST":
+            return await thread_form(request)
+        return await thread_page(request)
+
+    def send_many(thread_id: str, pairs: list[tuple[StoredQuestion, Any]], by: str) -> Any:
+        """One message answering every question of ``pairs``, through core's compare-and-set."""
+        return answer_many(
+            {q.envelope.question_id: value for q, value in pairs},
+            by=by,
+            thread_id=thread_id,
+            store=store,
+            entry=entry,
+        )
+
+    def outcomes_of(thread_id: str, question_ids: list[str]) -> list[tuple[StoredQuestion, str]]:
+        """What became of each question after nothing was sent: still open, or closed by whom."""
+        now = {q.envelope.question_id: q for q in listing.thread(thread_id)}
+        return [
+            (
+                now[i],
+                "not sent; still open" if now[i].is_open else f"already {now[i].describe_close()}",
+            )
+            for i in question_ids
+            if i in now
+        ]
+
+    async def thread_form(request: Request) -> Response:
+        form = await request.form()
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        if not csrf_ok(request, fields.get("csrf")):
+            return PlainTextResponse("the form expired; reload the page and answer again", 403)
+        thread_id = request.path_params["thread_id"]
+        questions = await run_in_threadpool(listing.thread, thread_id)
+        by_id = {q.envelope.question_id: q for q in questions}
+        kept: dict[str, dict[str, str]] = {}
+        chosen: list[tuple[str, Any]] = []
+        problems: list[Problem] = []
+        for index in _form_indexes(fields):
+            prefix = f"q.{index}."
+            question_id = fields[f"{prefix}id"]
+            own = {k[len(prefix) :]: v for k, v in fields.items() if k.startswith(prefix)}
+            kept[question_id] = own
+            choice = own.get("send", "")
+            if not choice:
+                continue  # left open
+            question = by_id.get(question_id)
+            if question is None:
+                problems.append(
+                    Problem(question_id, f"question {question_id[:80]!r}: not in this thread")
+                )
+                continue
+            try:
+                if choice.startswith(ACTION):
+                    choice = choice.removeprefix(ACTION)
+                elif choice not in (WHOLE, DECISIONS):
+                    raise ValueError(
+                        f"send: expected an action, decisions or whole, got {choice[:40]!r}"
+                    )
+                chosen.append((question_id, form_answer(question, own, choice)))
+            except ValueError as error:
+                problems.append(Problem(question_id, f"{label(question)}: {error}"))
+        if not problems and not chosen:
+            message = "Not sent: choose an answer for at least one question (the others stay open)."
+            return await thread_page(request, message, 400, kept=kept)
+        try:
+            pairs = check_all(thread_id, questions, chosen)
+            if problems:
+                raise Refused(400, [])
+        except Refused as refused:
+            if refused.status == 400:
+                # Every refused answer at once, in the form's order: the typing ones and the rest.
+                order = list(kept)
+                refused = Refused(
+                    400,
+                    sorted(
+                        [*problems, *refused.problems], key=lambda p: order.index(p.question_id)
+                    ),
+                )
+            return await _thread_refused(request, refused, kept, [i for i, _ in chosen])
+        except AgentWaitError as error:  # an answer_schema that cannot be checked
+            return await thread_page(request, f"Not sent: {error}", 400, kept=kept)
+        by = identity(request) or "unknown"
+        try:
+            result = await run_in_threadpool(send_many, thread_id, pairs, by)
+        except QuestionClosed as closed:
+            refused = Refused(
+                409,
+                [
+                    Problem(
+                        closed.question.envelope.question_id,
+                        f"{label(closed.question)}: already {closed.question.describe_close()}",
+                    )
+                ],
+                [closed.question],
+            )
+            return await _thread_refused(request, refused, kept, [i for i, _ in chosen])
+        except (AgentWaitError, ValueError) as error:
+            return await thread_page(request, f"Not sent: {error}", 400, kept=kept)
+        except Exception as error:  # noqa: BLE001 - the entry point failed; shown, not traced
+            logger.error("answers to thread %s not sent: %s", thread_id, type(error).__name__)
+            return await thread_page(
+                request,
+                f"Not sent: the entry point failed ({type(error).__name__}); try again.",
+                502,
+                kept=kept,
+            )
+        sent = [("sent", q.envelope.question_id) for q in result.questions]
+        return RedirectResponse(
+            f"{root(request)}/threads/{quote(thread_id)}?{urlencode(sent)}", 303
+        )
+
+    async def _thread_refused(
+        request: Request, refused: Refused, kept: Mapping[str, Mapping[str, str]], ids: list[str]
+    ) -> Response:
+        thread_id = request.path_params["thread_id"]
+        outcomes = (
+            await run_in_threadpool(outcomes_of, thread_id, ids) if refused.status == 409 else None
+        )
+        return await thread_page(
+            request,
+            "Nothing sent: " + "; ".join(p.error for p in refused.problems) + ".",
+            refused.status,
+            problems={p.question_id: p.error for p in refused.problems},
+            kept=kept,
+            outcomes=outcomes,
         )
 
     # --- JSON API ------------------------------------------------------------------------
@@ -539,32 +674,40 @@ def inbox_app(
             )
         return JSONResponse(_question_json(question))
 
+    async def json_body(request: Request) -> Any:
+        """The request's JSON body; ValueError if it is not JSON."""
+        try:
+            body = json.loads(await request.body())
+            # A lone surrogate parses, but is not text an answer (or a message naming it) can hold.
+            json.dumps(body, ensure_ascii=False).encode()
+        except UnicodeEncodeError:
+            raise ValueError("body: not valid Unicode text (a lone surrogate)") from None
+        except ValueError:
+            raise ValueError("body: expected a JSON object") from None
+        return body
+
     async def api_answer(request: Request) -> Response:
         if refused := _unknown_parameter(request, "/api/questions/{question_id}/answer", "post"):
             return refused
         if not csrf_ok(request, request.headers.get("x-csrf-token")):
             return JSONResponse({"error": "missing or wrong X-CSRF-Token"}, 403)
         try:
-            body = json.loads(await request.body())
-        except ValueError:
-            return JSONResponse({"error": "body: expected a JSON object"}, 400)
-        try:
-            action, value = api_body(body)
+            value = answer_of_body(await json_body(request))
         except ValueError as error:
             return JSONResponse({"error": str(error)}, 400)
         question = await run_in_threadpool(find, request)
         if question is None:
             return JSONResponse({"error": "no such question"}, 404)
-        actions = batch_actions(question.envelope.question)
-        if actions is not None:
+        try:
             # Refused here, before the question is closed: the host would refuse it too.
-            decisions = mapping(value).get("decisions")
-            problem = decisions_problem(actions, decisions)
-            if problem:
-                return JSONResponse({"error": problem}, 400)
+            problem = answer_problem(question, value)
+        except AgentWaitError as error:
+            return JSONResponse({"error": str(error)}, 400)
+        if problem:
+            return JSONResponse({"error": problem}, 400)
         by = identity(request) or "unknown"
         try:
-            result = await run_in_threadpool(do_answer, question, action, value, by)
+            result = await run_in_threadpool(do_answer, question, value, by)
         except QuestionClosed as closed:
             return JSONResponse(
                 {
@@ -584,6 +727,44 @@ def inbox_app(
                 502,
             )
         return JSONResponse(_question_json(result.question))
+
+    async def api_answers_of_thread(request: Request) -> Response:
+        if refused := _unknown_parameter(request, "/api/threads/{thread_id}/answers", "post"):
+            return refused
+        if not csrf_ok(request, request.headers.get("x-csrf-token")):
+            return JSONResponse({"error": "missing or wrong X-CSRF-Token"}, 403)
+        try:
+            answers = api_answers(await json_body(request))
+        except ValueError as error:
+            return JSONResponse({"error": str(error)}, 400)
+        thread_id = request.path_params["thread_id"]
+        questions = await run_in_threadpool(listing.thread, thread_id)
+        try:
+            pairs = check_all(thread_id, questions, answers)
+        except Refused as refused:
+            return JSONResponse(_refused_json(refused), refused.status)
+        except AgentWaitError as error:  # an answer_schema that cannot be checked
+            return JSONResponse({"error": str(error)}, 400)
+        by = identity(request) or "unknown"
+        try:
+            result = await run_in_threadpool(send_many, thread_id, pairs, by)
+        except QuestionClosed as closed:
+            lost = closed.question
+            problem = Problem(
+                lost.envelope.question_id, f"{label(lost)}: already {lost.describe_close()}"
+            )
+            return JSONResponse(_refused_json(Refused(409, [problem], [lost])), 409)
+        except QuestionNotFound as error:  # removed from the store since it was read
+            return JSONResponse({"error": str(error)}, 404)
+        except (AgentWaitError, ValueError) as error:
+            return JSONResponse({"error": str(error)}, 400)
+        except Exception as error:  # noqa: BLE001 - the entry point failed; reported, not traced
+            logger.error("answers to thread %s not sent: %s", thread_id, type(error).__name__)
+            return JSONResponse(
+                {"error": f"not sent: the entry point failed ({type(error).__name__}); try again"},
+                502,
+            )
+        return JSONResponse({"questions": [_question_json(q) for q in result.questions]})
 
     async def openapi(request: Request) -> Response:
         return JSONResponse(OPENAPI)
@@ -617,6 +798,7 @@ def inbox_app(
         Route("/logout", logout, methods=["POST"]),
         Route("/questions/{question_id}", guarded(show)),
         Route("/questions/{question_id}/answer", guarded(answer_form), methods=["POST"]),
+        Route("/threads/{thread_id:path}", guarded(show_thread), methods=["GET", "POST"]),
         Route("/events", guarded(events)),
         Route("/healthz", health),
         Route("/api/openapi.json", openapi),
@@ -624,6 +806,12 @@ def inbox_app(
         Route("/api/questions/{question_id}", guarded(api_get, api=True)),
         Route(
             "/api/questions/{question_id}/answer", guarded(api_answer, api=True), methods=["POST"]
+        ),
+        # A thread id may hold "/": the answers endpoint is the path's last segment.
+        Route(
+            "/api/threads/{thread_id:path}/answers",
+            guarded(api_answers_of_thread, api=True),
+            methods=["POST"],
         ),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         *(
@@ -717,6 +905,22 @@ OPENAPI: dict[str, Any] = {
                 "properties": {
                     "error": {"type": "string", "description": "What was wrong, naming the field"},
                     "question": _QUESTION,
+                    "question_id": {
+                        "type": "string",
+                        "description": "Several answers: the question of the first problem",
+                    },
+                    "problems": {
+                        "type": "array",
+                        "description": "Several answers: one per refused answer, in order",
+                        "items": {
+                            "type": "object",
+                            "required": ["question_id", "error"],
+                            "properties": {
+                                "question_id": {"type": "string"},
+                                "error": {"type": "string"},
+                            },
+                        },
+                    },
                 },
             },
         },
@@ -814,8 +1018,108 @@ OPENAPI: dict[str, Any] = {
                 },
             }
         },
+        "/api/threads/{thread_id}/answers": {
+            "post": {
+                "summary": "Answer several open questions of one thread in one message (the run "
+                "resumes once): all of them are sent, or none",
+                "parameters": [
+                    {
+                        "name": "thread_id",
+                        "in": "path",
+                        "required": True,
+                        "schema": {"type": "string"},
+                    }
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "required": ["answers"],
+                                "properties": {
+                                    "answers": {
+                                        "type": "array",
+                                        "minItems": 1,
+                                        "description": "In the order to send them: the first is "
+                                        "the message's answer, the others its more_answers. Each "
+                                        "is a single answer's body plus the question's id.",
+                                        "items": {
+                                            "type": "object",
+                                            "required": ["question_id"],
+                                            "anyOf": [
+                                                {"required": ["action"]},
+                                                {"required": ["answer"]},
+                                            ],
+                                            "properties": {
+                                                "question_id": {"type": "string", "minLength": 1},
+                                                "action": {"type": "string", "minLength": 1},
+                                                "answer": {},
+                                            },
+                                        },
+                                    }
+                                },
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "200": {
+                        "description": "Every question answered, in one message",
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["questions"],
+                                    "properties": {
+                                        "questions": {"type": "array", "items": _QUESTION}
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "400": _error(
+                        "Nothing sent: a malformed body, a question answered twice, or answers "
+                        "refused (action not allowed, decisions, edited args, answer_schema): "
+                        "problems names each question and field"
+                    ),
+                    "403": _error("A session without the X-CSRF-Token header"),
+                    "401": _REFUSED["401"],
+                    "404": _error("Nothing sent: a question id the thread does not have"),
+                    "409": _error(
+                        "Nothing sent: one of them was already answered, expired or cancelled "
+                        "(question: who, when)"
+                    ),
+                    "413": {"description": "Request body too large"},
+                    "502": _error("The entry point did not take the message; try again"),
+                },
+            }
+        },
     },
 }
+
+
+def _form_indexes(fields: Mapping[str, str]) -> list[int]:
+    """The questions of a thread form, by the index of their ``q.<i>.id`` fields, in order."""
+    found: list[int] = []
+    for key in fields:
+        index, dot, rest = key.removeprefix("q.").partition(".")
+        if key.startswith("q.") and dot and rest == "id" and index.isascii() and index.isdigit():
+            found.append(int(index))
+    return sorted(found)
+
+
+def _refused_json(refused: Refused) -> dict[str, Any]:
+    """A refused set of answers: the first problem, its question, every problem, who closed."""
+    first = refused.problems[0]
+    body: dict[str, Any] = {
+        "error": "; ".join(p.error for p in refused.problems) + "; nothing sent",
+        "question_id": first.question_id,
+        "problems": [{"question_id": p.question_id, "error": p.error} for p in refused.problems],
+    }
+    if refused.closed:
+        body["question"] = _question_json(refused.closed[0])
+    return body
 
 
 def _unknown_parameter(request: Request, path: str, method: str) -> Response | None:
@@ -830,11 +1134,9 @@ def _unknown_parameter(request: Request, path: str, method: str) -> Response | N
     }
     for name in request.query_params:
         if name not in known:
+            expected = f"expected one of {', '.join(sorted(known))}" if known else "it takes none"
             return JSONResponse(
-                {
-                    "error": f"{name[:40]!r}: not a query parameter of this operation "
-                    f"(expected one of {', '.join(sorted(known))})"
-                },
+                {"error": f"{name[:40]!r}: not a query parameter of this operation ({expected})"},
                 400,
             )
     return None
