@@ -64,8 +64,20 @@ def ask(
 
 
 def sent(path: Path) -> list[dict[str, Any]]:
+    """The first message of each thread the entry point holds (each thread hands out its head)."""
     with SqliteEntry(path) as messages:
         return [r.message for r in messages.receive(100)]
+
+
+def all_sent(path: Path) -> list[dict[str, Any]]:
+    """Every message the entry point holds, in order: received and acknowledged, one by one."""
+    found: list[dict[str, Any]] = []
+    with SqliteEntry(path) as messages:
+        while batch := messages.receive(100):
+            for received in batch:
+                found.append(received.message)
+                assert messages.ack(received)
+    return found
 
 
 def until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:

@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from httpx import Response
@@ -15,7 +16,7 @@ from starlette.testclient import TestClient
 
 from agent_wait.core import ConfigError, SqliteEntry, SqliteQuestionStore
 from agent_wait.inbox import InboxAuth, inbox_app
-from tests.inbox.conftest import SECRET, ask, csrf_of, login, make_client, sent
+from tests.inbox.conftest import SECRET, all_sent, ask, csrf_of, login, make_client, sent
 
 NOW = datetime.now(UTC)
 
@@ -98,7 +99,13 @@ def test_security_headers_on_every_page(client: TestClient) -> None:
 
 def test_no_inline_script_in_any_page(alice: TestClient, inbox: Path) -> None:
     ask(inbox, "q1", args={"amount": 1})
-    for path in ("/", "/history", "/questions/q1?thread=order-4471", "/login"):
+    for path in (
+        "/",
+        "/history",
+        "/questions/q1?thread=order-4471",
+        "/threads/order-4471",
+        "/login",
+    ):
         text = alice.get(path).text
         assert "<script>" not in text, path
         assert "onclick" not in text.lower(), path
@@ -449,12 +456,14 @@ def test_envelope_content_is_escaped(alice: TestClient, inbox: Path) -> None:
         args={payload: payload, "nested": {"deep": [payload], payload: 1}},
         tags={"team": payload},
     )
+    thread_page = alice.get("/threads/" + quote(payload))
+    assert thread_page.status_code == 200
     pages = [
         alice.get("/").text,
         alice.get("/questions/x1", params={"thread": payload}).text,
-        alice.get("/api/questions").text,
+        thread_page.text,
     ]
-    for text in pages[:2]:
+    for text in pages:
         assert "<script>alert" not in text
         assert "<img src=x" not in text
         parsed = Elements()
@@ -705,8 +714,20 @@ def test_mounted_under_a_path_every_link_keeps_the_prefix(inbox: Path) -> None:
             follow_redirects=False,
         )
         assert done.headers["location"].startswith("/approvals/questions/q1?")
-        for text in (listing, detail.text):
+        ask(inbox, "q2", args={"amount": 4})
+        thread = client.get("/approvals/threads/order-4471")
+        assert 'action="/approvals/threads/order-4471"' in thread.text
+        together = client.post(
+            "/approvals/threads/order-4471",
+            data={"csrf": csrf_of(thread.text), "q.0.id": "q2", "q.0.send": "action:approve"},
+            follow_redirects=False,
+        )
+        assert together.headers["location"] == "/approvals/threads/order-4471?sent=q2"
+        for text in (listing, detail.text, thread.text):
             links = re.findall(r'(?:href|action|src)="(/[^"]*)"', text)
             assert links
             assert [link for link in links if not link.startswith("/approvals/")] == []
-    assert sent(inbox)[0]["answer"] == {"action": "approve"}
+    assert [(m["question_id"], m["answer"]) for m in all_sent(inbox)] == [
+        ("q1", {"action": "approve"}),
+        ("q2", {"action": "approve"}),
+    ]

@@ -17,7 +17,7 @@ from playwright.sync_api import Browser, Page, expect
 from agent_wait.core import SqliteEntry, SqliteQuestionStore
 from agent_wait.core._sqlite import default_inbox_path
 from tests.inbox.browser import chromium, chromium_path, log_in
-from tests.inbox.conftest import SECRET, Server, ask, until
+from tests.inbox.conftest import SECRET, Server, all_sent, ask, until
 
 pytestmark = [
     pytest.mark.integration,
@@ -316,13 +316,11 @@ def test_two_questions_of_a_thread_answered_in_one_submit_resume_the_agent_once(
     expect(page.locator("ul.sent")).to_contain_text("answered by alice at")
     expect(page.locator("fieldset.question")).to_have_count(0)
 
-    with SqliteEntry() as entry:
-        [received] = entry.receive(10)
-        entry.ack(received)
     # One message for both: the first question shown is its answer, the other in more_answers.
-    [more] = received.message["more_answers"]
-    assert {received.message["question_id"], more["question_id"]} == set(ids.values())
-    resumed = handle_message(graph, received.message)
+    [received] = all_sent(default_inbox_path())
+    [more] = received["more_answers"]
+    assert {received["question_id"], more["question_id"]} == set(ids.values())
+    resumed = handle_message(graph, received)
     assert resumed.outcome is Outcome.RESUMED, resumed
     assert not resumed.parked
     assert bank.runs == [("issue_refund", 400)]
@@ -361,8 +359,6 @@ def test_a_thread_answer_loses_to_an_earlier_answer_and_sends_nothing(
     finally:
         alice_context.close()
         bob_context.close()
-    with SqliteEntry() as entry:
-        messages = [r.message for r in entry.receive(10)]
-    assert [(m["question_id"], m["answer"]) for m in messages] == [
+    assert [(m["question_id"], m["answer"]) for m in all_sent(default_inbox_path())] == [
         (ids["issue_refund"], {"action": "approve"})
     ]

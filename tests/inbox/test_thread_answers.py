@@ -21,7 +21,7 @@ from agent_wait.core import (
     Transition,
 )
 from agent_wait.inbox import InboxAuth, inbox_app
-from tests.inbox.conftest import SECRET, ask, csrf_of, sent, until
+from tests.inbox.conftest import SECRET, all_sent, ask, csrf_of, until
 from tests.inbox.test_whole_answers import ask_foreign
 
 BEARER = {"Authorization": f"Bearer {SECRET}"}
@@ -84,7 +84,7 @@ def test_the_api_answers_several_questions_in_one_message(client: TestClient, in
     assert [q["envelope"]["question_id"] for q in answered] == ["q1", "q3"]
     assert {(q["status"], q["answered_by"]) for q in answered} == {("answered", "api")}
     # One message: the first answer, the other in more_answers.
-    assert sent(inbox) == [
+    assert all_sent(inbox) == [
         {
             "thread_id": THREAD,
             "question_id": "q1",
@@ -117,7 +117,7 @@ def test_a_question_answered_elsewhere_first_sends_nothing(client: TestClient, i
         "bob",
         {"action": "reject"},
     )
-    assert [m["answer"] for m in sent(inbox)] == [{"action": "reject"}]  # bob's only
+    assert [m["answer"] for m in all_sent(inbox)] == [{"action": "reject"}]  # bob's only
     assert statuses(inbox, "q1", "q2") == ["open", "answered"]
 
 
@@ -174,7 +174,7 @@ def test_a_race_lost_while_closing_reopens_the_others_and_sends_nothing(inbox: P
     assert response.json()["error"].startswith("question q2: already answered by bob at ")
     # q1 was recorded closed for a moment; it is open again and its answer never left.
     assert statuses(inbox, "q1", "q2") == ["open", "answered"]
-    assert [m["answer"] for m in sent(inbox)] == [{"action": "reject"}]
+    assert [m["answer"] for m in all_sent(inbox)] == [{"action": "reject"}]
 
 
 @pytest.mark.parametrize(
@@ -264,7 +264,7 @@ def test_a_refused_answer_sends_none_of_them(
     ask(inbox, "b1", question=BATCH, function="agent")
     response = post_answers(client, {"answers": answers})
     assert (response.status_code, response.json()["error"]) == (status, error)
-    assert sent(inbox) == []
+    assert all_sent(inbox) == []
     assert statuses(inbox, "q1", "q2", "q3", "b1") == ["open"] * 4
 
 
@@ -287,7 +287,7 @@ def test_every_refused_answer_is_named_with_its_question(client: TestClient, inb
     assert body["problems"][1]["error"] == (
         "question q3: answer: 'amex' is not of type 'object' (the question's answer_schema)"
     )
-    assert sent(inbox) == []
+    assert all_sent(inbox) == []
 
 
 def test_the_api_answers_only_the_threads_own_questions(client: TestClient, inbox: Path) -> None:
@@ -310,7 +310,7 @@ def test_the_api_answers_only_the_threads_own_questions(client: TestClient, inbo
         ).status_code
         == 404
     )
-    assert sent(inbox) == []
+    assert all_sent(inbox) == []
 
 
 def test_a_session_needs_the_csrf_header(alice: TestClient, inbox: Path) -> None:
@@ -318,7 +318,7 @@ def test_a_session_needs_the_csrf_header(alice: TestClient, inbox: Path) -> None
     body = {"answers": [{"question_id": "q1", "action": "approve"}]}
     refused = alice.post(f"/api/threads/{THREAD}/answers", json=body)
     assert refused.status_code == 403
-    assert sent(inbox) == []
+    assert all_sent(inbox) == []
     token = csrf_of(alice.get(f"/threads/{THREAD}").text)
     done = alice.post(f"/api/threads/{THREAD}/answers", json=body, headers={"X-CSRF-Token": token})
     assert done.status_code == 200, done.text
@@ -336,7 +336,7 @@ def test_a_thread_id_with_a_slash(client: TestClient, inbox: Path) -> None:
     }
     response = client.post("/api/threads/team%2Forder-1/answers", headers=BEARER, json=body)
     assert response.status_code == 200, response.text
-    [message] = sent(inbox)
+    [message] = all_sent(inbox)
     assert (message["thread_id"], len(message["more_answers"])) == ("team/order-1", 1)
 
 
@@ -475,7 +475,7 @@ def test_the_form_sends_the_chosen_answers_in_one_message(alice: TestClient, inb
     )
     assert response.status_code == 303, response.text
     assert response.headers["location"] == f"/threads/{THREAD}?sent=q1&sent=q3"
-    assert sent(inbox) == [
+    assert all_sent(inbox) == [
         {
             "thread_id": THREAD,
             "question_id": "q1",
@@ -521,7 +521,7 @@ def test_the_form_names_a_refused_answer_keeps_the_typing_and_sends_nothing(
     assert 'name="q.0.arg.amount" value="lots"' in html
     assert ">not yet</textarea>" in html
     assert 'name="q.1.send" value="action:reject" checked' in html
-    assert sent(inbox) == []
+    assert all_sent(inbox) == []
 
 
 def test_the_form_with_nothing_chosen_sends_nothing(alice: TestClient, inbox: Path) -> None:
@@ -529,14 +529,14 @@ def test_the_form_with_nothing_chosen_sends_nothing(alice: TestClient, inbox: Pa
     response = thread_form(alice)
     assert response.status_code == 400
     assert "Not sent: choose an answer for at least one question" in response.text
-    assert sent(inbox) == []
+    assert all_sent(inbox) == []
 
 
 def test_the_form_needs_the_csrf_token(alice: TestClient, inbox: Path) -> None:
     three(inbox)
     response = alice.post(f"/threads/{THREAD}", data={"q.0.id": "q1", "q.0.send": "action:approve"})
     assert response.status_code == 403
-    assert sent(inbox) == []
+    assert all_sent(inbox) == []
 
 
 def test_a_race_lost_in_the_form_says_who_won_and_what_is_still_open(
@@ -567,4 +567,4 @@ def test_a_race_lost_in_the_form_says_who_won_and_what_is_still_open(
     assert ids_in_form(html) == ["q1", "q3"]
     assert 'name="q.0.send" value="action:reject" checked' in html
     assert ">too much</textarea>" in html
-    assert [m["answer"] for m in sent(inbox)] == [{"action": "approve"}]  # bob's only
+    assert [m["answer"] for m in all_sent(inbox)] == [{"action": "approve"}]  # bob's only
