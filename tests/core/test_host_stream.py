@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import aclosing
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ class StreamingLedger(Ledger):
         super().__init__(asks=2)
         self.fail_resume = fail_resume
         self.forget_result = forget_result
+        self.closed_early: list[str] = []
 
     def stream_start(self, thread: Thread, message: StartMessage) -> Iterator[Any]:
         yield {"step": "thinking"}
@@ -34,8 +36,12 @@ class StreamingLedger(Ledger):
         yield Ran(self.resume(thread, answers))
 
     async def astream_start(self, thread: Thread, message: StartMessage) -> AsyncIterator[Any]:
-        for item in self.stream_start(thread, message):
-            yield item
+        try:
+            for item in self.stream_start(thread, message):
+                yield item
+        except GeneratorExit:
+            self.closed_early.append("start")
+            raise
 
     async def astream_resume(
         self, thread: Thread, answers: Mapping[str, Any]
@@ -112,3 +118,14 @@ async def test_async_events_then_the_outcome() -> None:
     assert inbox.question_ids == ["t-q1"]
     with pytest.raises(RuntimeError, match="iterate the streamed run"):
         astream_message(host, START, inbox).handled  # noqa: B018  # pyright: ignore[reportArgumentType]
+
+
+async def test_an_async_stream_left_early_closes_the_hosts_stream_at_once() -> None:
+    ledger, inbox = StreamingLedger(), MemoryAnnounce()
+    run = astream_message(AsyncStreamingLedger(ledger), START, inbox)  # pyright: ignore[reportArgumentType]
+    async with aclosing(aiter(run)) as events:
+        async for _ in events:
+            break
+    # The host's own clean-up ran before the consumer went on, not at the loop's finalization.
+    assert ledger.closed_early == ["start"]
+    assert inbox.question_ids == []

@@ -22,6 +22,7 @@ def test_public_api_is_pinned() -> None:
         "publish_interrupts",
         "questions_in",
         "serve",
+        "stream_message",
         "wait",
     ]
     for name in agent_wait.strands.__all__:

@@ -13,11 +13,21 @@ start and resume, and ``questions_in``.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Generator,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 from agent_wait.core._announce import Delivery, PublishReport
 from agent_wait.core._errors import AgentWaitError, AnnounceFailed, InvalidAnswer
@@ -730,6 +740,37 @@ class AsyncStreamed:
         return self._out[0]
 
 
+@contextmanager
+def _closing(stream: Iterator[Any]) -> Generator[Iterator[Any]]:
+    """The host's stream, closed when its consumer stops early.
+
+    A ``for`` loop left by a ``break`` or an exception does not close the iterator it was
+    over; the run's own clean-up (the framework's ``finally``) must run then, not whenever the
+    iterator is collected.
+    """
+    try:
+        yield stream
+    finally:
+        close = getattr(stream, "close", None)
+        if callable(close):
+            close()
+
+
+@asynccontextmanager
+async def _aclosing(stream: AsyncIterator[Any]) -> AsyncGenerator[AsyncIterator[Any]]:
+    """Async :func:`_closing`.
+
+    An async generator left early is otherwise closed by the event loop's finalizer: later, and
+    outside the task that ran it.
+    """
+    try:
+        yield stream
+    finally:
+        close = getattr(stream, "aclose", None)
+        if callable(close):
+            await cast("Callable[[], Awaitable[object]]", close)()
+
+
 def _streamed_result(item: Any, result: list[Any]) -> bool:
     if isinstance(item, Ran):
         result[:] = [item.result]
@@ -766,9 +807,10 @@ def stream_message(
             try:
                 if name in _STREAMED_STEPS:
                     result: list[Any] = []
-                    for item in getattr(host, f"stream_{name}")(*args):
-                        if not _streamed_result(item, result):
-                            yield item
+                    with _closing(getattr(host, f"stream_{name}")(*args)) as stream:
+                        for item in stream:
+                            if not _streamed_result(item, result):
+                                yield item
                     driver.send(_only_result(result))
                 else:
                     driver.send(io(step))
@@ -809,9 +851,10 @@ def astream_message(
             try:
                 if name in _STREAMED_STEPS:
                     result: list[Any] = []
-                    async for item in getattr(host, f"astream_{name}")(*args):
-                        if not _streamed_result(item, result):
-                            yield item
+                    async with _aclosing(getattr(host, f"astream_{name}")(*args)) as stream:
+                        async for item in stream:
+                            if not _streamed_result(item, result):
+                                yield item
                     driver.send(_only_result(result))
                 else:
                     driver.send(await io(step))

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         astream_message,
         handle_message,
         interrupt_responses,
+        stream_message,
     )
     from agent_wait.strands._pause import pause_tool
     from agent_wait.strands._serve import aserve, serve
@@ -54,6 +55,7 @@ __all__ = [
     "publish_interrupts",
     "questions_in",
     "serve",
+    "stream_message",
     "wait",
 ]
 
@@ -71,6 +73,7 @@ _HOMES = {
     "serve": "._serve",
     "wait": "._wait",
     "astream_message": "._host",
+    "stream_message": "._host",
     "pause_tool": "._pause",
 }
 

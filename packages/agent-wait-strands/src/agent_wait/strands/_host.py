@@ -15,7 +15,8 @@ import json
 import logging
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -34,11 +35,13 @@ from agent_wait.core.host import (
     AsyncStreamed,
     AsyncStreamingHost,
     Clock,
-    Host,
     Ran,
+    Streamed,
+    StreamingHost,
     Waiting,
 )
 from agent_wait.strands._adapter import node_questions, questions_in, questions_of
+from agent_wait.strands._bridge import aclose, iterate
 from agent_wait.strands._recovery import interrupt_state, responses_cleared_on_failure
 from strands import Agent
 from strands.agent.agent_result import AgentResult
@@ -341,7 +344,7 @@ def _responses(answers: Mapping[str, Any]) -> Any:
     return interrupt_responses(*({"question_id": i, "answer": v} for i, v in answers.items()))
 
 
-class _SyncHost(_Host, Host[_Thread, RunResult]):
+class _SyncHost(_Host, StreamingHost[_Thread, RunResult]):
     def load(self, thread_id: str) -> _Thread:
         read = _from_session(self.session_repository, self.agent_id, thread_id)
         if read is not None:
@@ -365,6 +368,26 @@ class _SyncHost(_Host, Host[_Thread, RunResult]):
         agent = self._runner(thread)
         with responses_cleared_on_failure(agent, answers):
             return agent(_responses(answers))
+
+    def stream_start(self, thread: _Thread, message: StartMessage) -> Iterator[Any]:
+        return self._stream(thread, self.prompt(message.input), ())
+
+    def stream_resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Iterator[Any]:
+        return self._stream(thread, _responses(answers), answers)
+
+    def _stream(self, thread: _Thread, prompt: Any, answers: Iterable[str]) -> Iterator[Any]:
+        # One generator from the consumer to Strands' stream: closing it (a consumer that stops
+        # early) closes Strands' stream first, then clears the responses, in this order.
+        agent = self._runner(thread)
+        result: Any = None
+        with (
+            responses_cleared_on_failure(agent, answers),
+            closing(iterate(lambda: agent.stream_async(prompt))) as events,
+        ):
+            for event in events:
+                result = _result_of(event, result)
+                yield event
+        yield Ran(result)
 
 
 class _AsyncHost(_Host, AsyncStreamingHost[_Thread, RunResult]):
@@ -395,29 +418,36 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, RunResult]):
         with responses_cleared_on_failure(agent, answers):
             return await agent.invoke_async(_responses(answers))
 
-    async def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
-        agent = await self._runner(thread)
-        async for item in _streamed(agent.stream_async(self.prompt(message.input))):
-            yield item
+    def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
+        return self._astream(thread, self.prompt(message.input), ())
 
-    async def astream_resume(
-        self, thread: _Thread, answers: Mapping[str, Any]
+    def astream_resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AsyncIterator[Any]:
+        return self._astream(thread, _responses(answers), answers)
+
+    async def _astream(
+        self, thread: _Thread, prompt: Any, answers: Iterable[str]
     ) -> AsyncIterator[Any]:
+        # See _SyncHost._stream: an async generator left early is otherwise closed by the event
+        # loop's finalizer, later, outside the task that ran it.
         agent = await self._runner(thread)
+        events = agent.stream_async(prompt)
+        result: Any = None
         with responses_cleared_on_failure(agent, answers):
-            async for item in _streamed(agent.stream_async(_responses(answers))):
-                yield item
+            try:
+                async for event in events:
+                    result = _result_of(event, result)
+                    yield event
+            finally:
+                await aclose(events)
+        yield Ran(result)
 
 
-async def _streamed(events: AsyncIterator[Any]) -> AsyncIterator[Any]:
+def _result_of(event: Any, result: Any) -> Any:
     # Strands' last event carries the run's result under "result" (an AgentResult, or a
     # MultiAgentResult for a Swarm or Graph; a node's own result is nested under its event).
-    result: Any = None
-    async for event in events:
-        if isinstance(event, dict) and "result" in event:
-            result = cast("dict[str, Any]", event)["result"]
-        yield event
-    yield Ran(result)
+    if isinstance(event, dict) and "result" in event:
+        return cast("dict[str, Any]", event)["result"]
+    return result
 
 
 def _session_id(runner: Runner) -> str | None:
@@ -544,6 +574,46 @@ async def ahandle_message(
     """
     host = _AsyncHost(agent_factory, prompt, session_repository, agent_id)
     return await core_host.ahandle_message(
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
+    )
+
+
+def stream_message(
+    agent_factory: Callable[[str], Runner],
+    message: Mapping[str, Any] | str | bytes,
+    announce: Announce = None,
+    *,
+    reply_to: Mapping[str, Any] | None = None,
+    strict: bool = False,
+    clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
+    prompt: Callable[[Any], Any] = _prompt,
+    session_repository: SessionRepository | None = None,
+    agent_id: str = "default",
+) -> Streamed:
+    """:func:`handle_message` for a sync host that streams: ``agent.stream_async(...)``, iterated.
+
+    Strands streams only asynchronously; the run goes on the private event loop and worker
+    thread Strands' own sync ``agent(...)`` uses, and its events are handed over one at a time:
+    the run advances as you iterate, like ``async for`` over ``stream_async``. Iterate the result
+    with ``for`` for the events Strands yields (text deltas, tool events, a Swarm's or Graph's
+    node events, and last the ``{"result": ...}`` event); once the stream ends, the questions
+    the run parked on are published and ``.handled`` is the :class:`~agent_wait.core.Handled`.
+    Stopping early (``break``) closes Strands' stream and publishes nothing; an answer's
+    question is then still pending (the response Strands saved is cleared). The same
+    decisions as :func:`handle_message`: a redelivered start, a duplicate or an invalid answer
+    yields no events. Arguments as :func:`handle_message`.
+
+    Example::
+
+        run = stream_message(agent_for, message, announce)
+        for event in run:
+            if "data" in event:
+                send_to_ui(event["data"])
+        log.info("%s %s", run.handled.outcome, run.handled.question_ids)
+    """
+    host = _SyncHost(agent_factory, prompt, session_repository, agent_id)
+    return core_host.stream_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
 

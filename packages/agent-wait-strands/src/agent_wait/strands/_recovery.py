@@ -4,6 +4,7 @@ Strands records a response on its interrupt when the resume starts (``_Interrupt
 and keeps it when the run then raises (a hook that cannot handle the answer fails with an
 ``EventLoopException``); the session manager saves it. The interrupt then reads as answered, so
 the host would refuse the corrected answer as a duplicate, although plain Strands accepts it.
+The same holds for a run stopped before its end.
 """
 
 from __future__ import annotations
@@ -58,10 +59,15 @@ def clear_response(agent: Agent | MultiAgentBase, question_id: str) -> None:
 def responses_cleared_on_failure(
     agent: Agent | MultiAgentBase, question_ids: Iterable[str]
 ) -> Generator[None]:
-    """Around a resume: if the run raises, the responses it was given are cleared, then it re-raises."""
+    """Around a resume: if the run raises, the responses it was given are cleared, then it re-raises.
+
+    A run stopped before its end (a stream closed early, a cancelled task) is cleared the same
+    way: Strands' clean-up saved the interrupt with its response, and the question would read
+    as answered by a run that never finished.
+    """
     try:
         yield
-    except Exception:
+    except BaseException:
         for question_id in question_ids:
             clear_response(agent, question_id)
         raise
