@@ -8,6 +8,8 @@ import logging
 import pytest
 
 from agent_wait.core.pause import (
+    HEARTBEAT_TYPE,
+    PauseHeartbeat,
     PauseLimits,
     PausePolicy,
     apause,
@@ -114,3 +116,96 @@ async def test_a_cancelled_async_wait_hands_back_what_it_did_not_wait(
     after = await apause(policy, {"seconds": 200, "user_message": "hi"}, turn="t", sleep=instant)
     assert after["granted_seconds"] == 96
     assert after["clipped_by"] == "per_turn"
+
+
+def test_heartbeats_on_the_interval_grid_then_the_result() -> None:
+    clock = FakeClock()
+    policy = make(clock, heartbeat_interval_ms=1000)
+    beats: list[PauseHeartbeat] = []
+    result = pause(
+        policy,
+        {"seconds": 3, "user_message": "Waiting for the export."},
+        sleep=clock.sleep,
+        heartbeat=beats.append,
+    )
+    assert result["waited_seconds"] == 3
+    assert clock.slept == [1, 1, 1]
+    assert [(b.progress, b.remaining_seconds, b.total) for b in beats] == [
+        (0, 3, 3),
+        (1, 2, 3),
+        (2, 1, 3),
+    ]
+    assert {b.message for b in beats} == {"Waiting for the export."}
+    assert beats[0].as_event() == {
+        "type": HEARTBEAT_TYPE,
+        "message": "Waiting for the export.",
+        "progress": 0,
+        "total": 3,
+        "remaining_seconds": 3,
+        "wait_until": beats[0].wait_until,
+    }
+
+
+def test_a_slow_heartbeat_skips_a_beat_instead_of_drifting() -> None:
+    clock = FakeClock()
+    policy = make(clock, heartbeat_interval_ms=1000)
+    progress: list[float] = []
+
+    def slow(beat: PauseHeartbeat) -> None:
+        progress.append(beat.progress)
+        clock.now += 1.5 if beat.progress == 0 else 0  # the first send takes 1.5 s
+
+    pause(policy, {"seconds": 4, "user_message": "hi"}, sleep=clock.sleep, heartbeat=slow)
+    assert progress == [0, 2, 3]
+    assert clock.slept == [0.5, 1, 1]
+
+
+def test_a_failing_heartbeat_is_reported_and_the_wait_goes_on(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock()
+    policy = make(clock, heartbeat_interval_ms=1000)
+
+    def broken(beat: PauseHeartbeat) -> None:
+        raise ConnectionError("the stream is gone")
+
+    with caplog.at_level(logging.INFO, logger="agent_wait.pause"):
+        result = pause(
+            policy, {"seconds": 5, "user_message": "hi"}, sleep=clock.sleep, heartbeat=broken
+        )
+    assert result["waited_seconds"] == 5
+    assert clock.slept == [5]  # no more beats: the rest in one sleep
+    assert "a heartbeat failed; the wait goes on without heartbeats" in caplog.text
+    assert "outcome=completed" in caplog.text
+
+
+def test_a_sleep_returning_true_ends_a_beating_wait_early() -> None:
+    clock = FakeClock()
+    policy = make(clock, heartbeat_interval_ms=1000)
+    beats: list[PauseHeartbeat] = []
+
+    def interrupted(seconds: float) -> bool:
+        clock.sleep(seconds)
+        return len(clock.slept) == 2  # the second interval is cut short (Event.wait -> True)
+
+    result = pause(
+        policy, {"seconds": 10, "user_message": "hi"}, sleep=interrupted, heartbeat=beats.append
+    )
+    assert result["waited_seconds"] == 2
+    assert len(beats) == 2
+
+
+async def test_async_heartbeats_may_be_awaited() -> None:
+    clock = FakeClock()
+    policy = make(clock, heartbeat_interval_ms=500)
+    beats: list[float] = []
+
+    async def send(beat: PauseHeartbeat) -> None:
+        await asyncio.sleep(0)
+        beats.append(beat.progress)
+
+    result = await apause(
+        policy, {"seconds": 2, "user_message": "hi"}, sleep=clock.asleep, heartbeat=send
+    )
+    assert result["waited_seconds"] == 2
+    assert beats == [0, 0.5, 1, 1.5]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
+import threading
 
 import pytest
 from langchain.agents import create_agent
@@ -48,7 +50,7 @@ def test_create_agent_pauses_clipped_then_refused_by_the_call_cap(
     assert first["waited_seconds"] == 30
     assert second["refused"] == "calls_per_turn"
     assert "AGENT_WAIT_MAX_CALLS_PER_TURN" in second["message"]
-    assert clock.slept == [30]
+    assert clock.slept == [1] * 30  # slept beat by beat (a heartbeat every second)
     assert state["messages"][-1].content == "export done"
     # The host named the user and the turn in the config; the model never could.
     assert "outcome=completed user='u-1' turn='m-1' requested=90 granted=30" in caplog.text
@@ -94,3 +96,78 @@ def test_the_policy_comes_from_the_environment_by_default(monkeypatch: pytest.Mo
     monkeypatch.setenv("AGENT_WAIT_MAX_SECONDS_PER_CALL", "seven")
     with pytest.raises(ValueError, match="AGENT_WAIT_MAX_SECONDS_PER_CALL='seven'"):
         pause_tool()
+
+
+EXPORT = ("agent_wait", {"seconds": 3, "user_message": "Waiting for the export."})
+
+
+def test_a_custom_stream_gets_the_heartbeats_while_the_agent_waits() -> None:
+    clock = FakeClock()
+    policy = PausePolicy(PauseLimits(heartbeat_interval_ms=1000), clock=clock)
+    received = threading.Event()
+    missed: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        # The wait goes on only once the consumer holds the beat just sent: beats that were
+        # buffered until the tool returned would never arrive here.
+        if not received.wait(30):
+            missed.append(clock.now)
+        received.clear()
+        clock.sleep(seconds)
+
+    agent = create_agent(
+        model(calls(EXPORT), AIMessage("export done")), [pause_tool(policy, sleep=sleep)]
+    )
+    beats: list[dict[str, object]] = []
+    for mode, chunk in agent.stream(
+        {"messages": [("user", "export it")]}, stream_mode=["custom", "updates"]
+    ):
+        if mode == "custom":
+            beats.append(chunk)
+            received.set()
+
+    assert missed == []
+    assert [(b["type"], b["progress"], b["remaining_seconds"], b["total"]) for b in beats] == [
+        ("agent_wait.heartbeat", 0, 3, 3),
+        ("agent_wait.heartbeat", 1, 2, 3),
+        ("agent_wait.heartbeat", 2, 1, 3),
+    ]
+    assert {b["message"] for b in beats} == {"Waiting for the export."}
+    assert clock.slept == [1, 1, 1]
+
+
+async def test_an_async_custom_stream_gets_the_heartbeats_while_the_agent_waits() -> None:
+    clock = FakeClock()
+    policy = PausePolicy(PauseLimits(heartbeat_interval_ms=1000), clock=clock)
+    received = asyncio.Event()
+    missed: list[float] = []
+
+    async def asleep(seconds: float) -> None:
+        try:
+            await asyncio.wait_for(received.wait(), 30)
+        except TimeoutError:
+            missed.append(clock.now)
+        received.clear()
+        clock.sleep(seconds)
+
+    agent = create_agent(
+        model(calls(EXPORT), AIMessage("export done")), [pause_tool(policy, asleep=asleep)]
+    )
+    progress: list[object] = []
+    async for mode, chunk in agent.astream(
+        {"messages": [("user", "export it")]}, stream_mode=["custom", "updates"]
+    ):
+        if mode == "custom":
+            progress.append(chunk["progress"])
+            received.set()
+
+    assert missed == []
+    assert progress == [0, 1, 2]
+
+
+def test_outside_a_graph_the_tool_waits_in_one_sleep() -> None:
+    clock = FakeClock()
+    tool = pause_tool(PausePolicy(clock=clock), sleep=clock.sleep)
+    result = tool.invoke({"seconds": 3, "user_message": "x"})
+    assert result["waited_seconds"] == 3
+    assert clock.slept == [3]  # no graph, no stream: no heartbeats

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -9,7 +10,7 @@ import pytest
 from pydantic_ai import Agent, RunContext
 
 from agent_wait.core.pause import INPUT_SCHEMA, PauseLimits, PausePolicy
-from agent_wait.pydantic_ai import pause_tool
+from agent_wait.pydantic_ai import PauseHeartbeatEvent, pause_tool
 from tests.pause_clock import FakeClock
 from tests.pydantic_ai.scripted import Script, seen_by_model
 
@@ -30,7 +31,7 @@ def test_each_run_is_a_turn_and_the_caps_apply(caplog: pytest.LogCaptureFixture)
     assert admitted["granted_seconds"] == 30
     assert admitted["clipped_by"] == "per_call"
     assert refused["refused"] == "calls_per_turn"
-    assert clock.slept == [30]
+    assert clock.slept == [1] * 30  # slept beat by beat (a heartbeat every second)
     assert script.schemas["agent_wait"] == INPUT_SCHEMA
     assert "user='anonymous' turn=" in caplog.text
 
@@ -38,7 +39,7 @@ def test_each_run_is_a_turn_and_the_caps_apply(caplog: pytest.LogCaptureFixture)
     seen = seen_by_model(agent.run_sync("again").output)
     second_run = [seen["agent_wait-2-0"]["content"], seen["agent_wait-2-1"]["content"]]
     assert sorted("granted_seconds" in c for c in second_run) == [False, True]
-    assert clock.slept == [30, 30]
+    assert clock.slept == [1] * 60
 
 
 @dataclass
@@ -69,4 +70,42 @@ def test_identity_from_deps_and_invalid_arguments(caplog: pytest.LogCaptureFixtu
     assert "seconds must be a whole number" in bad["message"]
     assert good["granted_seconds"] == 3
     assert "outcome=completed user='u-1' turn='m-1' requested=3 granted=3" in caplog.text
-    assert clock.slept == [3]
+    assert clock.slept == [1, 1, 1]
+
+
+async def test_the_event_stream_gets_the_heartbeats_while_the_agent_waits() -> None:
+    clock = FakeClock()
+    policy = PausePolicy(PauseLimits(heartbeat_interval_ms=1000), clock=clock)
+    received = asyncio.Event()
+    missed: list[float] = []
+
+    async def asleep(seconds: float) -> None:
+        # The wait goes on only once the consumer holds the beat just emitted: beats delivered
+        # only after the tool returned would never arrive here.
+        try:
+            await asyncio.wait_for(received.wait(), 30)
+        except TimeoutError:
+            missed.append(clock.now)
+        received.clear()
+        clock.sleep(seconds)
+
+    script = Script(("agent_wait", {"seconds": 3, "user_message": "Waiting for the export."}))
+    agent = Agent(script.model, tools=[pause_tool(policy, sleep=asleep)])
+    beats: list[PauseHeartbeatEvent] = []
+    async with agent.run_stream_events("export it") as events:
+        async for event in events:
+            if isinstance(event, PauseHeartbeatEvent):
+                beats.append(event)
+                received.set()
+
+    assert missed == []
+    assert [(b.progress, b.remaining_seconds, b.total) for b in beats] == [
+        (0, 3, 3),
+        (1, 2, 3),
+        (2, 1, 3),
+    ]
+    assert {(b.name, b.message, b.tool_name) for b in beats} == {
+        ("agent_wait.heartbeat", "Waiting for the export.", "agent_wait")
+    }
+    assert {b.tool_call_id for b in beats} == {"agent_wait-1-0"}
+    assert clock.slept == [1, 1, 1]

@@ -10,6 +10,7 @@ def test_public_api() -> None:
         "HistoryStore",
         "InMemoryHistory",
         "IndexedHistoryStore",
+        "PauseHeartbeatEvent",
         "SqliteHistory",
         "ahandle_message",
         "apublish_interrupts",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -33,7 +34,7 @@ def test_the_agent_pauses_clipped_then_is_refused(caplog: pytest.LogCaptureFixtu
     assert first["granted_seconds"] == 30
     assert first["clipped_by"] == "per_call"
     assert second["refused"] == "calls_per_turn"
-    assert clock.slept == [30]
+    assert clock.slept == [1] * 30  # slept beat by beat (a heartbeat every second)
     assert "outcome=completed user='u-1' turn='m-1' requested=90 granted=30" in caplog.text
 
 
@@ -53,4 +54,45 @@ def test_without_a_named_user_the_session_is_charged(caplog: pytest.LogCaptureFi
     assert "outcome=invalid field=user_message" in caplog.text
     assert json.loads(admitted["text"])["granted_seconds"] == 90
     assert f"user='session:{agent.session_id}' turn=None requested=90" in caplog.text
-    assert clock.slept == [90]
+    assert clock.slept == [1] * 90
+
+
+async def test_stream_async_yields_the_heartbeats_while_the_agent_waits() -> None:
+    clock = FakeClock()
+    policy = PausePolicy(PauseLimits(heartbeat_interval_ms=1000), clock=clock)
+    received = asyncio.Event()
+    missed: list[float] = []
+
+    async def asleep(seconds: float) -> None:
+        # The wait goes on only once the consumer holds the beat just streamed: beats delivered
+        # only after the tool returned would never arrive here.
+        try:
+            await asyncio.wait_for(received.wait(), 30)
+        except TimeoutError:
+            missed.append(clock.now)
+        received.clear()
+        clock.sleep(seconds)
+
+    model = ScriptedModel(
+        [Call("agent_wait", {"seconds": 3, "user_message": "Waiting for the export."})],
+        "export done",
+    )
+    agent = Agent(model=model, tools=[pause_tool(policy, sleep=asleep)], callback_handler=None)
+    beats: list[dict[str, object]] = []
+    async for event in agent.stream_async("export it"):
+        if event.get("type") == "tool_stream":
+            stream = event["tool_stream_event"]
+            assert stream["tool_use"]["name"] == "agent_wait"
+            beats.append(stream["data"])
+            received.set()
+
+    assert missed == []
+    assert [(b["type"], b["progress"], b["remaining_seconds"], b["total"]) for b in beats] == [
+        ("agent_wait.heartbeat", 0, 3, 3),
+        ("agent_wait.heartbeat", 1, 2, 3),
+        ("agent_wait.heartbeat", 2, 1, 3),
+    ]
+    assert {b["message"] for b in beats} == {"Waiting for the export."}
+    [result] = model.tool_results
+    assert result["status"] == "success"
+    assert json.loads(result["text"])["waited_seconds"] == 3  # the result, not a heartbeat

@@ -8,6 +8,7 @@ Nothing here imports a transport or a framework; the unit tests drive it with a 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import logging
 import math
@@ -18,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from agent_wait.core._errors import ConfigError
@@ -651,6 +652,85 @@ def audit_finished(
     )
 
 
+HEARTBEAT_TYPE = "agent_wait.heartbeat"
+"""The ``type`` of a heartbeat as a framework event (:meth:`PauseHeartbeat.as_event`)."""
+
+
+@dataclass(frozen=True)
+class PauseHeartbeat:
+    """One progress beat of a wait: what the MCP tool's progress notification carries.
+
+    Attributes:
+        message: The call's ``user_message``, verbatim.
+        progress: Seconds elapsed (millisecond precision).
+        total: Seconds granted, so ``total - progress`` is the time left.
+        remaining_seconds: Seconds left, rounded up to the millisecond (never 0 while waiting).
+        wait_until: When the wait ends, RFC 3339 UTC (whole seconds).
+    """
+
+    message: str
+    progress: float
+    total: int
+    remaining_seconds: float
+    wait_until: str
+
+    def as_event(self) -> dict[str, Any]:
+        """The beat as a JSON object for a framework's event stream (``type`` first)."""
+        return {
+            "type": HEARTBEAT_TYPE,
+            "message": self.message,
+            "progress": self.progress,
+            "total": self.total,
+            "remaining_seconds": self.remaining_seconds,
+            "wait_until": self.wait_until,
+        }
+
+
+Heartbeat = Callable[[PauseHeartbeat], object]
+"""Receives each beat of a wait; for :func:`apause` it may return an awaitable (awaited)."""
+
+
+class _Beats:
+    """The heartbeats of one admitted wait, on a fixed grid from its start."""
+
+    def __init__(
+        self, policy: PausePolicy, request: PauseRequest, grant: PauseGrant, send: Heartbeat | None
+    ) -> None:
+        self.send = send
+        self.message = request.user_message
+        self.total = grant.granted_seconds
+        self.interval = policy.limits.heartbeat_interval
+        self.start = policy.now()
+        self.deadline = self.start + grant.granted_seconds
+        self.wait_until = format_utc(datetime.now(UTC) + timedelta(seconds=grant.granted_seconds))
+
+    def beat(self, now: float) -> PauseHeartbeat:
+        return PauseHeartbeat(
+            message=self.message,
+            progress=round(now - self.start, 3),
+            total=self.total,
+            # Rounded up, so a beat sent while waiting never says 0.
+            remaining_seconds=math.ceil((self.deadline - now) * 1000) / 1000,
+            wait_until=self.wait_until,
+        )
+
+    def until(self, now: float) -> float:
+        """The next point to wake at after ``now``: the next beat, or the end once beats stopped."""
+        if self.send is None:
+            return self.deadline
+        # Beats stay on the start + k * interval grid, so a slow send skips a beat instead of
+        # drifting or bursting.
+        step = math.floor((now - self.start) / self.interval) + 1
+        return min(self.start + step * self.interval, self.deadline)
+
+    def failed(self) -> None:
+        # A lost heartbeat must not end the wait it reports on.
+        _audit.warning(
+            "agent_wait: a heartbeat failed; the wait goes on without heartbeats", exc_info=True
+        )
+        self.send = None
+
+
 def _admitted(
     policy: PausePolicy, arguments: Mapping[str, object] | None, user: object, turn: object
 ) -> tuple[PauseRequest, PauseGrant] | dict[str, Any]:
@@ -678,6 +758,7 @@ def pause(
     user: str | None = None,
     turn: str | None = None,
     sleep: Callable[[float], object] = time.sleep,
+    heartbeat: Heartbeat | None = None,
 ) -> dict[str, Any]:
     """One ``agent_wait`` call in a synchronous tool: check, admit, wait, settle, audit.
 
@@ -687,8 +768,13 @@ def pause(
         user: Who the wait is charged to, named by the host, never the model (None:
             ``"anonymous"``).
         turn: The turn id, named by the host (None: the user's implicit turn).
-        sleep: How to wait the granted seconds (a host that can cancel passes e.g. an
-            ``Event.wait``); the time actually waited is measured with the policy's clock.
+        sleep: How to wait (a host that can cancel passes e.g. an ``Event.wait``); the time
+            actually waited is measured with the policy's clock.
+        heartbeat: Receives a :class:`PauseHeartbeat` at once and then every
+            ``heartbeat_interval_ms`` of the policy, as the MCP tool's progress notifications.
+            The wait is then slept beat by beat, and a ``sleep`` that returns a true value (as
+            ``Event.wait`` does when the event is set) ends it early. A heartbeat that raises
+            is logged and the wait goes on without heartbeats.
 
     Returns:
         :func:`pause_result` after the wait, or :func:`refusal_result` (``refused`` is
@@ -699,13 +785,23 @@ def pause(
     if isinstance(admitted, dict):
         return admitted
     request, grant = admitted
-    start = policy.now()
+    beats = _Beats(policy, request, grant, heartbeat)
     outcome = "failed"
     try:
-        sleep(grant.granted_seconds)
+        if heartbeat is None:
+            sleep(grant.granted_seconds)
+        while heartbeat is not None and (now := policy.now()) < beats.deadline:
+            if beats.send is not None:
+                try:
+                    beats.send(beats.beat(now))
+                except Exception:  # noqa: BLE001 - reported, and the wait goes on
+                    beats.failed()
+            after = policy.now()
+            if sleep(max(0.0, beats.until(after) - after)):
+                break
         outcome = "completed"
     finally:
-        waited = policy.now() - start
+        waited = policy.now() - beats.start
         policy.finish(grant, waited)
         audit_finished(outcome, grant, waited, request.reason)
     return pause_result(grant, waited)
@@ -718,8 +814,9 @@ async def apause(
     user: str | None = None,
     turn: str | None = None,
     sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    heartbeat: Heartbeat | None = None,
 ) -> dict[str, Any]:
-    """Async :func:`pause`.
+    """Async :func:`pause`; ``heartbeat`` may be a coroutine function.
 
     A cancelled task ends the wait at once, hands the part not waited back to the turn, writes
     ``outcome=cancelled`` and re-raises.
@@ -728,16 +825,28 @@ async def apause(
     if isinstance(admitted, dict):
         return admitted
     request, grant = admitted
-    start = policy.now()
+    beats = _Beats(policy, request, grant, heartbeat)
     outcome = "failed"
     try:
-        await sleep(grant.granted_seconds)
+        if heartbeat is None:
+            await sleep(grant.granted_seconds)
+        while heartbeat is not None and (now := policy.now()) < beats.deadline:
+            if beats.send is not None:
+                try:
+                    sent = beats.send(beats.beat(now))
+                    if inspect.isawaitable(sent):
+                        await sent
+                except Exception:  # noqa: BLE001 - reported, and the wait goes on
+                    beats.failed()
+            after = policy.now()
+            if await sleep(max(0.0, beats.until(after) - after)):
+                break
         outcome = "completed"
     except asyncio.CancelledError:
         outcome = "cancelled"
         raise
     finally:
-        waited = policy.now() - start
+        waited = policy.now() - beats.start
         policy.finish(grant, waited)
         audit_finished(outcome, grant, waited, request.reason)
     return pause_result(grant, waited)

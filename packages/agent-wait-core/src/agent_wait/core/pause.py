@@ -4,7 +4,8 @@ A chat agent calls ``agent_wait`` to pause **inside** its tool loop for a bounde
 seconds. :class:`PausePolicy` admits, clips or refuses each wait against :class:`PauseLimits`
 (per-call and per-turn caps, calls per turn, the turn's wall clock, a per-user rate limit and a
 kill switch, from the ``AGENT_WAIT_*`` environment variables). :func:`pause` / :func:`apause`
-run one call end to end (check, admit, wait, settle, audit) and return what the model reads;
+run one call end to end (check, admit, wait, settle, audit) and return what the model reads,
+sending :class:`PauseHeartbeat` progress beats to a ``heartbeat`` callback when given;
 agent-wait-mcp serves the same policy over MCP with heartbeats. One policy per process::
 
     from agent_wait.core.pause import PauseLimits, PausePolicy, pause
@@ -18,15 +19,18 @@ from __future__ import annotations
 
 from agent_wait.core._pause import (
     ANONYMOUS_USER,
+    HEARTBEAT_TYPE,
     INPUT_SCHEMA,
     MAX_ID_LENGTH,
     MAX_REQUEST_SECONDS,
     MAX_TEXT_LENGTH,
     TOOL_NAME,
     ClipCause,
+    Heartbeat,
     InvalidPauseRequest,
     PauseConfigError,
     PauseGrant,
+    PauseHeartbeat,
     PauseLimits,
     PausePolicy,
     PauseRefused,
@@ -45,15 +49,18 @@ from agent_wait.core._pause import (
 
 __all__ = [
     "ANONYMOUS_USER",
+    "HEARTBEAT_TYPE",
     "INPUT_SCHEMA",
     "MAX_ID_LENGTH",
     "MAX_REQUEST_SECONDS",
     "MAX_TEXT_LENGTH",
     "TOOL_NAME",
     "ClipCause",
+    "Heartbeat",
     "InvalidPauseRequest",
     "PauseConfigError",
     "PauseGrant",
+    "PauseHeartbeat",
     "PauseLimits",
     "PausePolicy",
     "PauseRefused",

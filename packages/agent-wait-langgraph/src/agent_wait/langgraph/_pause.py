@@ -13,12 +13,14 @@ from langchain_core.tools import StructuredTool
 from agent_wait.core.pause import (
     INPUT_SCHEMA,
     TOOL_NAME,
+    PauseHeartbeat,
     PauseLimits,
     PausePolicy,
     apause,
     pause,
     tool_description,
 )
+from langgraph.config import get_stream_writer
 
 
 def _identity(config: RunnableConfig) -> tuple[Any, Any]:
@@ -29,6 +31,15 @@ def _identity(config: RunnableConfig) -> tuple[Any, Any]:
     if user is None and configurable.get("thread_id") is not None:
         user = f"thread:{configurable['thread_id']}"
     return user, configurable.get("turn_id")
+
+
+def _heartbeat() -> Callable[[PauseHeartbeat], None] | None:
+    """Where the wait's heartbeats go: the graph's ``custom`` stream, when run in a graph."""
+    try:
+        write = get_stream_writer()
+    except (RuntimeError, KeyError):
+        return None  # called outside a graph run (a bare tool.invoke): nobody streams
+    return lambda beat: write(beat.as_event())
 
 
 def pause_tool(
@@ -44,6 +55,13 @@ def pause_tool(
     the refusal (``{"refused": code, "message": ...}``) without waiting. The user and the turn
     come from the run's config: ``configurable["user_id"]`` (else ``thread:<thread_id>``, else
     ``"anonymous"``) and ``configurable["turn_id"]`` (else the user's implicit turn).
+
+    Run in a graph (``create_agent``, a ``ToolNode``, a node calling it), the wait writes a
+    heartbeat to LangGraph's ``custom`` stream right away and then every
+    ``AGENT_WAIT_HEARTBEAT_INTERVAL_MS``: ``{"type": "agent_wait.heartbeat", "message",
+    "progress", "total", "remaining_seconds", "wait_until"}`` (see
+    :class:`~agent_wait.core.pause.PauseHeartbeat`), which ``graph.stream(...,
+    stream_mode="custom")`` yields as the wait goes.
 
     Args:
         policy: The shared policy; None builds one from the ``AGENT_WAIT_*`` environment
@@ -61,11 +79,13 @@ def pause_tool(
 
     def run(config: RunnableConfig, **arguments: Any) -> dict[str, Any]:
         user, turn = _identity(config)
-        return pause(shared, arguments, user=user, turn=turn, sleep=sleep)
+        return pause(shared, arguments, user=user, turn=turn, sleep=sleep, heartbeat=_heartbeat())
 
     async def arun(config: RunnableConfig, **arguments: Any) -> dict[str, Any]:
         user, turn = _identity(config)
-        return await apause(shared, arguments, user=user, turn=turn, sleep=asleep)
+        return await apause(
+            shared, arguments, user=user, turn=turn, sleep=asleep, heartbeat=_heartbeat()
+        )
 
     return StructuredTool(
         name=TOOL_NAME,

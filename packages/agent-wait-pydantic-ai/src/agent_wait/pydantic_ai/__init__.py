@@ -39,7 +39,7 @@ if TYPE_CHECKING:
         SqliteHistory,
     )
     from agent_wait.pydantic_ai._host import ahandle_message, astream_message, handle_message
-    from agent_wait.pydantic_ai._pause import pause_tool
+    from agent_wait.pydantic_ai._pause import PauseHeartbeatEvent, pause_tool
     from agent_wait.pydantic_ai._results import deferred_results
     from agent_wait.pydantic_ai._serve import aserve, serve
     from agent_wait.pydantic_ai._wait import apublish_interrupts, hitl, publish_interrupts, wait
@@ -48,6 +48,7 @@ __all__ = [
     "HistoryStore",
     "InMemoryHistory",
     "IndexedHistoryStore",
+    "PauseHeartbeatEvent",
     "SqliteHistory",
     "ahandle_message",
     "apublish_interrupts",
@@ -81,6 +82,7 @@ _MODULES = {
     "wait": "._wait",
     "astream_message": "._host",
     "pause_tool": "._pause",
+    "PauseHeartbeatEvent": "._pause",
     "IndexedHistoryStore": "._history",
 }
 

@@ -4,20 +4,39 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from agent_wait.core.pause import (
+    HEARTBEAT_TYPE,
     INPUT_SCHEMA,
     TOOL_NAME,
+    PauseHeartbeat,
     PauseLimits,
     PausePolicy,
     apause,
     tool_description,
 )
-from pydantic_ai import RunContext, Tool
+from pydantic_ai import CustomEvent, RunContext, Tool
 
 Identity = Callable[[RunContext[Any]], tuple[str | None, str | None]]
 """Names ``(user, turn)`` from the run context (the host's, never the model's)."""
+
+
+@dataclass(kw_only=True)
+class PauseHeartbeatEvent(CustomEvent, name=HEARTBEAT_TYPE):
+    """A heartbeat of the ``agent_wait`` pause tool, in the run's event stream.
+
+    Emitted right away and then every ``AGENT_WAIT_HEARTBEAT_INTERVAL_MS`` while the tool waits;
+    ``tool_call_id`` and ``tool_name`` name the call. The fields are those of
+    :class:`~agent_wait.core.pause.PauseHeartbeat`.
+    """
+
+    message: str
+    progress: float
+    total: int
+    remaining_seconds: float
+    wait_until: str
 
 
 def _run_identity(ctx: RunContext[Any]) -> tuple[str | None, str | None]:
@@ -35,7 +54,10 @@ def pause_tool(
 
     The model calls it with ``seconds``, ``user_message`` and optionally ``reason``; the tool
     waits what :class:`~agent_wait.core.pause.PausePolicy` grants and returns its result, or
-    the refusal (``{"refused": code, "message": ...}``) without waiting.
+    the refusal (``{"refused": code, "message": ...}``) without waiting. While it waits, it
+    emits a :class:`PauseHeartbeatEvent` into the run's event stream right away and then every
+    ``AGENT_WAIT_HEARTBEAT_INTERVAL_MS`` (``run_stream_events``, ``iter``, an
+    ``event_stream_handler`` and the UI adapters see them as the wait goes).
 
     Args:
         policy: The shared policy; None builds one from the ``AGENT_WAIT_*`` environment
@@ -54,7 +76,15 @@ def pause_tool(
 
     async def agent_wait(ctx: RunContext[Any], **arguments: Any) -> dict[str, Any]:
         user, turn = identity(ctx)
-        return await apause(shared, arguments, user=user, turn=turn, sleep=sleep)
+
+        async def heartbeat(beat: PauseHeartbeat) -> None:
+            fields = beat.as_event()
+            del fields["type"]  # the event's name
+            await ctx.emit(PauseHeartbeatEvent(**fields))
+
+        return await apause(
+            shared, arguments, user=user, turn=turn, sleep=sleep, heartbeat=heartbeat
+        )
 
     # from_schema: the arguments are checked by the shared policy (the same refusals as the
     # MCP tool), not by a schema Pydantic AI would derive from a signature.
