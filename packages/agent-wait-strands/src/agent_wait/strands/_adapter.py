@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from agent_wait.core import CallContext, Question, to_jsonable
@@ -62,13 +63,24 @@ def _tool_context(call: WaitCall) -> ToolContext[Any]:
     )
 
 
+_BEFORE_TOOLS_PREFIX = "v1:before_tools:"
+
+
 def context_of(interrupt: Interrupt, messages: Sequence[Message]) -> CallContext | None:
     """The tool call an interrupt was raised for, from the messages that made the call.
 
     Tool and hook interrupt ids embed the call's id (``v1:tool_call:<toolUseId>:<uuid>``,
     ``v1:before_tool_call:...``); the assistant message holding that ``toolUse`` names the
-    tool. None for an interrupt of no tool call (``BeforeToolsEvent``).
+    tool. A ``BeforeToolsEvent`` interrupt (``v1:before_tools:<uuid>``) is for the whole batch
+    of the parked assistant message (the last one): when that message makes one tool call, the
+    interrupt is for that call; with several, no single call asked, and it is None.
     """
+    if interrupt.id.startswith(_BEFORE_TOOLS_PREFIX):
+        last = messages[-1]["content"] if messages else []
+        batch = [block["toolUse"] for block in last if "toolUse" in block]
+        if len(batch) != 1:
+            return None
+        return CallContext(tool=batch[0]["name"], tool_call_id=batch[0]["toolUseId"])
     for message in reversed(messages):  # the parked call is in one of the last messages
         for block in message["content"]:
             tool_use = block.get("toolUse")
@@ -80,17 +92,59 @@ def context_of(interrupt: Interrupt, messages: Sequence[Message]) -> CallContext
 _NODE_HOOK_PREFIX = "v1:before_node_call:"
 
 
-def node_context(
-    interrupt: Interrupt, nodes: Mapping[str, Sequence[Message]]
-) -> CallContext | None:
-    """Which node of a ``Swarm`` or ``Graph`` asked, from each node agent's messages.
+@dataclass(frozen=True)
+class Site:
+    """Where in a ``Swarm`` or ``Graph`` an interrupt was raised.
 
-    A node's tool interrupt is found by its tool call (see :func:`context_of`); a
-    ``BeforeNodeCallEvent`` hook's id embeds ``uuid5(node id)``.
+    Attributes:
+        path: The node ids from the outer run to the node that asked (one for a node of the
+            run itself; more for a node of a Swarm or Graph nested in a node).
+        messages: The asking node agent's messages, to find its tool call in (empty when
+            unknown).
     """
+
+    path: tuple[str, ...]
+    messages: Sequence[Message] = ()
+
+    def context(self, interrupt: Interrupt) -> CallContext:
+        """The interrupt's context: the node, the nested path, and the tool call if found."""
+        node = self.path[-1]
+        call = context_of(interrupt, self.messages) or CallContext(node=node)
+        namespace = "|".join(self.path) if len(self.path) > 1 else None
+        return call.model_copy(update={"node": node, "namespace": namespace})
+
+
+def result_sites(result: MultiAgentResult, path: tuple[str, ...] = ()) -> dict[str, Site]:
+    """Where each interrupt a node's result reports was raised, nested results included."""
+    sites: dict[str, Site] = {}
+    for node_id, node in result.results.items():
+        here = (*path, node_id)
+        if isinstance(node.result, MultiAgentResult):
+            sites.update(result_sites(node.result, here))
+        elif isinstance(node.result, AgentResult):
+            for interrupt in node.result.interrupts or ():
+                sites[interrupt.id] = Site(here, [node.result.message])
+    return sites
+
+
+def node_context(
+    interrupt: Interrupt,
+    nodes: Mapping[str, Sequence[Message]],
+    sites: Mapping[str, Site] | None = None,
+) -> CallContext | None:
+    """Which node of a ``Swarm`` or ``Graph`` asked.
+
+    ``sites`` (by interrupt id) says where each interrupt the run recorded was raised, nested
+    runs included. Otherwise: a node's tool interrupt is found by its tool call in that node
+    agent's messages (see :func:`context_of`); a ``BeforeNodeCallEvent`` hook's id embeds
+    ``uuid5(node id)``.
+    """
+    site = (sites or {}).get(interrupt.id)
+    if site is not None:
+        return site.context(interrupt)
     for node_id, messages in nodes.items():
         context = context_of(interrupt, messages)
-        if context is not None:
+        if context is not None and not interrupt.id.startswith(_BEFORE_TOOLS_PREFIX):
             return context.model_copy(update={"node": node_id})
         hook = f"{_NODE_HOOK_PREFIX}{uuid.uuid5(uuid.NAMESPACE_OID, node_id)}:"
         if interrupt.id.startswith(hook):
@@ -129,13 +183,15 @@ def questions_of(
 
 
 def node_questions(
-    interrupts: Iterable[Interrupt], nodes: Mapping[str, Sequence[Message]]
+    interrupts: Iterable[Interrupt],
+    nodes: Mapping[str, Sequence[Message]],
+    sites: Mapping[str, Site] | None = None,
 ) -> list[Question]:
     """The questions of a multi-agent run's interrupts, each with the node that asked."""
     questions: list[Question] = []
     for interrupt in interrupts:
         asked = _question_of(interrupt)
-        context = node_context(interrupt, nodes)
+        context = node_context(interrupt, nodes, sites)
         questions.append(
             asked if context is None else asked.model_copy(update={"context": context})
         )
@@ -168,7 +224,7 @@ def questions_in(result: AgentResult | MultiAgentResult) -> list[Question]:
             for node_id, node in result.results.items()
             if isinstance(node.result, AgentResult)
         }
-        return node_questions(result.interrupts, nodes)
+        return node_questions(result.interrupts, nodes, result_sites(result))
     if not isinstance(result, AgentResult):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise TypeError(
             "result: expected the strands AgentResult an agent call returned or the "

@@ -15,7 +15,15 @@ import json
 import logging
 import uuid
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, cast
@@ -40,7 +48,7 @@ from agent_wait.core.host import (
     StreamingHost,
     Waiting,
 )
-from agent_wait.strands._adapter import node_questions, questions_in, questions_of
+from agent_wait.strands._adapter import Site, node_questions, questions_in, questions_of
 from agent_wait.strands._bridge import aclose, iterate
 from agent_wait.strands._recovery import interrupt_state, responses_cleared_on_failure
 from strands import Agent
@@ -294,7 +302,9 @@ class _Host:
     def waiting(self, thread: _Thread) -> Waiting:
         runner = thread.agent
         if isinstance(runner, MultiAgentBase):
-            return Waiting(node_questions(thread.parked.pending, _node_messages(runner)))
+            return Waiting(
+                node_questions(thread.parked.pending, _node_messages(runner), sites(runner))
+            )
         # Read from the session record, the agent is not built: no messages to find the calls
         # in, so a republished question carries no tool call context.
         messages = runner.messages if runner is not None else ()
@@ -313,12 +323,47 @@ class _Host:
         if isinstance(result, MultiAgentResult) and isinstance(runner, MultiAgentBase):
             # The result holds no parked node's messages; the run's node agents do.
             asked = questions_in(result)
-            return node_questions(result.interrupts, _node_messages(runner)) if asked else []
+            if not asked:
+                return []
+            return node_questions(result.interrupts, _node_messages(runner), sites(runner))
         return questions_in(result)
 
     def built(self, agent: Runner) -> Runner:
         self.runner = agent
         return agent
+
+
+def sites(runner: MultiAgentBase, path: tuple[str, ...] = ()) -> dict[str, Site]:
+    """Where each interrupt the run recorded was raised, by interrupt id.
+
+    A parked node's entry in the run's interrupt state names its interrupts (a Graph keeps
+    their ids, a Swarm and a Graph keep a node agent's interrupt state), whether the run is
+    the one that parked or was restored from its session. A node that is itself a Swarm or
+    Graph is walked into through its own interrupt state; Strands saves that only in memory
+    (a Graph saves agent nodes' state alone), so a nested run restored from the session
+    names only the outer node.
+    """
+    nodes: Mapping[str, Any] = getattr(runner, "nodes", {})
+    saved: Mapping[str, Any] = interrupt_state(runner).context or {}
+    found: dict[str, Site] = {}
+    for node_id, node in nodes.items():
+        here = (*path, node_id)
+        executor = getattr(node, "executor", None)
+        kept: object = saved.get(node_id)
+        entry: Mapping[str, Any] = (
+            cast("Mapping[str, Any]", kept) if isinstance(kept, Mapping) else {}
+        )
+        agent_state: Mapping[str, Any] = entry.get("interrupt_state") or {}
+        ids: list[str] = [*entry.get("interrupt_ids", ()), *agent_state.get("interrupts", {})]
+        if isinstance(executor, MultiAgentBase):
+            found.update({i: Site(here) for i in ids})
+            found.update(sites(executor, here))  # the nested run knows its own node, if live
+            continue
+        messages: Sequence[Any] = getattr(executor, "messages", None) or entry.get("messages", ())
+        if isinstance(executor, Agent):
+            ids += list(interrupt_state(executor).interrupts)
+        found.update({i: Site(here, messages) for i in ids})
+    return found
 
 
 def _node_messages(runner: MultiAgentBase) -> dict[str, Any]:
