@@ -11,6 +11,9 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.types import TimeoutPolicy
 
 from agent_wait.core.pause import INPUT_SCHEMA, PauseLimits, PausePolicy
 from agent_wait.langgraph import pause_tool
@@ -171,3 +174,25 @@ def test_outside_a_graph_the_tool_waits_in_one_sleep() -> None:
     result = tool.invoke({"seconds": 3, "user_message": "x"})
     assert result["waited_seconds"] == 3
     assert clock.slept == [3]  # no graph, no stream: no heartbeats
+
+
+async def test_a_node_idle_timeout_counts_the_wait_as_progress() -> None:
+    clock = FakeClock()
+    policy = PausePolicy(PauseLimits(heartbeat_interval_ms=1000), clock=clock)
+
+    async def asleep(seconds: float) -> None:
+        await asyncio.sleep(0.1)  # each second of the wait takes 0.1 s here: 1 s in all
+        clock.sleep(seconds)
+
+    builder = StateGraph(MessagesState)
+    builder.add_node(
+        "tools",
+        ToolNode([pause_tool(policy, asleep=asleep)]),
+        # Idle for longer than 0.8 s: timed out, unless something reports progress.
+        timeout=TimeoutPolicy(idle_timeout=0.8, refresh_on="heartbeat"),
+    )
+    builder.add_edge(START, "tools")
+    call = {"name": "agent_wait", "args": {"seconds": 10, "user_message": "x"}, "id": "c-1"}
+    state = await builder.compile().ainvoke({"messages": [AIMessage("", tool_calls=[call])]})
+    [result] = tool_results(state)
+    assert result["waited_seconds"] == 10

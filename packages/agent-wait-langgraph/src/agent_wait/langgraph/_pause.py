@@ -20,7 +20,7 @@ from agent_wait.core.pause import (
     pause,
     tool_description,
 )
-from langgraph.config import get_stream_writer
+from langgraph.runtime import get_runtime
 
 
 def _identity(config: RunnableConfig) -> tuple[Any, Any]:
@@ -34,12 +34,24 @@ def _identity(config: RunnableConfig) -> tuple[Any, Any]:
 
 
 def _heartbeat() -> Callable[[PauseHeartbeat], None] | None:
-    """Where the wait's heartbeats go: the graph's ``custom`` stream, when run in a graph."""
+    """Where the wait's heartbeats go when it runs in a graph.
+
+    The ``custom`` stream, and the node's ``runtime.heartbeat()`` (so an ``idle_timeout``
+    counts the wait as progress).
+    """
     try:
-        write = get_stream_writer()
-    except (RuntimeError, KeyError):
+        runtime = get_runtime()
+    except RuntimeError:
         return None  # called outside a graph run (a bare tool.invoke): nobody streams
-    return lambda beat: write(beat.as_event())
+    # Typed as always there, but get_runtime reads it with .get(): a config without one.
+    if runtime is None:  # pyright: ignore[reportUnnecessaryComparison]
+        return None
+
+    def send(beat: PauseHeartbeat) -> None:
+        runtime.heartbeat()
+        runtime.stream_writer(beat.as_event())
+
+    return send
 
 
 def pause_tool(
@@ -61,7 +73,9 @@ def pause_tool(
     ``AGENT_WAIT_HEARTBEAT_INTERVAL_MS``: ``{"type": "agent_wait.heartbeat", "message",
     "progress", "total", "remaining_seconds", "wait_until"}`` (see
     :class:`~agent_wait.core.pause.PauseHeartbeat`), which ``graph.stream(...,
-    stream_mode="custom")`` yields as the wait goes.
+    stream_mode="custom")`` yields as the wait goes. Each beat also calls the node's
+    ``runtime.heartbeat()``: a node under ``TimeoutPolicy(idle_timeout=...)`` counts the wait as
+    progress instead of timing it out.
 
     Args:
         policy: The shared policy; None builds one from the ``AGENT_WAIT_*`` environment
