@@ -99,9 +99,14 @@ def iterate(stream: Callable[[], AsyncIterator[Any]]) -> Generator[Any]:
     ``KeyboardInterrupt``, does that) cancels the run.
     """
     pump = _Pump(stream)
-    # The caller's context variables reach the run, as with Strands' own sync call.
+    # The caller's context variables reach the run, as with Strands' own sync call. A daemon:
+    # an iteration abandoned without being closed (its generator kept alive until exit) leaves
+    # the worker waiting for a next request, which must not keep the interpreter from exiting.
     worker = threading.Thread(
-        target=contextvars.copy_context().run, args=(pump.work,), name="agent-wait-strands-stream"
+        target=contextvars.copy_context().run,
+        args=(pump.work,),
+        name="agent-wait-strands-stream",
+        daemon=True,
     )
     worker.start()
     pump.ready.wait()
