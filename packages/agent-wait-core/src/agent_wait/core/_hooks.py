@@ -16,7 +16,7 @@ import logging
 import threading
 from collections.abc import Callable, Generator, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import pluggy
@@ -75,11 +75,18 @@ class PublishHooks:
     started: pluggy.HookCaller | None = None
     finished: pluggy.HookCaller | None = None
     headers: pluggy.HookCaller | None = None
+    operations: bool = field(init=False, repr=False, compare=False)
+    """True when a plugin implements ``operation_started`` or ``operation_finished``."""
+    quiet: bool = field(init=False, repr=False, compare=False)
+    """True when a publish calls no hook (``message_headers`` is the announcers' to call)."""
 
-    @property
-    def operations(self) -> bool:
-        """True when a plugin implements ``operation_started`` or ``operation_finished``."""
-        return self.started is not None or self.finished is not None
+    def __post_init__(self) -> None:
+        # Fields, not properties: publish reads them on every call.
+        operations = self.started is not None or self.finished is not None
+        object.__setattr__(self, "operations", operations)
+        object.__setattr__(
+            self, "quiet", not operations and self.adjust is None and self.observe is None
+        )
 
 
 class _Adjusting:

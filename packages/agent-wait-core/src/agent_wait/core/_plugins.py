@@ -124,7 +124,7 @@ class PluginRegistry:
             if wanted is None and (self._loaded or os.environ.get(DISABLE_AUTOLOAD_ENV) == "1"):
                 return
             available = {ep.name: ep for ep in entry_points(group=hookspecs.PROJECT)}
-            for name in sorted(wanted or available):
+            for name in sorted(available if wanted is None else wanted):
                 if name in self.plugins:
                     continue
                 entry = available.get(name)

@@ -16,6 +16,8 @@ from agent_wait.core._announce import (
     DeliveryOutcome,
     PublishReport,
     Receipt,
+    new_delivery,
+    new_report,
 )
 from agent_wait.core._durations import format_duration
 from agent_wait.core._errors import AnnounceFailed, DeliveryFailed, QuestionTooLarge
@@ -36,7 +38,7 @@ from agent_wait.core._models import (
     trusted,
 )
 from agent_wait.core._reply_to import check_reply_to
-from agent_wait.core._trust import AnswerTrust, configured_trust
+from agent_wait.core._trust import AnswerTrust, reply_trust
 
 if TYPE_CHECKING:
     from pluggy import HookCaller
@@ -173,27 +175,31 @@ def _prepare(
     adjust: HookCaller | None,
     trust: AnswerTrust | None,
 ) -> tuple[list[WaitEnvelope], dict[str, QuestionTooLarge] | None, list[WaitEnvelope]]:
-    now = (clock or utc_now)()
-    trust = configured_trust() if trust is None else trust
+    now = utc_now() if clock is None else clock()
+    trust = reply_trust(trust)
     if reply_to is not None:
         reply_to = check_reply_to(reply_to)
-    envelopes = [
-        build_envelope(q, thread_id, reply_to=reply_to, now=now, trust=trust) for q in questions
-    ]
+    envelopes: list[WaitEnvelope] = []
+    for question in questions:  # a loop, not a comprehension: no frame of its own (3.11)
+        envelopes.append(
+            build_envelope(question, thread_id, reply_to=reply_to, now=now, trust=trust)
+        )
     if adjust is not None:
         envelopes = [adjust_envelope(adjust, e) for e in envelopes]
     oversize: dict[str, QuestionTooLarge] | None = None
     for envelope in envelopes:
         size = len(envelope.to_json())
         if size > ENVELOPE_LIMIT:
-            function = envelope.source.function if envelope.source else None
             oversize = oversize or {}
-            oversize[envelope.event_id] = QuestionTooLarge(
-                size, ENVELOPE_LIMIT, function, thread_id_length=len(thread_id)
-            )
+            oversize[envelope.event_id] = _too_large(envelope, size, thread_id)
     if oversize is None:
         return envelopes, None, envelopes
     return envelopes, oversize, [e for e in envelopes if e.event_id not in oversize]
+
+
+def _too_large(envelope: WaitEnvelope, size: int, thread_id: str) -> QuestionTooLarge:
+    function = envelope.source.function if envelope.source else None
+    return QuestionTooLarge(size, ENVELOPE_LIMIT, function, thread_id_length=len(thread_id))
 
 
 _manager: HookManager | None = None
@@ -240,11 +246,11 @@ def _record(
     verbose = logger.isEnabledFor(logging.INFO)
     for envelope, outcome in zip(envelopes, results, strict=True):
         if outcome is None:
-            delivery = Delivery(
+            delivery = new_delivery(
                 name, envelope.question_id, envelope.event_id, True, None, None, duration
             )
         elif isinstance(outcome, Receipt):
-            delivery = Delivery(
+            delivery = new_delivery(
                 name,
                 envelope.question_id,
                 envelope.event_id,
@@ -256,7 +262,7 @@ def _record(
                 outcome.message_id,
             )
         else:
-            delivery = Delivery(
+            delivery = new_delivery(
                 name,
                 envelope.question_id,
                 envelope.event_id,
@@ -398,14 +404,67 @@ def publish(
         never raise (unless ``strict``).
     """
     hooks = plugin_hooks()
-    if hooks.operations:
-        questions = questions if isinstance(questions, list | tuple) else list(questions)
-    if not hooks.operations or not questions:  # a publish of nothing is no operation
+    if (
+        hooks.quiet
+        and reply_to is None
+        and isinstance(questions, list)
+        and len(questions) == 1
+        and isinstance(announce, BaseAnnounce)
+    ):
+        return _publish_one(questions[0], thread_id, announce, clock, strict, trust)
+    if not hooks.operations:
+        return _publish(hooks, questions, thread_id, announce, reply_to, clock, strict, trust)
+    questions = questions if isinstance(questions, list | tuple) else list(questions)
+    if not questions:  # a publish of nothing is no operation
         return _publish(hooks, questions, thread_id, announce, reply_to, clock, strict, trust)
     with Operating(hooks, Operation("publish", thread_id)) as operating:
         report = operating.result = _publish(
             hooks, questions, thread_id, announce, reply_to, clock, strict, trust
         )
+    return report
+
+
+def _publish_one(
+    question: Question,
+    thread_id: str,
+    announcer: BaseAnnounce,
+    clock: Clock | None,
+    strict: bool,
+    trust: AnswerTrust | None,
+) -> PublishReport:
+    """:func:`_publish` of one question to one announcer, no ``reply_to`` and no publish hook.
+
+    The usual publish (a run parked on one question) in the fewest steps: what publishing adds
+    to building and serialising the envelope was a quarter of it. Anything but a quiet success
+    (a question too large, a failure, a receipt, INFO logging) is recorded as ``_publish`` does.
+    """
+    envelope = build_envelope(
+        question, thread_id, now=utc_now() if clock is None else clock(), trust=reply_trust(trust)
+    )
+    size = len(envelope.to_json())
+    oversize: dict[str, QuestionTooLarge] | None = None
+    if size <= ENVELOPE_LIMIT:
+        start = perf_counter()
+        receipt: DeliveryOutcome
+        try:
+            receipt = announcer.deliver(envelope)
+        except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run
+            receipt = error
+        duration = perf_counter() - start
+        if receipt is None and not logger.isEnabledFor(logging.INFO):
+            delivery = new_delivery(
+                announcer.name, envelope.question_id, envelope.event_id, True, None, None, duration
+            )
+            return new_report((envelope,), (delivery,))
+        outcomes: Sequence[DeliveryOutcome] = (receipt,)
+    else:
+        oversize = {envelope.event_id: _too_large(envelope, size, thread_id)}
+        outcomes, duration = (), 0.0
+    deliveries: list[Delivery] = []
+    _record(deliveries, announcer, (envelope,), outcomes, oversize, thread_id, duration, None)
+    report = new_report((envelope,), tuple(deliveries))
+    if strict and not report.ok:
+        raise AnnounceFailed(report)
     return report
 
 
@@ -436,10 +495,10 @@ def _publish(
             outcomes = _deliver_sync(item, sendable)
             duration = perf_counter() - start
             if quiet and outcomes is _DELIVERED:
-                # The usual case, one question delivered with nobody listening: just the outcome.
+                # One question delivered with nobody listening: just the outcome.
                 envelope = sendable[0]
                 deliveries.append(
-                    Delivery(
+                    new_delivery(
                         item.name,
                         envelope.question_id,
                         envelope.event_id,
@@ -453,7 +512,7 @@ def _publish(
                 _record(
                     deliveries, item, envelopes, outcomes, oversize, thread_id, duration, observe
                 )
-    report = PublishReport(tuple(envelopes), tuple(deliveries))
+    report = new_report(tuple(envelopes), tuple(deliveries))
     if strict and not report.ok:
         raise AnnounceFailed(report)
     return report
@@ -471,9 +530,12 @@ async def apublish(
 ) -> PublishReport:
     """Async :func:`publish`: all announcers are delivered to concurrently."""
     hooks = plugin_hooks()
-    if hooks.operations:
-        questions = questions if isinstance(questions, list | tuple) else list(questions)
-    if not hooks.operations or not questions:  # a publish of nothing is no operation
+    if not hooks.operations:
+        return await _apublish(
+            hooks, questions, thread_id, announce, reply_to, clock, strict, trust
+        )
+    questions = questions if isinstance(questions, list | tuple) else list(questions)
+    if not questions:  # a publish of nothing is no operation
         return await _apublish(
             hooks, questions, thread_id, announce, reply_to, clock, strict, trust
         )
@@ -507,7 +569,7 @@ async def _apublish(
             _record(
                 deliveries, item, envelopes, outcomes, oversize, thread_id, duration, hooks.observe
             )
-    report = PublishReport(tuple(envelopes), tuple(deliveries))
+    report = new_report(tuple(envelopes), tuple(deliveries))
     if strict and not report.ok:
         raise AnnounceFailed(report)
     return report

@@ -279,7 +279,8 @@ def _mac(key: bytes, thread_id: str, question_id: str, print_: str, expires_at: 
     return _b64(hmac.new(key, message.encode("utf-8"), hashlib.sha256).digest())
 
 
-_env_cache: tuple[tuple[object, ...], AnswerTrust] | None = None
+_env_cache: tuple[tuple[object, ...], AnswerTrust, AnswerTrust | None] | None = None
+"""The raw values last read, the trust they configure, and that trust for publishing."""
 
 # Every publish and every answer checks these variables. ``os.environ.get`` encodes the name and
 # raises KeyError inside for an unset one: three lookups cost a third of building an envelope.
@@ -293,12 +294,29 @@ _RAW_KEYS: tuple[object, ...] = tuple(
 )
 
 
-def configured_trust() -> AnswerTrust:
-    """The trust options from the environment (re-read when it changes)."""
+def _configured() -> tuple[tuple[object, ...], AnswerTrust, AnswerTrust | None]:
     global _env_cache
-    raw, (a, b, c) = _RAW, _RAW_KEYS
-    seen = (raw.get(a), raw.get(b), raw.get(c))
+    get, (a, b, c) = _RAW.get, _RAW_KEYS
+    seen = (get(a), get(b), get(c))
     cache = _env_cache
     if cache is None or cache[0] != seen:
-        cache = _env_cache = (seen, AnswerTrust.from_env())
-    return cache[1]
+        trust = AnswerTrust.from_env()
+        cache = _env_cache = (seen, trust, trust if trust.marks_expiry else None)
+    return cache
+
+
+def configured_trust() -> AnswerTrust:
+    """The trust options from the environment (re-read when it changes)."""
+    return _configured()[1]
+
+
+def reply_trust(trust: AnswerTrust | None) -> AnswerTrust | None:
+    """What publishing needs of ``trust`` (None: the configured one): None when it marks nothing.
+
+    ``build_envelope`` adds to ``reply_with`` only for a trust that signs or marks expiry;
+    deciding that once per publish, and once per change for the configured trust, keeps the
+    usual case (no trust options) from asking on every envelope.
+    """
+    if trust is None:
+        return _configured()[2]
+    return trust if trust.marks_expiry else None
