@@ -99,8 +99,8 @@ FORBIDDEN_AT_IMPORT = (
 class Scale:
     """How much work each benchmark does; ``--quick`` shrinks everything."""
 
-    cpu_rounds: int = 41
-    cpu_calls: int = 2000
+    cpu_rounds: int = 401
+    cpu_calls: int = 200
     import_runs: int = 15
     aws_sizes: tuple[int, ...] = (1, 10, 100)
     aws_rounds: int = 3
