@@ -52,7 +52,10 @@ def _sync(session: nox.Session, *groups: str) -> None:
 def tests(session: nox.Session) -> None:
     """Run the whole test suite against real servers (moto, HTTP, Redis, NATS, RabbitMQ, PostgreSQL)."""
     _sync(session, "test")
-    session.run("pytest", *(session.posargs or ["tests", "-q", "-p", "no:cacheprovider"]))
+    # Two workers (pytest-xdist, one per core): most of the suite's time is spent waiting on
+    # servers, subprocesses and browsers; every test names its own tables, queues and ports.
+    default = ["tests", "-q", "-p", "no:cacheprovider", "-n", "auto"]
+    session.run("pytest", *(session.posargs or default))
 
 
 # Imports every module of one package, run with only its declared dependencies installed. A bare
