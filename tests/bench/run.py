@@ -1182,9 +1182,9 @@ def otel_sides() -> tuple[
     ``installed, no SDK`` is what the entry point registers in a process with no SDK. ``SDK`` is
     the plugin on a real SDK: spans exported as they end to an in-memory exporter, an in-memory
     metric reader, and a current span, so the ``traceparent`` path runs too. ``SDK alone`` makes
-    the SDK calls the plugin makes for one question (the publish span made current, the delivery
-    span, both with their attributes, and a histogram value) and nothing else: the floor any
-    OpenTelemetry plugin with these spans pays.
+    the SDK calls the plugin makes for one question (the publish span made current, with its
+    attributes and its one delivery's, and a histogram value) and nothing else: the floor any
+    OpenTelemetry plugin with this span pays.
     """
     from opentelemetry import context as otel_context
     from opentelemetry import trace
@@ -1214,7 +1214,12 @@ def otel_sides() -> tuple[
     meter = meter_provider.get_meter("bench-floor")
     histogram = meter.create_histogram("h", unit="s")
     labels = {"agent_wait.announcer": "memory", "agent_wait.outcome": "delivered"}
-    delivery_attributes = {
+    publish_attributes = {"agent_wait.operation": "publish", "agent_wait.thread_id": THREAD}
+    # What the span gets when the publish ends: its outcome and its one delivery.
+    end_attributes = {
+        "agent_wait.questions": 1,
+        "agent_wait.deliveries": 1,
+        "agent_wait.deliveries.failed": 0,
         "messaging.system": "memory",
         "messaging.operation": "publish",
         "messaging.operation.type": "send",
@@ -1225,27 +1230,21 @@ def otel_sides() -> tuple[
         "agent_wait.event_id": "e",
         "agent_wait.duration_s": 1e-6,
     }
-    publish_attributes = {"agent_wait.operation": "publish", "agent_wait.thread_id": THREAD}
-    outcome_attributes = {
-        "agent_wait.questions": 1,
-        "agent_wait.deliveries": 1,
-        "agent_wait.deliveries.failed": 0,
-    }
 
     def sdk_alone() -> object:
         # What the plugin asks of the SDK for one question: the publish span, made current,
-        # the current span read back (for traceparent), the delivery span and the histogram.
-        outer = tracer.start_span("agent-wait publish", attributes=publish_attributes)
-        token = otel_context.attach(trace.set_span_in_context(outer))
+        # the current span read back (for traceparent), its attributes at the end, and the
+        # delivery's duration in the histogram.
+        span = tracer.start_span(
+            "agent-wait publish", kind=SpanKind.PRODUCER, attributes=publish_attributes
+        )
+        token = otel_context.attach(trace.set_span_in_context(span))
         trace.get_current_span().get_span_context()
-        histogram.record(1e-6, labels)
-        tracer.start_span(
-            "publish memory", kind=SpanKind.PRODUCER, attributes=delivery_attributes
-        ).end()
         otel_context.detach(token)
-        outer.set_attributes(outcome_attributes)
-        outer.end()
-        return outer
+        histogram.record(1e-6, labels)
+        span.set_attributes(end_attributes)
+        span.end()
+        return span
 
     def reset() -> None:
         exporter.clear()

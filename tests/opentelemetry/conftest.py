@@ -16,6 +16,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind
 
 from agent_wait.core._plugins import registry
 from agent_wait.opentelemetry._plugin import load
@@ -71,6 +72,15 @@ def spans(sdk: TracerProvider) -> Iterator[InMemorySpanExporter]:
 
 def named(exporter: InMemorySpanExporter, prefix: str) -> list[ReadableSpan]:
     return [s for s in exporter.get_finished_spans() if s.name.startswith(prefix)]
+
+
+def only_delivery(exporter: InMemorySpanExporter, announcer: str) -> ReadableSpan:
+    """The span of a publish that had one delivery: the publish span, with the delivery on it."""
+    [publishing] = named(exporter, "agent-wait publish")
+    assert not named(exporter, "publish ")  # no child span for a single delivery
+    assert publishing.kind is SpanKind.PRODUCER
+    assert dict(publishing.attributes or {})["agent_wait.announcer"] == announcer
+    return publishing
 
 
 def traceparent_of(span: ReadableSpan | trace.Span) -> str:

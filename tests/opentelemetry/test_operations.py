@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import io
 import logging
+from collections.abc import Callable
 from contextlib import redirect_stderr, redirect_stdout
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 from opentelemetry import trace
@@ -30,7 +32,8 @@ from agent_wait.core import (
 )
 from agent_wait.core._cli import main
 from agent_wait.core._sqlite import default_inbox_path
-from agent_wait.opentelemetry import TRACEPARENT, observe_store
+from agent_wait.opentelemetry import TRACEPARENT, OpenTelemetryPlugin, observe_store
+from agent_wait.opentelemetry._telemetry import _Pending
 from tests.opentelemetry.conftest import Metrics, child_of, named, traceparent_of
 
 T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
@@ -172,4 +175,74 @@ def test_open_and_overdue_questions_are_gauges_over_a_store(
         with caplog.at_level(logging.ERROR, logger="agent_wait.opentelemetry"):
             assert gauges() == {}
         assert "could not count" in caplog.text
+    provider.shutdown()
+
+
+def test_a_single_failed_delivery_is_recorded_on_the_publish_span(
+    spans: InMemorySpanExporter, recorded: Metrics
+) -> None:
+    report = publish([question()], "t-1", Down())
+    assert not report.ok
+    [publishing] = named(spans, "agent-wait publish")
+    assert not named(spans, "publish ")
+    attributes = dict(publishing.attributes or {})
+    assert attributes["agent_wait.outcome"] == "failed"
+    assert attributes["agent_wait.announcer"] == "down"
+    assert attributes["error.type"] == "ConnectionError"
+    assert publishing.status.status_code is StatusCode.ERROR
+    labels = {"agent_wait.announcer": "down", "agent_wait.outcome": "failed"}
+    assert recorded.added("agent_wait.deliveries", **labels) == 1
+    assert recorded.added("agent_wait.delivery.duration", **labels) == 1
+
+
+@pytest.mark.parametrize("switch", ["argument", "environment"])
+def test_delivery_spans_on_request_even_for_the_only_delivery(
+    spans: InMemorySpanExporter,
+    only_plugin: Callable[[object], None],
+    monkeypatch: pytest.MonkeyPatch,
+    switch: str,
+) -> None:
+    if switch == "environment":
+        monkeypatch.setenv("AGENT_WAIT_OTEL_DELIVERY_SPANS", "1")
+        plugin = OpenTelemetryPlugin()
+    else:
+        plugin = OpenTelemetryPlugin(delivery_spans=True)
+    only_plugin(plugin)
+    with trace.get_tracer("app").start_as_current_span("tool call"):
+        publish([question()], "t-1", MemoryAnnounce())
+    [publishing] = named(spans, "agent-wait publish")
+    [delivery] = named(spans, "publish memory")
+    assert child_of(delivery, publishing)
+    assert delivery.kind is SpanKind.PRODUCER
+    assert dict(delivery.attributes or {})["agent_wait.question_id"] == "q1"
+    assert "agent_wait.announcer" not in dict(publishing.attributes or {})
+
+
+def test_durations_wait_for_a_collection_but_never_pile_up() -> None:
+    reader = InMemoryMetricReader()
+    provider = MeterProvider(metric_readers=[reader])
+    histogram = provider.get_meter("test").create_histogram("d", unit="s")
+    pending = _Pending(histogram, "agent_wait.announcer", limit=3)
+
+    def counts() -> dict[tuple[tuple[str, Any], ...], int]:
+        data = reader.get_metrics_data()
+        return {
+            tuple(sorted((point.attributes or {}).items())): point.count
+            for resource in (data.resource_metrics if data else [])
+            for scope in resource.scope_metrics
+            for metric in scope.metrics
+            for point in metric.data.data_points
+        }
+
+    pending.add(("sqs",), 0.1)
+    pending.add(("webhook",), 0.2)
+    assert counts() == {}  # nothing recorded yet: no SDK call on the publishing path
+    pending.add(("sqs",), 0.3)  # the limit: recorded right away
+    assert counts() == {
+        (("agent_wait.announcer", "sqs"),): 2,
+        (("agent_wait.announcer", "webhook"),): 1,
+    }
+    pending.add(("sqs",), 0.4)
+    pending.flush()  # what a collection does
+    assert counts()[(("agent_wait.announcer", "sqs"),)] == 3
     provider.shutdown()

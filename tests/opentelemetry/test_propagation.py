@@ -28,7 +28,7 @@ from agent_wait.sqs import SqsAnnounce
 from agent_wait.webhook import WebhookAnnounce
 from tests.aws_moto import Aws, create_queue, drain
 from tests.nats.conftest import Stream, nats_url, stream  # noqa: F401 - fixtures
-from tests.opentelemetry.conftest import child_of, named, traceparent_of
+from tests.opentelemetry.conftest import child_of, named, only_delivery, traceparent_of
 from tests.rabbitmq.conftest import Broker, amqp_url, broker  # noqa: F401 - fixtures
 from tests.redis.conftest import client, names, redis_url  # noqa: F401 - fixtures
 
@@ -93,7 +93,7 @@ def test_sns_message_attributes_carry_it(aws: Aws, spans: InMemorySpanExporter) 
         context = publish_in_span(spans, asked({"team": "refunds"}), announce)
     [message] = drain(sqs, url)
     assert sqs_attributes(message)[TRACEPARENT] == context
-    [delivery] = named(spans, "publish sns")
+    delivery = only_delivery(spans, "sns")
     assert dict(delivery.attributes or {})["messaging.destination.name"] == "approvals-topic"
 
 
@@ -107,7 +107,7 @@ def test_nats_headers_carry_it(
     [message] = stream.messages()
     assert message.headers[TRACEPARENT] == context
     assert message.headers["Nats-Msg-Id"]  # the announcer's own headers are untouched
-    [delivery] = named(spans, "publish nats")
+    delivery = only_delivery(spans, "nats")
     assert dict(delivery.attributes or {})["messaging.destination.name"] == stream.name
 
 
@@ -122,7 +122,7 @@ def test_rabbitmq_headers_carry_it(
         context = publish_in_span(spans, asked({"team": "refunds"}), announce)
     [delivered] = broker.drain(queue)
     assert delivered.properties.headers == {"team": "refunds", TRACEPARENT: context}
-    [delivery] = named(spans, "publish rabbitmq")
+    delivery = only_delivery(spans, "rabbitmq")
     assert dict(delivery.attributes or {})["messaging.destination.name"] == broker.exchange
 
 
@@ -139,7 +139,7 @@ def test_redis_stream_fields_carry_it(
     assert fields[TRACEPARENT] == context
     assert fields["tag:team"] == "refunds"
     assert json.loads(fields["envelope"])["reply_with"][TRACEPARENT] == context
-    [delivery] = named(spans, "publish redis")
+    delivery = only_delivery(spans, "redis")
     assert dict(delivery.attributes or {})["messaging.destination.name"] == key
 
 

@@ -14,10 +14,12 @@ that use the OpenTelemetry API, which records nothing until the application inst
 
 What it records:
 
-- an ``agent-wait publish`` span per ``publish``/``apublish``, a child of the span that published
-  (the tool call), and under it a ``publish <announcer>`` PRODUCER span per delivery with the
-  announcer, outcome, attempts, duration, the transport's message id and messaging
-  semantic-convention attributes (``messaging.destination.name`` included);
+- an ``agent-wait publish`` PRODUCER span per ``publish``/``apublish``, a child of the span that
+  published (the tool call), with each delivery's announcer, outcome, attempts, duration, the
+  transport's message id and messaging semantic-convention attributes
+  (``messaging.destination.name`` included): on that span when the publish has one delivery,
+  else on a ``publish <announcer>`` child span per delivery
+  (``AGENT_WAIT_OTEL_DELIVERY_SPANS=1``: child spans always);
 - ``agent-wait answer`` and ``agent-wait sweep`` spans;
 - the publish span's W3C ``traceparent`` in each envelope's ``reply_with`` and in the
   transport's own headers (SQS/SNS message attributes, HTTP, NATS and RabbitMQ headers, Redis
@@ -30,7 +32,7 @@ What it records:
 - ``otelTraceID`` / ``otelSpanID`` on every ``agent_wait`` log record.
 
 No question content, answer or error message is recorded: ids, names and outcomes only.
-``AGENT_WAIT_OTEL_RECORD_QUESTION=1`` adds the question to delivery spans.
+``AGENT_WAIT_OTEL_RECORD_QUESTION=1`` adds the question to a delivery's attributes.
 ``AGENT_WAIT_OTEL_DISABLED=1`` or ``OTEL_SDK_DISABLED=true`` turns the plugin off, and so does
 the absence of an SDK when agent-wait loads its plugins (its first publish): install the SDK at
 start-up.

@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from contextvars import ContextVar, Token
+from contextvars import Token
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,7 @@ from agent_wait.core import (
 )
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
-from opentelemetry.metrics import CallbackOptions, Observation
+from opentelemetry.metrics import CallbackOptions, Histogram, Observation
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 if TYPE_CHECKING:
@@ -47,6 +47,7 @@ TRACEPARENT = "traceparent"
 
 DISABLED_ENV = "AGENT_WAIT_OTEL_DISABLED"
 RECORD_QUESTION_ENV = "AGENT_WAIT_OTEL_RECORD_QUESTION"
+DELIVERY_SPANS_ENV = "AGENT_WAIT_OTEL_DELIVERY_SPANS"
 
 _SCOPE = "agent_wait.opentelemetry"
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -107,41 +108,86 @@ def asking_span_context(answer: Answer) -> SpanContext | None:
     return parse_traceparent(extra.get(TRACEPARENT)) if extra else None
 
 
-_Labels = tuple[tuple[str, str], ...]
+_Key = tuple[str, ...]
 
 
 class _Tally:
-    """Cumulative counts by label set, reported by an observable counter when metrics are read.
+    """Cumulative counts by label values, reported by an observable counter when metrics are read.
 
     Counting is a dict update under a lock: a synchronous SDK counter costs as much as a span
     per call (attribute handling, exemplar sampling), and publishing counts on every question.
     """
 
-    __slots__ = ("_counts", "_lock")
+    __slots__ = ("_counts", "_lock", "_names")
 
-    def __init__(self) -> None:
-        self._counts: dict[_Labels, int] = {}
+    def __init__(self, *names: str) -> None:
+        self._names = names
+        self._counts: dict[_Key, int] = {}
         self._lock = threading.Lock()
 
-    def add(self, labels: _Labels = (), amount: int = 1) -> None:
+    def add(self, key: _Key = (), amount: int = 1) -> None:
         with self._lock:
-            self._counts[labels] = self._counts.get(labels, 0) + amount
+            self._counts[key] = self._counts.get(key, 0) + amount
 
     def observe(self, _options: CallbackOptions) -> Iterable[Observation]:
         with self._lock:
             counts = list(self._counts.items())
-        return [Observation(total, dict(labels)) for labels, total in counts]
+        return [
+            Observation(total, dict(zip(self._names, key, strict=True))) for key, total in counts
+        ]
+
+
+class _Pending:
+    """Histogram values kept in process and recorded in bulk (when metrics are collected).
+
+    A synchronous SDK ``record`` costs a third of a span (attribute hashing, exemplar sampling,
+    a lock), on every delivery. The values wait here, bounded: past ``limit`` the publishing
+    thread records them itself, so a meter provider that never collects cannot grow the list.
+    """
+
+    __slots__ = ("_histogram", "_limit", "_lock", "_names", "_values")
+
+    def __init__(self, histogram: Histogram, *names: str, limit: int = 1024) -> None:
+        self._histogram = histogram
+        self._names = names
+        self._limit = limit
+        self._values: list[tuple[_Key, float]] = []
+        self._lock = threading.Lock()
+
+    def add(self, key: _Key, value: float) -> None:
+        with self._lock:
+            self._values.append((key, value))
+            full = len(self._values) >= self._limit
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        with self._lock:
+            values, self._values = self._values, []
+        labels: dict[_Key, dict[str, AttributeValue]] = {}
+        for key, value in values:
+            attributes = labels.get(key)
+            if attributes is None:
+                attributes = labels[key] = dict(zip(self._names, key, strict=True))
+            self._histogram.record(value, attributes)
 
 
 class _Open:
-    """A span an ``operation_started`` made current, until ``operation_finished`` ends it."""
+    """An operation's span, current from ``operation_started`` until ``operation_finished``.
 
-    __slots__ = ("operation", "span", "token")
+    ``first`` holds a publish's first delivery until a second one shows there are several:
+    a publish with one delivery records it on its own span instead of a child span.
+    """
 
-    def __init__(self, operation: Operation, span: trace.Span, token: Token[Any]) -> None:
+    __slots__ = ("first", "operation", "several", "span", "token", "traceparent")
+
+    def __init__(self, operation: Operation, span: trace.Span) -> None:
         self.operation = operation
         self.span = span
-        self.token = token
+        self.token: Token[otel_context.Context] | None = None
+        self.traceparent: str | None = None
+        self.first: tuple[Delivery, WaitEnvelope, BaseAnnounce, int] | None = None
+        self.several = False
 
 
 _SPAN_NAMES = {
@@ -150,7 +196,10 @@ _SPAN_NAMES = {
     "answer": "agent-wait answer",
     "sweep": "agent-wait sweep",
 }
-_KINDS = {"answer": SpanKind.PRODUCER}
+# A publish sends messages and an answer sends one: both are producers.
+_KINDS = {"publish": SpanKind.PRODUCER, "apublish": SpanKind.PRODUCER, "answer": SpanKind.PRODUCER}
+_OUTCOMES = ("failed", "delivered")
+_LABELS = ("agent_wait.announcer", "agent_wait.outcome")
 
 
 class OpenTelemetryPlugin:
@@ -159,11 +208,16 @@ class OpenTelemetryPlugin:
     The plugin module registers one instance on the global providers; build your own only to use
     other providers (a test, a benchmark), and register it instead of the entry point's.
 
+    A publish is one span. When it has exactly one delivery (one question, one announcer), the
+    delivery's attributes are on that span; with several, each delivery is a child span.
+
     Args:
         tracer_provider: Default: the global one.
         meter_provider: Default: the global one.
-        record_question: Put the question (JSON) on delivery spans as ``agent_wait.question``.
+        record_question: Put the question (JSON) in a delivery's attributes (``agent_wait.question``).
             Default: ``AGENT_WAIT_OTEL_RECORD_QUESTION``, off. Questions may hold personal data.
+        delivery_spans: A child span for every delivery, even the only one of a publish.
+            Default: ``AGENT_WAIT_OTEL_DELIVERY_SPANS``, off.
     """
 
     def __init__(
@@ -172,16 +226,30 @@ class OpenTelemetryPlugin:
         tracer_provider: trace.TracerProvider | None = None,
         meter_provider: metrics.MeterProvider | None = None,
         record_question: bool | None = None,
+        delivery_spans: bool | None = None,
     ) -> None:
         release = _version()
         self._tracer = trace.get_tracer(_SCOPE, release, tracer_provider)
         meter = metrics.get_meter(_SCOPE, release, meter_provider)
-        if record_question is None:
-            record_question = os.environ.get(RECORD_QUESTION_ENV, "").strip().lower() in _TRUE
-        self.record_question = record_question
-        # The spans this instance made current, innermost last (per thread and task).
-        self._open: ContextVar[tuple[_Open, ...]] = ContextVar("agent_wait_otel_open", default=())
-        self._questions, self._deliveries, self._answers = _Tally(), _Tally(), _Tally()
+        self.record_question = (
+            _switch(RECORD_QUESTION_ENV) if record_question is None else record_question
+        )
+        self.delivery_spans = (
+            _switch(DELIVERY_SPANS_ENV) if delivery_spans is None else delivery_spans
+        )
+        # Where each instance keeps its open operation, in the OpenTelemetry context it attaches.
+        self._key = otel_context.create_key("agent_wait_otel_operation")
+        self._questions, self._deliveries = _Tally(), _Tally(*_LABELS)
+        self._answers = _Tally("agent_wait.outcome")
+        self._durations = _Pending(
+            meter.create_histogram(
+                "agent_wait.delivery.duration",
+                unit="s",
+                description="How long an announcer took for the call that carried an envelope.",
+                explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
+            ),
+            *_LABELS,
+        )
         meter.create_observable_counter(
             "agent_wait.questions.published",
             [self._questions.observe],
@@ -190,15 +258,9 @@ class OpenTelemetryPlugin:
         )
         meter.create_observable_counter(
             "agent_wait.deliveries",
-            [self._deliveries.observe],
+            [self._observe_deliveries],
             unit="{delivery}",
             description="Envelopes handed to an announcer, by announcer and outcome.",
-        )
-        self._duration = meter.create_histogram(
-            "agent_wait.delivery.duration",
-            unit="s",
-            description="How long an announcer took for the call that carried an envelope.",
-            explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
         )
         meter.create_observable_counter(
             "agent_wait.answers",
@@ -207,10 +269,14 @@ class OpenTelemetryPlugin:
             description="Answers handled by handle_message, by outcome.",
         )
 
+    def _observe_deliveries(self, options: CallbackOptions) -> Iterable[Observation]:
+        # Metrics are being collected: the pending durations go into the histogram now.
+        self._durations.flush()
+        return self._deliveries.observe(options)
+
     @hookimpl
     def operation_started(self, operation: Operation) -> None:
-        """Start the operation's span and make it current: deliveries become its children."""
-        kind = _KINDS.get(operation.name, SpanKind.INTERNAL)
+        """Start the operation's span and make it current: what it sends is traced inside it."""
         attributes: dict[str, AttributeValue] = {"agent_wait.operation": operation.name}
         if operation.thread_id is not None:
             attributes["agent_wait.thread_id"] = operation.thread_id
@@ -218,22 +284,26 @@ class OpenTelemetryPlugin:
             attributes["agent_wait.question_id"] = operation.question_id
         span = self._tracer.start_span(
             _SPAN_NAMES.get(operation.name, f"agent-wait {operation.name}"),
-            kind=kind,
+            kind=_KINDS.get(operation.name, SpanKind.INTERNAL),
             attributes=attributes,
         )
-        token = otel_context.attach(trace.set_span_in_context(span))
-        self._open.set((*self._open.get(), _Open(operation, span, token)))
+        opened = _Open(operation, span)
+        opened.token = otel_context.attach(
+            trace.set_span_in_context(span, otel_context.set_value(self._key, opened))
+        )
 
     @hookimpl
     def operation_finished(
         self, operation: Operation, result: object, error: BaseException | None
     ) -> None:
         """End the span ``operation_started`` made current, with what the operation did."""
-        stack = self._open.get()
-        if not stack or stack[-1].operation is not operation:
+        opened = otel_context.get_value(self._key)
+        if (
+            not isinstance(opened, _Open)
+            or opened.operation is not operation
+            or opened.token is None
+        ):
             return  # its start failed: nothing to end
-        opened = stack[-1]
-        self._open.set(stack[:-1])
         otel_context.detach(opened.token)
         span = opened.span
         if isinstance(error, AnnounceFailed):
@@ -241,24 +311,38 @@ class OpenTelemetryPlugin:
         if isinstance(result, PublishReport):
             self._questions.add((), len(result.envelopes))
         if span.is_recording():
-            span.set_attributes(_outcome_attributes(result))
+            attributes = _outcome_attributes(result)
+            failed: str | None = None
+            if opened.first is not None:  # the only delivery: recorded on this span
+                delivery, envelope, announcer, _ = opened.first
+                attributes.update(self._delivery_attributes(delivery, envelope, announcer))
+                failed = None if delivery.ok else _error_type(delivery)
+            if error is not None:
+                failed = type(error).__name__
+            if failed is not None:
+                attributes["error.type"] = failed
+                span.set_status(Status(StatusCode.ERROR, failed))
+            span.set_attributes(attributes)
             if isinstance(result, AnswerResult):
                 asking = parse_traceparent(result.message.get(TRACEPARENT))
                 if asking is not None:
                     span.add_link(asking)
-            if error is not None:
-                span.set_attribute("error.type", type(error).__name__)
-                span.set_status(Status(StatusCode.ERROR, type(error).__name__))
         span.end()
 
     @hookimpl
     def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
         """Put the asking span's ``traceparent`` into ``reply_with``."""
-        context = trace.get_current_span().get_span_context()
-        if not context.is_valid:
-            return None
+        opened = otel_context.get_value(self._key)
+        value = opened.traceparent if isinstance(opened, _Open) else None
+        if value is None:
+            context = trace.get_current_span().get_span_context()
+            if not context.is_valid:
+                return None
+            value = traceparent(context)
+            if isinstance(opened, _Open):
+                opened.traceparent = value  # once per publish, not per question
         reply = envelope.reply_with.model_dump()
-        reply[TRACEPARENT] = traceparent(context)
+        reply[TRACEPARENT] = value
         return {"reply_with": reply}
 
     @hookimpl
@@ -272,38 +356,49 @@ class OpenTelemetryPlugin:
     def delivery_outcome(
         self, delivery: Delivery, envelope: WaitEnvelope, announcer: BaseAnnounce
     ) -> None:
-        """One PRODUCER span per delivery (timed by the announcer call), counted and measured."""
+        """Count and time a delivery; trace it on the publish span, or as a child span of it."""
         end = time.time_ns()
+        key = (delivery.announcer, _OUTCOMES[delivery.ok])
+        self._deliveries.add(key)
+        if delivery.duration is not None:
+            self._durations.add(key, delivery.duration)
+        opened = otel_context.get_value(self._key)
+        if isinstance(opened, _Open) and not self.delivery_spans and not opened.several:
+            if opened.first is None:
+                opened.first = (delivery, envelope, announcer, end)
+                return
+            # A second delivery: each one gets its own span after all.
+            self._delivery_span(*opened.first)
+            opened.first = None
+            opened.several = True
+        self._delivery_span(delivery, envelope, announcer, end)
+
+    def _delivery_span(
+        self, delivery: Delivery, envelope: WaitEnvelope, announcer: BaseAnnounce, end: int
+    ) -> None:
+        """One PRODUCER span for a delivery, timed by the announcer call that carried it."""
         duration = delivery.duration
-        outcome = "delivered" if delivery.ok else "failed"
-        self._deliveries.add(
-            (("agent_wait.announcer", delivery.announcer), ("agent_wait.outcome", outcome))
-        )
-        if duration is not None:
-            labels = {"agent_wait.announcer": delivery.announcer, "agent_wait.outcome": outcome}
-            self._duration.record(duration, labels)
-        start = end - int(duration * 1e9) if duration is not None else end
         span = self._tracer.start_span(
             f"publish {delivery.announcer}",
             kind=SpanKind.PRODUCER,
-            start_time=start,
-            attributes=self._delivery_attributes(delivery, envelope, announcer, outcome),
+            start_time=end - int(duration * 1e9) if duration is not None else end,
+            attributes=self._delivery_attributes(delivery, envelope, announcer),
         )
         if not delivery.ok and span.is_recording():
-            error_type = type(delivery.exception).__name__ if delivery.exception else "error"
+            error_type = _error_type(delivery)
             span.set_attribute("error.type", error_type)
             span.set_status(Status(StatusCode.ERROR, error_type))
         span.end(end)
 
     def _delivery_attributes(
-        self, delivery: Delivery, envelope: WaitEnvelope, announcer: BaseAnnounce, outcome: str
+        self, delivery: Delivery, envelope: WaitEnvelope, announcer: BaseAnnounce
     ) -> dict[str, AttributeValue]:
         attributes: dict[str, AttributeValue] = {
             "messaging.system": _SYSTEMS.get(delivery.announcer, delivery.announcer),
             "messaging.operation": "publish",
             "messaging.operation.type": "send",
             "agent_wait.announcer": delivery.announcer,
-            "agent_wait.outcome": outcome,
+            "agent_wait.outcome": _OUTCOMES[delivery.ok],
             "agent_wait.thread_id": envelope.thread_id,
             "agent_wait.question_id": delivery.question_id,
             "agent_wait.event_id": delivery.event_id,
@@ -325,7 +420,7 @@ class OpenTelemetryPlugin:
     def answer_handled(self, answer: Answer, handled: Any) -> None:
         """One CONSUMER span per answer handled, linked to the asking span; counted by outcome."""
         outcome = str(getattr(handled.outcome, "value", handled.outcome))
-        self._answers.add((("agent_wait.outcome", outcome),))
+        self._answers.add((outcome,))
         asking = asking_span_context(answer)
         span = self._tracer.start_span(
             "agent-wait handle_message",
@@ -341,6 +436,14 @@ class OpenTelemetryPlugin:
             },
         )
         span.end()
+
+
+def _error_type(delivery: Delivery) -> str:
+    return type(delivery.exception).__name__ if delivery.exception else "error"
+
+
+def _switch(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in _TRUE
 
 
 def _outcome_attributes(result: object) -> dict[str, AttributeValue]:
