@@ -22,6 +22,7 @@ from agent_wait.core import (
     ConfigError,
     Delivery,
     Handled,
+    LifecycleEvent,
     MemoryAnnounce,
     Operation,
     Outcome,
@@ -477,6 +478,38 @@ def test_message_headers_come_after_the_tags_within_the_limit() -> None:
     assert crowded.dropped == {}
     assert len(spare.values) == 10
     assert spare.values["traceparent"] == "00-x"
+
+
+def test_message_headers_are_asked_for_lifecycle_events_and_answers_too() -> None:
+    from agent_wait.core.transport import transport_headers
+
+    seen: list[str] = []
+
+    class Tracer:
+        @hookimpl
+        def message_headers(self, envelope: object) -> dict[str, str]:
+            seen.append(type(envelope).__name__)
+            return {"traceparent": "00-x"}
+
+    event = LifecycleEvent.model_validate(
+        {
+            "type": "wait.answered",
+            "event_id": "01JCK4Q0000000000000000000",
+            "thread_id": "t-1",
+            "question_id": "q1",
+            "at": "2026-09-11T09:00:00Z",
+            "by": None,
+            "outcome": "resumed",
+        }
+    )
+    reply = Answer.model_validate({"thread_id": "t-1", "question_id": "q1", "answer": 1})
+    with registered_plugin(Tracer(), "test-headers"):
+        assert transport_headers(reply) == {"traceparent": "00-x"}
+        attributes = TEN_ATTRIBUTES.with_headers({"type": event.type}, event)
+        full = TEN_ATTRIBUTES.with_headers({f"a{i}": "v" for i in range(10)}, event)
+    assert seen == ["Answer", "LifecycleEvent", "LifecycleEvent"]
+    assert attributes == {"type": "wait.answered", "traceparent": "00-x"}
+    assert "traceparent" not in full  # no room left: the attributes keep theirs
 
 
 def test_hook_answer_handled(caplog: pytest.LogCaptureFixture) -> None:

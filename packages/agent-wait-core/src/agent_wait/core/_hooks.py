@@ -24,7 +24,7 @@ import pluggy
 from agent_wait.core._models import ReplyWith, check_reply
 
 if TYPE_CHECKING:
-    from agent_wait.core._models import WaitEnvelope
+    from agent_wait.core._models import Sent, WaitEnvelope
 
 logger = logging.getLogger("agent_wait.publish")
 
@@ -244,7 +244,7 @@ class Operating:
                 logger.exception("operation_finished hook call failed")
 
 
-def message_headers(caller: pluggy.HookCaller, envelope: WaitEnvelope) -> dict[str, str]:
+def message_headers(caller: pluggy.HookCaller, envelope: Sent) -> dict[str, str]:
     """The merged ``message_headers`` of every plugin (the first to name a header wins)."""
     try:
         results = cast("list[object]", caller(envelope=envelope))

@@ -541,6 +541,11 @@ def _close_to_question_id(key: str) -> bool:
     return bool(difflib.get_close_matches(normal, ["question_id"], n=1, cutoff=0.85))
 
 
+Sent = WaitEnvelope | LifecycleEvent | Answer | StartMessage
+"""What agent-wait sends through a transport: a question's envelope, a lifecycle event, or an
+answer or start message an entry point sends (see the ``message_headers`` hook)."""
+
+
 def parse_message(message: Mapping[str, Any] | str | bytes) -> Answer | StartMessage:
     """Validate an inbound message as an :class:`Answer` or a :class:`StartMessage`.
 

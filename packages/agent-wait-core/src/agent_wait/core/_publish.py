@@ -33,6 +33,7 @@ from agent_wait.core._models import (
     ENVELOPE_TYPE,
     Question,
     ReplyWith,
+    Sent,
     WaitEnvelope,
     format_utc,
     trusted,
@@ -221,14 +222,15 @@ def plugin_hooks() -> PublishHooks:
 _NO_HEADERS: Mapping[str, str] = {}
 
 
-def transport_headers(envelope: WaitEnvelope) -> Mapping[str, str]:
-    """The headers plugins' ``message_headers`` give for an envelope (a trace context).
+def transport_headers(message: Sent) -> Mapping[str, str]:
+    """The headers plugins' ``message_headers`` give for a message (a trace context).
 
     Send them in the transport's own headers or attributes, after its routing attributes and
-    within its limits. Empty (and no hook called) when no plugin implements the hook.
+    within its limits: with a question's envelope, a lifecycle event, and an answer or start
+    message an entry point sends. Empty (and no hook called) when no plugin implements the hook.
     """
     caller = plugin_hooks().headers
-    return _NO_HEADERS if caller is None else message_headers(caller, envelope)
+    return _NO_HEADERS if caller is None else message_headers(caller, message)
 
 
 def _record(

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from agent_wait.core._errors import ConfigError
-from agent_wait.core._models import WaitEnvelope
+from agent_wait.core._models import Sent, WaitEnvelope
 from agent_wait.core._publish import transport_headers
 
 
@@ -95,10 +95,17 @@ class AttributeRules:
                 dropped[name] = f"over the {self.max_count}-attribute limit"
             else:
                 values[name] = value
-        for name, value in transport_headers(envelope).items():
+        return RoutingAttributes(self.with_headers(values, envelope), dropped)
+
+    def with_headers(self, values: dict[str, str], message: Sent) -> dict[str, str]:
+        """``values`` and, in the room left, the plugins' ``message_headers`` for ``message``.
+
+        A header never replaces an attribute, and one whose name the service refuses is left out.
+        """
+        for name, value in transport_headers(message).items():
             if len(values) < self.max_count and name not in values and not self.name_error(name):
                 values[name] = value
-        return RoutingAttributes(values, dropped)
+        return values
 
 
 _ENVELOPE_ATTRIBUTES = ("type", "thread_id")

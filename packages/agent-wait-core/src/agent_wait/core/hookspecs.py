@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from agent_wait.core._announce import BaseAnnounce, Delivery
     from agent_wait.core._hooks import Operation
     from agent_wait.core._host import Handled
-    from agent_wait.core._models import Answer, WaitEnvelope
+    from agent_wait.core._models import Answer, Sent, WaitEnvelope
 
 PROJECT = "agent_wait"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -199,17 +199,20 @@ def operation_finished(operation: Operation, result: object, error: BaseExceptio
 
 
 @hookspec
-def message_headers(envelope: WaitEnvelope) -> dict[str, str] | None:
-    """Headers to send with an envelope where the transport has its own (trace context).
+def message_headers(envelope: Sent) -> dict[str, str] | None:
+    """Headers to send with a message where the transport has its own (trace context).
 
     Transports that have headers or attributes (SQS and SNS message attributes, NATS and
-    RabbitMQ headers, HTTP headers, Redis stream fields) send these besides the envelope's JSON,
-    after their own routing attributes and within their limits. The envelope's body never
-    changes; put what must survive a consumer in ``reply_with`` with ``adjust_envelope`` too.
-    Exceptions are logged and ignored.
+    RabbitMQ headers, HTTP headers, Redis stream fields) send these besides the message's JSON,
+    after their own routing attributes and within their limits. The body never changes; put
+    what must survive a consumer in ``reply_with`` with ``adjust_envelope`` too. Exceptions are
+    logged and ignored.
 
     Args:
-        envelope: The envelope as adjusted, about to be sent.
+        envelope: The message about to be sent: a question's ``WaitEnvelope`` (as adjusted), a
+            ``LifecycleEvent``, or an ``Answer`` or ``StartMessage`` an entry point sends
+            (``answer()``, ``agent-wait answer``, the sweeper). Check its type before reading
+            fields only one of them has.
 
     Added in 0.2.
     """

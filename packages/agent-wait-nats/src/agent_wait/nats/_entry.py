@@ -30,6 +30,7 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
+from agent_wait.core.transport import transport_headers
 from agent_wait.nats._announcer import _LoopThread  # pyright: ignore[reportPrivateUsage]
 from agent_wait.nats._options import (
     DEFAULT_DURABLE,
@@ -204,15 +205,23 @@ class NatsEntry(EntryPoint):
     # -- the consumer side --
 
     def send(self, message: Mapping[str, Any]) -> None:
-        """Publish the message to its thread's subject and wait for the stream's ack."""
-        parse_message(message)
-        body = dict(message)
-        self._run(lambda s: self._publish(s, body))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
+        """Publish the message to its thread's subject and wait for the stream's ack.
 
-    async def _publish(self, session: _Session, body: dict[str, Any]) -> None:
+        The plugins' headers (a trace context) go in its NATS headers.
+        """
+        # Read here, in the sender's thread and context: the publish runs on the loop thread.
+        headers = dict(transport_headers(parse_message(message)))
+        body = dict(message)
+        self._run(lambda s: self._publish(s, body, headers))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
+
+    async def _publish(
+        self, session: _Session, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
         subject = f"{self.subject}.{_token(body['thread_id'])}"
-        await session.js.publish(subject, data, stream=self.stream, timeout=self.timeout)
+        await session.js.publish(
+            subject, data, stream=self.stream, timeout=self.timeout, headers=headers or None
+        )
 
     # -- the host side --
 

@@ -24,7 +24,9 @@ What it records:
 - the publish span's W3C ``traceparent`` in each envelope's ``reply_with`` and in the
   transport's own headers (SQS/SNS message attributes, HTTP, NATS and RabbitMQ headers, Redis
   fields): a consumer that copies ``reply_with`` into its answer brings it back, and the
-  ``agent-wait handle_message`` span of that answer links to the asking span;
+  ``agent-wait handle_message`` span of that answer links to the asking span; lifecycle events
+  and the answers ``answer()`` / ``agent-wait answer`` and the sweeper send carry the
+  ``traceparent`` of the span sending them in the transport's headers;
 - counters ``agent_wait.questions.published``, ``agent_wait.deliveries`` (announcer, outcome),
   ``agent_wait.answers`` (outcome), the histogram ``agent_wait.delivery.duration`` (s), and with
   :func:`observe_store` the gauges ``agent_wait.questions.open`` and

@@ -25,9 +25,11 @@ from agent_wait.core import (
     AnswerResult,
     BaseAnnounce,
     Delivery,
+    LifecycleEvent,
     Operation,
     PublishReport,
     QuestionStore,
+    StartMessage,
     SweepReport,
     WaitEnvelope,
     hookimpl,
@@ -346,11 +348,22 @@ class OpenTelemetryPlugin:
         return {"reply_with": reply}
 
     @hookimpl
-    def message_headers(self, envelope: WaitEnvelope) -> dict[str, str] | None:
-        """The ``traceparent`` of ``reply_with``, for the transport's own headers."""
-        extra = envelope.reply_with.model_extra
-        value = extra.get(TRACEPARENT) if extra else None
-        return {TRACEPARENT: value} if isinstance(value, str) else None
+    def message_headers(
+        self, envelope: WaitEnvelope | LifecycleEvent | Answer | StartMessage
+    ) -> dict[str, str] | None:
+        """The ``traceparent`` of the span that sends the message, for the transport's headers.
+
+        A question's is the one its ``reply_with`` carries (the publish span). A lifecycle
+        event's, an answer's or a start message's is the span current where it is sent: the
+        ``agent-wait answer`` or ``agent-wait sweep`` span, or the host's own span. An answer's
+        body keeps the asking span's ``traceparent`` it copied from ``reply_with``.
+        """
+        if isinstance(envelope, WaitEnvelope):
+            extra = envelope.reply_with.model_extra
+            value = extra.get(TRACEPARENT) if extra else None
+            return {TRACEPARENT: value} if isinstance(value, str) else None
+        context = trace.get_current_span().get_span_context()
+        return {TRACEPARENT: traceparent(context)} if context.is_valid else None
 
     @hookimpl
     def delivery_outcome(

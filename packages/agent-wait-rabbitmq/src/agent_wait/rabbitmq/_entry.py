@@ -29,6 +29,7 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
+from agent_wait.core.transport import transport_headers
 from agent_wait.rabbitmq._options import DEFAULT_QUEUE, DEFAULT_URL, RabbitMqEntryOptions
 
 logger = logging.getLogger("agent_wait.rabbitmq.entry")
@@ -213,13 +214,21 @@ class RabbitMqEntry(EntryPoint):
     # -- the consumer side --
 
     def send(self, message: Mapping[str, Any]) -> None:
-        """Publish the message to the queue and wait for the broker's confirm."""
-        parse_message(message)
+        """Publish the message to the queue and wait for the broker's confirm.
+
+        The plugins' headers (a trace context) go in its AMQP headers.
+        """
+        headers = dict(transport_headers(parse_message(message)))
         body = dict(message)
-        self._locked(lambda: self._publish(self.queue, body, str(uuid.uuid4())))
+        self._locked(lambda: self._publish(self.queue, body, str(uuid.uuid4()), headers=headers))
 
     def _publish(
-        self, routing_key: str, body: dict[str, Any], message_id: str, kind: str | None = None
+        self,
+        routing_key: str,
+        body: dict[str, Any],
+        message_id: str,
+        kind: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         self._publishing().basic_publish(
             "",
@@ -231,6 +240,7 @@ class RabbitMqEntry(EntryPoint):
                 message_id=message_id,
                 app_id=APP_ID,
                 type=kind,
+                headers=headers or None,
             ),
             mandatory=True,
         )

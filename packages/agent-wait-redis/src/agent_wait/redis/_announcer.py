@@ -207,6 +207,8 @@ class RedisAnnounce(BaseAnnounce):
             "thread_id": event.thread_id,
             "question_id": event.question_id,
         }
+        for name, value in transport_headers(event).items():
+            fields.setdefault(name, value)
         pairs = [item for pair in fields.items() for item in pair]
         trim = [] if self.maxlen is None else ["MAXLEN", "~", str(self.maxlen)]
         commands = [["XADD", self.stream, *trim, "*", *pairs]]

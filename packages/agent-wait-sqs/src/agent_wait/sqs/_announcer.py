@@ -6,7 +6,14 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent_wait.aws import AwsBatchAnnounce, Call, aws_client_pair, boto3_sdk, message_attributes
+from agent_wait.aws import (
+    AWS_MESSAGE_ATTRIBUTES,
+    AwsBatchAnnounce,
+    Call,
+    aws_client_pair,
+    boto3_sdk,
+    message_attributes,
+)
 from agent_wait.core import LifecycleEvent, Receipt, WaitEnvelope
 from agent_wait.core.transport import fit_identifier, utf8_size
 from agent_wait.sqs._options import SqsOptions
@@ -126,8 +133,14 @@ class SqsAnnounce(AwsBatchAnnounce):
         return params, size
 
     def deliver_event(self, event: LifecycleEvent) -> Receipt:
-        """SendMessage of one lifecycle event; the receipt carries its ``MessageId``."""
-        fields = {"type": event.type, "thread_id": event.thread_id, **self.attributes}
+        """SendMessage of one lifecycle event; the receipt carries its ``MessageId``.
+
+        Its attributes are ``type``, ``thread_id``, the fixed attributes, then the plugins'
+        headers (a trace context) within SQS's limit of 10.
+        """
+        fields = AWS_MESSAGE_ATTRIBUTES.with_headers(
+            {"type": event.type, "thread_id": event.thread_id, **self.attributes}, event
+        )
         params: dict[str, Any] = {
             "QueueUrl": self.queue_url,
             "MessageBody": event.to_json().decode("utf-8"),

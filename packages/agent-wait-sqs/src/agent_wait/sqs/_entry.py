@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from agent_wait.aws import aws_client_pair, boto3_sdk
+from agent_wait.aws import AWS_MESSAGE_ATTRIBUTES, aws_client_pair, boto3_sdk
 from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
 from agent_wait.core.transport import fit_identifier
 from agent_wait.sqs._options import SqsConnectionOptions, SqsEntryOptions
@@ -145,11 +145,15 @@ class SqsEntry(EntryPoint):
         return str(url), int(policy["maxReceiveCount"])
 
     def send(self, message: Mapping[str, Any]) -> None:
-        """Send a start message or an answer: group = thread, deduplicated on its content."""
-        parse_message(message)  # a malformed message is refused before it is sent
+        """Send a start message or an answer: group = thread, deduplicated on its content.
+
+        The plugins' headers (a trace context) go in its message attributes.
+        """
+        parsed = parse_message(message)  # a malformed message is refused before it is sent
         checked = dict(message)
         body = json.dumps(checked, ensure_ascii=False, sort_keys=True)
-        self._send(self.queue_url, body, checked["thread_id"], _digest(body))
+        headers = AWS_MESSAGE_ATTRIBUTES.with_headers({}, parsed)
+        self._send(self.queue_url, body, checked["thread_id"], _digest(body), **headers)
 
     def _send(self, url: str, body: str, thread_id: str, dedupe: str, **attributes: str) -> None:
         self._sqs.send_message(

@@ -379,9 +379,8 @@ class WebhookAnnounce(BaseAnnounce):
 
     def _request_headers(self, envelope: _Message, body: bytes) -> dict[str, str]:
         headers = {
-            # Plugins' headers (a trace context) first: they never replace one of ours. They
-            # describe a question's publish; an event has none.
-            **(transport_headers(envelope) if isinstance(envelope, WaitEnvelope) else {}),
+            # Plugins' headers (a trace context) first: they never replace one of ours.
+            **transport_headers(envelope),
             **self._headers,
             "Content-Type": "application/json",
             EVENT_HEADER: envelope.type,

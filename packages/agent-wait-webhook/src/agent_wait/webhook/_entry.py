@@ -45,6 +45,7 @@ from agent_wait.core import (
     format_utc,
     parse_message,
 )
+from agent_wait.core.transport import transport_headers
 from agent_wait.webhook._options import WebhookEntryOptions
 from agent_wait.webhook._signing import (
     ID_HEADER,
@@ -205,6 +206,8 @@ class WebhookEntry(EntryPoint):
         # What this object sent that the outbox still holds (by content: the outbox has no ids
         # for the sender), so flush() does not wait for what other senders left there.
         self._unsettled: Counter[str] = Counter()
+        # The plugins' headers (a trace context) of each unsettled message, by _key.
+        self._sent_headers: dict[str, dict[str, str]] = {}
         self._server: ThreadingHTTPServer | None = None
         self._server_thread: threading.Thread | None = None
         self._delivery: threading.Thread | None = None
@@ -252,9 +255,23 @@ class WebhookEntry(EntryPoint):
             raise ConfigError(
                 "webhook entry point: neither url nor listen is set, so it cannot send"
             )
-        self._outbox.send(message)  # validates first
+        # The plugins' headers are read in the sender's context, for the delivery thread, and
+        # kept before the insert, as that thread may take the row at once. A message this
+        # object did not send (another process's, redriven) goes without them.
+        headers = transport_headers(parse_message(message))  # validates first
+        key = _key(message)
         with self._cond:
-            self._unsettled[_key(message)] += 1
+            if headers:
+                self._sent_headers[key] = dict(headers)
+        try:
+            self._outbox.send(message)
+        except BaseException:
+            with self._cond:
+                if not self._unsettled[key]:
+                    self._sent_headers.pop(key, None)
+            raise
+        with self._cond:
+            self._unsettled[key] += 1
         self._start_delivery()
         self._wake.set()
 
@@ -299,7 +316,10 @@ class WebhookEntry(EntryPoint):
             "msg_"
             + hashlib.sha256(f"{self._dead_path}\0{item.id}\0".encode() + body).hexdigest()[:32]
         )
-        headers = {"content-type": "application/json", ID_HEADER: msg_id}
+        with self._cond:
+            sent = self._sent_headers.get(_key(item.message), {})
+        # The plugins' headers first: they never replace one of ours.
+        headers = {**sent, "content-type": "application/json", ID_HEADER: msg_id}
         if self._key is not None:
             headers.update(self._key.headers(msg_id, body))
         target = self.target
@@ -334,6 +354,7 @@ class WebhookEntry(EntryPoint):
                 self._unsettled[key] -= 1
                 if not self._unsettled[key]:
                     del self._unsettled[key]
+                    self._sent_headers.pop(key, None)
             self._cond.notify_all()
 
     def flush(self, timeout: float | None = None) -> bool:
