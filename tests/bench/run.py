@@ -1271,6 +1271,9 @@ def bench_opentelemetry(scale: Scale) -> Result:
     sides, reset = otel_sides()
     manager = registry().manager
     samples: dict[str, list[float]] = {name: [] for name in sides}
+    # The same rounds in this thread's CPU time: on a shared machine, the time the thread
+    # waited for a CPU inflates wall time unevenly across sides, CPU time much less.
+    cpu: dict[str, list[float]] = {name: [] for name in sides}
     names = list(sides)
     # The run parks inside a span: the SDK side also puts its traceparent into reply_with.
     parent = TracerProvider().get_tracer("bench").start_span("tool call")
@@ -1282,16 +1285,18 @@ def bench_opentelemetry(scale: Scale) -> Result:
                     manager.register(plugin, name="bench-otel")
                 try:
                     with _no_gc():
-                        start = time.perf_counter()
+                        start, start_cpu = time.perf_counter(), time.thread_time()
                         for _ in range(scale.cpu_calls):
                             subject()
                         elapsed = (time.perf_counter() - start) / scale.cpu_calls
+                        used = (time.thread_time() - start_cpu) / scale.cpu_calls
                 finally:
                     if plugin is not None:
                         manager.unregister(name="bench-otel")
                     reset()
                 if index:
                     samples[name].append(elapsed)
+                    cpu[name].append(used)
     base = min(samples["without"])
     idle = min(samples["installed, no SDK"]) / base
     with_sdk = min(samples["SDK, in-memory"])
@@ -1299,6 +1304,8 @@ def bench_opentelemetry(scale: Scale) -> Result:
     floor = min(samples["SDK alone"])
     # What the plugin and core add beyond the SDK's own calls, as a share of a plain publish.
     own = (with_sdk - floor) / base
+    cpu_base = statistics.median(cpu["without"])
+    cpu_ratios = {name: statistics.median(values) / cpu_base for name, values in cpu.items()}
     return Result(
         name="opentelemetry",
         title=title,
@@ -1308,6 +1315,8 @@ def bench_opentelemetry(scale: Scale) -> Result:
             "ratio_sdk_in_memory": sdk,
             "ratio_sdk_alone": floor / base,
             "ratio_sdk_minus_floor": own,
+            "cpu_seconds_per_call": {name: _stats(values) for name, values in cpu.items()},
+            "cpu_ratios_median": cpu_ratios,
             "rounds": scale.cpu_rounds,
             "calls_per_round": scale.cpu_calls,
         },
@@ -1317,7 +1326,9 @@ def bench_opentelemetry(scale: Scale) -> Result:
         summary=(
             f"without {_us(base)}; installed, no SDK {idle:.2f}x; SDK in-memory {_us(with_sdk)} "
             f"({sdk:.2f}x), of which the SDK's own calls {_us(floor)} ({floor / base:.2f}x); "
-            f"beyond them {own:.2f}x"
+            f"beyond them {own:.2f}x; per-thread CPU time, medians: no SDK "
+            f"{cpu_ratios['installed, no SDK']:.2f}x, SDK {cpu_ratios['SDK, in-memory']:.2f}x, "
+            f"SDK alone {cpu_ratios['SDK alone']:.2f}x"
         ),
     )
 
