@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
@@ -145,6 +146,21 @@ def test_filters_by_tag_function_thread_and_text(alice: TestClient, inbox: Path)
     bad = alice.get("/", params={"tag": "no-colon"})
     assert bad.status_code == 400
     assert "tag: expected key:value" in bad.text
+
+
+def test_the_links_of_a_list_row_lead_to_its_question_thread_and_tag(
+    alice: TestClient, inbox: Path
+) -> None:
+    ask(inbox, "a&b", thread_id="t/1 & 2", tags={"team": "R&D ops"})
+    ask(inbox, "other", thread_id="t-9", tags={"team": "R"})
+    text = alice.get("/").text
+    row = next(r for r in text.split("<tr") if "t/1 &amp; 2</a>" in r)
+    question, thread, tag = (html.unescape(h) for h in re.findall(r'href="([^"]+)"', row))
+    assert "t/1 &amp; 2" in alice.get(question).text.split("<h1")[1]
+    for link in (thread, tag):
+        listed = alice.get(link).text
+        assert "t/1 &amp; 2</a>" in listed, link
+        assert "t-9</a>" not in listed, link
 
 
 def test_keyset_pagination_walks_every_question_once(alice: TestClient, inbox: Path) -> None:

@@ -9,7 +9,14 @@ from typing import Any
 
 import pytest
 
-from agent_wait.core import Question, SqliteAnnounce, SqliteQuestionStore, WaitPolicy, publish
+from agent_wait.core import (
+    Question,
+    QuestionStatus,
+    SqliteAnnounce,
+    SqliteQuestionStore,
+    WaitPolicy,
+    publish,
+)
 from agent_wait.inbox._query import Filters, Listing
 
 
@@ -79,3 +86,27 @@ def test_pages_are_in_deadline_order_without_gaps(big: Path) -> None:
             break
     assert len(seen) == len(set(seen)) == 10_000
     assert deadlines == sorted(deadlines)
+
+
+def test_the_change_marker_moves_on_every_new_and_closed_question(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    listing = Listing(SqliteQuestionStore(path))
+
+    def ask(question_id: str) -> None:
+        question = Question(question_id=question_id, question="Refund?")
+        publish([question], f"t-{question_id}", SqliteAnnounce(path), strict=True)
+
+    empty = listing.change_marker()  # no file yet
+    ask("q1")
+    asked = listing.change_marker()
+    assert asked != empty
+    assert listing.change_marker() == asked  # nothing changed: the same marker
+    # Closed through the very store the listing reads, on its own connection.
+    listing.store.transition("t-q1", "q1", QuestionStatus.ANSWERED, by="alice", answer={})
+    closed = listing.change_marker()
+    assert closed != asked
+    ask("q2")
+    assert listing.change_marker() not in (empty, asked, closed)
+    # Another listing (another worker process, say) computes the same marker for the same state:
+    # the live-update stream compares a page's marker with its own.
+    assert Listing(SqliteQuestionStore(path)).change_marker() == listing.change_marker()

@@ -12,6 +12,8 @@ import base64
 import hashlib
 import json
 import sqlite3
+import threading
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
@@ -139,12 +141,17 @@ class Listing:
     def __init__(self, store: QuestionStore) -> None:
         self.store = store
         self._sqlite = store if isinstance(store, SqliteQuestionStore) else None
+        # change_marker's own read-only connection: its ``PRAGMA data_version`` moves only when
+        # another connection commits, so an unchanged file is known without counting rows.
+        self._watch: sqlite3.Connection | None = None
+        self._watch_lock = threading.Lock()
+        self._watched: tuple[int, str] | None = None
 
-    def _connect(self) -> sqlite3.Connection:
+    def _connect(self, *, check_same_thread: bool = True) -> sqlite3.Connection:
         assert self._sqlite is not None
         # Read-only: the web app never writes the table except through core's answer API.
         uri = f"{self._sqlite.path.resolve().as_uri()}?mode=ro"
-        return sqlite3.connect(uri, uri=True, timeout=5.0)
+        return sqlite3.connect(uri, uri=True, timeout=5.0, check_same_thread=check_same_thread)
 
     @property
     def has_history(self) -> bool:
@@ -308,14 +315,38 @@ class Listing:
                     for q in self.store.open_questions()
                 )
             )
-        else:
-            # Two scalar subqueries: max(rowid) alone is one B-tree seek, while an aggregate
-            # over the table with a subquery beside it would scan every row.
-            table = self._sqlite.table
-            rows = self._rows(
-                f'SELECT (SELECT max(rowid) FROM "{table}"), '
-                f"(SELECT count(*) FROM \"{table}\" WHERE status = 'open')",
-                [],
-            )
-            state = json.dumps(rows[0] if rows else None)
-        return hashlib.sha256(state.encode()).hexdigest()[:32]
+            return _digest(state)
+        with self._watch_lock:
+            watch = self._watching()
+            if watch is None:  # nothing published yet
+                return _digest(json.dumps(None))
+            version: int = watch.execute("PRAGMA data_version").fetchone()[0]
+            if self._watched is None or self._watched[0] != version:
+                self._watched = (version, _digest(json.dumps(_counts(watch, self._sqlite.table))))
+            return self._watched[1]
+
+    def _watching(self) -> sqlite3.Connection | None:
+        """change_marker's connection, opened once the file exists (the caller holds the lock)."""
+        if self._watch is None and self._sqlite is not None and self._sqlite.path.exists():
+            self._watch = self._connect(check_same_thread=False)
+            weakref.finalize(self, self._watch.close)
+        return self._watch
+
+
+def _counts(connection: sqlite3.Connection, table: str) -> tuple[Any, ...] | None:
+    """The newest rowid and the number of open questions, or None before the table exists."""
+    # Two scalar subqueries: max(rowid) alone is one B-tree seek, while an aggregate over the
+    # table with a subquery beside it would scan every row.
+    try:
+        return connection.execute(
+            f'SELECT (SELECT max(rowid) FROM "{table}"), '
+            f"(SELECT count(*) FROM \"{table}\" WHERE status = 'open')"
+        ).fetchone()
+    except sqlite3.OperationalError as error:
+        if "no such table" in str(error):
+            return None
+        raise
+
+
+def _digest(state: str) -> str:
+    return hashlib.sha256(state.encode()).hexdigest()[:32]
