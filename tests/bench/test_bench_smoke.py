@@ -59,6 +59,7 @@ def test_in_process_benchmarks_report(name: str) -> None:
     assert result.raw
     if name == "inbox":
         assert set(result.raw["seconds"]) == {"p1", "p1_query", "pN", "pN_query"}
+        assert set(result.raw["cpu_seconds"]) == set(result.raw["seconds"])
     if name == "sqlite":
         peaks = result.raw["peak_bytes"]
         assert peaks[str(bench.QUICK.sqlite_memory_n)] > peaks["one"] > 0
