@@ -149,7 +149,7 @@ def _function_name(envelope: Any) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class ListRow:
+class _ListRow:
     """One row of the open-questions list: plain text and links, escaped by the template."""
 
     deadline: str
@@ -163,7 +163,7 @@ class ListRow:
     """``(key: value, link to the list filtered by that tag)``."""
 
 
-def list_rows(questions: list[StoredQuestion], root: str, now: str) -> list[ListRow]:
+def _list_rows(questions: list[StoredQuestion], root: str, now: str) -> list[_ListRow]:
     """The rows of a list page.
 
     Built here rather than in the template: one object per row instead of a dozen filter calls
@@ -177,12 +177,12 @@ def list_rows(questions: list[StoredQuestion], root: str, now: str) -> list[List
             found = quoted[text] = quote(text, safe="")
         return found
 
-    rows: list[ListRow] = []
+    rows: list[_ListRow] = []
     for question in questions:
         e = question.envelope
         thread = q(e.thread_id)
         rows.append(
-            ListRow(
+            _ListRow(
                 deadline=_when(e.expires_at),
                 overdue=_overdue(question, now),
                 link=f"{root}/questions/{quote(e.question_id, safe='')}?thread={thread}",
@@ -377,7 +377,7 @@ def inbox_app(
         return render(
             request,
             "list.html",
-            rows=list_rows(page.questions, root(request), _now()),
+            rows=_list_rows(page.questions, root(request), _now()),
             filters=filters,
             next_link=next_link,
             marker=marker,
