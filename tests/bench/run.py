@@ -2021,7 +2021,7 @@ def inbox_questions(path: Path, n: int) -> None:
     announce.close()
 
 
-def _server_cpu(client: int | None) -> float:
+def _server_cpu(client: int) -> float:
     """CPU seconds used so far by every thread of the process but the client's."""
     return sum(
         time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
@@ -2038,7 +2038,7 @@ class _ServerTime:
     the work, not the waits for a CPU.
     """
 
-    def __init__(self, app: Any, client: int | None) -> None:
+    def __init__(self, app: Any, client: int) -> None:
         self.app = app
         self.client = client
         self.last = 0.0
