@@ -60,7 +60,9 @@ class Operation:
 
 @dataclass(frozen=True, slots=True)
 class PublishHooks:
-    """The publish hooks that have implementations; None for a hook nobody implements.
+    """The hooks core calls per publish or per handled answer that have implementations.
+
+    None for a hook nobody implements.
 
     Attributes:
         adjust: The ``adjust_envelope`` caller.
@@ -68,6 +70,7 @@ class PublishHooks:
         started: The ``operation_started`` caller.
         finished: The ``operation_finished`` caller.
         headers: The ``message_headers`` caller.
+        handled: The ``answer_handled`` caller.
     """
 
     adjust: pluggy.HookCaller | None
@@ -75,6 +78,7 @@ class PublishHooks:
     started: pluggy.HookCaller | None = None
     finished: pluggy.HookCaller | None = None
     headers: pluggy.HookCaller | None = None
+    handled: pluggy.HookCaller | None = None
     operations: bool = field(init=False, repr=False, compare=False)
     """True when a plugin implements ``operation_started`` or ``operation_finished``."""
     quiet: bool = field(init=False, repr=False, compare=False)
@@ -131,7 +135,7 @@ class HookManager(pluggy.PluginManager):
         return removed
 
     def publish_hooks(self) -> PublishHooks:
-        """The publish hooks with implementations, looked up again only after (un)registration."""
+        """The publish and answer hooks with implementations, looked up again only after (un)registration."""
         return self._publish_hooks or self._lookup()
 
     def _lookup(self) -> PublishHooks:
@@ -158,6 +162,7 @@ _PUBLISH_HOOKS = (
     "operation_started",
     "operation_finished",
     "message_headers",
+    "answer_handled",
 )
 """In the order of :class:`PublishHooks`' fields."""
 

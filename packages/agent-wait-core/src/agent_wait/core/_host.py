@@ -26,9 +26,10 @@ from collections.abc import (
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from functools import partial
+from functools import cached_property, partial
 from typing import Any, Protocol, TypeVar, cast
 
+from agent_wait.core import _hooks
 from agent_wait.core._announce import Delivery, PublishReport
 from agent_wait.core._errors import AgentWaitError, AnnounceFailed, InvalidAnswer
 from agent_wait.core._lifecycle import (
@@ -45,7 +46,7 @@ from agent_wait.core._models import (
     StartMessage,
     parse_message,
 )
-from agent_wait.core._publish import Announce, Clock, apublish, publish, utc_now
+from agent_wait.core._publish import Announce, Clock, apublish, plugin_hooks, publish, utc_now
 from agent_wait.core._storable import storable_problem
 from agent_wait.core._trust import AnswerTrust, configured_trust
 
@@ -159,9 +160,10 @@ class Waiting:
     questions: Sequence[Question] = ()
     held: Mapping[str, Any] = field(default_factory=dict[str, Any])
 
-    @property
+    @cached_property
     def ids(self) -> list[str]:
         """The pending question ids, in publish order."""
+        # Cached: the plan reads them once per answer entry and per check.
         return [q.question_id for q in self.questions]
 
     @property
@@ -379,10 +381,16 @@ def _answer(
         # still waits on the question is read back from the framework.
         after = yield ("load", (thread_id,))
         return _resume_failed(where, error, pending=first in host.waiting(after).ids)
-    handled = yield from _publish(
-        Outcome.RESUMED, host.questions_in(result), answer, result, detail=resumed_detail
+    return (
+        yield from _publish(
+            Outcome.RESUMED,
+            host.questions_in(result),
+            answer,
+            result,
+            detail=resumed_detail,
+            answered=answered,
+        )
     )
-    return replace(handled, answered=answered)
 
 
 def _where(answer: Answer) -> str:
@@ -485,6 +493,7 @@ def _publish(
     result: Any = None,
     *,
     detail: str | None = None,
+    answered: tuple[str, ...] = (),
 ) -> Generator[Step, Any, Handled]:
     if not questions and outcome not in (Outcome.STARTED, Outcome.RESUMED):
         return Handled(outcome, result, PublishReport(), detail)
@@ -496,7 +505,7 @@ def _publish(
         if isinstance(message, Answer):
             _answered(message, Handled(outcome, result, failed.report, detail))
         raise
-    return Handled(outcome, result, report, detail)
+    return Handled(outcome, result, report, detail, answered=answered)
 
 
 def _answered(answer: Answer, handled: Handled) -> None:
@@ -508,11 +517,8 @@ def _answered(answer: Answer, handled: Handled) -> None:
             answer.thread_id,
             answer.question_id,
         )
-    from agent_wait.core import _hooks
-    from agent_wait.core._plugins import registry
-
-    caller = registry().manager.hook.answer_handled
-    if caller.get_hookimpls():
+    caller = plugin_hooks().handled
+    if caller is not None:
         # Through pluggy, so wrapper impls (tracing, timing) work; each impl is contained.
         _hooks.answer_handled(caller, answer, handled)
 
