@@ -29,6 +29,7 @@ from agent_wait.langgraph import (
     resume_command,
     wait,
 )
+from agent_wait.langgraph import _host as langgraph_host  # pyright: ignore[reportPrivateUsage]
 from agent_wait.langgraph._host import _SyncHost  # pyright: ignore[reportPrivateUsage]
 from tests.langgraph.conftest import answer, check_envelope, clock, namespace
 
@@ -383,11 +384,11 @@ def test_an_answer_racing_another_handler_answers_nothing_else(
     graph = two_question_graph(log)
     handle_message(graph, {"thread_id": "t", "input": {}}, inbox)
     first = inbox.envelopes[0]
-    stale_state = graph.get_state({"configurable": {"thread_id": "t"}})
+    stale_state = langgraph_host._read(graph, {"configurable": {"thread_id": "t"}})
     assert handle_message(graph, answer(first, "yes"), inbox).outcome is Outcome.RESUMED
     monkeypatch.setattr(
-        graph, "get_state", lambda config, **options: stale_state
-    )  # fault injection
+        langgraph_host, "_read", lambda graph, config: stale_state
+    )  # fault injection: the host reads the state as it was before the first resume
     raced = handle_message(graph, answer(first, "yes again"), inbox)
     assert raced.outcome is Outcome.DUPLICATE
     assert log == [("first", "yes")]

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
+from langgraph.graph import START, StateGraph
+from langgraph.types import Command, interrupt
 
 from agent_wait.core import MemoryAnnounce, Outcome
 from agent_wait.langgraph import handle_message
-from agent_wait.langgraph._host import ASKED_KEY  # pyright: ignore[reportPrivateUsage]
+from agent_wait.langgraph._host import (  # pyright: ignore[reportPrivateUsage]
+    ASKED_KEY,
+    _read,  # pyright: ignore[reportPrivateUsage]
+)
 from tests.bench.run import long_graph
+from tests.langgraph.test_nested import mounted_subgraphs
 
 STEPS = 60
 
@@ -81,3 +86,58 @@ def test_a_thread_run_without_handle_message_is_still_recognised() -> None:
     again = handle_message(graph, {"thread_id": "plain", "question_id": first, "answer": 4})
     assert again.outcome is Outcome.DUPLICATE
     assert saver.walks == 0
+
+
+class ReadCountingSaver(InMemorySaver):
+    """A real in-memory checkpointer that counts reads of a thread's own latest checkpoint."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.latest_reads = 0
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        configurable = config.get("configurable") or {}
+        if not configurable.get("checkpoint_ns") and "checkpoint_id" not in configurable:
+            self.latest_reads += 1
+        return super().get_tuple(config)
+
+
+def one_question(saver: InMemorySaver) -> Any:
+    class State(TypedDict, total=False):
+        reply: Any
+
+    builder = StateGraph(State)
+    builder.add_node("ask", lambda state: {"reply": interrupt("approve?")})
+    builder.add_edge(START, "ask")
+    return builder.compile(checkpointer=saver)
+
+
+def test_the_host_reads_the_state_and_the_checkpoint_in_one_read() -> None:
+    saver = ReadCountingSaver()
+    graph = mounted_subgraphs(saver)
+    parked = handle_message(graph, {"thread_id": "t", "input": {}}, MemoryAnnounce())
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    saver.latest_reads = 0
+    snapshot, latest = _read(graph, config)
+    assert saver.latest_reads == 1
+    # What get_state shows, nested graphs included, and the checkpoint it was built from.
+    assert snapshot == graph.get_state(config, subgraphs=True)
+    assert latest == saver.get_tuple(config)
+    assert [i.id for i in snapshot.interrupts] == parked.question_ids
+
+
+def test_a_resume_reads_the_latest_checkpoint_once_more_than_langgraph_does() -> None:
+    reads: dict[str, int] = {}
+    for side in ("handle_message", "langgraph"):
+        saver = ReadCountingSaver()
+        graph = one_question(saver)
+        started = handle_message(graph, {"thread_id": "t", "input": {}}, MemoryAnnounce())
+        [question_id] = started.question_ids
+        saver.latest_reads = 0
+        if side == "handle_message":
+            message = {"thread_id": "t", "question_id": question_id, "answer": "yes"}
+            assert handle_message(graph, message, MemoryAnnounce()).outcome is Outcome.RESUMED
+        else:
+            graph.invoke(Command(resume={question_id: "yes"}), {"configurable": {"thread_id": "t"}})
+        reads[side] = saver.latest_reads
+    assert reads["handle_message"] == reads["langgraph"] + 1

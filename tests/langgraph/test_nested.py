@@ -68,14 +68,14 @@ def two_subgraphs() -> Any:
     return builder.compile(checkpointer=InMemorySaver())
 
 
-def mounted_subgraphs() -> Any:
+def mounted_subgraphs(saver: InMemorySaver | None = None) -> Any:
     """The same, with the compiled subgraphs as the parent's nodes."""
     builder = StateGraph(State)
     builder.add_node("billing", confirming_subgraph())
     builder.add_node("shipping", confirming_subgraph())
     builder.add_edge(START, "billing")
     builder.add_edge(START, "shipping")
-    return builder.compile(checkpointer=InMemorySaver())
+    return builder.compile(checkpointer=saver or InMemorySaver())
 
 
 START_MESSAGE = {"thread_id": "t-1", "input": {}}

@@ -64,7 +64,7 @@ from agent_wait.langgraph._recovery import (
 from agent_wait.langgraph._routing import (
     address,
 )
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.errors import UnknownInterruptError, is_invalid_resume
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt, PregelTask, StateSnapshot
@@ -303,6 +303,9 @@ class _Thread:
     written before the index, or by a run outside handle_message): then the history is walked."""
     contexts: Mapping[str, CallContext]
     """Where each pending question was asked (node, nested graph, tool call), by its id."""
+    latest: CheckpointTuple | None
+    """The latest checkpoint the state was read from: its pending writes hold the questions the
+    thread moved past in its last step and the answers to put back if a resume fails."""
 
     def target(self, question_id: str) -> Interrupt:
         return next(i for i in self.pending if i.id == question_id)
@@ -314,12 +317,8 @@ class _Thread:
         return cast("RunnableConfig", {**self.config, "metadata": metadata})
 
 
-def _thread(
-    thread_id: str,
-    config: RunnableConfig,
-    snapshot: StateSnapshot,
-    contexts: Mapping[str, CallContext],
-) -> _Thread:
+def _thread(thread_id: str, config: RunnableConfig, state: _State) -> _Thread:
+    snapshot, contexts, latest = state
     index = (snapshot.metadata or {}).get(ASKED_KEY)
     if isinstance(index, str):
         known: frozenset[str] | None = frozenset(index.split())
@@ -327,8 +326,47 @@ def _thread(
         # No checkpoint yet: nothing was asked. A checkpoint without the index: unknown.
         known = frozenset() if snapshot.created_at is None else None
     return _Thread(
-        thread_id, config, list(snapshot.interrupts), tuple(snapshot.tasks), known, contexts
+        thread_id, config, list(snapshot.interrupts), tuple(snapshot.tasks), known, contexts, latest
     )
+
+
+_State = tuple[StateSnapshot, dict[str, CallContext], CheckpointTuple | None]
+"""A thread's state with its nested graphs', where each question was asked, its latest checkpoint."""
+
+
+def _live(config: RunnableConfig) -> bool:
+    # As Pregel.get_state: the latest state (not a past checkpoint's) shows what is pending now.
+    return "checkpoint_id" not in (config.get("configurable") or {})
+
+
+def _read(graph: Graph, config: RunnableConfig) -> tuple[StateSnapshot, CheckpointTuple | None]:
+    """``graph.get_state(config, subgraphs=True)`` and the checkpoint it was built from, one read.
+
+    ``Pregel.get_state`` reads the latest checkpoint and builds the snapshot from it; this makes
+    the same two LangGraph calls (langgraph 1.2) and keeps the checkpoint, whose pending writes
+    the host needs too, instead of reading it a second time. The host's configs are the thread's
+    own (no ``checkpoint_ns``), so no nested graph is addressed.
+    """
+    pregel: Any = graph
+    saver: BaseCheckpointSaver[Any] = pregel._state_checkpointer(config)
+    latest = saver.get_tuple(config)
+    snapshot: StateSnapshot = pregel._prepare_state_snapshot(
+        config, latest, saver=saver, recurse=True, live=_live(config)
+    )
+    return snapshot, latest
+
+
+async def _aread(
+    graph: Graph, config: RunnableConfig
+) -> tuple[StateSnapshot, CheckpointTuple | None]:
+    """Async :func:`_read`."""
+    pregel: Any = graph
+    saver: BaseCheckpointSaver[Any] = pregel._state_checkpointer(config)
+    latest = await saver.aget_tuple(config)
+    snapshot: StateSnapshot = await pregel._aprepare_state_snapshot(
+        config, latest, saver=saver, recurse=True, live=_live(config)
+    )
+    return snapshot, latest
 
 
 def _sends_of(checkpoint: CheckpointTuple | None) -> list[Any]:
@@ -397,18 +435,19 @@ def _resuming() -> Generator[None]:
 class _SyncHost(_Host, StreamingHost[_Thread, Any]):
     def load(self, thread_id: str) -> _Thread:
         config = _run_config(self.config, thread_id)
-        snapshot, contexts = self._state(config)
-        return _thread(thread_id, config, snapshot, contexts)
+        return _thread(thread_id, config, self._state(config))
 
-    def _state(self, config: RunnableConfig) -> tuple[StateSnapshot, dict[str, CallContext]]:
-        """The thread's state with its nested graphs', and where each question was asked."""
-        snapshot: StateSnapshot = self.graph.get_state(config, subgraphs=True)
+    def _state(self, config: RunnableConfig) -> _State:
+        snapshot, latest = _read(self.graph, config)
         saver = checkpointer(self.graph)
         sends = {
-            _namespace(level): _sends_of(None if saver is None else saver.get_tuple(level))
+            # The thread's own level is the checkpoint just read.
+            _namespace(level): _sends_of(
+                latest if not _namespace(level) or saver is None else saver.get_tuple(level)
+            )
             for level in sends_needed(snapshot)
         }
-        return snapshot, contexts_in(snapshot, sends)
+        return snapshot, contexts_in(snapshot, sends), latest
 
     def _ran(self, config: RunnableConfig, result: Any) -> Any:
         if interrupts_in(result):
@@ -418,59 +457,54 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
     def asked(self, thread: _Thread, question_id: str) -> bool:
         if thread.index is not None and question_id in thread.index:
             return True  # the usual duplicate: decided without another read
-        return question_id in self._asked(thread, self._latest(thread))
+        return question_id in self._asked(thread)
 
-    def _latest(self, thread: _Thread) -> CheckpointTuple | None:
-        saver = checkpointer(self.graph)
-        return None if saver is None else saver.get_tuple(thread.config)
-
-    def _asked(self, thread: _Thread, latest: CheckpointTuple | None) -> set[str]:
+    def _asked(self, thread: _Thread) -> set[str]:
         if thread.index is None:
             return _asked_in(self.graph.get_state_history(thread.config))
-        return {*thread.index, *_latest_asked(latest, thread.tasks)}
+        return {*thread.index, *_latest_asked(thread.latest, thread.tasks)}
 
     def start(self, thread: _Thread, message: StartMessage) -> Any:
-        config = thread.indexed(self._asked(thread, self._latest(thread)))
+        config = thread.indexed(self._asked(thread))
         return self._ran(config, self.graph.invoke(message.input, config))
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
         command = self._command(thread, answers)
-        latest = self._latest(thread)
-        config = _strict(thread.indexed(self._asked(thread, latest)))
-        with answers_restored_on_failure(self.graph, latest, *answers), _resuming():
+        config = _strict(thread.indexed(self._asked(thread)))
+        with answers_restored_on_failure(self.graph, thread.latest, *answers), _resuming():
             return self._ran(config, self.graph.invoke(command, config))
 
     def stream_start(self, thread: _Thread, message: StartMessage) -> Iterator[Any]:
-        config = thread.indexed(self._asked(thread, self._latest(thread)))
+        config = thread.indexed(self._asked(thread))
         yield from self.graph.stream(message.input, config, **self.stream_options)
         # What the run parked on is in the checkpoint, whatever the stream mode showed of it.
-        snapshot, self._parked = self._state(thread.config)
+        snapshot, self._parked, _ = self._state(thread.config)
         yield Ran(snapshot)
 
     def stream_resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Iterator[Any]:
         command = self._command(thread, answers)
-        latest = self._latest(thread)
-        config = _strict(thread.indexed(self._asked(thread, latest)))
-        with answers_restored_on_failure(self.graph, latest, *answers), _resuming():
+        config = _strict(thread.indexed(self._asked(thread)))
+        with answers_restored_on_failure(self.graph, thread.latest, *answers), _resuming():
             yield from self.graph.stream(command, config, **self.stream_options)
-        snapshot, self._parked = self._state(thread.config)
+        snapshot, self._parked, _ = self._state(thread.config)
         yield Ran(snapshot)
 
 
 class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
     async def load(self, thread_id: str) -> _Thread:
         config = _run_config(self.config, thread_id)
-        snapshot, contexts = await self._state(config)
-        return _thread(thread_id, config, snapshot, contexts)
+        return _thread(thread_id, config, await self._state(config))
 
-    async def _state(self, config: RunnableConfig) -> tuple[StateSnapshot, dict[str, CallContext]]:
-        snapshot: StateSnapshot = await self.graph.aget_state(config, subgraphs=True)
+    async def _state(self, config: RunnableConfig) -> _State:
+        snapshot, latest = await _aread(self.graph, config)
         saver = checkpointer(self.graph)
         sends = {
-            _namespace(level): _sends_of(None if saver is None else await saver.aget_tuple(level))
+            _namespace(level): _sends_of(
+                latest if not _namespace(level) or saver is None else await saver.aget_tuple(level)
+            )
             for level in sends_needed(snapshot)
         }
-        return snapshot, contexts_in(snapshot, sends)
+        return snapshot, contexts_in(snapshot, sends), latest
 
     async def _ran(self, config: RunnableConfig, result: Any) -> Any:
         if interrupts_in(result):
@@ -480,47 +514,41 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
     async def asked(self, thread: _Thread, question_id: str) -> bool:
         if thread.index is not None and question_id in thread.index:
             return True
-        return question_id in await self._asked(thread, await self._latest(thread))
+        return question_id in await self._asked(thread)
 
-    async def _latest(self, thread: _Thread) -> CheckpointTuple | None:
-        saver = checkpointer(self.graph)
-        return None if saver is None else await saver.aget_tuple(thread.config)
-
-    async def _asked(self, thread: _Thread, latest: CheckpointTuple | None) -> set[str]:
+    async def _asked(self, thread: _Thread) -> set[str]:
         if thread.index is None:
             return _asked_in([s async for s in self.graph.aget_state_history(thread.config)])
-        return {*thread.index, *_latest_asked(latest, thread.tasks)}
+        return {*thread.index, *_latest_asked(thread.latest, thread.tasks)}
 
     async def start(self, thread: _Thread, message: StartMessage) -> Any:
-        config = thread.indexed(await self._asked(thread, await self._latest(thread)))
+        config = thread.indexed(await self._asked(thread))
         return await self._ran(config, await self.graph.ainvoke(message.input, config))
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
         command = self._command(thread, answers)
-        latest = await self._latest(thread)
-        config = _strict(thread.indexed(await self._asked(thread, latest)))
-        async with aanswers_restored_on_failure(self.graph, latest, *answers):
+        config = _strict(thread.indexed(await self._asked(thread)))
+        async with aanswers_restored_on_failure(self.graph, thread.latest, *answers):
             with _resuming():
                 return await self._ran(config, await self.graph.ainvoke(command, config))
 
     async def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
-        config = thread.indexed(await self._asked(thread, await self._latest(thread)))
+        config = thread.indexed(await self._asked(thread))
         async for chunk in self.graph.astream(message.input, config, **self.stream_options):
             yield chunk
-        snapshot, self._parked = await self._state(thread.config)
+        snapshot, self._parked, _ = await self._state(thread.config)
         yield Ran(snapshot)
 
     async def astream_resume(
         self, thread: _Thread, answers: Mapping[str, Any]
     ) -> AsyncIterator[Any]:
         command = self._command(thread, answers)
-        latest = await self._latest(thread)
-        config = _strict(thread.indexed(await self._asked(thread, latest)))
-        async with aanswers_restored_on_failure(self.graph, latest, *answers):
+        config = _strict(thread.indexed(await self._asked(thread)))
+        async with aanswers_restored_on_failure(self.graph, thread.latest, *answers):
             with _resuming():
                 async for chunk in self.graph.astream(command, config, **self.stream_options):
                     yield chunk
-        snapshot, self._parked = await self._state(thread.config)
+        snapshot, self._parked, _ = await self._state(thread.config)
         yield Ran(snapshot)
 
 
