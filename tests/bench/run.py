@@ -1632,7 +1632,10 @@ def strands_sides(steps: Sequence[int]) -> Sides:
 
     def cached(thread_id: str) -> Agent:
         # Both sides resume the Agent that parked, in memory; its session is still written.
-        return agents.setdefault(thread_id, fresh(thread_id))
+        # (Built once: setdefault would build, and restore, a throwaway Agent on every call.)
+        if thread_id not in agents:
+            agents[thread_id] = fresh(thread_id)
+        return agents[thread_id]
 
     def park(side: str) -> Callable[[], object]:
         thread = f"resume-{side}-{next(counter)}"
