@@ -33,7 +33,7 @@ from agent_wait.core.host import (
 )
 from agent_wait.pydantic_ai._adapter import deferred_requests, questions_in
 from agent_wait.pydantic_ai._history import HistoryStore, IndexedHistoryStore
-from agent_wait.pydantic_ai._results import deferred_results
+from agent_wait.pydantic_ai._results import checked_results
 from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToolResults
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.run import AgentRunResultEvent
@@ -267,11 +267,9 @@ class _Host:
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         assert thread.state is not None  # only pending questions are checked
-        # The answer is passed on as received (1.0 stays a float); deferred_results raises
+        # The answer is passed on as received (1.0 stays a float); checked_results raises
         # InvalidAnswer for one that does not fit the call.
-        deferred_results(
-            thread.state.requests, _answer(thread.thread_id, answer.question_id, answer.answer)
-        )
+        checked_results(thread.state.requests, {answer.question_id: answer.answer})
         return answer.answer
 
     def questions_in(self, result: AgentRunResult[Any]) -> list[Question]:
@@ -301,9 +299,7 @@ class _Host:
         self, thread: _Thread, messages: list[ModelMessage], answers: Mapping[str, Any]
     ) -> dict[str, Any]:
         assert thread.state is not None
-        results = deferred_results(
-            thread.state.requests, *(_answer(thread.thread_id, i, v) for i, v in answers.items())
-        )
+        results = checked_results(thread.state.requests, answers)
         prompts = self._prompts(thread)
         # One prompt as is; several (held answers each brought one) as one user turn, in order.
         prompt: str | list[str] | None = (
@@ -410,10 +406,6 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, AgentRunResult[Any]]):
             raise RuntimeError("Pydantic AI's event stream ended without its result event")
         await asyncio.to_thread(self._save, thread.thread_id, _after_run(result))
         yield Ran(result)
-
-
-def _answer(thread_id: str, question_id: str, answer: Any) -> Answer:
-    return Answer(thread_id=thread_id, question_id=question_id, answer=answer)
 
 
 def _check_options(run_options: Mapping[str, Any], user_prompt: object) -> None:

@@ -180,13 +180,37 @@ def deferred_results(
             # The answer rides in the stored history; one the store cannot keep unchanged
             # would fail (or come back altered) after the tool ran.
             raise InvalidAnswer(problem)
-        if requests.kind(question_id) == "approval":
-            approval, metadata = approval_for(
-                call, requests.metadata.get(question_id), message.answer
-            )
-            results.approvals[question_id] = approval
-            if metadata is not None:
-                results.metadata[question_id] = metadata
-        else:
-            results.calls[question_id] = call_result(message.answer)
+        _add(results, requests, call, message.answer)
     return results
+
+
+def checked_results(
+    requests: DeferredToolRequests, answers: Mapping[str, Any]
+) -> DeferredToolResults:
+    """:func:`deferred_results` for answers already checked: pending, once each, storable.
+
+    What the host resumes with, by question id; it parsed each answer message and checked it
+    before, so only what depends on the call is left (an approval's ``args``, a failure's
+    message).
+
+    Raises:
+        InvalidAnswer: As :func:`approval_for` and :func:`call_result`.
+    """
+    calls = {call.tool_call_id: call for call in (*requests.approvals, *requests.calls)}
+    results = DeferredToolResults()
+    for question_id, answer in answers.items():
+        _add(results, requests, calls[question_id], answer)
+    return results
+
+
+def _add(
+    results: DeferredToolResults, requests: DeferredToolRequests, call: ToolCallPart, answer: Any
+) -> None:
+    question_id = call.tool_call_id
+    if requests.kind(question_id) == "approval":
+        approval, metadata = approval_for(call, requests.metadata.get(question_id), answer)
+        results.approvals[question_id] = approval
+        if metadata is not None:
+            results.metadata[question_id] = metadata
+    else:
+        results.calls[question_id] = call_result(answer)
