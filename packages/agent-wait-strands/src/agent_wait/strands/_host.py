@@ -385,8 +385,13 @@ def _node_messages(runner: MultiAgentBase) -> dict[str, Any]:
 
 
 def _responses(answers: Mapping[str, Any]) -> Any:
-    # Any: the dicts are Strands' InterruptResponseContent, which its types cannot see.
-    return interrupt_responses(*({"question_id": i, "answer": v} for i, v in answers.items()))
+    # Any: the dicts are Strands' InterruptResponseContent, which its types cannot see. Core
+    # checked each answer (storable) and the host's check refused null ones: what
+    # interrupt_responses checks for other callers.
+    return [
+        {"interruptResponse": {"interruptId": question_id, "response": answer}}
+        for question_id, answer in answers.items()
+    ]
 
 
 class _SyncHost(_Host, StreamingHost[_Thread, RunResult]):
