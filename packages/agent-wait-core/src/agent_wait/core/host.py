@@ -18,6 +18,8 @@ Application code does not need this module.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agent_wait.core._host import (
     AsyncHost,
     AsyncStreamed,
@@ -38,9 +40,12 @@ from agent_wait.core._host import (
     plan,
     stream_message,
 )
+from agent_wait.core._lazy import lazy_exports
 from agent_wait.core._publish import Clock
 from agent_wait.core._trust import AnswerTrust
-from agent_wait.core._worker import aserve_host, serve_host
+
+if TYPE_CHECKING:
+    from agent_wait.core._worker import aserve_host, serve_host
 
 __all__ = [
     "AnswerTrust",
@@ -66,3 +71,9 @@ __all__ = [
     "serve_host",
     "stream_message",
 ]
+
+# The worker loop (and the entry point machinery under it) imports on first use: a host that
+# only calls handle_message does not load it.
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"serve_host": "agent_wait.core._worker", "aserve_host": "agent_wait.core._worker"}
+)
