@@ -15,7 +15,7 @@ from strands.multiagent.graph import Graph
 from strands.session import FileSessionManager
 
 from agent_wait.core import CallContext, MemoryAnnounce, Outcome
-from agent_wait.strands import handle_message, publish_interrupts
+from agent_wait.strands import MultiAgentRunFailed, handle_message, publish_interrupts
 from tests.strands.fake_model import Call, ScriptedModel
 from tests.strands.test_multiagent import Refunds, reply
 
@@ -201,8 +201,21 @@ def test_a_swarm_in_a_graph_node_restored_from_the_session_names_the_graph_node(
     again = handle_message(graph_for, {"thread_id": "n-2", "input": "refund"}, inbox)
     assert [e.context for e in again.report.envelopes] == [CallContext(node="team")]
 
-    # And the nested Swarm cannot resume there either: it starts over and fails.
+    # And the nested Swarm cannot resume there either: Strands starts it over with the answers
+    # as its task, it fails, and the Graph ends FAILED. The answer was not taken: reported.
     resumed = handle_message(graph_for, reply(envelope, {"action": "approve"}), inbox)
-    assert resumed.result is not None
-    assert resumed.result.status is Status.FAILED
+    assert resumed.outcome is Outcome.RESUME_FAILED
+    assert isinstance(resumed.error, MultiAgentRunFailed)
+    assert resumed.error.result.status is Status.FAILED
+    assert resumed.error.question_ids == [envelope.question_id]
+    assert not resumed.error.pending
+    assert "cannot be answered again" in (resumed.detail or "")
     assert refunds.runs == []
+
+    # Strands ended the question: an answer runs nothing, a start message runs the thread again.
+    late = handle_message(graph_for, reply(envelope, {"action": "approve"}), inbox)
+    assert not late.ran
+    assert refunds.runs == []
+    restarted = handle_message(graph_for, {"thread_id": "n-2", "input": "refund"}, inbox)
+    assert restarted.outcome is Outcome.STARTED
+    assert [e.context for e in restarted.report.envelopes] == [envelope.context]

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from strands import Agent, ToolContext, tool
-from strands.hooks import HookProvider, HookRegistry
+from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.hooks.events import BeforeNodeCallEvent
 from strands.multiagent import GraphBuilder, Swarm
 from strands.multiagent.base import MultiAgentResult, Status
@@ -16,7 +17,14 @@ from strands.multiagent.graph import Graph
 from strands.session import FileSessionManager
 
 from agent_wait.core import CallContext, Handled, MemoryAnnounce, Outcome, WaitEnvelope
-from agent_wait.strands import ahandle_message, handle_message, questions_in, wait
+from agent_wait.strands import (
+    MultiAgentRunFailed,
+    ahandle_message,
+    handle_message,
+    questions_in,
+    stream_message,
+    wait,
+)
 from tests.strands.fake_model import Call, ScriptedModel
 
 
@@ -305,3 +313,109 @@ def test_a_hook_failing_on_the_answer_ends_the_question(
     assert again.outcome is Outcome.DUPLICATE
     assert threads.seen == []
     assert refunds.runs == ["a-1"]
+
+
+class TextGuard(HookProvider):
+    """Asks before ``issue_refund`` runs and reads the answer as text: an object makes it raise."""
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.check)
+
+    def check(self, event: BeforeToolCallEvent) -> None:
+        if event.interrupt("refund-ok", reason=event.tool_use["input"]).lower() != "ok":
+            event.cancel_tool = "not allowed"
+
+
+class DownAfterTools(ScriptedModel):
+    """Fails once it is shown a tool result: the node ran its tool, then its model call failed."""
+
+    async def stream(self, messages: Any, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        if any("toolResult" in block for block in messages[-1]["content"]):
+            raise RuntimeError("model unavailable")
+        async for event in super().stream(messages, *args, **kwargs):
+            yield event
+
+
+class GuardedSwarm(SwarmThreads):
+    """The triage/refunds Swarm with a text-reading hook on the refunds agent."""
+
+    def __call__(self, thread_id: str) -> Swarm:
+        triage = Agent(name="triage", model=self.triage_model, callback_handler=None)
+        refunds = Agent(
+            name="refunds",
+            model=self.refunds_model,
+            tools=[self.refunds.tool],
+            hooks=[TextGuard()],
+            callback_handler=None,
+        )
+        return Swarm(
+            [triage, refunds],
+            session_manager=FileSessionManager(session_id=thread_id, storage_dir=str(self.storage)),
+        )
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["handle", "stream"])
+def test_a_swarm_failing_on_the_answer_keeps_the_question_answerable(
+    sessions: Path, inbox: MemoryAnnounce, streamed: bool
+) -> None:
+    refunds = Refunds()
+    threads = GuardedSwarm(sessions, refunds)
+
+    def handle(message: dict[str, Any]) -> Handled:
+        if not streamed:
+            return handle_message(threads, message, inbox)
+        run = stream_message(threads, message, inbox)
+        for _ in run:
+            pass
+        return run.handled
+
+    [envelope] = handle({"thread_id": "s-f", "input": "refund"}).report.envelopes
+    assert envelope.question["name"] == "refund-ok"
+
+    # Strands' Swarm catches the hook's error and ends FAILED, raising nothing.
+    failed = handle(reply(envelope, {"not": "text"}))
+    assert failed.outcome is Outcome.RESUME_FAILED
+    assert isinstance(failed.error, MultiAgentRunFailed)
+    assert failed.error.result.status is Status.FAILED
+    assert failed.error.pending
+    assert "still pending" in (failed.detail or "")
+    assert refunds.runs == []
+
+    again = handle({"thread_id": "s-f", "input": "refund"})
+    assert again.outcome is Outcome.REPUBLISHED
+    assert again.question_ids == [envelope.question_id]
+
+    # The corrected answer passes the hook; the gated tool then asks its own question.
+    passed = handle(reply(envelope, "ok"))
+    assert passed.outcome is Outcome.RESUMED
+    [refund] = passed.report.envelopes
+    assert refund.question["function"] == "issue_refund"
+    done = handle(reply(refund, {"action": "approve"}))
+    assert done.outcome is Outcome.RESUMED
+    assert isinstance(done.result, MultiAgentResult)
+    assert done.result.status is Status.COMPLETED
+    assert refunds.runs == ["order-4471"]
+
+
+def test_a_swarm_failing_after_the_answer_ran_its_tool_does_not_run_it_again(
+    sessions: Path, inbox: MemoryAnnounce
+) -> None:
+    refunds = Refunds()
+    threads = SwarmThreads(sessions, refunds)
+    threads.refunds_model = DownAfterTools(
+        [Call("issue_refund", {"order_id": "order-4471"})], call_prefix="refunds"
+    )
+
+    [envelope] = handle_message(
+        threads, {"thread_id": "s-d", "input": "refund"}, inbox
+    ).report.envelopes
+    failed = handle_message(threads, reply(envelope, {"action": "approve"}), inbox)
+    assert failed.outcome is Outcome.RESUME_FAILED
+    assert isinstance(failed.error, MultiAgentRunFailed)
+    assert not failed.error.pending
+    assert refunds.runs == ["order-4471"]
+
+    # The answer was used: the question is not offered again, and the answer runs nothing.
+    late = handle_message(threads, reply(envelope, {"action": "approve"}), inbox)
+    assert not late.ran
+    assert refunds.runs == ["order-4471"]

@@ -40,10 +40,12 @@ if TYPE_CHECKING:
         stream_message,
     )
     from agent_wait.strands._pause import pause_tool
+    from agent_wait.strands._recovery import MultiAgentRunFailed
     from agent_wait.strands._serve import aserve, serve
     from agent_wait.strands._wait import apublish_interrupts, hitl, publish_interrupts, wait
 
 __all__ = [
+    "MultiAgentRunFailed",
     "ahandle_message",
     "apublish_interrupts",
     "aserve",
@@ -75,6 +77,7 @@ _HOMES = {
     "astream_message": "._host",
     "stream_message": "._host",
     "pause_tool": "._pause",
+    "MultiAgentRunFailed": "._recovery",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -416,8 +416,8 @@ class _SyncHost(_Host, StreamingHost[_Thread, RunResult]):
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> RunResult:
         agent = self._runner(thread)
-        with responses_cleared_on_failure(agent, answers):
-            return agent(_responses(answers))
+        with responses_cleared_on_failure(agent, answers) as checked:
+            return checked(agent(_responses(answers)))
 
     def stream_start(self, thread: _Thread, message: StartMessage) -> Iterator[Any]:
         return self._stream(thread, self.prompt(message.input), ())
@@ -430,13 +430,12 @@ class _SyncHost(_Host, StreamingHost[_Thread, RunResult]):
         # early) closes Strands' stream first, then clears the responses, in this order.
         agent = self._runner(thread)
         result: Any = None
-        with (
-            responses_cleared_on_failure(agent, answers),
-            closing(iterate(lambda: agent.stream_async(prompt))) as events,
-        ):
-            for event in events:
-                result = _result_of(event, result)
-                yield event
+        with responses_cleared_on_failure(agent, answers) as checked:
+            with closing(iterate(lambda: agent.stream_async(prompt))) as events:
+                for event in events:
+                    result = _result_of(event, result)
+                    yield event
+            result = checked(result)
         yield Ran(result)
 
 
@@ -465,8 +464,8 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, RunResult]):
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> RunResult:
         agent = await self._runner(thread)
-        with responses_cleared_on_failure(agent, answers):
-            return await agent.invoke_async(_responses(answers))
+        with responses_cleared_on_failure(agent, answers) as checked:
+            return checked(await agent.invoke_async(_responses(answers)))
 
     def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
         return self._astream(thread, self.prompt(message.input), ())
@@ -482,13 +481,14 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, RunResult]):
         agent = await self._runner(thread)
         events = agent.stream_async(prompt)
         result: Any = None
-        with responses_cleared_on_failure(agent, answers):
+        with responses_cleared_on_failure(agent, answers) as checked:
             try:
                 async for event in events:
                     result = _result_of(event, result)
                     yield event
             finally:
                 await aclose(events)
+            result = checked(result)
         yield Ran(result)
 
 
