@@ -23,6 +23,7 @@ def test_public_api() -> None:
         "publish_interrupts",
         "questions_in",
         "serve",
+        "stream_message",
         "wait",
     ]
 

@@ -38,7 +38,12 @@ if TYPE_CHECKING:
         InMemoryHistory,
         SqliteHistory,
     )
-    from agent_wait.pydantic_ai._host import ahandle_message, astream_message, handle_message
+    from agent_wait.pydantic_ai._host import (
+        ahandle_message,
+        astream_message,
+        handle_message,
+        stream_message,
+    )
     from agent_wait.pydantic_ai._pause import PauseHeartbeatEvent, pause_tool
     from agent_wait.pydantic_ai._results import deferred_results
     from agent_wait.pydantic_ai._serve import aserve, serve
@@ -61,6 +66,7 @@ __all__ = [
     "publish_interrupts",
     "questions_in",
     "serve",
+    "stream_message",
     "wait",
 ]
 
@@ -81,6 +87,7 @@ _MODULES = {
     "serve": "._serve",
     "wait": "._wait",
     "astream_message": "._host",
+    "stream_message": "._host",
     "pause_tool": "._pause",
     "PauseHeartbeatEvent": "._pause",
     "IndexedHistoryStore": "._history",

@@ -13,8 +13,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, closing
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, cast
 
 from pydantic import TypeAdapter
@@ -27,14 +29,16 @@ from agent_wait.core.host import (
     AsyncStreamed,
     AsyncStreamingHost,
     Clock,
-    Host,
     Ran,
+    Streamed,
+    StreamingHost,
     Waiting,
 )
 from agent_wait.pydantic_ai._adapter import deferred_requests, questions_in
 from agent_wait.pydantic_ai._history import HistoryStore, IndexedHistoryStore
 from agent_wait.pydantic_ai._results import checked_results
 from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToolResults
+from pydantic_ai._sync_stream import SyncStreamBridge  # pyright: ignore[reportPrivateUsage]
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.run import AgentRunResultEvent
 
@@ -312,7 +316,7 @@ class _Host:
         }
 
 
-class _SyncHost(_Host, Host[_Thread, AgentRunResult[Any]]):
+class _SyncHost(_Host, StreamingHost[_Thread, AgentRunResult[Any]]):
     def load(self, thread_id: str) -> _Thread:
         indexed = self._indexed(thread_id)
         return indexed or self._load(thread_id, self.history.load(thread_id))
@@ -340,6 +344,47 @@ class _SyncHost(_Host, Host[_Thread, AgentRunResult[Any]]):
         result = self.agent.run_sync(**args, **self.options)
         self._save(thread.thread_id, _after_run(result))
         return result
+
+    def stream_start(self, thread: _Thread, message: StartMessage) -> Iterator[Any]:
+        history = self._messages(thread) or None
+        prompt = self._start_prompt(message)
+        return self._stream(
+            thread,
+            lambda: self.agent.run_stream_events(prompt, message_history=history, **self.options),
+        )
+
+    def stream_resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Iterator[Any]:
+        args = self._run_args(thread, self._messages(thread), answers)
+        return self._stream(thread, lambda: self.agent.run_stream_events(**args, **self.options))
+
+    def _stream(
+        self,
+        thread: _Thread,
+        run: Callable[[], AbstractAsyncContextManager[AsyncIterator[Any]]],
+    ) -> Iterator[Any]:
+        # Pydantic AI's own sync stream bridge (what run_stream_sync uses): the run goes on the
+        # event loop run_sync uses, its context manager and its iteration each stay in one task,
+        # and the stream advances only as the caller asks for the next event.
+        bridge = SyncStreamBridge(run(), async_alternative="astream_message")
+        result: AgentRunResult[Any] | None = None
+        exit_info: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
+        exit_info = (None, None, None)
+        try:
+            # A generator, typed as an iterator: closed here, so it ends before the bridge does.
+            stream = cast("Generator[Any]", bridge.stream_sync(lambda: bridge.stream))
+            with closing(stream) as events:
+                for event in events:
+                    result = _result_of(event, result)
+                    yield event
+        except Exception as error:
+            exit_info = (type(error), error, error.__traceback__)
+            raise
+        finally:
+            bridge.shutdown(exit_info)
+        # Saved only once the run ended: a consumer that stops early leaves the history as it
+        # was, and an answer's question still pending.
+        self._save(thread.thread_id, _after_run(_ran(result)))
+        yield Ran(result)
 
 
 class _AsyncHost(_Host, AsyncStreamingHost[_Thread, AgentRunResult[Any]]):
@@ -398,14 +443,22 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, AgentRunResult[Any]]):
         # The last event carries the run's result; the history is saved from it, as after run().
         result: AgentRunResult[Any] | None = None
         async for event in events:
-            if isinstance(event, AgentRunResultEvent):
-                done = cast("AgentRunResultEvent[Any]", event)
-                result = done.result
+            result = _result_of(event, result)
             yield event
-        if result is None:
-            raise RuntimeError("Pydantic AI's event stream ended without its result event")
-        await asyncio.to_thread(self._save, thread.thread_id, _after_run(result))
+        await asyncio.to_thread(self._save, thread.thread_id, _after_run(_ran(result)))
         yield Ran(result)
+
+
+def _result_of(event: Any, result: AgentRunResult[Any] | None) -> AgentRunResult[Any] | None:
+    if isinstance(event, AgentRunResultEvent):
+        return cast("AgentRunResultEvent[Any]", event).result
+    return result
+
+
+def _ran(result: AgentRunResult[Any] | None) -> AgentRunResult[Any]:
+    if result is None:
+        raise RuntimeError("Pydantic AI's event stream ended without its result event")
+    return result
 
 
 def _check_options(run_options: Mapping[str, Any], user_prompt: object) -> None:
@@ -517,6 +570,57 @@ async def ahandle_message(
     _check_options(run_options, user_prompt)
     host = _AsyncHost(agent, history, run_options, user_prompt)
     return await core_host.ahandle_message(
+        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
+    )
+
+
+def stream_message(
+    agent: Agent[Any, Any],
+    message: Mapping[str, Any] | str | bytes | Answer | StartMessage,
+    announce: Announce = None,
+    *,
+    history: HistoryStore,
+    reply_to: Mapping[str, Any] | None = None,
+    strict: bool = False,
+    clock: Clock | None = None,
+    trust: AnswerTrust | None = None,
+    user_prompt: str | None = None,
+    **run_options: Any,
+) -> Streamed:
+    """:func:`handle_message` for a sync host that streams: ``agent.run_stream_events(...)``, iterated.
+
+    The run goes on the event loop ``agent.run_sync`` uses, through the bridge Pydantic AI's
+    ``run_stream_sync`` is built on, and its events are handed over one at a time: the run
+    advances as you iterate. Iterate the result with ``for`` for Pydantic AI's events (part
+    starts and deltas, tool calls and results, and last ``AgentRunResultEvent``); once the
+    stream ends, the history is saved, the calls the run deferred are published and
+    ``.handled`` is the :class:`~agent_wait.core.Handled`. Stopping early (``break``) closes the
+    run and saves and publishes nothing: the history stays as it was, so an answer's question
+    is still pending. The same decisions as :func:`handle_message` (held answers, duplicates,
+    invalid answers yield no events). Same arguments as :func:`handle_message`; like
+    ``run_sync``, not for use inside a running event loop (use :func:`astream_message`).
+
+    Example::
+
+        run = stream_message(agent, message, announce, history=store)
+        for event in run:
+            if isinstance(event, PartDeltaEvent):
+                send_to_ui(event.delta)
+        log.info("%s %s", run.handled.outcome, run.handled.question_ids)
+    """
+    _check_options(run_options, user_prompt)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass  # no loop running here: the run can have one
+    else:
+        # Refused here, not once iterated: then a resume would be reported as a failed one.
+        raise RuntimeError(
+            "stream_message() drives its own event loop and cannot run inside a running one; "
+            "use astream_message()"
+        )
+    host = _SyncHost(agent, history, run_options, user_prompt)
+    return core_host.stream_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
 
