@@ -12,7 +12,9 @@ from agent_wait.core.pause import (
     PauseHeartbeat,
     PauseLimits,
     PausePolicy,
+    PauseRequest,
     apause,
+    await_grant,
     pause,
     refusal_result,
 )
@@ -209,3 +211,38 @@ async def test_async_heartbeats_may_be_awaited() -> None:
     )
     assert result["waited_seconds"] == 2
     assert beats == [0, 0.5, 1, 1.5]
+
+
+async def test_a_grant_admitted_by_its_host_waits_on_the_same_schedule(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = FakeClock()
+    policy = make(clock, heartbeat_interval_ms=1000)
+    request = PauseRequest.from_arguments({"seconds": 3, "user_message": "hi", "reason": "r"})
+    grant = policy.admit(request, user="u-1")
+    host_log = logging.getLogger("host.pause")
+    sent: list[float] = []
+
+    async def asleep(seconds: float) -> None:
+        clock.sleep(seconds)
+
+    async def flaky(beat: PauseHeartbeat) -> None:
+        sent.append(beat.progress)
+        if beat.progress >= 1:
+            raise ConnectionError("the client went away")
+
+    with caplog.at_level(logging.INFO, logger="host.pause"):
+        result = await await_grant(
+            policy, request, grant, sleep=asleep, heartbeat=flaky, log=host_log
+        )
+    assert result["waited_seconds"] == 3
+    assert sent == [0, 1]  # the failed beat is the last one sent
+    assert clock.slept == [1, 2]
+    lines = [(r.name, r.getMessage()) for r in caplog.records]
+    assert (
+        "host.pause",
+        "agent_wait: a heartbeat failed; the wait goes on without heartbeats",
+    ) in lines
+    assert any(
+        name == "host.pause" and "outcome=completed user='u-1'" in text for name, text in lines
+    )

@@ -723,9 +723,9 @@ class _Beats:
         step = math.floor((now - self.start) / self.interval) + 1
         return min(self.start + step * self.interval, self.deadline)
 
-    def failed(self) -> None:
+    def failed(self, log: logging.Logger = _audit) -> None:
         # A lost heartbeat must not end the wait it reports on.
-        _audit.warning(
+        log.warning(
             "agent_wait: a heartbeat failed; the wait goes on without heartbeats", exc_info=True
         )
         self.send = None
@@ -825,6 +825,34 @@ async def apause(
     if isinstance(admitted, dict):
         return admitted
     request, grant = admitted
+    return await await_grant(policy, request, grant, sleep=sleep, heartbeat=heartbeat)
+
+
+async def await_grant(
+    policy: PausePolicy,
+    request: PauseRequest,
+    grant: PauseGrant,
+    *,
+    sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    heartbeat: Heartbeat | None = None,
+    log: logging.Logger = _audit,
+) -> dict[str, Any]:
+    """The wait of :func:`apause` for a grant its host admitted itself: wait, settle, audit.
+
+    For a host that checks the call and shapes refusals its own way (the MCP server answers
+    with protocol errors), then waits on the same schedule as the framework tools.
+
+    Args:
+        policy: The policy that admitted ``grant``.
+        request: The admitted call.
+        grant: What :meth:`PausePolicy.admit` granted.
+        sleep: How to wait (``anyio.sleep`` under AnyIO); a true return ends the wait early.
+        heartbeat: As for :func:`pause` (may be a coroutine function).
+        log: Where the audit line and a failed heartbeat's warning go.
+
+    Returns:
+        :func:`pause_result` after the wait.
+    """
     beats = _Beats(policy, request, grant, heartbeat)
     outcome = "failed"
     try:
@@ -837,7 +865,7 @@ async def apause(
                     if inspect.isawaitable(sent):
                         await sent
                 except Exception:  # noqa: BLE001 - reported, and the wait goes on
-                    beats.failed()
+                    beats.failed(log)
             after = policy.now()
             if await sleep(max(0.0, beats.until(after) - after)):
                 break
@@ -848,5 +876,5 @@ async def apause(
     finally:
         waited = policy.now() - beats.start
         policy.finish(grant, waited)
-        audit_finished(outcome, grant, waited, request.reason)
+        audit_finished(outcome, grant, waited, request.reason, log)
     return pause_result(grant, waited)

@@ -7,16 +7,13 @@ import json
 import logging
 import math
 import sys
-import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, cast
 
 import anyio
 
 import mcp.types as types
-from agent_wait.core import format_utc
 from agent_wait.core.pause import (
     ANONYMOUS_USER,
     INPUT_SCHEMA,
@@ -24,15 +21,15 @@ from agent_wait.core.pause import (
     InvalidPauseRequest,
     PauseConfigError,
     PauseGrant,
+    PauseHeartbeat,
     PauseLimits,
     PausePolicy,
     PauseRefused,
     PauseRequest,
-    audit_finished,
     audit_invalid,
     audit_refused,
+    await_grant,
     checked_id,
-    pause_result,
     tool_description,
 )
 from mcp.server import Server, ServerRequestContext
@@ -183,70 +180,41 @@ class _AgentWaitHandlers:
         request: PauseRequest,
         grant: PauseGrant,
     ) -> types.CallToolResult:
-        start = time.monotonic()
-        deadline = start + grant.granted_seconds
-        wait_until = format_utc(datetime.now(UTC) + timedelta(seconds=grant.granted_seconds))
-        interval = self._policy.limits.heartbeat_interval
+        # Core's schedule: beats on the start + k * interval grid, a failed beat logged and the
+        # rest dropped, a cancelled request audited as cancelled with the unwaited part refunded.
         token = progress_token if isinstance(progress_token, str | int) else None
-        outcome = "failed"
-        try:
-            while (now := time.monotonic()) < deadline:
-                if token is not None:
-                    token = await self._heartbeat(
-                        ctx, token, request, grant, now - start, deadline - now, wait_until
-                    )
-                # Beats stay on the start + k * interval grid, so a slow send skips a beat
-                # instead of drifting or bursting.
-                next_beat = start + (math.floor((now - start) / interval) + 1) * interval
-                await anyio.sleep(max(0.0, min(next_beat, deadline) - time.monotonic()))
-            outcome = "completed"
-        except anyio.get_cancelled_exc_class():
-            # The client cancelled the request (or went away): the wait ends now.
-            outcome = "cancelled"
-            raise
-        finally:
-            waited = time.monotonic() - start
-            self._policy.finish(grant, waited)
-            audit_finished(outcome, grant, waited, request.reason, logger)
-        result = pause_result(grant, waited)
+
+        async def notify(beat: PauseHeartbeat) -> None:
+            assert token is not None
+            await ctx.session.send_notification(
+                _progress(token, beat), related_request_id=ctx.request_id
+            )
+
+        result = await await_grant(
+            self._policy,
+            request,
+            grant,
+            sleep=anyio.sleep,
+            heartbeat=None if token is None else notify,
+            log=logger,
+        )
         return types.CallToolResult(
             content=[types.TextContent(type="text", text=json.dumps(result))],
             structured_content=result,
         )
 
-    async def _heartbeat(
-        self,
-        ctx: ServerRequestContext[Any, Any],
-        token: str | int,
-        request: PauseRequest,
-        grant: PauseGrant,
-        elapsed: float,
-        remaining: float,
-        wait_until: str,
-    ) -> str | int | None:
-        """Send one progress notification; returns ``None`` to stop heartbeats after a failure."""
-        notification = types.ProgressNotification(
-            params=types.ProgressNotificationParams(
-                progress_token=token,
-                progress=round(elapsed, 3),
-                total=grant.granted_seconds,
-                message=request.user_message,
-                _meta={
-                    # Rounded up, so a beat sent while waiting never says 0.
-                    META_REMAINING: math.ceil(remaining * 1000) / 1000,
-                    META_WAIT_UNTIL: wait_until,
-                },
-            )
+
+def _progress(token: str | int, beat: PauseHeartbeat) -> types.ProgressNotification:
+    """A heartbeat as the MCP progress notification of the ``tools/call`` it reports on."""
+    return types.ProgressNotification(
+        params=types.ProgressNotificationParams(
+            progress_token=token,
+            progress=beat.progress,
+            total=beat.total,
+            message=beat.message,
+            _meta={META_REMAINING: beat.remaining_seconds, META_WAIT_UNTIL: beat.wait_until},
         )
-        try:
-            await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
-        except Exception:  # a lost heartbeat must not end the wait it reports on
-            logger.warning(
-                "agent_wait: a progress notification failed; the wait goes on without heartbeats",
-                exc_info=True,
-            )
-            return None
-        return token
+    )
 
 
 def build_server(policy: PausePolicy) -> Server:
