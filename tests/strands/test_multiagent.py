@@ -20,6 +20,7 @@ from agent_wait.core import CallContext, Handled, MemoryAnnounce, Outcome, WaitE
 from agent_wait.strands import (
     MultiAgentRunFailed,
     ahandle_message,
+    astream_message,
     handle_message,
     questions_in,
     stream_message,
@@ -419,3 +420,29 @@ def test_a_swarm_failing_after_the_answer_ran_its_tool_does_not_run_it_again(
     late = handle_message(threads, reply(envelope, {"action": "approve"}), inbox)
     assert not late.ran
     assert refunds.runs == ["order-4471"]
+
+
+async def test_an_async_swarm_failing_on_the_answer_keeps_the_question_answerable(
+    sessions: Path, inbox: MemoryAnnounce
+) -> None:
+    refunds = Refunds()
+    threads = GuardedSwarm(sessions, refunds)
+    started = await ahandle_message(threads, {"thread_id": "s-a", "input": "refund"}, inbox)
+    [envelope] = started.report.envelopes
+
+    failed = await ahandle_message(threads, reply(envelope, {"not": "text"}), inbox)
+    assert failed.outcome is Outcome.RESUME_FAILED
+    assert isinstance(failed.error, MultiAgentRunFailed)
+    assert failed.error.pending
+
+    streamed = astream_message(threads, reply(envelope, {"not": "text"}), inbox)
+    async for _ in streamed:
+        pass
+    assert streamed.handled.outcome is Outcome.RESUME_FAILED
+    assert isinstance(streamed.handled.error, MultiAgentRunFailed)
+    assert streamed.handled.error.pending
+
+    passed = await ahandle_message(threads, reply(envelope, "ok"), inbox)
+    assert passed.outcome is Outcome.RESUMED
+    assert [e.question["function"] for e in passed.report.envelopes] == ["issue_refund"]
+    assert refunds.runs == []
