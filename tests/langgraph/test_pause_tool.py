@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import threading
 
 import pytest
 from langchain.agents import create_agent
@@ -18,7 +17,7 @@ from langgraph.types import TimeoutPolicy
 from agent_wait.core.pause import INPUT_SCHEMA, PauseLimits, PausePolicy
 from agent_wait.langgraph import pause_tool
 from tests.langgraph.conftest import calls, model
-from tests.pause_clock import FakeClock
+from tests.pause_clock import THREE_BEATS, ConsumerPaced, FakeClock
 
 WAIT = ("agent_wait", {"seconds": 90, "user_message": "Waiting for the export.", "reason": "drain"})
 
@@ -107,19 +106,9 @@ EXPORT = ("agent_wait", {"seconds": 3, "user_message": "Waiting for the export."
 def test_a_custom_stream_gets_the_heartbeats_while_the_agent_waits() -> None:
     clock = FakeClock()
     policy = PausePolicy(PauseLimits(heartbeat_interval_ms=1000), clock=clock)
-    received = threading.Event()
-    missed: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        # The wait goes on only once the consumer holds the beat just sent: beats that were
-        # buffered until the tool returned would never arrive here.
-        if not received.wait(30):
-            missed.append(clock.now)
-        received.clear()
-        clock.sleep(seconds)
-
+    paced = ConsumerPaced(clock)
     agent = create_agent(
-        model(calls(EXPORT), AIMessage("export done")), [pause_tool(policy, sleep=sleep)]
+        model(calls(EXPORT), AIMessage("export done")), [pause_tool(policy, sleep=paced.sleep)]
     )
     beats: list[dict[str, object]] = []
     for mode, chunk in agent.stream(
@@ -127,34 +116,22 @@ def test_a_custom_stream_gets_the_heartbeats_while_the_agent_waits() -> None:
     ):
         if mode == "custom":
             beats.append(chunk)
-            received.set()
+            paced.received()
 
-    assert missed == []
-    assert [(b["type"], b["progress"], b["remaining_seconds"], b["total"]) for b in beats] == [
-        ("agent_wait.heartbeat", 0, 3, 3),
-        ("agent_wait.heartbeat", 1, 2, 3),
-        ("agent_wait.heartbeat", 2, 1, 3),
-    ]
-    assert {b["message"] for b in beats} == {"Waiting for the export."}
+    assert paced.missed == []
+    assert [(b["progress"], b["remaining_seconds"], b["total"]) for b in beats] == THREE_BEATS
+    assert {(b["type"], b["message"]) for b in beats} == {
+        ("agent_wait.heartbeat", "Waiting for the export.")
+    }
     assert clock.slept == [1, 1, 1]
 
 
 async def test_an_async_custom_stream_gets_the_heartbeats_while_the_agent_waits() -> None:
     clock = FakeClock()
     policy = PausePolicy(PauseLimits(heartbeat_interval_ms=1000), clock=clock)
-    received = asyncio.Event()
-    missed: list[float] = []
-
-    async def asleep(seconds: float) -> None:
-        try:
-            await asyncio.wait_for(received.wait(), 30)
-        except TimeoutError:
-            missed.append(clock.now)
-        received.clear()
-        clock.sleep(seconds)
-
+    paced = ConsumerPaced(clock)
     agent = create_agent(
-        model(calls(EXPORT), AIMessage("export done")), [pause_tool(policy, asleep=asleep)]
+        model(calls(EXPORT), AIMessage("export done")), [pause_tool(policy, asleep=paced.asleep)]
     )
     progress: list[object] = []
     async for mode, chunk in agent.astream(
@@ -162,9 +139,9 @@ async def test_an_async_custom_stream_gets_the_heartbeats_while_the_agent_waits(
     ):
         if mode == "custom":
             progress.append(chunk["progress"])
-            received.set()
+            paced.received()
 
-    assert missed == []
+    assert paced.missed == []
     assert progress == [0, 1, 2]
 
 

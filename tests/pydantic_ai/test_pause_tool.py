@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -11,7 +10,7 @@ from pydantic_ai import Agent, RunContext
 
 from agent_wait.core.pause import INPUT_SCHEMA, PauseLimits, PausePolicy
 from agent_wait.pydantic_ai import PauseHeartbeatEvent, pause_tool
-from tests.pause_clock import FakeClock
+from tests.pause_clock import THREE_BEATS, ConsumerPaced, FakeClock
 from tests.pydantic_ai.scripted import Script, seen_by_model
 
 WAIT = {"seconds": 90, "user_message": "Waiting for the export."}
@@ -76,34 +75,19 @@ def test_identity_from_deps_and_invalid_arguments(caplog: pytest.LogCaptureFixtu
 async def test_the_event_stream_gets_the_heartbeats_while_the_agent_waits() -> None:
     clock = FakeClock()
     policy = PausePolicy(PauseLimits(heartbeat_interval_ms=1000), clock=clock)
-    received = asyncio.Event()
-    missed: list[float] = []
-
-    async def asleep(seconds: float) -> None:
-        # The wait goes on only once the consumer holds the beat just emitted: beats delivered
-        # only after the tool returned would never arrive here.
-        try:
-            await asyncio.wait_for(received.wait(), 30)
-        except TimeoutError:
-            missed.append(clock.now)
-        received.clear()
-        clock.sleep(seconds)
+    paced = ConsumerPaced(clock)
 
     script = Script(("agent_wait", {"seconds": 3, "user_message": "Waiting for the export."}))
-    agent = Agent(script.model, tools=[pause_tool(policy, sleep=asleep)])
+    agent = Agent(script.model, tools=[pause_tool(policy, sleep=paced.asleep)])
     beats: list[PauseHeartbeatEvent] = []
     async with agent.run_stream_events("export it") as events:
         async for event in events:
             if isinstance(event, PauseHeartbeatEvent):
                 beats.append(event)
-                received.set()
+                paced.received()
 
-    assert missed == []
-    assert [(b.progress, b.remaining_seconds, b.total) for b in beats] == [
-        (0, 3, 3),
-        (1, 2, 3),
-        (2, 1, 3),
-    ]
+    assert paced.missed == []
+    assert [(b.progress, b.remaining_seconds, b.total) for b in beats] == THREE_BEATS
     assert {(b.name, b.message, b.tool_name) for b in beats} == {
         ("agent_wait.heartbeat", "Waiting for the export.", "agent_wait")
     }

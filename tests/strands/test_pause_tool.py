@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 
@@ -11,7 +10,7 @@ from strands import Agent
 
 from agent_wait.core.pause import INPUT_SCHEMA, PauseLimits, PausePolicy
 from agent_wait.strands import pause_tool
-from tests.pause_clock import FakeClock
+from tests.pause_clock import THREE_BEATS, ConsumerPaced, FakeClock
 from tests.strands.fake_model import Call, ScriptedModel
 
 WAIT = Call("agent_wait", {"seconds": 90, "user_message": "Waiting for the export."})
@@ -60,39 +59,28 @@ def test_without_a_named_user_the_session_is_charged(caplog: pytest.LogCaptureFi
 async def test_stream_async_yields_the_heartbeats_while_the_agent_waits() -> None:
     clock = FakeClock()
     policy = PausePolicy(PauseLimits(heartbeat_interval_ms=1000), clock=clock)
-    received = asyncio.Event()
-    missed: list[float] = []
-
-    async def asleep(seconds: float) -> None:
-        # The wait goes on only once the consumer holds the beat just streamed: beats delivered
-        # only after the tool returned would never arrive here.
-        try:
-            await asyncio.wait_for(received.wait(), 30)
-        except TimeoutError:
-            missed.append(clock.now)
-        received.clear()
-        clock.sleep(seconds)
+    paced = ConsumerPaced(clock)
 
     model = ScriptedModel(
         [Call("agent_wait", {"seconds": 3, "user_message": "Waiting for the export."})],
         "export done",
     )
-    agent = Agent(model=model, tools=[pause_tool(policy, sleep=asleep)], callback_handler=None)
+    agent = Agent(
+        model=model, tools=[pause_tool(policy, sleep=paced.asleep)], callback_handler=None
+    )
     beats: list[dict[str, object]] = []
     async for event in agent.stream_async("export it"):
         if event.get("type") == "tool_stream":
             stream = event["tool_stream_event"]
             assert stream["tool_use"]["name"] == "agent_wait"
             beats.append(stream["data"])
-            received.set()
+            paced.received()
 
-    assert missed == []
-    assert [(b["type"], b["progress"], b["remaining_seconds"], b["total"]) for b in beats] == [
-        ("agent_wait.heartbeat", 0, 3, 3),
-        ("agent_wait.heartbeat", 1, 2, 3),
-        ("agent_wait.heartbeat", 2, 1, 3),
-    ]
-    assert {b["message"] for b in beats} == {"Waiting for the export."}
+    assert paced.missed == []
+    assert [(b["progress"], b["remaining_seconds"], b["total"]) for b in beats] == THREE_BEATS
+    assert {(b["type"], b["message"]) for b in beats} == {
+        ("agent_wait.heartbeat", "Waiting for the export.")
+    }
     [result] = model.tool_results
     assert result["status"] == "success"
     assert json.loads(result["text"])["waited_seconds"] == 3  # the result, not a heartbeat
