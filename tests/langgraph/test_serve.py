@@ -8,9 +8,9 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -20,7 +20,6 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import START, StateGraph
 
 from agent_wait.core import (
-    ServeReport,
     SqliteAnnounce,
     SqliteEntry,
     SqliteQuestionStore,
@@ -29,20 +28,11 @@ from agent_wait.core import (
 )
 from agent_wait.core._sqlite import default_inbox_path
 from agent_wait.langgraph import aserve, serve, wait
+from tests.serving import serving, until
 from tests.trust_serving import check_serve_runs_only_signed_replies
 
 APP = Path(__file__).with_name("serve_app.py")
 START_MESSAGE = {"thread_id": "order-4471", "input": {"order_id": "order-4471", "amount": 41000}}
-
-
-def until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def open_question(function: str) -> str | None:
@@ -137,8 +127,16 @@ class State(TypedDict, total=False):
     result: Any
 
 
-def test_serve_in_process_runs_threads_in_parallel(tmp_path: Path) -> None:
-    path = tmp_path / "inbox.sqlite3"
+@dataclass
+class Refunds:
+    """A one-node graph, checkpointed in sqlite, whose gated body records each order it runs."""
+
+    graph: Any
+    runs: list[str]
+
+
+@pytest.fixture
+def refunds(tmp_path: Path) -> Iterator[Refunds]:
     runs: list[str] = []
 
     @wait(WaitPolicy(timeout="PT1H"))
@@ -150,30 +148,27 @@ def test_serve_in_process_runs_threads_in_parallel(tmp_path: Path) -> None:
     builder.add_node("refund", lambda s: {"result": issue_refund(s["order_id"], s["amount"])})
     builder.add_edge(START, "refund")
     connection = sqlite3.connect(tmp_path / "checkpoints.sqlite3", check_same_thread=False)
-    graph = builder.compile(checkpointer=SqliteSaver(connection))
+    yield Refunds(builder.compile(checkpointer=SqliteSaver(connection)), runs)
+    connection.close()
+
+
+def test_serve_in_process_runs_threads_in_parallel(tmp_path: Path, refunds: Refunds) -> None:
+    path = tmp_path / "inbox.sqlite3"
     entry = SqliteEntry(path, poll_interval=0.02)
     for n in range(6):
         entry.send({"thread_id": f"o{n}", "input": {"order_id": f"o{n}", "amount": n}})
-    stop = threading.Event()
-    reports: list[ServeReport] = []
-    thread = threading.Thread(
-        target=lambda: reports.append(
-            serve(graph, entry, SqliteAnnounce(path), concurrency=3, wait=0.05, stop=stop)
+    with serving(
+        lambda stop: serve(
+            refunds.graph, entry, SqliteAnnounce(path), concurrency=3, wait=0.05, stop=stop
         )
-    )
-    thread.start()
-    try:
+    ) as reports:
         with SqliteQuestionStore(path) as store:
             until(lambda: len(store.open_questions()) == 6, "six parked threads")
             for question in store.open_questions():
                 answer(question.envelope.question_id, "approve", by="bot", store=store, entry=entry)
-        until(lambda: len(runs) == 6, "six resumed threads")
-    finally:
-        stop.set()
-        thread.join(timeout=60)
-    assert sorted(runs) == [f"o{n}" for n in range(6)]
+        until(lambda: len(refunds.runs) == 6, "six resumed threads")
+    assert sorted(refunds.runs) == [f"o{n}" for n in range(6)]
     assert reports[0].acknowledged == 12
-    connection.close()
 
 
 async def test_aserve_with_an_async_checkpointer(tmp_path: Path) -> None:
@@ -221,19 +216,9 @@ async def test_aserve_with_an_async_checkpointer(tmp_path: Path) -> None:
     assert report.acknowledged == 8
 
 
-def test_a_failed_publish_is_redelivered_until_the_question_is_out(tmp_path: Path) -> None:
-    runs: list[str] = []
-
-    @wait(WaitPolicy(timeout="PT1H"))
-    def issue_refund(order_id: str, amount: int) -> str:
-        runs.append(order_id)
-        return f"refunded {amount}"
-
-    builder = StateGraph(State)
-    builder.add_node("refund", lambda s: {"result": issue_refund(s["order_id"], s["amount"])})
-    builder.add_edge(START, "refund")
-    connection = sqlite3.connect(tmp_path / "checkpoints.sqlite3", check_same_thread=False)
-    graph = builder.compile(checkpointer=SqliteSaver(connection))
+def test_a_failed_publish_is_redelivered_until_the_question_is_out(
+    tmp_path: Path, refunds: Refunds
+) -> None:
     # The inbox's directory is a file at first: every publish fails until it is removed.
     blocker = tmp_path / "questions"
     blocker.write_text("")
@@ -242,15 +227,9 @@ def test_a_failed_publish_is_redelivered_until_the_question_is_out(tmp_path: Pat
         tmp_path / "messages.sqlite3", poll_interval=0.02, retry_delay=0.2, max_attempts=50
     )
     entry.send({"thread_id": "o1", "input": {"order_id": "o1", "amount": 5}})
-    stop = threading.Event()
-    reports: list[ServeReport] = []
-    thread = threading.Thread(
-        target=lambda: reports.append(
-            serve(graph, entry, SqliteAnnounce(inbox), wait=0.05, stop=stop)
-        )
-    )
-    thread.start()
-    try:
+    with serving(
+        lambda stop: serve(refunds.graph, entry, SqliteAnnounce(inbox), wait=0.05, stop=stop)
+    ) as reports:
         errors = sqlite3.connect(tmp_path / "messages.sqlite3")
         until(
             lambda: errors.execute(
@@ -265,44 +244,28 @@ def test_a_failed_publish_is_redelivered_until_the_question_is_out(tmp_path: Pat
             until(lambda: len(store.open_questions()) == 1, "the parked question")
             [question] = store.open_questions()
             answer(question.envelope.question_id, "approve", by="bot", store=store, entry=entry)
-        until(lambda: runs == ["o1"], "the resumed run")
-    finally:
-        stop.set()
-        thread.join(timeout=60)
+        until(lambda: refunds.runs == ["o1"], "the resumed run")
     report = reports[0]
     assert report.retried >= 1
     assert (report.acknowledged, report.dead_lettered) == (2, 0)
     assert entry.dead_letters() == []
-    connection.close()
 
 
 def test_serve_with_answer_secrets_runs_only_the_replies_it_signed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    tmp_path: Path,
+    refunds: Refunds,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     # The environment configures every host and serve() in the process; the first secret signs.
     monkeypatch.setenv("AGENT_WAIT_ANSWER_SECRETS", f"{'n' * 40},{'o' * 40}")
-    runs: list[str] = []
-
-    @wait(WaitPolicy(timeout="PT1H"))
-    def issue_refund(order_id: str, amount: int) -> str:
-        runs.append(order_id)
-        return f"refunded {amount}"
-
-    builder = StateGraph(State)
-    builder.add_node("refund", lambda s: {"result": issue_refund(s["order_id"], s["amount"])})
-    builder.add_edge(START, "refund")
-    connection = sqlite3.connect(tmp_path / "checkpoints.sqlite3", check_same_thread=False)
-    graph = builder.compile(checkpointer=SqliteSaver(connection))
-    try:
-        check_serve_runs_only_signed_replies(
-            lambda entry, announce, stop: serve(
-                graph, entry, announce, concurrency=1, wait=0.05, stop=stop
-            ),
-            tmp_path / "inbox.sqlite3",
-            START_MESSAGE,
-            lambda: len(runs),
-            caplog,
-        )
-    finally:
-        connection.close()
-    assert runs == ["order-4471"]
+    check_serve_runs_only_signed_replies(
+        lambda entry, announce, stop: serve(
+            refunds.graph, entry, announce, concurrency=1, wait=0.05, stop=stop
+        ),
+        tmp_path / "inbox.sqlite3",
+        START_MESSAGE,
+        lambda: len(refunds.runs),
+        caplog,
+    )
+    assert refunds.runs == ["order-4471"]
