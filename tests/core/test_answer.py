@@ -42,6 +42,7 @@ from agent_wait.core._cli import main
 from agent_wait.core._policy import UNSTATED
 from agent_wait.core._sqlite import default_inbox_path
 from agent_wait.core.testing import registered_plugin
+from tests.serving import all_sent
 
 T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
 LATER = "2026-09-11T12:00:00Z"
@@ -55,17 +56,6 @@ def ask(path: Path, question_id: str = "q1", *, thread_id: str = "t1", **policy:
         strict=True,
         clock=lambda: T0,
     )
-
-
-def sent(path: Path) -> list[dict[str, Any]]:
-    """Every message sent so far, in order (drained: one thread's next comes after an ack)."""
-    found: list[dict[str, Any]] = []
-    with SqliteEntry(path) as messages:
-        while batch := messages.receive(100):
-            for received in batch:
-                found.append(received.message)
-                assert messages.ack(received)
-    return found
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -99,7 +89,7 @@ def test_answer_records_then_sends_reply_with_and_the_answer(inbox: Path) -> Non
     assert result.message == expected
     assert (result.question.status, result.question.answered_by) == ("answered", "alice")
     assert result.question.answer == expected["answer"]
-    assert sent(inbox) == [expected]
+    assert all_sent(inbox) == [expected]
 
 
 def test_an_action_outside_allowed_actions_is_refused_unless_forced(inbox: Path) -> None:
@@ -110,9 +100,9 @@ def test_an_action_outside_allowed_actions_is_refused_unless_forced(inbox: Path)
         ):
             answer("q1", "escalate", by="alice", store=store, entry=entry)
         assert store.find("q1")[0].is_open
-        assert sent(inbox) == []
+        assert all_sent(inbox) == []
         answer("q1", "escalate", by="alice", force=True, store=store, entry=entry)
-    assert [m["answer"] for m in sent(inbox)] == [{"action": "escalate"}]
+    assert [m["answer"] for m in all_sent(inbox)] == [{"action": "escalate"}]
 
 
 def test_a_closed_question_says_who_closed_it_and_sends_nothing(inbox: Path) -> None:
@@ -124,7 +114,7 @@ def test_a_closed_question_says_who_closed_it_and_sends_nothing(inbox: Path) -> 
         ) as caught:
             answer("q1", "reject", by="bob", store=store, entry=entry)
     assert caught.value.question.answer == {"action": "approve"}
-    assert len(sent(inbox)) == 1
+    assert len(all_sent(inbox)) == 1
 
 
 def test_a_failed_send_reopens_the_question(inbox: Path, tmp_path: Path) -> None:
@@ -163,7 +153,7 @@ def test_cli_answer_with_the_default_inbox_and_entry() -> None:
     code, out, err = run("answer", "q1", "approve", "--answer", '{"note": "fine"}', "--by", "alice")
     assert (code, err) == (0, "")
     assert out.startswith("q1 (thread t1) answered by alice at ")
-    assert sent(default_inbox_path()) == [
+    assert all_sent(default_inbox_path()) == [
         {"thread_id": "t1", "question_id": "q1", "answer": {"note": "fine", "action": "approve"}}
     ]
     code, _, err = run("answer", "q1", "reject", "--by", "bob")
@@ -215,7 +205,7 @@ def test_racing_approvers_send_exactly_one_answer(tmp_path: Path) -> None:
     results = [(r.wait(timeout=60), r.stderr.read() if r.stderr else "") for r in racers]
     assert sorted(code for code, _ in results) == [0, 1, 1, 1, 1], results
     assert all("already answered by approver-" in err for code, err in results if code)
-    [message] = sent(path)
+    [message] = all_sent(path)
     with SqliteQuestionStore(path) as store:
         [stored] = store.find("q1")
     assert message["answer"] == stored.answer == {"action": "approve"}
@@ -244,7 +234,7 @@ def test_sweep_sends_defaults_once_and_lists_overdue(inbox: Path) -> None:
             [],
             ["nodefault"],
         )
-    assert sent(inbox) == [
+    assert all_sent(inbox) == [
         {
             "thread_id": "t1",
             "question_id": "due",
@@ -269,7 +259,7 @@ def test_racing_sweepers_send_each_default_exactly_once(tmp_path: Path) -> None:
     assert all(s.returncode == 0 for s in sweepers)
     lines = [line for out in outputs for line in out.splitlines() if line.startswith("expired")]
     assert len(lines) == 6, outputs
-    messages = sent(path)
+    messages = all_sent(path)
     assert sorted(m["answer"]["n"] for m in messages) == list(range(6))
     with SqliteQuestionStore(path) as store:
         assert store.open_questions() == []
@@ -314,7 +304,7 @@ def test_cancel_closes_without_sending_and_the_sweeper_skips_it(inbox: Path) -> 
             answer("q1", "approve", store=store, entry=entry)
         with pytest.raises(QuestionClosed):
             cancel("q1", store=store)
-    assert sent(inbox) == []
+    assert all_sent(inbox) == []
 
 
 def test_cli_cancel() -> None:
@@ -350,7 +340,7 @@ def test_cli_dead_letters_lists_and_redrives() -> None:
     code, _, err = run("dead-letters", "--redrive", received.id)
     assert code == 1
     assert f"no dead letter {received.id}" in err
-    assert [m["question_id"] for m in sent(default_inbox_path())] == ["q1"]
+    assert [m["question_id"] for m in all_sent(default_inbox_path())] == ["q1"]
 
 
 def test_resend_sends_the_recorded_answer_again(inbox: Path, tmp_path: Path) -> None:
@@ -381,7 +371,7 @@ def test_resend_sends_the_recorded_answer_again(inbox: Path, tmp_path: Path) -> 
             resend("q3", store=store, entry=entry)
         with pytest.raises(OSError):
             resend("q2", store=store, entry=SqliteEntry(blocker / "x.sqlite3"))
-    assert [(m["question_id"], m["answer"]) for m in sent(inbox)] == [
+    assert [(m["question_id"], m["answer"]) for m in all_sent(inbox)] == [
         ("q2", {"action": "approve"}),
         ("q1", {"action": "reject"}),
     ]
@@ -392,7 +382,7 @@ def test_cli_resend() -> None:
     assert run("answer", "q1", "approve", "--by", "alice")[0] == 0
     code, out, _ = run("resend", "q1")
     assert (code, out) == (0, 'q1 (thread t1) sent again: {"action": "approve"}\n')
-    assert [m["answer"] for m in sent(default_inbox_path())] == [{"action": "approve"}] * 2
+    assert [m["answer"] for m in all_sent(default_inbox_path())] == [{"action": "approve"}] * 2
     ask(default_inbox_path(), "q2")
     code, _, err = run("resend", "q2")
     assert code == 1
@@ -469,7 +459,7 @@ def test_a_whole_answer_is_sent_as_it_is(inbox: Path) -> None:
     assert first.message == {"thread_id": "t1", "question_id": "q1", "answer": "y"}
     assert (first.question.answer, first.question.answered_by) == ("y", "alice")
     assert second.question.answer == [{"type": "accept", "args": None}]
-    assert [m["answer"] for m in sent(inbox)] == ["y", [{"type": "accept", "args": None}]]
+    assert [m["answer"] for m in all_sent(inbox)] == ["y", [{"type": "accept", "args": None}]]
 
 
 def test_a_whole_answer_object_still_names_an_allowed_action(inbox: Path) -> None:
@@ -493,16 +483,16 @@ def test_an_answer_is_checked_against_the_answer_schema(inbox: Path) -> None:
         with pytest.raises(InvalidAnswer, match="answer: 'approved' is a required property"):
             answer("q1", "approve", store=store, entry=entry)
         assert store.find("q1")[0].is_open
-        assert sent(inbox) == []
+        assert all_sent(inbox) == []
         answer("q1", answer={"approved": True, "note": "ok"}, store=store, entry=entry)
-    assert [m["answer"] for m in sent(inbox)] == [{"approved": True, "note": "ok"}]
+    assert [m["answer"] for m in all_sent(inbox)] == [{"approved": True, "note": "ok"}]
 
 
 def test_force_sends_an_answer_the_schema_refuses(inbox: Path) -> None:
     ask_foreign(inbox, "q1", "ship it?", answer_schema=APPROVAL)
     with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
         answer("q1", answer="y", force=True, store=store, entry=entry)
-    assert [m["answer"] for m in sent(inbox)] == ["y"]
+    assert [m["answer"] for m in all_sent(inbox)] == ["y"]
 
 
 def test_without_jsonschema_a_schema_question_says_how_to_check_it(
@@ -521,7 +511,7 @@ def test_without_jsonschema_a_schema_question_says_how_to_check_it(
             answer("q1", answer={"approved": True}, store=store, entry=entry)
         assert store.find("q1")[0].is_open
         answer("q1", answer={"approved": True}, force=True, store=store, entry=entry)
-    assert len(sent(inbox)) == 1
+    assert len(all_sent(inbox)) == 1
 
 
 def test_a_broken_answer_schema_is_named(inbox: Path) -> None:
@@ -553,7 +543,7 @@ def test_answer_many_sends_one_message_and_closes_every_question(inbox: Path) ->
         "more_answers": [{"question_id": "q2", "answer": {"approved": True}}],
     }
     assert result.message == expected
-    assert sent(inbox) == [expected]
+    assert all_sent(inbox) == [expected]
     assert [q.envelope.question_id for q in result.questions] == ["q1", "q2"]
     for question_id, value in [("q1", expected["answer"]), ("q2", {"approved": True})]:
         stored = closed[question_id]
@@ -571,7 +561,7 @@ def test_answer_many_checks_every_answer_before_closing_any(inbox: Path) -> None
             answer_many({"q1": {"action": "approve"}, "q2": "y"}, store=store, entry=entry)
         assert store.find("q1")[0].is_open
         assert store.find("q2")[0].is_open
-    assert sent(inbox) == []
+    assert all_sent(inbox) == []
 
 
 def test_answer_many_with_one_closed_question_sends_nothing_and_leaves_the_rest_open(
@@ -594,7 +584,7 @@ def test_answer_many_with_one_closed_question_sends_nothing_and_leaves_the_rest_
             )
         assert store.find("q1")[0].is_open
         assert store.find("q2")[0].is_open
-    assert len(sent(inbox)) == 1
+    assert len(all_sent(inbox)) == 1
 
 
 def test_answer_many_refuses_questions_of_several_threads(inbox: Path) -> None:
@@ -609,7 +599,7 @@ def test_answer_many_refuses_questions_of_several_threads(inbox: Path) -> None:
             answer_many({}, store=store, entry=entry)
         with pytest.raises(ValueError, match=r"answers\['q1'\]: an answer cannot be null"):
             answer_many({"q1": None}, store=store, entry=entry)
-    assert sent(inbox) == []
+    assert all_sent(inbox) == []
 
 
 def test_a_failed_send_of_several_answers_reopens_them_all(inbox: Path, tmp_path: Path) -> None:
@@ -651,7 +641,7 @@ def test_cli_answer_with_json_and_also() -> None:
     assert [line.split(" ")[0] for line in lines] == ["q1", "q2", "q3"]
     assert lines[1].startswith("q2 (thread t1) answered by alice at ")
     assert lines[1].endswith(': {"approved": true}')
-    assert sent(default_inbox_path()) == [
+    assert all_sent(default_inbox_path()) == [
         {
             "thread_id": "t1",
             "question_id": "q1",
@@ -696,7 +686,7 @@ def test_cli_whole_answer_errors(argv: list[str], message: str) -> None:
     assert (code, out) == (1, "")
     assert message in err
     assert "Traceback" not in err
-    assert sent(default_inbox_path()) == []
+    assert all_sent(default_inbox_path()) == []
 
 
 def test_answer_many_is_one_answer_operation_for_plugins(inbox: Path) -> None:

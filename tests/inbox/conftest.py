@@ -8,7 +8,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,9 @@ import pytest
 from starlette.testclient import TestClient
 
 from agent_wait.core import (
+    EntryPoint,
     Question,
+    QuestionStore,
     Source,
     SqliteAnnounce,
     SqliteEntry,
@@ -69,28 +71,6 @@ def sent(path: Path) -> list[dict[str, Any]]:
         return [r.message for r in messages.receive(100)]
 
 
-def all_sent(path: Path) -> list[dict[str, Any]]:
-    """Every message the entry point holds, in order: received and acknowledged, one by one."""
-    found: list[dict[str, Any]] = []
-    with SqliteEntry(path) as messages:
-        while batch := messages.receive(100):
-            for received in batch:
-                found.append(received.message)
-                assert messages.ack(received)
-    return found
-
-
-def until(condition: Callable[[], Any], what: str, timeout: float = 60.0) -> Any:
-    """Wait for ``condition`` to return something true, and return it; fail after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def csrf_of(html: str) -> str:
     found = re.search(r'name="csrf" value="([^"]+)"', html)
     assert found, "no CSRF field in the page"
@@ -100,6 +80,13 @@ def csrf_of(html: str) -> str:
 @pytest.fixture
 def inbox(tmp_path: Path) -> Path:
     return tmp_path / "inbox.sqlite3"
+
+
+def app_client(store: QuestionStore, entry: EntryPoint) -> TestClient:
+    """A test client of the inbox app over ``store`` and ``entry``, its token ``SECRET``."""
+    return TestClient(
+        inbox_app(store, InboxAuth(token=SECRET), entry=entry), base_url="http://127.0.0.1"
+    )
 
 
 def make_client(path: Path, **auth: Any) -> Iterator[TestClient]:

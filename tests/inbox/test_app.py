@@ -17,7 +17,16 @@ from starlette.testclient import TestClient
 
 from agent_wait.core import ConfigError, SqliteEntry, SqliteQuestionStore
 from agent_wait.inbox import InboxAuth, inbox_app
-from tests.inbox.conftest import SECRET, all_sent, ask, csrf_of, login, make_client, sent
+from tests.inbox.conftest import (
+    SECRET,
+    app_client,
+    ask,
+    csrf_of,
+    login,
+    make_client,
+    sent,
+)
+from tests.serving import all_sent
 
 NOW = datetime.now(UTC)
 
@@ -592,9 +601,7 @@ def test_an_entry_point_failure_is_reported_and_the_question_stays_open(inbox: P
     store = SqliteQuestionStore(inbox)
     with (
         _DownEntry(inbox) as entry,
-        TestClient(
-            inbox_app(store, InboxAuth(token=SECRET), entry=entry), base_url="http://127.0.0.1"
-        ) as client,
+        app_client(store, entry) as client,
     ):
         response = client.post(
             "/api/questions/q1/answer",

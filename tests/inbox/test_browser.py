@@ -17,7 +17,8 @@ from playwright.sync_api import Browser, Page, expect
 from agent_wait.core import SqliteEntry, SqliteQuestionStore
 from agent_wait.core._sqlite import default_inbox_path
 from tests.inbox.browser import chromium, chromium_path, log_in
-from tests.inbox.conftest import SECRET, Server, all_sent, ask, until
+from tests.inbox.conftest import SECRET, Server, ask
+from tests.serving import all_sent, until
 
 pytestmark = [
     pytest.mark.integration,

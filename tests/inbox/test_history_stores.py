@@ -17,7 +17,6 @@ from typing import Any
 
 import httpx
 import pytest
-from starlette.testclient import TestClient
 
 from agent_wait.core import (
     BaseAnnounce,
@@ -29,9 +28,8 @@ from agent_wait.core import (
     question_store,
     sweep,
 )
-from agent_wait.inbox import InboxAuth, inbox_app
 from tests.aws_moto import Aws, aws, moto_server  # noqa: F401 - fixtures, registered by import
-from tests.inbox.conftest import AGENT_WAIT, SECRET, Server, csrf_of, login, sent
+from tests.inbox.conftest import AGENT_WAIT, SECRET, Server, app_client, csrf_of, login, sent
 
 pytestmark = pytest.mark.integration
 
@@ -104,9 +102,7 @@ def test_history_shows_who_answered_or_expired_what_and_when(
     publisher.close()
     path = tmp_path / "entry.sqlite3"
     with SqliteEntry(path) as entry:
-        client = TestClient(
-            inbox_app(store, InboxAuth(token=SECRET), entry=entry), base_url="http://127.0.0.1"
-        )
+        client = app_client(store, entry)
         empty = client.get("/history", follow_redirects=True)
         login(client, "alice")
         assert "Nothing answered yet." in client.get("/history").text
@@ -182,9 +178,7 @@ def test_question_page_lists_the_threads_closed_questions_too(backend: Backend) 
     ask(publisher, "elsewhere", "issue_refund")
     publisher.close()
     with SqliteEntry(":memory:") as entry:
-        client = TestClient(
-            inbox_app(store, InboxAuth(token=SECRET), entry=entry), base_url="http://127.0.0.1"
-        )
+        client = app_client(store, entry)
         login(client, "alice")
         for question_id, action in (("first", "approve"), ("elsewhere", "reject")):
             page = client.get(f"/questions/{question_id}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import threading
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,9 @@ from agent_wait.core import (
     SqliteQuestionStore,
     Transition,
 )
-from agent_wait.inbox import InboxAuth, inbox_app
-from tests.inbox.conftest import SECRET, all_sent, ask, csrf_of, until
+from tests.inbox.conftest import SECRET, app_client, ask, csrf_of
 from tests.inbox.test_whole_answers import ask_foreign
+from tests.serving import all_sent, serving, until
 
 BEARER = {"Authorization": f"Bearer {SECRET}"}
 THREAD = "order-4471"
@@ -58,6 +57,12 @@ def answer_elsewhere(inbox: Path, question_id: str, action: str) -> None:
 
 def post_answers(client: TestClient, body: Any, thread: str = THREAD) -> Response:
     return client.post(f"/api/threads/{thread}/answers", headers=BEARER, json=body)
+
+
+def approve(client: TestClient, *question_ids: str) -> Response:
+    """Approve each of ``question_ids`` of THREAD, in one message."""
+    answers = [{"question_id": q, "action": "approve"} for q in question_ids]
+    return post_answers(client, {"answers": answers})
 
 
 def statuses(inbox: Path, *ids: str) -> list[str]:
@@ -98,15 +103,7 @@ def test_the_api_answers_several_questions_in_one_message(client: TestClient, in
 def test_a_question_answered_elsewhere_first_sends_nothing(client: TestClient, inbox: Path) -> None:
     three(inbox)
     answer_elsewhere(inbox, "q2", "reject")
-    response = post_answers(
-        client,
-        {
-            "answers": [
-                {"question_id": "q1", "action": "approve"},
-                {"question_id": "q2", "action": "approve"},
-            ]
-        },
-    )
+    response = approve(client, "q1", "q2")
     assert response.status_code == 409
     body = response.json()
     assert re.fullmatch(
@@ -155,19 +152,9 @@ def test_a_race_lost_while_closing_reopens_the_others_and_sends_nothing(inbox: P
     store = RacingStore(inbox)
     with (
         SqliteEntry(inbox) as entry,
-        TestClient(
-            inbox_app(store, InboxAuth(token=SECRET), entry=entry), base_url="http://127.0.0.1"
-        ) as client,
+        app_client(store, entry) as client,
     ):
-        response = post_answers(
-            client,
-            {
-                "answers": [
-                    {"question_id": "q1", "action": "approve"},
-                    {"question_id": "q2", "action": "approve"},
-                ]
-            },
-        )
+        response = approve(client, "q1", "q2")
     store.close()
     assert store.raced
     assert response.status_code == 409, response.text
@@ -293,15 +280,7 @@ def test_every_refused_answer_is_named_with_its_question(client: TestClient, inb
 def test_the_api_answers_only_the_threads_own_questions(client: TestClient, inbox: Path) -> None:
     three(inbox)
     ask(inbox, "other", thread_id="order-4472")
-    response = post_answers(
-        client,
-        {
-            "answers": [
-                {"question_id": "q1", "action": "approve"},
-                {"question_id": "other", "action": "approve"},
-            ]
-        },
-    )
+    response = approve(client, "q1", "other")
     assert response.status_code == 404
     assert response.json()["question_id"] == "other"
     assert (
@@ -359,16 +338,10 @@ def test_a_real_agent_parked_on_two_tools_resumes_once(client: TestClient, inbox
     graph = agent_graph(chat, bank.tools())
     worker_entry = SqliteEntry(inbox, poll_interval=0.02)
     worker_entry.send(start("t-many"))
-    stop = threading.Event()
-    reports: list[Any] = []
-    worker = threading.Thread(
-        target=lambda: reports.append(
-            serve(graph, worker_entry, SqliteAnnounce(inbox), wait=0.05, stop=stop)
-        )
-    )
-    worker.start()
     config = {"configurable": {"thread_id": "t-many"}}
-    try:
+    with serving(
+        lambda stop: serve(graph, worker_entry, SqliteAnnounce(inbox), wait=0.05, stop=stop)
+    ) as reports:
         with SqliteQuestionStore(inbox) as store:
 
             def both() -> list[Any]:
@@ -397,9 +370,6 @@ def test_a_real_agent_parked_on_two_tools_resumes_once(client: TestClient, inbox
         )
         assert response.status_code == 200, response.text
         until(lambda: len(chat.received) == 2, "the agent to run its next model turn")
-    finally:
-        stop.set()
-        worker.join(timeout=60)
     worker_entry.close()
     # The start and one answer message: the run resumed once, with both answers.
     assert (reports[0].acknowledged, reports[0].dead_lettered) == (2, 0)
