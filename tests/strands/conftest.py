@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from strands import Agent
+from strands import Agent, tool
+from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.session import FileSessionManager
 
 from agent_wait.core import MemoryAnnounce
@@ -24,6 +25,32 @@ class CountingAgent(Agent):
     def stream_async(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
         self._invocations.append(self.session_id)
         return super().stream_async(*args, **kwargs)
+
+
+class Tables:
+    """A ``drop_table`` tool that records each table it drops in ``runs``."""
+
+    def __init__(self) -> None:
+        self.runs: list[str] = []
+
+        @tool
+        def drop_table(table: str) -> str:
+            """Drop a table."""
+            self.runs.append(table)
+            return f"dropped {table}"
+
+        self.tool = drop_table
+
+
+class TextGuard(HookProvider):
+    """Asks before every tool call and reads the answer as text (raises on anything else)."""
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeToolCallEvent, self.check)
+
+    def check(self, event: BeforeToolCallEvent) -> None:
+        if event.interrupt("guard", reason=event.tool_use["input"]).lower() != "ok":
+            event.cancel_tool = "not allowed"
 
 
 class Threads:

@@ -17,7 +17,7 @@ from strands.session import FileSessionManager
 from agent_wait.core import CallContext, MemoryAnnounce, Outcome
 from agent_wait.strands import MultiAgentRunFailed, handle_message, publish_interrupts
 from tests.strands.fake_model import Call, ScriptedModel
-from tests.strands.test_multiagent import Refunds, reply
+from tests.strands.test_multiagent import Refunds, SwarmThreads, reply
 
 
 class BatchGate(HookProvider):
@@ -130,27 +130,15 @@ def test_a_batch_interrupt_in_a_graph_node_names_the_node(
 
 
 class NestedThreads:
-    """A Graph whose one node ``team`` is a triage/refunds Swarm."""
+    """A Graph whose one node ``team`` is the triage/refunds Swarm."""
 
     def __init__(self, storage: Path, refunds: Refunds) -> None:
         self.storage = storage
-        self.refunds = refunds
-        handoff = Call("handoff_to_agent", {"agent_name": "refunds", "message": "refund it"})
-        self.triage_model = ScriptedModel([handoff], call_prefix="triage")
-        self.refunds_model = ScriptedModel(
-            [Call("issue_refund", {"order_id": "order-4471"})], call_prefix="refunds"
-        )
+        self.team = SwarmThreads(storage, refunds)
 
     def __call__(self, thread_id: str) -> Graph:
-        triage = Agent(name="triage", model=self.triage_model, callback_handler=None)
-        refunds = Agent(
-            name="refunds",
-            model=self.refunds_model,
-            tools=[self.refunds.tool],
-            callback_handler=None,
-        )
         builder = GraphBuilder()
-        builder.add_node(Swarm([triage, refunds]), "team")
+        builder.add_node(Swarm(self.team.agents()), "team")
         builder.set_entry_point("team")
         builder.set_max_node_executions(5)
         builder.set_session_manager(

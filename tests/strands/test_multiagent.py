@@ -73,7 +73,8 @@ class SwarmThreads:
             [Call("issue_refund", {"order_id": "order-4471"})], call_prefix="refunds"
         )
 
-    def __call__(self, thread_id: str) -> Swarm:
+    def agents(self) -> list[Agent]:
+        """Fresh triage and refunds agents over the scripted models."""
         triage = Agent(name="triage", model=self.triage_model, callback_handler=None)
         refunds = Agent(
             name="refunds",
@@ -81,8 +82,11 @@ class SwarmThreads:
             tools=[self.refunds.tool],
             callback_handler=None,
         )
+        return [triage, refunds]
+
+    def __call__(self, thread_id: str) -> Swarm:
         return Swarm(
-            [triage, refunds],
+            self.agents(),
             session_manager=FileSessionManager(session_id=thread_id, storage_dir=str(self.storage)),
         )
 

@@ -9,12 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from strands import Agent, tool
-from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.session import FileSessionManager
 
 from agent_wait.core import MemoryAnnounce, Outcome
 from agent_wait.strands import astream_message, handle_message, stream_message
-from tests.strands.conftest import Threads
+from tests.strands.conftest import Tables, TextGuard, Threads
 from tests.strands.fake_model import Call, ScriptedModel
 from tests.strands.test_host import REFUND, Tools, reply, start
 from tests.strands.test_multiagent import Refunds, SwarmThreads
@@ -159,32 +158,15 @@ async def test_an_async_stream_closed_early_leaves_the_question_pending(
     assert tools.runs == ["refund order-4471 41000"]
 
 
-class TextGuard(HookProvider):
-    """Asks before every tool call and reads the answer as text (raises on anything else)."""
-
-    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
-        registry.add_callback(BeforeToolCallEvent, self.check)
-
-    def check(self, event: BeforeToolCallEvent) -> None:
-        if event.interrupt("guard", reason=event.tool_use["input"]).lower() != "ok":
-            event.cancel_tool = "not allowed"
-
-
 def test_a_sync_stream_whose_resume_raises_is_a_failed_resume_still_pending(
     sessions: Path, inbox: MemoryAnnounce
 ) -> None:
-    runs: list[str] = []
-
-    @tool
-    def drop_table(table: str) -> str:
-        """Drop a table."""
-        runs.append(table)
-        return f"dropped {table}"
+    tables = Tables()
 
     def agent_for(thread_id: str) -> Agent:
         return Agent(
             model=ScriptedModel([Call("drop_table", {"table": "orders"})]),
-            tools=[drop_table],
+            tools=[tables.tool],
             hooks=[TextGuard()],
             session_manager=FileSessionManager(session_id=thread_id, storage_dir=str(sessions)),
             callback_handler=None,
@@ -198,12 +180,12 @@ def test_a_sync_stream_whose_resume_raises_is_a_failed_resume_still_pending(
     list(failed)  # the hook's error, raised in Strands' loop thread, is the outcome here
     assert failed.handled.outcome is Outcome.RESUME_FAILED
     assert "'dict' object has no attribute 'lower'" in (failed.handled.detail or "")
-    assert runs == []
+    assert tables.runs == []
 
     resumed = stream_message(agent_for, reply(envelope, "OK"), inbox)
     list(resumed)
     assert resumed.handled.outcome is Outcome.RESUMED
-    assert runs == ["orders"]
+    assert tables.runs == ["orders"]
 
 
 REQUEST = contextvars.ContextVar[str]("REQUEST")

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from strands import Agent, ToolContext, tool
-from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 
 from agent_wait.core import CallContext, MemoryAnnounce, WaitPolicy, derive_question_id
 from agent_wait.strands import (
@@ -20,6 +19,7 @@ from agent_wait.strands import (
     questions_in,
     wait,
 )
+from tests.strands.conftest import Tables, TextGuard
 from tests.strands.fake_model import Call, ScriptedModel
 
 Factory = Callable[[ScriptedModel, Sequence[Any]], Callable[[str], Agent]]
@@ -329,24 +329,9 @@ def test_two_calls_of_one_tool_asking_the_same_question_are_told_apart(
 def test_hook_interrupt_is_published_as_a_bare_question(
     factory: Factory, inbox: MemoryAnnounce
 ) -> None:
-    runs: list[str] = []
-
-    @tool
-    def drop_table(table: str) -> str:
-        """Drop a table."""
-        runs.append(table)
-        return f"dropped {table}"
-
-    class Guard(HookProvider):
-        def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
-            registry.add_callback(BeforeToolCallEvent, self.check)
-
-        def check(self, event: BeforeToolCallEvent) -> None:
-            if event.interrupt("guard", reason=event.tool_use["input"]) != "ok":
-                event.cancel_tool = "not allowed"
-
+    tables = Tables()
     model = ScriptedModel([Call("drop_table", {"table": "orders"})])
-    agent = Agent(model=model, tools=[drop_table], hooks=[Guard()], callback_handler=None)
+    agent = Agent(model=model, tools=[tables.tool], hooks=[TextGuard()], callback_handler=None)
     [envelope] = publish_interrupts(agent("drop"), agent.session_id, inbox).envelopes
     assert envelope.question == {"name": "guard", "reason": {"table": "orders"}}
     assert envelope.source is None
@@ -354,7 +339,7 @@ def test_hook_interrupt_is_published_as_a_bare_question(
     # The hook's interrupt is for one tool call: that call is the context.
     assert envelope.context == CallContext(tool="drop_table", tool_call_id="call_1_0")
     agent(interrupt_responses({"question_id": envelope.question_id, "answer": "ok"}))
-    assert runs == ["orders"]
+    assert tables.runs == ["orders"]
 
 
 async def test_async_tools_with_invoke_async(factory: Factory, inbox: MemoryAnnounce) -> None:
