@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -115,32 +115,32 @@ def test_a_wait_expired_event_carries_the_sweep_span_in_webhook_headers(
     assert request.headers[TRACEPARENT] == traceparent_of(swept)
 
 
-def test_an_answer_carries_the_answer_span_in_sqs_attributes(
-    aws: Aws, spans: InMemorySpanExporter
+@pytest.mark.parametrize(
+    ("send", "sender", "question_id"),
+    [
+        (lambda entry: answer("q1", "approve", by="alice", entry=entry), "answer", "q1"),
+        # A default the sweeper sends for the question past its deadline.
+        (lambda entry: sweep(now=LATER, entry=entry), "sweep", "due"),
+    ],
+    ids=["answer", "sweep"],
+)
+def test_a_sent_answer_carries_its_senders_span_in_sqs_attributes(
+    aws: Aws,
+    spans: InMemorySpanExporter,
+    send: Callable[[SqsEntry], object],
+    sender: str,
+    question_id: str,
 ) -> None:
     asking = asked_in_inbox(spans)
     url = fifo_entry_queue(aws)
     with SqsEntry(url, **aws.options) as entry:
-        answer("q1", "approve", by="alice", entry=entry)
-    [answering] = named(spans, "agent-wait answer")
+        send(entry)
+    [sending] = named(spans, f"agent-wait {sender}")
     [message] = drain(aws.client("sqs"), url)
     # The body brings the asking span back (reply_with); the attributes name who sent it.
+    assert json.loads(message["Body"])["question_id"] == question_id
     assert json.loads(message["Body"])[TRACEPARENT] == asking
-    assert attributes_of(message) == {TRACEPARENT: traceparent_of(answering)}
-
-
-def test_a_default_the_sweeper_sends_carries_the_sweep_span_in_sqs_attributes(
-    aws: Aws, spans: InMemorySpanExporter
-) -> None:
-    asking = asked_in_inbox(spans)
-    url = fifo_entry_queue(aws)
-    with SqsEntry(url, **aws.options) as entry:
-        sweep(now=LATER, entry=entry)
-    [swept] = named(spans, "agent-wait sweep")
-    [message] = drain(aws.client("sqs"), url)
-    assert json.loads(message["Body"])["question_id"] == "due"
-    assert json.loads(message["Body"])[TRACEPARENT] == asking
-    assert attributes_of(message) == {TRACEPARENT: traceparent_of(swept)}
+    assert attributes_of(message) == {TRACEPARENT: traceparent_of(sending)}
 
 
 def test_an_answer_carries_the_answer_span_in_webhook_headers(
