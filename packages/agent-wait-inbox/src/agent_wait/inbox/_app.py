@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
@@ -60,6 +60,7 @@ from agent_wait.inbox._many import (
 from agent_wait.inbox._query import Filters, Listing, Page, function_of
 
 logger = logging.getLogger("agent_wait.inbox")
+_T = TypeVar("_T")
 
 HERE = Path(__file__).parent
 MAX_BODY = 64 * 1024
@@ -735,15 +736,25 @@ def inbox_app(
             raise ValueError("body: expected a JSON object") from None
         return body
 
-    async def api_answer(request: Request) -> Response:
-        if refused := _unknown_parameter(request, "/api/questions/{question_id}/answer", "post"):
+    async def posted(request: Request, path: str, parse: Callable[[Any], _T]) -> _T | Response:
+        """A POST to the JSON API: its body as ``parse`` reads it, or the response refusing it.
+
+        Refused: a query parameter ``path`` does not take, a session's missing or wrong CSRF
+        header, or a body ``parse`` rejects (ValueError, whose message is the error).
+        """
+        if refused := _unknown_parameter(request, path, "post"):
             return refused
         if not csrf_ok(request, request.headers.get("x-csrf-token")):
             return JSONResponse({"error": "missing or wrong X-CSRF-Token"}, 403)
         try:
-            value = answer_of_body(await json_body(request))
+            return parse(await json_body(request))
         except ValueError as error:
             return JSONResponse({"error": str(error)}, 400)
+
+    async def api_answer(request: Request) -> Response:
+        value = await posted(request, "/api/questions/{question_id}/answer", answer_of_body)
+        if isinstance(value, Response):
+            return value
         question = await run_in_threadpool(find, request)
         if question is None:
             return JSONResponse({"error": "no such question"}, 404)
@@ -771,21 +782,13 @@ def inbox_app(
             logger.error(
                 "answer to %s not sent: %s", question.envelope.question_id, type(error).__name__
             )
-            return JSONResponse(
-                {"error": f"not sent: the entry point failed ({type(error).__name__}); try again"},
-                502,
-            )
+            return _not_sent(error)
         return JSONResponse(_question_json(result.question))
 
     async def api_answers_of_thread(request: Request) -> Response:
-        if refused := _unknown_parameter(request, "/api/threads/{thread_id}/answers", "post"):
-            return refused
-        if not csrf_ok(request, request.headers.get("x-csrf-token")):
-            return JSONResponse({"error": "missing or wrong X-CSRF-Token"}, 403)
-        try:
-            answers = api_answers(await json_body(request))
-        except ValueError as error:
-            return JSONResponse({"error": str(error)}, 400)
+        answers = await posted(request, "/api/threads/{thread_id}/answers", api_answers)
+        if isinstance(answers, Response):
+            return answers
         thread_id = request.path_params["thread_id"]
         questions = await run_in_threadpool(listing.thread, thread_id)
         try:
@@ -809,10 +812,7 @@ def inbox_app(
             return JSONResponse({"error": str(error)}, 400)
         except Exception as error:  # noqa: BLE001 - the entry point failed; reported, not traced
             logger.error("answers to thread %s not sent: %s", thread_id, type(error).__name__)
-            return JSONResponse(
-                {"error": f"not sent: the entry point failed ({type(error).__name__}); try again"},
-                502,
-            )
+            return _not_sent(error)
         return JSONResponse({"questions": [_question_json(q) for q in result.questions]})
 
     async def openapi(request: Request) -> Response:
@@ -1169,6 +1169,13 @@ def _refused_json(refused: Refused) -> dict[str, Any]:
     if refused.closed:
         body["question"] = _question_json(refused.closed[0])
     return body
+
+
+def _not_sent(error: Exception) -> Response:
+    """The 502 for an answer the entry point failed to send (already logged): it can be retried."""
+    return JSONResponse(
+        {"error": f"not sent: the entry point failed ({type(error).__name__}); try again"}, 502
+    )
 
 
 def _unknown_parameter(request: Request, path: str, method: str) -> Response | None:
