@@ -43,13 +43,17 @@ class Tables:
 
 
 class TextGuard(HookProvider):
-    """Asks before every tool call and reads the answer as text (raises on anything else)."""
+    """Asks (interrupt ``name``) before every tool call and reads the answer as text: an object
+    makes it raise."""
+
+    def __init__(self, name: str = "guard") -> None:
+        self.name = name
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
         registry.add_callback(BeforeToolCallEvent, self.check)
 
     def check(self, event: BeforeToolCallEvent) -> None:
-        if event.interrupt("guard", reason=event.tool_use["input"]).lower() != "ok":
+        if event.interrupt(self.name, reason=event.tool_use["input"]).lower() != "ok":
             event.cancel_tool = "not allowed"
 
 

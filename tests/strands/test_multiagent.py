@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from strands import Agent, ToolContext, tool
-from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
+from strands.hooks import HookProvider, HookRegistry
 from strands.hooks.events import BeforeNodeCallEvent
 from strands.multiagent import GraphBuilder, Swarm
 from strands.multiagent.base import MultiAgentResult, Status
@@ -26,6 +26,7 @@ from agent_wait.strands import (
     stream_message,
     wait,
 )
+from tests.strands.conftest import TextGuard
 from tests.strands.fake_model import Call, ScriptedModel
 
 
@@ -320,17 +321,6 @@ def test_a_hook_failing_on_the_answer_ends_the_question(
     assert refunds.runs == ["a-1"]
 
 
-class TextGuard(HookProvider):
-    """Asks before ``issue_refund`` runs and reads the answer as text: an object makes it raise."""
-
-    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
-        registry.add_callback(BeforeToolCallEvent, self.check)
-
-    def check(self, event: BeforeToolCallEvent) -> None:
-        if event.interrupt("refund-ok", reason=event.tool_use["input"]).lower() != "ok":
-            event.cancel_tool = "not allowed"
-
-
 class DownAfterTools(ScriptedModel):
     """Fails once it is shown a tool result: the node ran its tool, then its model call failed."""
 
@@ -350,7 +340,7 @@ class GuardedSwarm(SwarmThreads):
             name="refunds",
             model=self.refunds_model,
             tools=[self.refunds.tool],
-            hooks=[TextGuard()],
+            hooks=[TextGuard("refund-ok")],
             callback_handler=None,
         )
         return Swarm(
