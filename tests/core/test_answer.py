@@ -85,6 +85,7 @@ def test_answer_records_then_sends_reply_with_and_the_answer(inbox: Path) -> Non
         "thread_id": "t1",
         "question_id": "q1",
         "answer": {"note": "ok", "action": "approve"},
+        "answered_by": "alice",
     }
     assert result.message == expected
     assert (result.question.status, result.question.answered_by) == ("answered", "alice")
@@ -154,7 +155,12 @@ def test_cli_answer_with_the_default_inbox_and_entry() -> None:
     assert (code, err) == (0, "")
     assert out.startswith("q1 (thread t1) answered by alice at ")
     assert all_sent(default_inbox_path()) == [
-        {"thread_id": "t1", "question_id": "q1", "answer": {"note": "fine", "action": "approve"}}
+        {
+            "thread_id": "t1",
+            "question_id": "q1",
+            "answer": {"note": "fine", "action": "approve"},
+            "answered_by": "alice",
+        }
     ]
     code, _, err = run("answer", "q1", "reject", "--by", "bob")
     assert code == 1
@@ -169,6 +175,10 @@ def test_cli_answer_with_the_default_inbox_and_entry() -> None:
         (["answer", "q1", "approve", "--answer", "{bad"], "--answer: not valid JSON"),
         (["answer", "q1", "approve", "--answer", "[1]"], "--answer: expected a JSON object"),
         (["answer", "zz", "approve"], "no question zz"),
+        (["answer", "q1", "approve", "--by", ""], "--by: expected a name such as 'alice', got ''"),
+        (["answer", "q1", "approve", "--by", "a" * 65], "--by: at most 64 characters, got 65"),
+        (["answer", "q1", "approve", "--by", "al\x1bice"], "--by: control characters"),
+        (["sweep", "--by", "a\tb"], "--by: control characters are not allowed, got 'a\\tb'"),
     ],
 )
 def test_cli_answer_errors(argv: list[str], message: str) -> None:
@@ -239,6 +249,7 @@ def test_sweep_sends_defaults_once_and_lists_overdue(inbox: Path) -> None:
             "thread_id": "t1",
             "question_id": "due",
             "answer": {"action": "reject", "reason": "timeout"},
+            "answered_by": "sweeper",
         }
     ]
 
@@ -362,6 +373,7 @@ def test_resend_sends_the_recorded_answer_again(inbox: Path, tmp_path: Path) -> 
             "thread_id": "t1",
             "question_id": "q2",
             "answer": {"action": "approve"},
+            "answered_by": "alice",
         }
         resend("q1", store=store, entry=entry)
         with pytest.raises(NothingToResend, match=r"q3 .* is open: no recorded answer"):
@@ -456,7 +468,12 @@ def test_a_whole_answer_is_sent_as_it_is(inbox: Path) -> None:
         second = answer("q2", answer=[{"type": "accept", "args": None}], store=store, entry=entry)
         with pytest.raises(ValueError, match=r"give an action .* or the whole answer"):
             answer("q1", store=store, entry=entry)
-    assert first.message == {"thread_id": "t1", "question_id": "q1", "answer": "y"}
+    assert first.message == {
+        "thread_id": "t1",
+        "question_id": "q1",
+        "answer": "y",
+        "answered_by": "alice",
+    }
     assert (first.question.answer, first.question.answered_by) == ("y", "alice")
     assert second.question.answer == [{"type": "accept", "args": None}]
     assert [m["answer"] for m in all_sent(inbox)] == ["y", [{"type": "accept", "args": None}]]
@@ -540,6 +557,7 @@ def test_answer_many_sends_one_message_and_closes_every_question(inbox: Path) ->
         "thread_id": "t1",
         "question_id": "q1",
         "answer": {"action": "reject", "reason": "dup"},
+        "answered_by": "alice",
         "more_answers": [{"question_id": "q2", "answer": {"approved": True}}],
     }
     assert result.message == expected
@@ -646,6 +664,7 @@ def test_cli_answer_with_json_and_also() -> None:
             "thread_id": "t1",
             "question_id": "q1",
             "answer": "y",
+            "answered_by": "alice",
             "more_answers": [
                 {"question_id": "q2", "answer": {"approved": True}},
                 {"question_id": "q3", "answer": {"action": "approve"}},

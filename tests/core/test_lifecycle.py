@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +20,7 @@ from agent_wait.core import (
     MemoryAnnounce,
     NothingToResend,
     Outcome,
+    QuestionStatus,
     SqliteAnnounce,
     SqliteEntry,
     SqliteQuestionStore,
@@ -329,3 +331,110 @@ def test_an_async_streamed_answer_is_announced_too() -> None:
 
     assert asyncio.run(scenario()) == ("t-q1",)
     assert [e.question_id for e in told.events] == ["t-q1"]
+
+
+def test_wait_answered_names_who_the_answer_message_says_answered() -> None:
+    named, plain = Ledger(), Ledger()
+    told = MemoryAnnounce().with_lifecycle_events("wait.answered")
+    quiet = MemoryAnnounce().with_lifecycle_events("wait.answered")
+    handle_message(named, {"thread_id": "t"}, told)
+    handle_message(plain, {"thread_id": "t"}, quiet)
+    handled = handle_message(named, {**reply("t-q1"), "answered_by": "alice"}, told)
+    without = handle_message(plain, reply("t-q1"), quiet)
+    [event] = told.events
+    assert (event.question_id, event.outcome, event.by) == ("t-q1", "resumed", "alice")
+    valid(event)
+    [absent] = quiet.events
+    assert absent.by is None
+    # The field changes nothing else: the same run, the same answer, the same questions next.
+    assert (handled.outcome, named.runs, named.threads["t"].answers) == (
+        without.outcome,
+        plain.runs,
+        plain.threads["t"].answers,
+    )
+    assert told.question_ids == quiet.question_ids
+
+
+def test_every_answer_of_a_message_and_a_held_one_carry_its_answered_by() -> None:
+    host = Ledger(3, together=True)
+    told = MemoryAnnounce().with_lifecycle_events("wait.answered")
+    handle_message(host, {"thread_id": "t"}, told)
+    held = handle_message(host, {**reply("t-q1"), "answered_by": "alice"}, told)
+    resumed = handle_message(
+        host,
+        {
+            **reply("t-q2"),
+            "answered_by": "bob",
+            "more_answers": [{"question_id": "t-q3", "answer": {"action": "approve"}}],
+        },
+        told,
+    )
+    assert (held.outcome, resumed.outcome) == (Outcome.HELD, Outcome.RESUMED)
+    assert [(e.question_id, e.outcome, e.by) for e in told.events] == [
+        ("t-q1", "held", "alice"),
+        ("t-q2", "resumed", "bob"),
+        ("t-q3", "resumed", "bob"),
+    ]
+
+
+def test_answer_and_resend_send_the_approver_the_host_names_in_its_event(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox.sqlite3"
+    host = Ledger()
+    told = MemoryAnnounce().with_lifecycle_events("wait.answered")
+    with SqliteAnnounce(inbox) as table:
+        handle_message(host, {"thread_id": "t"}, [table, told], strict=True)
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        answer("t-q1", "approve", by="alice", store=store, entry=entry, at=T1)
+        again = resend("t-q1", store=store, entry=entry)
+        [received] = entry.receive(1)
+    assert received.message["answered_by"] == again["answered_by"] == "alice"
+    handle_message(host, received.message, told)
+    assert [(e.question_id, e.by) for e in told.events] == [("t-q1", "alice")]
+
+
+def test_the_inbox_row_learns_who_answered_from_the_event(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox.sqlite3"
+    host = Ledger()
+    with SqliteAnnounce(inbox).with_lifecycle_events("wait.answered") as table:
+        handle_message(host, {"thread_id": "t"}, table, strict=True)
+        handle_message(host, {**reply("t-q1"), "answered_by": "alice"}, table, clock=lambda: T1)
+    with SqliteQuestionStore(inbox) as store:
+        [answered] = store.find("t-q1")
+    assert (answered.status, answered.answered_at, answered.answered_by) == (
+        "answered",
+        "2026-09-11T10:00:00Z",
+        "alice",
+    )
+
+
+def test_a_recorded_name_no_message_can_carry_is_left_out_of_a_resend(tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox.sqlite3"
+    ask(inbox, "q1")
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        # Recorded before answer messages named the approver, when any name was kept.
+        store.transition("t1", "q1", QuestionStatus.ANSWERED, by="x" * 80, answer={"a": 1})
+        message = resend("q1", store=store, entry=entry)
+    assert message == {"thread_id": "t1", "question_id": "q1", "answer": {"a": 1}}
+
+
+@pytest.mark.parametrize(
+    ("by", "error"),
+    [
+        ("a" * 65, "by: at most 64 characters, got 65"),
+        ("alice\r\nbob", r"by: control characters are not allowed, got 'alice\r\nbob'"),
+        ("  ", "by: expected a name such as 'alice', got '  '"),
+    ],
+)
+def test_a_name_no_answer_message_can_carry_is_refused_before_anything_is_recorded(
+    tmp_path: Path, by: str, error: str
+) -> None:
+    inbox = tmp_path / "inbox.sqlite3"
+    ask(inbox, "q1", timeout="PT1H", default={"action": "reject"})
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
+        with pytest.raises(ValueError, match=re.escape(error)):
+            answer("q1", "approve", by=by, store=store, entry=entry)
+        with pytest.raises(ValueError, match=re.escape(error)):
+            sweep(store=store, entry=entry, now=LATER, by=by, announce=())
+        [stored] = store.find("q1")
+        assert stored.is_open
+        assert entry.receive(1) == []

@@ -356,3 +356,45 @@ def test_malformed_more_answers_are_refused_naming_the_field(
 ) -> None:
     with pytest.raises(ValidationError, match=re.escape(error)):
         parse_message({"thread_id": "t", "question_id": "q1", "answer": 1, "more_answers": more})
+
+
+def test_answered_by_appears_only_when_the_sender_names_who_answered() -> None:
+    plain = parse_message({"thread_id": "t", "question_id": "q1", "answer": 1})
+    named = parse_message(
+        {
+            "thread_id": "t",
+            "question_id": "q1",
+            "answer": 1,
+            "answered_by": "alice@example.com",
+            "more_answers": [{"question_id": "q2", "answer": 2}],
+        }
+    )
+    assert isinstance(plain, Answer)
+    assert isinstance(named, Answer)
+    assert plain.answered_by is None
+    assert "answered_by" not in plain.model_dump(mode="json")
+    assert named.model_dump(mode="json")["answered_by"] == "alice@example.com"
+    # Whoever sent the message answered each of its answers.
+    assert [e.answered_by for e in named.entries()] == ["alice@example.com"] * 2
+    assert named.model_extra == {}
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        ("", "expected a name such as 'alice', got ''"),
+        ("   ", "expected a name such as 'alice', got '   '"),
+        (7, "expected a name such as 'alice', got int 7"),
+        (["alice"], "got list ['alice']"),
+        ("a" * 65, f"at most 64 characters, got 65: '{'a' * 65}'"),
+        ("alice\nbob", "control characters are not allowed, got 'alice\\nbob'"),
+    ],
+)
+def test_a_malformed_answered_by_is_refused_naming_the_field_and_value(
+    value: object, error: str
+) -> None:
+    with pytest.raises(ValidationError) as raised:
+        parse_message({"thread_id": "t", "question_id": "q1", "answer": 1, "answered_by": value})
+    [problem] = raised.value.errors()
+    assert problem["loc"] == ("answered_by",)
+    assert error in problem["msg"]

@@ -152,3 +152,15 @@ def test_the_lifecycle_example_validates_and_every_field_is_required() -> None:
         assert list(check.iter_errors(partial)), f"the schema accepts an event without {field}"
     for change in ({"type": "wait.created"}, {"at": "2026-09-12"}, {"extra": 1}):
         assert list(check.iter_errors({**event, **change})), f"the schema accepts {change}"
+
+
+def test_the_answer_schema_takes_an_optional_answered_by_and_refuses_a_malformed_one() -> None:
+    check = validator("answer")
+    assert "answered_by" not in json_schema("answer")["required"]
+    for name in ("alice", "Alice Smith", "alice@example.com", "a" * 64):
+        check.validate({**example("answer"), "answered_by": name})
+        Answer.model_validate({**example("answer"), "answered_by": name})
+    for bad in ("", "   ", "a" * 65, "alice\nbob", "tab\there", 7, None):
+        assert list(check.iter_errors({**example("answer"), "answered_by": bad})), (
+            f"the answer schema accepts answered_by {bad!r}"
+        )

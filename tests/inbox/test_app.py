@@ -428,6 +428,8 @@ def test_answered_by_is_the_identity_never_a_form_field(alice: TestClient, inbox
     answer_form(alice, "q1", "order-4471", action="approve", by="mallory", answered_by="mallory")
     with SqliteQuestionStore(inbox) as store:
         assert store.find("q1")[0].answered_by == "alice"
+    # The message says so too, for the host's wait.answered.
+    assert sent(inbox)[0]["answered_by"] == "alice"
 
 
 def test_an_answer_without_the_csrf_token_is_refused(alice: TestClient, inbox: Path) -> None:

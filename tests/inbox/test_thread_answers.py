@@ -94,6 +94,8 @@ def test_the_api_answers_several_questions_in_one_message(client: TestClient, in
             "thread_id": THREAD,
             "question_id": "q1",
             "answer": {"args": {"amount": 35000}, "action": "approve"},
+            # The bearer token's identity: who answered, for the host's wait.answered.
+            "answered_by": "api",
             "more_answers": [{"question_id": "q3", "answer": {"choice": "amex"}}],
         }
     ]
@@ -450,6 +452,7 @@ def test_the_form_sends_the_chosen_answers_in_one_message(alice: TestClient, inb
             "thread_id": THREAD,
             "question_id": "q1",
             "answer": {"args": {"order_id": THREAD, "amount": 35000}, "action": "approve"},
+            "answered_by": "alice",
             "more_answers": [{"question_id": "q3", "answer": {"choice": "visa"}}],
         }
     ]

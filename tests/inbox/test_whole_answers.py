@@ -158,8 +158,13 @@ def test_json_api_takes_a_whole_answer_and_checks_it(client: TestClient, inbox: 
     text = client.post(url.format("f2"), headers=bearer, json={"answer": "y"})
     assert text.status_code == 200, text.text
     assert sent(inbox) == [
-        {"thread_id": "order-4471", "question_id": "f1", "answer": {"choice": "visa"}},
-        {"thread_id": "order-4472", "question_id": "f2", "answer": "y"},
+        {
+            "thread_id": "order-4471",
+            "question_id": "f1",
+            "answer": {"choice": "visa"},
+            "answered_by": "api",
+        },
+        {"thread_id": "order-4472", "question_id": "f2", "answer": "y", "answered_by": "api"},
     ]
 
 
@@ -182,5 +187,7 @@ def test_without_an_entry_point_answers_follow_the_questions_reply_to(
             login(client)
             done = answer_form(client, "f1", "order-4471", whole="y", whole_as="text", send="whole")
             assert done.status_code == 303, done.text
-    assert sent(agent) == [{"thread_id": "order-4471", "question_id": "f1", "answer": "y"}]
+    assert sent(agent) == [
+        {"thread_id": "order-4471", "question_id": "f1", "answer": "y", "answered_by": "alice"}
+    ]
     assert sent(inbox) == []

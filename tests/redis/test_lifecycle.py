@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
 
-from agent_wait.core import LifecycleEvent
+from agent_wait.core import BaseAnnounce, LifecycleEvent, SqliteAnnounce, SqliteEntry
 from agent_wait.core.host import handle_message
 from agent_wait.redis import RedisAnnounce
 from tests.core.test_answer import LATER, ask, run
 from tests.core.test_host import Ledger, reply
 from tests.core.test_lifecycle import sweep_due
+from tests.inbox.conftest import login, make_client
+from tests.inbox.test_app import answer_form
 
 
 def test_an_answer_is_an_entry_and_closes_the_indexed_question(
@@ -111,3 +114,79 @@ def test_agent_wait_sweep_adds_the_expiry_to_a_configured_stream(
     assert (fields["type"], fields["dedupe_key"]) == ("wait.expired", "wait.expired:t1:due")
     event = LifecycleEvent.model_validate_json(fields["event"])
     assert (event.by, event.outcome, event.at) == ("sweeper", "default_sent", LATER)
+
+
+def answered(client: redis.Redis, stream: str) -> list[tuple[str, str | None]]:
+    """Each ``wait.answered`` of the stream: its question and who answered."""
+    events = [
+        LifecycleEvent.model_validate_json(fields["event"])
+        for _, fields in client.xrange(stream)
+        if fields["type"] == "wait.answered"
+    ]
+    return [(e.question_id, e.by) for e in events]
+
+
+def events_of(client: redis.Redis, stream: str) -> list[dict[str, Any]]:
+    """The envelopes of the stream's questions."""
+    return [
+        json.loads(fields["envelope"])
+        for _, fields in client.xrange(stream)
+        if fields["type"] == "wait.created"
+    ]
+
+
+def serve_one(host: Ledger, inbox: Path, announce: list[BaseAnnounce]) -> dict[str, Any]:
+    """Take the next answer from the inbox's entry point and handle it, as a served host does."""
+    with SqliteEntry(inbox) as entry:
+        [received] = entry.receive(1)
+        handle_message(host, received.message, announce, strict=True)
+        assert entry.ack(received)
+    return received.message
+
+
+def test_the_approver_named_by_agent_wait_answer_reaches_wait_answered(
+    redis_url: str,
+    names: tuple[str, str],
+    client: redis.Redis,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    stream, _ = names
+    inbox = tmp_path / "inbox.sqlite3"
+    monkeypatch.setenv("AGENT_WAIT_ENTRY", json.dumps({"use": "sqlite", "path": str(inbox)}))
+    host = Ledger()
+    with (
+        SqliteAnnounce(inbox) as table,
+        RedisAnnounce(redis_url, stream=stream).with_lifecycle_events("wait.answered") as events,
+    ):
+        announce: list[BaseAnnounce] = [table, events]
+        handle_message(host, {"thread_id": "t"}, announce, strict=True)
+        code, _, err = run("answer", "t-q1", "approve", "--by", "alice", "--path", str(inbox))
+        assert (code, err) == (0, "")
+        assert serve_one(host, inbox, announce)["answered_by"] == "alice"
+        # An answer message that names nobody (a consumer written before the field): null.
+        [asked] = [e for e in events_of(client, stream) if e["question_id"] == "t-q2"]
+        with SqliteEntry(inbox) as entry:
+            entry.send({**asked["reply_with"], "answer": {"action": "approve"}})
+        assert "answered_by" not in serve_one(host, inbox, announce)
+    assert answered(client, stream) == [("t-q1", "alice"), ("t-q2", None)]
+
+
+def test_the_inbox_user_who_answered_reaches_wait_answered(
+    redis_url: str, names: tuple[str, str], client: redis.Redis, tmp_path: Path
+) -> None:
+    stream, _ = names
+    inbox = tmp_path / "inbox.sqlite3"
+    host = Ledger()
+    with (
+        SqliteAnnounce(inbox) as table,
+        RedisAnnounce(redis_url, stream=stream).with_lifecycle_events("wait.answered") as events,
+    ):
+        announce: list[BaseAnnounce] = [table, events]
+        handle_message(host, {"thread_id": "t"}, announce, strict=True)
+        for browser in make_client(inbox):
+            login(browser, "Alice Example")
+            response = answer_form(browser, "t-q1", "t", action="approve")
+            assert response.status_code == 303, response.text
+        assert serve_one(host, inbox, announce)["answered_by"] == "Alice Example"
+    assert answered(client, stream) == [("t-q1", "Alice Example")]

@@ -25,7 +25,7 @@ from agent_wait.core._entry import EntryPoint
 from agent_wait.core._errors import AgentWaitError, ConfigError, InvalidAnswer
 from agent_wait.core._hooks import Operating, Operation
 from agent_wait.core._lifecycle import event_announcers, lifecycle_event, publish_events
-from agent_wait.core._models import EXPIRED_TYPE, Answer, format_utc
+from agent_wait.core._models import EXPIRED_TYPE, Answer, answerer_problem, format_utc
 from agent_wait.core._plugins import LIFECYCLE_OPTION, question_store
 from agent_wait.core._publish import plugin_hooks
 from agent_wait.core._sqlite_store import SqliteQuestionStore
@@ -100,20 +100,34 @@ def decision(action: str, answer: Mapping[str, Any] | None = None) -> dict[str, 
 
 
 def reply(
-    question: StoredQuestion, answer: Any, answered_at: datetime | str | None = None
+    question: StoredQuestion,
+    answer: Any,
+    answered_at: datetime | str | None = None,
+    answered_by: str | None = None,
 ) -> dict[str, Any]:
     """``{**reply_with, "answer": answer}``, validated as an answer message.
 
     A question with an ``answer_ttl`` answered at ``answered_at`` gets ``valid_until``
     ``answered_at + answer_ttl``: a host that refuses late answers refuses it once that passed.
+    ``answered_by`` names who answered (the host reports it in ``wait.answered``).
     """
     envelope = question.envelope
     message = {**envelope.reply_with.model_dump(), "answer": answer}
     if envelope.answer_ttl is not None and answered_at is not None:
         ttl = parse_duration(envelope.answer_ttl, "answer_ttl")
         message["valid_until"] = format_utc(parse_now(answered_at) + ttl)
+    if answered_by is not None:
+        message["answered_by"] = answered_by
     Answer.model_validate(message)
     return message
+
+
+def check_answerer(by: str, field: str = "by") -> str:
+    """``by``, if an answer message can carry it as ``answered_by``; else a ValueError naming it."""
+    problem = answerer_problem(by)
+    if problem:
+        raise ValueError(f"{field}: {problem}")
+    return by
 
 
 def _lookup(store: QuestionStore, question_id: str, thread_id: str | None) -> StoredQuestion:
@@ -144,7 +158,7 @@ def _close_and_send(
     else closed first (those this call had closed are open again, and nothing was sent).
     """
     at = parse_now(at)
-    message = reply_all(answers, at)
+    message = reply_all(answers, at, by)
     closed: list[StoredQuestion] = []
     try:
         for question, value in answers:
@@ -175,10 +189,15 @@ def _close_and_send(
     return closed, message
 
 
-def reply_all(answers: list[tuple[StoredQuestion, Any]], answered_at: datetime) -> dict[str, Any]:
-    """One answer message for questions of one thread: the first's reply, the rest in ``more_answers``."""
+def reply_all(
+    answers: list[tuple[StoredQuestion, Any]], answered_at: datetime, answered_by: str | None = None
+) -> dict[str, Any]:
+    """One answer message for questions of one thread: the first's reply, the rest in ``more_answers``.
+
+    ``answered_by`` is said once, for the whole message.
+    """
     (first, value), *rest = answers
-    message = reply(first, value, answered_at)
+    message = reply(first, value, answered_at, answered_by)
     if rest:
         more: list[dict[str, Any]] = []
         for question, other in rest:
@@ -261,7 +280,8 @@ def answer(
         action: The action, one of the question's ``allowed_actions`` unless ``force``.
         answer: With ``action``, more fields of the answer object (a note, edited ``args``...);
             without, the whole answer.
-        by: Who answers (default: the process's login name).
+        by: Who answers (default: the process's login name): recorded, and sent as the
+            message's ``answered_by`` (1 to 64 characters, no control characters).
         thread_id: The thread, needed only if several threads asked the same id.
         force: Send the answer without checking it against ``allowed_actions`` and
             ``answer_schema``.
@@ -276,7 +296,7 @@ def answer(
         InvalidAnswer: The answer does not match the question's ``answer_schema`` (the message
             names the place in the answer and what is wrong) and ``force`` is false.
         QuestionClosed: Someone or something closed it first; it says who, when, and with what.
-        ValueError: ``action`` or ``answer`` is malformed, or neither is given.
+        ValueError: ``action``, ``answer`` or ``by`` is malformed, or no answer is given.
         AgentWaitError: The question has an ``answer_schema`` and ``jsonschema`` is missing.
     """
     if action is not None:
@@ -345,7 +365,8 @@ def answer_many(
 
     Args:
         answers: Question id to answer, in the order to send them.
-        by: Who answers (default: the process's login name).
+        by: Who answers (default: the process's login name): recorded, and sent as the
+            message's ``answered_by`` (1 to 64 characters, no control characters).
         thread_id: The thread, needed only if several threads asked one of the ids.
         force: Send without checking ``allowed_actions`` and ``answer_schema``.
         store: The question store (default: the inbox of the configured sqlite announcer).
@@ -358,7 +379,7 @@ def answer_many(
         ActionNotAllowed: An answer's ``action`` is not allowed and ``force`` is false.
         InvalidAnswer: An answer does not match its question's ``answer_schema``.
         QuestionClosed: One of them was closed first; it says who, when, and with what.
-        ValueError: ``answers`` is empty or an answer is null.
+        ValueError: ``answers`` is empty, an answer is null, or ``by`` is malformed.
     """
     hooks = plugin_hooks()
     if not hooks.operations:
@@ -382,7 +403,7 @@ def _answer_many(
     for question_id, value in answers.items():
         if value is None:
             raise ValueError(f"answers[{question_id!r}]: an answer cannot be null")
-    by = by or default_approver()
+    by = check_answerer(by or default_approver())
     own_store, own_entry = store is None, entry is None
     store = store if store is not None else default_store()
     try:
@@ -448,7 +469,10 @@ def resend(
             f"{question.describe_close()}: no answer was recorded (a host that took the answer "
             "closed it, or it was cancelled)"
         )
-    message = reply(question, question.answer, question.answered_at)
+    by = question.answered_by
+    # A name recorded before answer messages carried one may not fit: the answer still goes.
+    by = by if by is not None and answerer_problem(by) is None else None
+    message = reply(question, question.answer, question.answered_at, by)
     entry = entry if entry is not None else answer_entry(question)
     try:
         entry.send(message)
@@ -532,7 +556,8 @@ def sweep(
         entry: Where to send (default: the question's ``reply_to`` when it names an entry
             point, else the configured entry point).
         now: The time to compare with (default: now).
-        by: The name recorded as having closed the questions.
+        by: The name recorded as having closed the questions, and sent as each default's
+            ``answered_by``.
         announce: Announcers to tell of each expiry: those that opted in to ``wait.expired``
             (:meth:`~agent_wait.core.BaseAnnounce.with_lifecycle_events`) get one event per
             expired question. None (the default): the configured announcers, of which those
@@ -554,6 +579,7 @@ def _sweep(
     announce: Sequence[BaseAnnounce] | None,
 ) -> SweepReport:
     moment = parse_now(now)
+    check_answerer(by)
     own_store = store is None
     store = store if store is not None else default_store()
     report = SweepReport()

@@ -47,10 +47,12 @@ def _json_option(name: str, text: str) -> Any:
 
 def _answers(args: argparse.Namespace) -> dict[str, Any]:
     """Question id to whole answer, from QUESTION_ID with ACTION/--answer/--json, and --also."""
-    from agent_wait.core._answering import decision
+    from agent_wait.core._answering import check_answerer, decision
 
     if args.question_id is None:
         raise ValueError("QUESTION_ID: name the question to answer")
+    if args.by is not None:
+        check_answerer(args.by, "--by")
     if args.json is not None:
         if args.action is not None or args.answer is not None:
             raise ValueError("--json is the whole answer: give it without ACTION and --answer")
@@ -217,7 +219,10 @@ def _sweep_once(args: argparse.Namespace) -> int:
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
+    from agent_wait.core._answering import check_answerer
+
     try:
+        check_answerer(args.by, "--by")
         if args.every is None:
             return _sweep_once(args)
         stop = threading.Event()

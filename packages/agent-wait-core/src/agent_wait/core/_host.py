@@ -626,7 +626,7 @@ def handle_message(
             driver.send(io(step))
         except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
             driver.throw(error)
-    events = _answered_events(step, parsed.thread_id, announce, clock)
+    events = _answered_events(step, parsed, announce, clock)
     return replace(step, events=publish_events(events, announce)) if events else step
 
 
@@ -657,7 +657,7 @@ async def ahandle_message(
             driver.send(await io(step))
         except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
             driver.throw(error)
-    events = _answered_events(step, parsed.thread_id, announce, clock)
+    events = _answered_events(step, parsed, announce, clock)
     return replace(step, events=await apublish_events(events, announce)) if events else step
 
 
@@ -822,7 +822,7 @@ def stream_message(
                     driver.send(io(step))
             except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
                 driver.throw(error)
-        answered = _answered_events(step, parsed.thread_id, announce, clock)
+        answered = _answered_events(step, parsed, announce, clock)
         return replace(step, events=publish_events(answered, announce)) if answered else step
 
     return Streamed(events())
@@ -866,7 +866,7 @@ def astream_message(
                     driver.send(await io(step))
             except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
                 driver.throw(error)
-        answered = _answered_events(step, parsed.thread_id, announce, clock)
+        answered = _answered_events(step, parsed, announce, clock)
         out.append(
             replace(step, events=await apublish_events(answered, announce)) if answered else step
         )
@@ -881,13 +881,19 @@ def _only_result(result: list[Any]) -> Any:
 
 
 def _answered_events(
-    handled: Handled, thread_id: str, announce: Announce, clock: Clock | None
+    handled: Handled, message: Answer | StartMessage, announce: Announce, clock: Clock | None
 ) -> list[LifecycleEvent]:
-    """One ``wait.answered`` per question the message answered, if an announcer opted in."""
+    """One ``wait.answered`` per question the message answered, if an announcer opted in.
+
+    ``by`` is the message's ``answered_by``: who the sender says answered, or None.
+    """
     if not handled.answered or not event_announcers(announce, ANSWERED_TYPE):
         return []
     at = (clock or utc_now)()
+    by = message.answered_by if isinstance(message, Answer) else None
     return [
-        lifecycle_event(ANSWERED_TYPE, thread_id, i, outcome=handled.outcome.value, at=at)
+        lifecycle_event(
+            ANSWERED_TYPE, message.thread_id, i, outcome=handled.outcome.value, by=by, at=at
+        )
         for i in handled.answered
     ]

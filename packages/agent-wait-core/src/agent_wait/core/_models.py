@@ -329,8 +329,8 @@ class LifecycleEvent(BaseModel):
     question_id: str = Field(min_length=1, description="The question.")
     at: UtcTimestamp = Field(description="When it happened.")
     by: str | None = Field(
-        description="Who closed it: the sweeper's name for wait.expired; null for "
-        "wait.answered (the answer message does not name who answered)."
+        description="Who closed it: the sweeper's name for wait.expired; for wait.answered "
+        "the answer message's answered_by (who its sender says answered), null without one."
     )
     outcome: str = Field(
         min_length=1,
@@ -376,12 +376,42 @@ class MoreAnswer(BaseModel):
         return _shallow_enough(value)
 
 
+ANSWERED_BY_LIMIT = 64
+"""The longest ``answered_by``: a name or an address, never a document."""
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def answerer_problem(value: object) -> str | None:
+    """Why ``value`` is not a name an answer message can carry as ``answered_by``, or None."""
+    if not isinstance(value, str):
+        return f"expected a name such as 'alice', got {type(value).__name__} {value!r}"
+    if not value.strip():
+        return f"expected a name such as 'alice', got {value!r}"
+    if len(value) > ANSWERED_BY_LIMIT:
+        return f"at most {ANSWERED_BY_LIMIT} characters, got {len(value)}: {value!r}"
+    if _CONTROL.search(value):
+        return f"control characters are not allowed, got {value!r}"
+    return None
+
+
+def _answerer_schema(schema: dict[str, Any]) -> None:
+    _no_default(schema)
+    schema.update(
+        minLength=1,
+        maxLength=ANSWERED_BY_LIMIT,
+        # No control character anywhere, and one that is not blank.
+        pattern=r"^[^\x00-\x1f\x7f-\x9f]*[^\s\x00-\x1f\x7f-\x9f][^\x00-\x1f\x7f-\x9f]*$",
+    )
+
+
 class Answer(BaseModel):
     """The recommended inbound answer message. Extra fields (those ``reply_with`` carried) are kept.
 
     ``more_answers`` (optional) answers further pending questions of the same thread in the
     same message, so the run resumes once for all of them; a host that does not know the field
-    still reads the first answer.
+    still reads the first answer. ``answered_by`` (optional) names who answered, as the sender
+    claims it; a host reports it in ``wait.answered`` and checks nothing against it.
     """
 
     model_config = ConfigDict(frozen=True, extra="allow", json_schema_extra=_with_trust_keys)
@@ -399,6 +429,22 @@ class Answer(BaseModel):
         description="Answers to further pending questions of the same thread, resumed together "
         "with this one in one step. Optional: a host that ignores it still reads the first.",
     )
+    answered_by: str | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_answerer_schema,
+        description="Who answered (every answer of the message), as the sender claims it: "
+        "a name of 1 to 64 characters. Optional: a host reports it as the by of wait.answered; "
+        "a signed reply token does not cover it.",
+    )
+
+    @field_validator("answered_by", mode="before")
+    @classmethod
+    def _a_name(cls, value: object) -> object:
+        problem = None if value is None else answerer_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _each_question_once(self) -> Answer:
@@ -413,10 +459,12 @@ class Answer(BaseModel):
         if not self.more_answers:
             return [self]
         first = self.model_copy(update={"more_answers": []})
+        # Whoever sent the message answered each of them.
+        by = {} if self.answered_by is None else {"answered_by": self.answered_by}
         return [
             first,
             *(
-                Answer.model_validate({"thread_id": self.thread_id, **m.model_dump()})
+                Answer.model_validate({"thread_id": self.thread_id, **m.model_dump(), **by})
                 for m in self.more_answers
             ),
         ]
