@@ -100,6 +100,7 @@ def test_answer_and_sweep_through_the_postgres_store(
         "thread_id": "t1",
         "question_id": "q1",
         "answer": {"action": "reject"},
+        "answered_by": "sweeper",
     }
     with pytest.raises(QuestionClosed, match="already expired by sweeper"):
         answer("q1", "approve", store=store, entry=entry)

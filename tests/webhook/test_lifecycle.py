@@ -8,9 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from agent_wait.core import LifecycleEvent, SqliteQuestionStore
+from agent_wait.core import (
+    BaseAnnounce,
+    LifecycleEvent,
+    SqliteAnnounce,
+    SqliteEntry,
+    SqliteQuestionStore,
+)
+from agent_wait.core.host import handle_message
 from agent_wait.webhook import WebhookAnnounce, verify
 from tests.core.test_answer import LATER, ask, run
+from tests.core.test_host import Ledger
 from tests.core.test_lifecycle import sweep_due
 
 from .conftest import SECRET, Receiver, Step
@@ -120,3 +128,33 @@ def test_agent_wait_sweep_reports_an_expiry_the_receiver_refused(
     with SqliteQuestionStore(inbox) as store:
         [stored] = store.find("due")
     assert stored.status == "expired"
+
+
+def test_the_approver_named_by_agent_wait_answer_is_posted_in_wait_answered(
+    receiver: Receiver, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = receiver.script("/events", Step(200))
+    inbox = tmp_path / "inbox.sqlite3"
+    monkeypatch.setenv("AGENT_WAIT_ENTRY", json.dumps({"use": "sqlite", "path": str(inbox)}))
+    host = Ledger()
+    with (
+        SqliteAnnounce(inbox) as table,
+        WebhookAnnounce(url, secret=SECRET).with_lifecycle_events("wait.answered") as hook,
+    ):
+        announce: list[BaseAnnounce] = [table, hook]
+        handle_message(host, {"thread_id": "t"}, announce, strict=True)
+        code, _, err = run("answer", "t-q1", "approve", "--by", "alice", "--path", str(inbox))
+        assert (code, err) == (0, "")
+        with SqliteEntry(inbox) as entry:
+            [received] = entry.receive(1)
+            handled = handle_message(host, received.message, announce, strict=True)
+            assert entry.ack(received)
+    assert [d.ok for d in handled.events] == [True]
+    # The questions went to the same URL; the event is the one POST of its type.
+    [request] = [
+        r
+        for r in receiver.requests("/events")
+        if r.headers["x-agent-wait-event"] == "wait.answered"
+    ]
+    event = LifecycleEvent.model_validate(verify(request.body, request.headers, SECRET))
+    assert (event.question_id, event.by) == ("t-q1", "alice")
