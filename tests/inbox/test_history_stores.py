@@ -28,8 +28,10 @@ from agent_wait.core import (
     question_store,
     sweep,
 )
+from agent_wait.core._policy import UNSTATED
 from tests.aws_moto import Aws, aws, moto_server  # noqa: F401 - fixtures, registered by import
 from tests.inbox.conftest import AGENT_WAIT, SECRET, Server, app_client, csrf_of, login, sent
+from tests.serving import all_sent
 
 pytestmark = pytest.mark.integration
 
@@ -251,3 +253,77 @@ def test_dynamodb_store_from_the_announcers_options(aws: Aws) -> None:  # noqa: 
     ask(module.DynamoDbAnnounce("configured", **aws.options), "over-dynamodb", "issue_refund")
     store = question_store("dynamodb", table_name="configured", **aws.options)
     assert [q.envelope.question_id for q in store.open_questions()] == ["over-dynamodb"]
+
+
+def test_the_thread_page_answers_several_questions_in_one_message(
+    backend: Backend, tmp_path: Path
+) -> None:
+    store, announcer = backend
+    publisher = announcer()
+    thread = "order/4471"  # a slash: the thread travels in the page's path
+    publish(
+        [
+            Question(question_id="refund", question={"function": "issue_refund", "args": {}}),
+            Question(question_id="notify", question={"function": "notify_customer"}),
+            Question(question_id="card", question="Which card?", policy=UNSTATED),
+        ],
+        thread,
+        publisher,
+        strict=True,
+    )
+    ask(publisher, "elsewhere", "issue_refund")
+    publisher.close()
+    path = tmp_path / "entry.sqlite3"
+    with SqliteEntry(path) as entry:
+        client = app_client(store, entry)
+        login(client, "alice")
+        page = client.get(f"/threads/{thread}")
+        assert page.status_code == 200, page.text
+        shown = re.findall(r'name="q\.(\d+)\.id" value="([^"]+)"', page.text)
+        assert sorted(q for _, q in shown) == ["card", "notify", "refund"]
+        index = {q: i for i, q in shown}
+        sent_form = client.post(
+            f"/threads/{thread}",
+            data={
+                "csrf": csrf_of(page.text),
+                **{f"q.{i}.id": q for i, q in shown},
+                f"q.{index['refund']}.send": "action:approve",
+                f"q.{index['notify']}.send": "",  # left open
+                f"q.{index['card']}.send": "whole",
+                f"q.{index['card']}.whole": "visa",
+                f"q.{index['card']}.whole_as": "text",
+            },
+            follow_redirects=False,
+        )
+        assert sent_form.status_code == 303, sent_form.text
+        after = client.get(sent_form.headers["location"]).text
+        assert "Sent 2 answers in one message: the run resumes once." in after
+        assert re.findall(r'name="q\.\d+\.id" value="([^"]+)"', after) == ["notify"]
+        # The last one through the JSON API, as a bot.
+        by_api = client.post(
+            f"/api/threads/{thread}/answers",
+            headers=BEARER,
+            json={"answers": [{"question_id": "notify", "action": "reject"}]},
+        )
+        assert by_api.status_code == 200, by_api.text
+    [together, alone] = all_sent(path)
+    first = together["question_id"]
+    assert {first, *(m["question_id"] for m in together["more_answers"])} == {"refund", "card"}
+    answers = {first: together["answer"]} | {
+        m["question_id"]: m["answer"] for m in together["more_answers"]
+    }
+    assert answers == {"refund": {"action": "approve"}, "card": "visa"}
+    assert (together["thread_id"], together["answered_by"]) == (thread, "alice")
+    assert (alone["question_id"], alone["answer"], alone["answered_by"]) == (
+        "notify",
+        {"action": "reject"},
+        "api",
+    )
+    closed = {i: store.find(i, thread)[0] for i in ("refund", "card", "notify")}
+    assert {i: (q.status, q.answered_by) for i, q in closed.items()} == {
+        "refund": ("answered", "alice"),
+        "card": ("answered", "alice"),
+        "notify": ("answered", "api"),
+    }
+    [other] = store.open_questions()
+    assert other.envelope.question_id == "elsewhere"
