@@ -1,8 +1,8 @@
 """Screenshots of the inbox for the docs: ``python -m tests.inbox.screenshots [OUT_DIR]``.
 
 Sample questions in a fresh inbox file, ``agent-wait inbox serve --no-auth`` on it, and the
-system Chromium (Playwright) saving ``inbox-list.png`` and ``inbox-detail.png`` (default:
-``docs/images``). ``nox -s screenshots`` regenerates the committed ones;
+system Chromium (Playwright) saving ``inbox-list.png``, ``inbox-detail.png`` and
+``inbox-thread.png`` (default: ``docs/images``). ``nox -s screenshots`` regenerates the committed ones;
 tests/inbox/test_screenshots.py checks that it works.
 """
 
@@ -20,7 +20,7 @@ DOCS_IMAGES = Path(__file__).parents[2] / "docs" / "images"
 
 
 def sample_inbox(path: Path) -> None:
-    """A few questions an approver typically sees, one of them overdue."""
+    """A few questions an approver typically sees, one of them overdue, two in one thread."""
     now = datetime.now(UTC)
     ask(
         path,
@@ -33,6 +33,14 @@ def sample_inbox(path: Path) -> None:
         },
         timeout="P3D",
         default={"action": "reject", "reason": "no response within P3D"},
+        tags={"approver_group": "finance"},
+    )
+    ask(
+        path,
+        "0f9e8d7c6b5a4321",
+        function="send_voucher",
+        args={"order_id": "order-4471", "value": 2500, "currency": "EUR"},
+        timeout="P3D",
         tags={"approver_group": "finance"},
     )
     ask(
@@ -65,7 +73,7 @@ def sample_inbox(path: Path) -> None:
 
 
 def take(out_dir: Path = DOCS_IMAGES) -> list[Path]:
-    """Write the list and detail screenshots to ``out_dir``; return their paths."""
+    """Write the list, detail and thread screenshots to ``out_dir``; return their paths."""
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as scratch:
         path = Path(scratch) / "inbox.sqlite3"
@@ -79,11 +87,17 @@ def take(out_dir: Path = DOCS_IMAGES) -> list[Path]:
         try:
             with chromium() as browser:
                 page = browser.new_page(viewport={"width": 1100, "height": 520})
-                shots = [out_dir / "inbox-list.png", out_dir / "inbox-detail.png"]
+                shots = [
+                    out_dir / "inbox-list.png",
+                    out_dir / "inbox-detail.png",
+                    out_dir / "inbox-thread.png",
+                ]
                 page.goto(f"{server.url}/")
                 page.screenshot(path=shots[0], full_page=True)
                 page.goto(f"{server.url}/questions/a1b2c3d4e5f60718?thread=order-4471")
                 page.screenshot(path=shots[1], full_page=True)
+                page.goto(f"{server.url}/threads/order-4471")
+                page.screenshot(path=shots[2], full_page=True)
         finally:
             server.stop()
     return shots

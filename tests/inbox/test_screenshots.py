@@ -1,4 +1,4 @@
-"""The docs' screenshot script keeps working (it writes real PNGs of the list and a question)."""
+"""The docs' screenshot script keeps working (real PNGs of the list, a question and a thread)."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ pytestmark = [
 ]
 
 
-def test_screenshots_of_the_list_and_a_question(tmp_path: Path) -> None:
+def test_screenshots_of_the_list_a_question_and_a_thread(tmp_path: Path) -> None:
     shots = take(tmp_path)
-    assert [s.name for s in shots] == ["inbox-list.png", "inbox-detail.png"]
+    assert [s.name for s in shots] == ["inbox-list.png", "inbox-detail.png", "inbox-thread.png"]
     for shot in shots:
         assert shot.read_bytes().startswith(b"\x89PNG\r\n\x1a\n")
         assert shot.stat().st_size > 10_000
