@@ -321,6 +321,20 @@ def test_a_thread_id_with_a_slash(client: TestClient, inbox: Path) -> None:
     assert (message["thread_id"], len(message["more_answers"])) == ("team/order-1", 1)
 
 
+def test_a_thread_id_with_a_line_break(alice: TestClient, inbox: Path) -> None:
+    thread = "order\n4471"  # any text is a thread id; a path parameter must not stop at "\n"
+    ask(inbox, "n1", thread_id=thread)
+    ask(inbox, "n2", thread_id=thread)
+    page = alice.get("/threads/order%0A4471")
+    assert page.status_code == 200, page.text
+    assert ids_in_form(page.text) == ["n1", "n2"]
+    body = {"answers": [{"question_id": "n1", "action": "approve"}]}
+    response = alice.post("/api/threads/order%0A4471/answers", headers=BEARER, json=body)
+    assert response.status_code == 200, response.text
+    [message] = all_sent(inbox)
+    assert (message["thread_id"], message["question_id"]) == (thread, "n1")
+
+
 def test_a_real_agent_parked_on_two_tools_resumes_once(client: TestClient, inbox: Path) -> None:
     # create_agent with two gated tools called in one model turn, run by the serve worker
     # (agent-wait-langgraph, a sibling absent when the inbox is tested alone).

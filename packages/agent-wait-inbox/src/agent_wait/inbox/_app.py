@@ -16,6 +16,7 @@ from urllib.parse import quote, urlencode
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 from starlette.requests import Request
@@ -120,6 +121,24 @@ class _TooLarge(Exception):
 
 
 Handler = Callable[[Request], Awaitable[Response]]
+
+
+class _ThreadId(Convertor[str]):
+    """A thread id in a path: any text, "/" and line breaks included.
+
+    Starlette's ``path`` stops at a line break (its ``.*``), and a thread id may hold one.
+    """
+
+    regex = r"[\s\S]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("thread", _ThreadId())
 
 
 def _when(text: str | None) -> str:
@@ -847,7 +866,7 @@ def inbox_app(
         Route("/logout", logout, methods=["POST"]),
         Route("/questions/{question_id}", guarded(show)),
         Route("/questions/{question_id}/answer", guarded(answer_form), methods=["POST"]),
-        Route("/threads/{thread_id:path}", guarded(show_thread), methods=["GET", "POST"]),
+        Route("/threads/{thread_id:thread}", guarded(show_thread), methods=["GET", "POST"]),
         Route("/events", guarded(events)),
         Route("/healthz", health),
         Route("/api/openapi.json", openapi),
@@ -858,7 +877,7 @@ def inbox_app(
         ),
         # A thread id may hold "/": the answers endpoint is the path's last segment.
         Route(
-            "/api/threads/{thread_id:path}/answers",
+            "/api/threads/{thread_id:thread}/answers",
             guarded(api_answers_of_thread, api=True),
             methods=["POST"],
         ),
