@@ -125,7 +125,12 @@ def test_answer_sends_to_the_reply_to_not_the_configured_entry(
     with SqliteQuestionStore(inbox) as store:
         answer("q1", "approve", by="alice", store=store)
     assert _drain(host_file, "inbound") == [
-        {"thread_id": "t1", "question_id": "q1", "answer": {"action": "approve"}}
+        {
+            "thread_id": "t1",
+            "question_id": "q1",
+            "answer": {"action": "approve"},
+            "answered_by": "alice",
+        }
     ]
     assert _drain(inbox, "agent_wait_messages") == []
 
