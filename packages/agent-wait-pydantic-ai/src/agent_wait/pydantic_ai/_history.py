@@ -204,12 +204,14 @@ class SqliteHistory(_Saving, Closing):
             self._connect().execute(
                 f'INSERT INTO "{self.table}" '
                 "(thread_id, messages, updated_at, thread_index, indexed_at) "
-                "VALUES (?1, ?2, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), ?3, "
-                "CASE WHEN ?3 IS NULL THEN NULL ELSE strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END) "
+                "VALUES (:thread_id, :messages, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), :index, "
+                "CASE WHEN :index IS NULL THEN NULL ELSE strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END) "
                 "ON CONFLICT(thread_id) DO UPDATE SET messages = excluded.messages, "
                 "updated_at = excluded.updated_at, thread_index = excluded.thread_index, "
                 "indexed_at = excluded.indexed_at",
-                (thread_id, data, index),
+                # Named: the index is used twice, and numbered placeholders bound from a
+                # sequence are an error from Python 3.14.
+                {"thread_id": thread_id, "messages": data, "index": index},
             )
 
     def close(self) -> None:
