@@ -701,11 +701,17 @@ async def delay_proxy(target: str, delay: float) -> tuple[asyncio.Server, str]:
 
     async def handle(client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
         server_in, server_out = await asyncio.open_connection(host, int(port))
-        await asyncio.gather(
-            forward(client_in, server_out, delay),
-            forward(server_in, client_out, 0.0),
-            return_exceptions=True,
-        )
+        try:
+            await asyncio.gather(
+                forward(client_in, server_out, delay),
+                forward(server_in, client_out, 0.0),
+                return_exceptions=True,
+            )
+        except asyncio.CancelledError:
+            # The benchmark's event loop ends with the client's pooled connections still open;
+            # a cancelled handler would otherwise be logged by asyncio as an error.
+            client_out.close()
+            server_out.close()
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
