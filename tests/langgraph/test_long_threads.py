@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any, TypedDict
 
+import pytest
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import CheckpointTuple
 from langgraph.checkpoint.memory import InMemorySaver
@@ -12,9 +14,11 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 
 from agent_wait.core import MemoryAnnounce, Outcome
+from agent_wait.langgraph import _host as host_module
 from agent_wait.langgraph import handle_message
 from agent_wait.langgraph._host import (  # pyright: ignore[reportPrivateUsage]
     ASKED_KEY,
+    _aread,  # pyright: ignore[reportPrivateUsage]
     _read,  # pyright: ignore[reportPrivateUsage]
 )
 from tests.bench.run import long_graph
@@ -124,6 +128,25 @@ def test_the_host_reads_the_state_and_the_checkpoint_in_one_read() -> None:
     assert snapshot == graph.get_state(config, subgraphs=True)
     assert latest == saver.get_tuple(config)
     assert {i.id for i in snapshot.interrupts} == set(parked.question_ids)
+
+
+def test_without_pregels_internal_steps_the_host_reads_through_get_state(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    saver = ReadCountingSaver()
+    graph = mounted_subgraphs(saver)
+    parked = handle_message(graph, {"thread_id": "t", "input": {}}, MemoryAnnounce())
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    expected = (graph.get_state(config, subgraphs=True), saver.get_tuple(config))
+    # A langgraph release without one of the steps the one-read path calls.
+    steps = (*host_module._ONE_READ_STEPS, "_gone")  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(host_module, "_ONE_READ_STEPS", steps)
+    saver.latest_reads = 0
+    assert _read(graph, config) == expected
+    assert saver.latest_reads == 2
+    assert asyncio.run(_aread(graph, config)) == expected
+    answer = {"thread_id": "t", "question_id": parked.question_ids[0], "answer": 1}
+    assert handle_message(graph, answer, MemoryAnnounce()).outcome is Outcome.RESUMED
 
 
 def test_a_resume_reads_the_latest_checkpoint_once_more_than_langgraph_does() -> None:

@@ -348,6 +348,8 @@ def _read(graph: Graph, config: RunnableConfig) -> tuple[StateSnapshot, Checkpoi
     own (no ``checkpoint_ns``), so no nested graph is addressed.
     """
     pregel: Any = graph
+    if not _reads_once(pregel):
+        return graph.get_state(config, subgraphs=True), pregel.checkpointer.get_tuple(config)
     saver: BaseCheckpointSaver[Any] = pregel._state_checkpointer(config)
     latest = saver.get_tuple(config)
     snapshot: StateSnapshot = pregel._prepare_state_snapshot(
@@ -356,11 +358,23 @@ def _read(graph: Graph, config: RunnableConfig) -> tuple[StateSnapshot, Checkpoi
     return snapshot, latest
 
 
+# Pregel's own steps inside get_state (langgraph 1.2), internals: a langgraph without them is read
+# through its public calls instead (the latest checkpoint twice), never wrongly.
+_ONE_READ_STEPS = ("_state_checkpointer", "_prepare_state_snapshot", "_aprepare_state_snapshot")
+
+
+def _reads_once(pregel: Any) -> bool:
+    return all(callable(getattr(pregel, name, None)) for name in _ONE_READ_STEPS)
+
+
 async def _aread(
     graph: Graph, config: RunnableConfig
 ) -> tuple[StateSnapshot, CheckpointTuple | None]:
     """Async :func:`_read`."""
     pregel: Any = graph
+    if not _reads_once(pregel):
+        snapshot = await graph.aget_state(config, subgraphs=True)
+        return snapshot, await pregel.checkpointer.aget_tuple(config)
     saver: BaseCheckpointSaver[Any] = pregel._state_checkpointer(config)
     latest = await saver.aget_tuple(config)
     snapshot: StateSnapshot = await pregel._aprepare_state_snapshot(
