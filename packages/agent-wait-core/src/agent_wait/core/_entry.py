@@ -6,8 +6,10 @@ receives messages with a lease (:meth:`EntryPoint.receive`) and settles each one
 message that is never settled (the host crashed) comes back when its lease runs out. A message
 that failed ``max_attempts`` times is moved to the dead letters, logged and kept, never dropped.
 
-Messages of one thread are handed out one at a time, in the order they were sent: the next one
-only after the previous one was acknowledged or dead-lettered.
+Messages of one thread are handed out in the order they were sent, and none while an earlier
+one of its thread is leased: the next ones only after it was acknowledged or dead-lettered. One
+receive may hand out several messages of one thread (an SQS FIFO batch does); the receiver then
+handles them one after another, in that order, as :func:`agent_wait.core.serve_entry` does.
 """
 
 from __future__ import annotations
@@ -88,6 +90,9 @@ class EntryPoint(Closing, ABC):
         name: The registered name (set from configuration).
         max_attempts: Deliveries before a message is dead-lettered.
         visibility_timeout: Seconds a received message stays leased to its receiver.
+        receive_batch: How many messages one receive request can bring at no extra cost (1:
+            a request per message, or receiving is cheap). The worker asks for at least this
+            many and holds what it cannot start yet, renewing their leases.
         options_model: The entry point's options (a subclass of
             :class:`agent_wait.core.EntryOptions`): ``entry(name, **options)`` and the
             ``[entry]`` table are checked against it before the constructor is called, and
@@ -99,6 +104,7 @@ class EntryPoint(Closing, ABC):
     options_model: ClassVar[type[EntryOptions] | None] = None
     max_attempts: int = 5
     visibility_timeout: float = 300.0
+    receive_batch: int = 1
 
     @abstractmethod
     def send(self, message: Mapping[str, Any]) -> None:
@@ -116,7 +122,10 @@ class EntryPoint(Closing, ABC):
     def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
         """Lease up to ``max_messages`` messages, waiting up to ``wait`` seconds for one.
 
-        Never two messages of one thread at once, and a thread's messages in send order.
+        A thread's messages in send order, and none while an earlier one of the thread is
+        leased. Several messages of one thread may come in one call: handle them one after
+        another, in the order of the list, and give back the rest (:meth:`release`) when one
+        of them is not acknowledged.
         """
 
     async def areceive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
@@ -138,6 +147,14 @@ class EntryPoint(Closing, ABC):
     @abstractmethod
     def extend(self, received: Received) -> bool:
         """Renew the lease for another ``visibility_timeout``; False if it had run out."""
+
+    def release(self, received: Received) -> bool:
+        """Give a message back unhandled, to be handed out again at once; False if its lease ran out.
+
+        The delivery still counts as an attempt (SQS counts every receive). Default: nothing is
+        done (False), so the message comes back when its lease runs out.
+        """
+        return False
 
     @abstractmethod
     def dead_letters(self) -> list[DeadLetter]:

@@ -11,9 +11,14 @@ The rules:
   again after the entry point's retry delay, and dead-lettered after ``max_attempts``;
 - the process dies: nothing is settled, the lease runs out and the message is handed out again.
 
-Messages of one thread are never handled at once (the entry point hands out one per thread);
-different threads run in parallel, up to ``concurrency``. SIGTERM and SIGINT stop receiving;
-the messages in hand are finished and settled before the loop returns.
+Messages of one thread are handled one at a time, in the order received, and different threads
+in parallel, up to ``concurrency``. A receive may bring several messages of one thread (an SQS
+FIFO batch), or more than there are free slots (an entry point's ``receive_batch``): the worker
+holds them, renews their leases with those of the running ones, and starts each when its thread
+and a slot are free. When a thread's message is not settled (handed back for a retry, or its
+lease ran out), the thread's held messages are released, so the entry point hands them out
+again after it, in order. SIGTERM and SIGINT stop receiving: the held messages are released at
+once, the running ones are finished and settled before the loop returns.
 """
 
 from __future__ import annotations
@@ -23,7 +28,8 @@ import logging
 import signal
 import threading
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections import deque
+from collections.abc import Awaitable, Callable, Generator, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
@@ -50,12 +56,15 @@ class ServeReport:
         dead_lettered: Messages moved to the dead letters.
         lost_leases: Messages whose lease ran out before they were settled (another worker
             got them again).
+        released: Messages received but given back unhandled: held behind a message of their
+            thread that was not settled, or held when the worker stopped.
     """
 
     acknowledged: int = 0
     retried: int = 0
     dead_lettered: int = 0
     lost_leases: int = 0
+    released: int = 0
 
 
 def _check_concurrency(concurrency: int) -> None:
@@ -76,7 +85,8 @@ class _Settler:
         self.report = ServeReport()
         self._lock = threading.Lock()
 
-    def done(self, received: Received, result: object) -> None:
+    def done(self, received: Received, result: object) -> bool:
+        """Acknowledge; True if it was (the thread may go on)."""
         logger.info(
             "message %s of thread %s (attempt %d): %s",
             received.id,
@@ -90,8 +100,10 @@ class _Settler:
                 self.report.acknowledged += 1
             else:
                 self.report.lost_leases += 1
+        return acknowledged
 
-    def failed(self, received: Received, error: Exception) -> None:
+    def failed(self, received: Received, error: Exception) -> bool:
+        """Fail it; True if it was dead-lettered (the thread may go on past it)."""
         poison = isinstance(error, ValidationError)
         # The type only at WARNING: an error's text may quote the question or the answer.
         logger.warning(
@@ -109,6 +121,139 @@ class _Settler:
                 self.report.dead_lettered += 1
             else:
                 self.report.retried += 1
+        return dead
+
+    def release(self, held: Iterable[Received], why: str) -> None:
+        """Give back messages that were held, not started."""
+        for received in held:
+            try:
+                released = self.entry.release(received)
+            except Exception as error:  # noqa: BLE001 - its lease runs out; it comes back then
+                logger.warning(
+                    "message %s of thread %s could not be released (%s); it comes back when its "
+                    "lease runs out",
+                    received.id,
+                    received.thread_id,
+                    type(error).__name__,
+                )
+                continue
+            logger.debug(
+                "message %s of thread %s released: %s", received.id, received.thread_id, why
+            )
+            if released:
+                with self._lock:
+                    self.report.released += 1
+
+    def lost(self) -> None:
+        with self._lock:
+            self.report.lost_leases += 1
+
+
+class _Hand:
+    """Messages received and not started yet, per thread in receive order.
+
+    It knows which threads have a message running: a thread's next one starts only after it
+    (shared by both loops).
+    """
+
+    def __init__(self) -> None:
+        self._held: dict[str, deque[tuple[int, Received]]] = {}
+        self._running: set[str] = set()
+        self._count = 0  # receive order across threads: the longest held starts first
+
+    def __len__(self) -> int:
+        return sum(len(queue) for queue in self._held.values())
+
+    def add(self, received: Received) -> None:
+        self._count += 1
+        self._held.setdefault(received.thread_id, deque()).append((self._count, received))
+
+    def start(self) -> Received | None:
+        """The next message whose thread has none running (marked running), or None."""
+        ready = [
+            (queue[0][0], thread)
+            for thread, queue in self._held.items()
+            if thread not in self._running
+        ]
+        if not ready:
+            return None
+        _, thread = min(ready)
+        queue = self._held[thread]
+        _, received = queue.popleft()
+        if not queue:
+            del self._held[thread]
+        self._running.add(thread)
+        return received
+
+    def finished(self, received: Received, *, settled: bool) -> list[Received]:
+        """Its thread may go on; returns the held messages to give back if it was not settled.
+
+        Those received before it comes back would overtake it: they go back, so the entry
+        point hands them out again after it. Its own redelivery (same id), when already
+        received, and what came after it stay.
+        """
+        self._running.discard(received.thread_id)
+        queue = self._held.get(received.thread_id)
+        if settled or queue is None:
+            return []
+        behind: list[Received] = []
+        while queue and queue[0][1].id != received.id:
+            behind.append(queue.popleft()[1])
+        if not queue:
+            del self._held[received.thread_id]
+        return behind
+
+    def holds(self, received: Received) -> bool:
+        return any(held is received for _, held in self._held.get(received.thread_id, ()))
+
+    def held(self) -> list[Received]:
+        return [received for queue in self._held.values() for _, received in queue]
+
+    def lost(self, received: Received) -> list[Received]:
+        """``received``'s lease ran out: the thread's held messages after it must go back."""
+        queue = self._held.get(received.thread_id, deque())
+        for index, (_, held) in enumerate(queue):
+            if held is received:
+                later = [item for _, item in list(queue)[index + 1 :]]
+                kept = deque(list(queue)[:index])
+                if kept:
+                    self._held[received.thread_id] = kept
+                else:
+                    del self._held[received.thread_id]
+                return later
+        return []
+
+    def take_all(self) -> list[Received]:
+        held = self.held()
+        self._held.clear()
+        return held
+
+
+def _receive_size(entry: EntryPoint, concurrency: int, running: int, held: int) -> int:
+    """How many to ask for: at least the free slots, or a whole ``receive_batch``.
+
+    No more than ``concurrency + receive_batch`` messages are ever in hand.
+    """
+    batch = max(1, entry.receive_batch)
+    free = concurrency - running
+    if free <= 0:
+        return 0
+    return max(0, min(max(free, batch), concurrency + batch - running - held))
+
+
+def _settled(done: Future[bool] | asyncio.Task[bool], received: Received) -> bool:
+    """Whether a finished run settled its message (acknowledged or dead-lettered)."""
+    error = None if done.cancelled() else done.exception()
+    if error is None and not done.cancelled():
+        return done.result()
+    # Settling itself raised (the entry point was unreachable): the lease runs out.
+    logger.warning(
+        "message %s of thread %s could not be settled: %s",
+        received.id,
+        received.thread_id,
+        "cancelled" if error is None else type(error).__name__,
+    )
+    return False
 
 
 @contextmanager
@@ -160,15 +305,15 @@ def serve_entry(
     stopped = stop or threading.Event()
     settler = _Settler(entry)
 
-    def run(received: Received) -> None:
+    def run(received: Received) -> bool:
         try:
             result = handle(received.message)
         except Exception as error:  # noqa: BLE001 - every failure is settled by the rules
-            settler.failed(received, error)
-        else:
-            settler.done(received, result)
+            return settler.failed(received, error)
+        return settler.done(received, result)
 
-    inflight: dict[Future[None], Received] = {}
+    running: dict[Future[bool], Received] = {}
+    hand = _Hand()
     beat = time.monotonic()
     logger.info("serving %r with concurrency %d", entry, concurrency)
     try:
@@ -176,25 +321,62 @@ def serve_entry(
             ThreadPoolExecutor(concurrency, "agent-wait-serve") as pool,
             _stop_on_signals(stopped.set),
         ):
-            while not stopped.is_set():
-                free = concurrency - len(inflight)
-                if free:
-                    for received in entry.receive(free, wait=wait):
-                        inflight[pool.submit(run, received)] = received
-                else:
-                    wait_futures(list(inflight), timeout=wait, return_when=FIRST_COMPLETED)
-                for future in [f for f in inflight if f.done()]:
-                    del inflight[future]
-                if inflight and time.monotonic() - beat > entry.visibility_timeout / 3:
-                    beat = time.monotonic()
-                    for received in list(inflight.values()):
-                        entry.extend(received)  # a long run keeps its message
+
+            def start() -> None:
+                while len(running) < concurrency and (received := hand.start()) is not None:
+                    running[pool.submit(run, received)] = received
+
+            def reap() -> None:
+                for future in [f for f in running if f.done()]:
+                    received = running.pop(future)
+                    later = hand.finished(received, settled=_settled(future, received))
+                    settler.release(later, f"behind {received.id}, which was not settled")
+                start()
+
+            def renew() -> None:
+                nonlocal beat
+                if time.monotonic() - beat <= entry.visibility_timeout / 3:
+                    return
+                beat = time.monotonic()
+                for received in list(running.values()):
+                    entry.extend(received)  # a long run keeps its message
+                for received in hand.held():
+                    if hand.holds(received) and not entry.extend(received):
+                        # Handed out again: the thread's later held ones must not overtake it.
+                        settler.lost()
+                        settler.release(hand.lost(received), f"behind {received.id}, lease lost")
+
+            try:
+                while not stopped.is_set():
+                    reap()
+                    size = _receive_size(entry, concurrency, len(running), len(hand))
+                    got: list[Received] = []
+                    if size:
+                        # Held messages wait behind running ones: no long poll that would
+                        # keep them waiting after their turn came.
+                        got = entry.receive(size, wait=0.0 if len(hand) else wait)
+                        for received in got:
+                            hand.add(received)
+                        start()
+                    if running and (not size or (not got and len(hand))):
+                        wait_futures(
+                            list(running),
+                            timeout=min(
+                                wait,
+                                max(0.0, beat + entry.visibility_timeout / 3 - time.monotonic()),
+                            ),
+                            return_when=FIRST_COMPLETED,
+                        )
+                    renew()
+            finally:
+                # Held messages go back at once, not when their leases run out.
+                settler.release(hand.take_all(), "the worker stopped")
             # Finish what is in hand: each message is settled before the pool shuts down.
-            while inflight:
-                wait_futures(list(inflight), timeout=entry.visibility_timeout / 3)
-                for future in [f for f in inflight if f.done()]:
-                    del inflight[future]
-                for received in list(inflight.values()):
+            while running:
+                wait_futures(list(running), timeout=entry.visibility_timeout / 3)
+                for future in [f for f in running if f.done()]:
+                    del running[future]
+                for received in list(running.values()):
                     entry.extend(received)
     finally:
         if own:
@@ -222,13 +404,12 @@ async def aserve_entry(
     settler = _Settler(entry)
     loop = asyncio.get_running_loop()
 
-    async def run(received: Received) -> None:
+    async def run(received: Received) -> bool:
         try:
             result = await handle(received.message)
         except Exception as error:  # noqa: BLE001 - every failure is settled by the rules
-            await asyncio.to_thread(settler.failed, received, error)
-        else:
-            await asyncio.to_thread(settler.done, received, result)
+            return await asyncio.to_thread(settler.failed, received, error)
+        return await asyncio.to_thread(settler.done, received, result)
 
     installed: list[signal.Signals] = []
     for sig in _SIGNALS:
@@ -237,29 +418,65 @@ async def aserve_entry(
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, Windows
             continue
         installed.append(sig)
-    inflight: dict[asyncio.Task[None], Received] = {}
+    running: dict[asyncio.Task[bool], Received] = {}
+    hand = _Hand()
     beat = time.monotonic()
-    try:
-        while not stopped.is_set():
-            free = concurrency - len(inflight)
-            if free:
-                for received in await entry.areceive(free, wait):
-                    inflight[asyncio.create_task(run(received))] = received
-            else:
-                await asyncio.wait(
-                    list(inflight), timeout=wait, return_when=asyncio.FIRST_COMPLETED
+
+    def start() -> None:
+        while len(running) < concurrency and (received := hand.start()) is not None:
+            running[asyncio.create_task(run(received))] = received
+
+    async def reap() -> None:
+        for task in [t for t in running if t.done()]:
+            received = running.pop(task)
+            later = hand.finished(received, settled=_settled(task, received))
+            if later:
+                await asyncio.to_thread(
+                    settler.release, later, f"behind {received.id}, which was not settled"
                 )
-            for task in [t for t in inflight if t.done()]:
-                del inflight[task]
-            if inflight and time.monotonic() - beat > entry.visibility_timeout / 3:
-                beat = time.monotonic()
-                for received in list(inflight.values()):
-                    await asyncio.to_thread(entry.extend, received)
-        while inflight:
-            await asyncio.wait(list(inflight), timeout=entry.visibility_timeout / 3)
-            for task in [t for t in inflight if t.done()]:
-                del inflight[task]
-            for received in list(inflight.values()):
+        start()
+
+    async def renew() -> None:
+        nonlocal beat
+        if time.monotonic() - beat <= entry.visibility_timeout / 3:
+            return
+        beat = time.monotonic()
+        for received in list(running.values()):
+            await asyncio.to_thread(entry.extend, received)
+        for received in hand.held():
+            if hand.holds(received) and not await asyncio.to_thread(entry.extend, received):
+                settler.lost()
+                await asyncio.to_thread(
+                    settler.release, hand.lost(received), f"behind {received.id}, lease lost"
+                )
+
+    try:
+        try:
+            while not stopped.is_set():
+                await reap()
+                size = _receive_size(entry, concurrency, len(running), len(hand))
+                got: list[Received] = []
+                if size:
+                    got = await entry.areceive(size, 0.0 if len(hand) else wait)
+                    for received in got:
+                        hand.add(received)
+                    start()
+                if running and (not size or (not got and len(hand))):
+                    await asyncio.wait(
+                        list(running),
+                        timeout=min(
+                            wait, max(0.0, beat + entry.visibility_timeout / 3 - time.monotonic())
+                        ),
+                        return_when=asyncio.FIRST_COMPLETED,
+                    )
+                await renew()
+        finally:
+            await asyncio.to_thread(settler.release, hand.take_all(), "the worker stopped")
+        while running:
+            await asyncio.wait(list(running), timeout=entry.visibility_timeout / 3)
+            for task in [t for t in running if t.done()]:
+                del running[task]
+            for received in list(running.values()):
                 await asyncio.to_thread(entry.extend, received)
     finally:
         for sig in installed:
