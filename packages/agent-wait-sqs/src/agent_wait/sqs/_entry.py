@@ -21,6 +21,7 @@ from agent_wait.sqs._options import SqsConnectionOptions, SqsEntryOptions
 logger = logging.getLogger(__name__)
 
 _LONG_POLL = 20  # seconds: SQS's longest ReceiveMessage wait
+_BATCH = 10  # SQS's most messages per ReceiveMessage
 _ERROR_BYTES = 4096  # of the last error kept on a dead letter
 _ATTEMPTS = "agent-wait-attempts"
 _ERROR = "agent-wait-error"
@@ -35,11 +36,14 @@ class SqsEntry(EntryPoint):
     """Start messages and answers on an SQS FIFO queue, one message group per thread.
 
     ``send`` sets ``MessageGroupId`` to the thread id and ``MessageDeduplicationId`` to the
-    SHA-256 of the message, so SQS hands a thread's messages out one at a time, in order, and
-    drops an identical copy sent within its five-minute deduplication window. ``receive`` long
-    polls (one message per request, so a thread's next message is never in the same batch);
+    SHA-256 of the message, so SQS hands a thread's messages out in order, none while an earlier
+    one is received and not deleted, and drops an identical copy sent within its five-minute
+    deduplication window. ``receive`` long polls for up to ten messages per request; a batch may
+    hold several messages of one thread, in order, which the worker handles one after another.
     ``ack`` deletes; ``extend`` changes the visibility timeout; ``fail`` makes the message
-    visible again after ``retry_delay``. The attempt is SQS's ``ApproximateReceiveCount``.
+    visible again after ``retry_delay``; ``release`` makes it visible at once. The attempt is
+    SQS's ``ApproximateReceiveCount``, which counts every receive: a message released unhandled
+    (it waited behind one of its thread that failed, or the worker stopped) used one.
 
     Dead letters live in the queue's redrive policy's dead-letter queue: after its
     ``maxReceiveCount`` (= ``max_attempts``) failed attempts a message is moved there by ``fail``
@@ -65,6 +69,7 @@ class SqsEntry(EntryPoint):
 
     name = "sqs"
     options_model = SqsEntryOptions
+    receive_batch = _BATCH
 
     def __init__(
         self,
@@ -168,21 +173,23 @@ class SqsEntry(EntryPoint):
         )
 
     def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
-        """Long poll for up to ``max_messages``, one per request (one per thread at a time)."""
+        """Long poll for up to ``max_messages``, ten per request; a thread's in send order."""
         received: list[Received] = []
         seconds = min(_LONG_POLL, math.ceil(wait))
         while len(received) < max_messages:
+            asked = min(_BATCH, max_messages - len(received))
             began = time.monotonic()
-            messages = self._sqs.receive_message(
-                QueueUrl=self.queue_url,
-                MaxNumberOfMessages=1,
-                WaitTimeSeconds=0 if received else seconds,
-                VisibilityTimeout=int(self.visibility_timeout),
-                MessageSystemAttributeNames=["ApproximateReceiveCount", "MessageGroupId"],
-            ).get("Messages", [])
-            if not messages:
-                break
-            for raw in cast("list[dict[str, Any]]", messages):
+            messages = cast(
+                "list[dict[str, Any]]",
+                self._sqs.receive_message(
+                    QueueUrl=self.queue_url,
+                    MaxNumberOfMessages=asked,
+                    WaitTimeSeconds=0 if received else seconds,
+                    VisibilityTimeout=int(self.visibility_timeout),
+                    MessageSystemAttributeNames=["ApproximateReceiveCount", "MessageGroupId"],
+                ).get("Messages", []),
+            )
+            for raw in messages:
                 message = json.loads(raw["Body"])
                 receipt = str(raw["ReceiptHandle"])
                 with self._lock:
@@ -196,6 +203,8 @@ class SqsEntry(EntryPoint):
                         receipt=receipt,
                     )
                 )
+            if len(messages) < asked:
+                break  # fewer than asked: another request now would most likely be empty
         return received
 
     def _held(self, received: Received, *, release: bool) -> bool:
@@ -228,6 +237,15 @@ class SqsEntry(EntryPoint):
         )
         with self._lock:
             self._leases[received.receipt] = began + self.visibility_timeout
+        return True
+
+    def release(self, received: Received) -> bool:
+        """Visible again at once (the next receive counts another attempt); False if its lease ran out."""
+        if not self._held(received, release=True):
+            return False
+        self._sqs.change_message_visibility(
+            QueueUrl=self.queue_url, ReceiptHandle=received.receipt, VisibilityTimeout=0
+        )
         return True
 
     def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
