@@ -323,7 +323,12 @@ def serve_entry(
         ):
 
             def start() -> None:
-                while len(running) < concurrency and (received := hand.start()) is not None:
+                # Nothing new once stopping: the held messages are about to be released.
+                while (
+                    not stopped.is_set()
+                    and len(running) < concurrency
+                    and (received := hand.start()) is not None
+                ):
                     running[pool.submit(run, received)] = received
 
             def reap() -> None:
@@ -423,7 +428,11 @@ async def aserve_entry(
     beat = time.monotonic()
 
     def start() -> None:
-        while len(running) < concurrency and (received := hand.start()) is not None:
+        while (
+            not stopped.is_set()
+            and len(running) < concurrency
+            and (received := hand.start()) is not None
+        ):
             running[asyncio.create_task(run(received))] = received
 
     async def reap() -> None:
