@@ -31,7 +31,7 @@ from agent_wait.core import (
     _publish,
     publish,
 )
-from agent_wait.core._announce import new_delivery, new_report
+from agent_wait.core._announce import delivered_report, new_delivery, new_report
 from agent_wait.core._plugins import PluginRegistry
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -186,6 +186,35 @@ def test_the_short_path_signs_with_the_configured_secrets(
     assert prepared == [1]
 
 
+def test_the_short_path_follows_every_change_of_the_trust_environment(
+    monkeypatch: pytest.MonkeyPatch, prepared: list[int]
+) -> None:
+    # The configured trust is cached between publishes, keyed on the raw values: each change,
+    # of any of the three variables, is seen by the next publish.
+    def extras() -> dict[str, Any]:
+        report = publish([_question()], "t1", MemoryAnnounce(), clock=_now)
+        return report.envelopes[0].reply_with.model_extra or {}
+
+    for name in ("SECRETS", "EXPIRED", "STRICT_ACTIONS"):
+        monkeypatch.delenv(f"AGENT_WAIT_ANSWER_{name}", raising=False)
+    assert extras() == {}
+    monkeypatch.setenv("AGENT_WAIT_ANSWER_EXPIRED", "refuse")
+    assert set(extras()) == {"expires_at"}
+    monkeypatch.setenv("AGENT_WAIT_ANSWER_EXPIRED", "refuse")  # the same value again
+    assert set(extras()) == {"expires_at"}
+    monkeypatch.setenv("AGENT_WAIT_ANSWER_EXPIRED", "accept")
+    assert extras() == {}
+    monkeypatch.setenv("AGENT_WAIT_ANSWER_SECRETS", SECRET)
+    assert set(extras()) == {"expires_at", "token"}
+    monkeypatch.setenv("AGENT_WAIT_ANSWER_STRICT_ACTIONS", "maybe")
+    with pytest.raises(ValueError, match="AGENT_WAIT_ANSWER_STRICT_ACTIONS"):
+        extras()
+    monkeypatch.delenv("AGENT_WAIT_ANSWER_STRICT_ACTIONS")
+    monkeypatch.delenv("AGENT_WAIT_ANSWER_SECRETS")
+    assert extras() == {}
+    assert prepared == []
+
+
 def test_reply_to_and_several_questions_take_the_general_path(prepared: list[int]) -> None:
     publish([_question()], "t1", MemoryAnnounce(), reply_to={"url": "https://answers"})
     publish([_question(), _question()], "t1", MemoryAnnounce())
@@ -219,3 +248,14 @@ def test_deliveries_and_reports_built_for_publish_are_those_of_the_constructors(
     assert report.ok
     with pytest.raises(dataclasses.FrozenInstanceError):
         report.deliveries = ()  # pyright: ignore[reportAttributeAccessIssue]
+    envelope = publish([_question()], "t1", MemoryAnnounce()).envelopes[0]
+    built = delivered_report(envelope, "memory", 0.5)
+    expected = PublishReport(
+        (envelope,), (Delivery("memory", "q1", envelope.event_id, True, None, None, 0.5),)
+    )
+    assert type(built) is PublishReport
+    assert type(built.deliveries[0]) is Delivery
+    assert built == expected
+    assert repr(built) == repr(expected)
+    assert hash(built.deliveries[0]) == hash(expected.deliveries[0])
+    assert pickle.loads(pickle.dumps(built)) == expected

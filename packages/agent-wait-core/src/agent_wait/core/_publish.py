@@ -16,6 +16,7 @@ from agent_wait.core._announce import (
     DeliveryOutcome,
     PublishReport,
     Receipt,
+    delivered_report,
     new_delivery,
     new_report,
 )
@@ -47,6 +48,7 @@ if TYPE_CHECKING:
     from agent_wait.core._hooks import HookManager
 
 logger = logging.getLogger("agent_wait.publish")
+_INFO = logging.INFO  # a global, not an attribute of the logging module: read on every publish
 
 ENVELOPE_LIMIT = 256 * 1024
 """Bytes: SNS's message cap, the smallest of the transports agent-wait ships."""
@@ -405,7 +407,8 @@ def publish(
         The report: the envelopes and one outcome per announcer and envelope. Announcer errors
         never raise (unless ``strict``).
     """
-    hooks = plugin_hooks()
+    manager = _manager  # plugin_hooks() without its frame, once plugins are loaded
+    hooks = plugin_hooks() if manager is None else manager.publish_hooks()
     if (
         hooks.quiet
         and reply_to is None
@@ -453,11 +456,8 @@ def _publish_one(
         except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run
             receipt = error
         duration = perf_counter() - start
-        if receipt is None and not logger.isEnabledFor(logging.INFO):
-            delivery = new_delivery(
-                announcer.name, envelope.question_id, envelope.event_id, True, None, None, duration
-            )
-            return new_report((envelope,), (delivery,))
+        if receipt is None and not logger.isEnabledFor(_INFO):
+            return delivered_report(envelope, announcer.name, duration)
         outcomes: Sequence[DeliveryOutcome] = (receipt,)
     else:
         oversize = {envelope.event_id: _too_large(envelope, size, thread_id)}

@@ -279,35 +279,50 @@ def _mac(key: bytes, thread_id: str, question_id: str, print_: str, expires_at: 
     return _b64(hmac.new(key, message.encode("utf-8"), hashlib.sha256).digest())
 
 
-_env_cache: tuple[tuple[object, ...], AnswerTrust, AnswerTrust | None] | None = None
-"""The raw values last read, the trust they configure, and that trust for publishing."""
-
 # Every publish and every answer checks these variables. ``os.environ.get`` encodes the name and
 # raises KeyError inside for an unset one: three lookups cost a third of building an envelope.
 # ``os.environ`` keeps the raw values in a plain dict under its encoded keys, and every change
-# made through ``os.environ`` updates it, so reading that dict sees the same changes.
+# made through ``os.environ`` updates it (storing a new value object), so reading that dict sees
+# the same changes.
 _ENVIRON: Any = os.environ
 _RAW: Mapping[object, object] = getattr(_ENVIRON, "_data", None) or _ENVIRON
-_RAW_KEYS: tuple[object, ...] = tuple(
+_RAW_GET = _RAW.get  # bound once: one method lookup less per publish
+_A, _B, _C = (
     _ENVIRON.encodekey(n) if _RAW is not _ENVIRON else n
     for n in (SECRETS_ENV, EXPIRED_ENV, STRICT_ACTIONS_ENV)
 )
+_NEVER_READ = object()
+"""Never a value of the environment: the first lookup always reads it."""
+
+_env_cache: tuple[object, object, object, AnswerTrust, AnswerTrust | None] = (
+    _NEVER_READ,
+    _NEVER_READ,
+    _NEVER_READ,
+    AnswerTrust(),  # never returned: no lookup gives _NEVER_READ
+    None,
+)
+"""The three raw values last read, the trust they configure, and that trust for publishing.
+
+One tuple, replaced whole, so that a thread never sees values of one read with the trust of
+another.
+"""
 
 
-def _configured() -> tuple[tuple[object, ...], AnswerTrust, AnswerTrust | None]:
+def _configured() -> tuple[object, object, object, AnswerTrust, AnswerTrust | None]:
     global _env_cache
-    get, (a, b, c) = _RAW.get, _RAW_KEYS
-    seen = (get(a), get(b), get(c))
     cache = _env_cache
-    if cache is None or cache[0] != seen:
+    get = _RAW_GET
+    a, b, c = get(_A), get(_B), get(_C)
+    # Identity, not equality: a value set again is a new object, which only costs one more read.
+    if a is not cache[0] or b is not cache[1] or c is not cache[2]:
         trust = AnswerTrust.from_env()
-        cache = _env_cache = (seen, trust, trust if trust.marks_expiry else None)
+        cache = _env_cache = (a, b, c, trust, trust if trust.marks_expiry else None)
     return cache
 
 
 def configured_trust() -> AnswerTrust:
     """The trust options from the environment (re-read when it changes)."""
-    return _configured()[1]
+    return _configured()[3]
 
 
 def reply_trust(trust: AnswerTrust | None) -> AnswerTrust | None:
@@ -317,6 +332,11 @@ def reply_trust(trust: AnswerTrust | None) -> AnswerTrust | None:
     deciding that once per publish, and once per change for the configured trust, keeps the
     usual case (no trust options) from asking on every envelope.
     """
-    if trust is None:
-        return _configured()[2]
-    return trust if trust.marks_expiry else None
+    if trust is not None:
+        return trust if trust.marks_expiry else None
+    # The usual case in one frame: the lookups of _configured without its call.
+    cache = _env_cache
+    get = _RAW_GET
+    if get(_A) is cache[0] and get(_B) is cache[1] and get(_C) is cache[2]:
+        return cache[4]
+    return _configured()[4]
