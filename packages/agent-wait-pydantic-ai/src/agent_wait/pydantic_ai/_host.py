@@ -180,7 +180,11 @@ def _index(thread_id: str, messages: Sequence[ModelMessage]) -> str | None:
 
 def _line(value: Any) -> str:
     # JSON text never holds a raw newline: one value per line, whatever the ids contain.
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _encode(value)
+
+
+# json.dumps with options builds a new encoder on every call: one line per call id adds up.
+_encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def _from_index(thread_id: str, text: str) -> _Thread:
@@ -246,6 +250,8 @@ class _Host:
         self.history = history
         self.options = options
         self.prompt = prompt
+        # The results check() built, reused by the resume that follows it with the same answer.
+        self._checked: tuple[DeferredToolRequests, str, Any, DeferredToolResults] | None = None
 
     def _indexed(self, thread_id: str) -> _Thread | None:
         """The thread read from its index, or None when the store or the thread has none."""
@@ -273,8 +279,22 @@ class _Host:
         assert thread.state is not None  # only pending questions are checked
         # The answer is passed on as received (1.0 stays a float); checked_results raises
         # InvalidAnswer for one that does not fit the call.
-        checked_results(thread.state.requests, {answer.question_id: answer.answer})
+        requests = thread.state.requests
+        results = checked_results(requests, {answer.question_id: answer.answer})
+        self._checked = (requests, answer.question_id, answer.answer, results)
         return answer.answer
+
+    def _results(self, thread: _Thread, answers: Mapping[str, Any]) -> DeferredToolResults:
+        assert thread.state is not None
+        requests = thread.state.requests
+        checked = self._checked
+        if checked is not None and checked[0] is requests and len(answers) == 1:
+            # The usual resume: the one answer check() just built results for, unchanged
+            # (the very same value: 1 and 1.0 are equal, but not the same answer).
+            _, question_id, answer, results = checked
+            if question_id in answers and answers[question_id] is answer:
+                return results
+        return checked_results(requests, answers)
 
     def questions_in(self, result: AgentRunResult[Any]) -> list[Question]:
         return questions_in(result)
@@ -302,8 +322,7 @@ class _Host:
     def _run_args(
         self, thread: _Thread, messages: list[ModelMessage], answers: Mapping[str, Any]
     ) -> dict[str, Any]:
-        assert thread.state is not None
-        results = checked_results(thread.state.requests, answers)
+        results = self._results(thread, answers)
         prompts = self._prompts(thread)
         # One prompt as is; several (held answers each brought one) as one user turn, in order.
         prompt: str | list[str] | None = (
