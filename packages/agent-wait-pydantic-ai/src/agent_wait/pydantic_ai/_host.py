@@ -234,6 +234,23 @@ class _Thread:
         return question_id in _call_ids(self.messages)
 
 
+_INDEXED_MEMBERS = ("load", "save", "load_index", "save_indexed")
+_indexed_classes: set[type] = set()
+"""Store classes whose own methods make every instance an :class:`IndexedHistoryStore`."""
+
+
+def _indexed_store(history: HistoryStore) -> bool:
+    # A runtime protocol check looks up every member on the instance (several microseconds,
+    # twice per answer); a class that defines them all answers it for all its instances.
+    kind = type(history)
+    if kind in _indexed_classes:
+        return True
+    indexed = isinstance(history, IndexedHistoryStore)
+    if indexed and all(callable(getattr(kind, name, None)) for name in _INDEXED_MEMBERS):
+        _indexed_classes.add(kind)
+    return indexed
+
+
 class _Host:
     """What Pydantic AI adds to core's host: state from the stored history, answers held."""
 
@@ -248,6 +265,7 @@ class _Host:
     ):
         self.agent = agent
         self.history = history
+        self.indexed = _indexed_store(history)
         self.options = options
         self.prompt = prompt
         # The results check() built, reused by the resume that follows it with the same answer.
@@ -255,9 +273,9 @@ class _Host:
 
     def _indexed(self, thread_id: str) -> _Thread | None:
         """The thread read from its index, or None when the store or the thread has none."""
-        if not isinstance(self.history, IndexedHistoryStore):
+        if not self.indexed:
             return None
-        text = self.history.load_index(thread_id)
+        text = cast("IndexedHistoryStore", self.history).load_index(thread_id)
         return None if text is None else _from_index(thread_id, text)
 
     def _load(self, thread_id: str, messages: list[ModelMessage]) -> _Thread:
@@ -265,8 +283,8 @@ class _Host:
 
     def _save(self, thread_id: str, messages: list[ModelMessage]) -> None:
         index = _index(thread_id, messages)
-        if index is not None and isinstance(self.history, IndexedHistoryStore):
-            self.history.save_indexed(thread_id, messages, index)
+        if index is not None and self.indexed:
+            cast("IndexedHistoryStore", self.history).save_indexed(thread_id, messages, index)
         else:
             self.history.save(thread_id, messages)
 
