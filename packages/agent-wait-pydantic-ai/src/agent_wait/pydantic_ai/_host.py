@@ -188,7 +188,9 @@ _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
 def _from_index(thread_id: str, text: str) -> _Thread:
-    head, _, _ = text.partition("\n")
+    # The first line only: partition would copy the rest, which grows with the thread.
+    end = text.find("\n")
+    head = text if end < 0 else text[:end]
     state = json.loads(head)
     return _Thread(
         thread_id,
