@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from opentelemetry import trace
+from opentelemetry.metrics import CallbackOptions
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -33,7 +34,7 @@ from agent_wait.core import (
 from agent_wait.core._cli import main
 from agent_wait.core._sqlite import default_inbox_path
 from agent_wait.opentelemetry import TRACEPARENT, OpenTelemetryPlugin, observe_store
-from agent_wait.opentelemetry._telemetry import _Pending
+from agent_wait.opentelemetry._telemetry import _Deliveries
 from tests.opentelemetry.conftest import Metrics, child_of, named, traceparent_of
 
 T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
@@ -222,7 +223,7 @@ def test_durations_wait_for_a_collection_but_never_pile_up() -> None:
     reader = InMemoryMetricReader()
     provider = MeterProvider(metric_readers=[reader])
     histogram = provider.get_meter("test").create_histogram("d", unit="s")
-    pending = _Pending(histogram, "agent_wait.announcer", limit=3)
+    deliveries = _Deliveries(histogram, limit=3)
 
     def counts() -> dict[tuple[tuple[str, Any], ...], int]:
         data = reader.get_metrics_data()
@@ -234,15 +235,17 @@ def test_durations_wait_for_a_collection_but_never_pile_up() -> None:
             for point in metric.data.data_points
         }
 
-    pending.add(("sqs",), 0.1)
-    pending.add(("webhook",), 0.2)
+    sqs = (("agent_wait.announcer", "sqs"), ("agent_wait.outcome", "delivered"))
+    webhook = (("agent_wait.announcer", "webhook"), ("agent_wait.outcome", "failed"))
+    deliveries.add(("sqs", "delivered"), 0.1)
+    deliveries.add(("webhook", "failed"), 0.2)
+    deliveries.add(("webhook", "failed"), None)  # counted, no duration
     assert counts() == {}  # nothing recorded yet: no SDK call on the publishing path
-    pending.add(("sqs",), 0.3)  # the limit: recorded right away
-    assert counts() == {
-        (("agent_wait.announcer", "sqs"),): 2,
-        (("agent_wait.announcer", "webhook"),): 1,
-    }
-    pending.add(("sqs",), 0.4)
-    pending.flush()  # what a collection does
-    assert counts()[(("agent_wait.announcer", "sqs"),)] == 3
+    deliveries.add(("sqs", "delivered"), 0.3)  # the limit: recorded right away
+    assert counts() == {sqs: 2, webhook: 1}
+    deliveries.add(("sqs", "delivered"), 0.4)
+    observed = deliveries.observe(CallbackOptions())  # what a collection does: flush, then count
+    assert counts()[sqs] == 3
+    totals = {tuple(sorted((o.attributes or {}).items())): o.value for o in observed}
+    assert totals == {sqs: 3, webhook: 2}
     provider.shutdown()

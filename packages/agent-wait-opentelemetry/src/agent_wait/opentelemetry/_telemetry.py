@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from contextvars import Token
+from contextvars import ContextVar, Token
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -111,6 +111,8 @@ def asking_span_context(answer: Answer) -> SpanContext | None:
 
 
 _Key = tuple[str, ...]
+_OUTCOMES = ("failed", "delivered")
+_LABELS = ("agent_wait.announcer", "agent_wait.outcome")
 
 
 class _Tally:
@@ -139,39 +141,55 @@ class _Tally:
         ]
 
 
-class _Pending:
-    """Histogram values kept in process and recorded in bulk (when metrics are collected).
+class _Deliveries:
+    """Deliveries counted by announcer and outcome, and their durations, kept in process.
 
-    A synchronous SDK ``record`` costs a third of a span (attribute hashing, exemplar sampling,
-    a lock), on every delivery. The values wait here, bounded: past ``limit`` the publishing
-    thread records them itself, so a meter provider that never collects cannot grow the list.
+    The counts are reported by an observable counter when metrics are read. The durations wait
+    for that read too and are recorded into the histogram in bulk: a synchronous SDK ``record``
+    costs half a span (attribute hashing, exemplar sampling, a lock), and the OpenTelemetry API
+    has no observable histogram. Past ``limit`` waiting values the publishing thread records
+    them itself, so a meter provider that never collects cannot grow the list.
     """
 
-    __slots__ = ("_histogram", "_limit", "_lock", "_names", "_values")
+    __slots__ = ("_counts", "_histogram", "_limit", "_lock", "_values")
 
-    def __init__(self, histogram: Histogram, *names: str, limit: int = 1024) -> None:
+    def __init__(self, histogram: Histogram, *, limit: int = 1024) -> None:
         self._histogram = histogram
-        self._names = names
         self._limit = limit
+        self._counts: dict[_Key, int] = {}
         self._values: list[tuple[_Key, float]] = []
         self._lock = threading.Lock()
 
-    def add(self, key: _Key, value: float) -> None:
+    def add(self, key: _Key, duration: float | None) -> None:
         with self._lock:
-            self._values.append((key, value))
-            full = len(self._values) >= self._limit
+            self._counts[key] = self._counts.get(key, 0) + 1
+            if duration is None:
+                return
+            values = self._values
+            values.append((key, duration))
+            full = len(values) >= self._limit
         if full:
             self.flush()
 
     def flush(self) -> None:
+        """Record the waiting durations into the histogram, one SDK call each."""
         with self._lock:
             values, self._values = self._values, []
         labels: dict[_Key, dict[str, AttributeValue]] = {}
+        record = self._histogram.record
         for key, value in values:
             attributes = labels.get(key)
             if attributes is None:
-                attributes = labels[key] = dict(zip(self._names, key, strict=True))
-            self._histogram.record(value, attributes)
+                attributes = labels[key] = dict(zip(_LABELS, key, strict=True))
+            record(value, attributes)
+
+    def observe(self, _options: CallbackOptions) -> Iterable[Observation]:
+        # Metrics are being collected: the waiting durations go into the histogram now (an
+        # SDK runs the callbacks before it reads the histogram, so they are in this export).
+        self.flush()
+        with self._lock:
+            counts = list(self._counts.items())
+        return [Observation(total, dict(zip(_LABELS, key, strict=True))) for key, total in counts]
 
 
 class _Open:
@@ -181,12 +199,13 @@ class _Open:
     a publish with one delivery records it on its own span instead of a child span.
     """
 
-    __slots__ = ("first", "operation", "several", "span", "token", "traceparent")
+    __slots__ = ("context", "first", "operation", "several", "span", "token", "traceparent")
 
     def __init__(self, operation: Operation, span: trace.Span) -> None:
         self.operation = operation
         self.span = span
-        self.token: Token[otel_context.Context] | None = None
+        self.token: Token[_Open | None] | None = None
+        self.context: Token[otel_context.Context] | None = None
         self.traceparent: str | None = None
         self.first: tuple[Delivery, WaitEnvelope, BaseAnnounce, int] | None = None
         self.several = False
@@ -200,8 +219,6 @@ _SPAN_NAMES = {
 }
 # A publish sends messages and an answer sends one: both are producers.
 _KINDS = {"publish": SpanKind.PRODUCER, "apublish": SpanKind.PRODUCER, "answer": SpanKind.PRODUCER}
-_OUTCOMES = ("failed", "delivered")
-_LABELS = ("agent_wait.announcer", "agent_wait.outcome")
 
 
 class OpenTelemetryPlugin:
@@ -239,18 +256,18 @@ class OpenTelemetryPlugin:
         self.delivery_spans = (
             _switch(DELIVERY_SPANS_ENV) if delivery_spans is None else delivery_spans
         )
-        # Where each instance keeps its open operation, in the OpenTelemetry context it attaches.
-        self._key = otel_context.create_key("agent_wait_otel_operation")
-        self._questions, self._deliveries = _Tally(), _Tally(*_LABELS)
+        # Where each instance keeps its open operation: a context variable of its own, read
+        # by every hook of a publish, costs a tenth of a lookup in the OpenTelemetry context.
+        self._open: ContextVar[_Open | None] = ContextVar("agent_wait_otel_operation", default=None)
+        self._questions = _Tally()
         self._answers = _Tally("agent_wait.outcome")
-        self._durations = _Pending(
+        self._deliveries = _Deliveries(
             meter.create_histogram(
                 "agent_wait.delivery.duration",
                 unit="s",
                 description="How long an announcer took for the call that carried an envelope.",
                 explicit_bucket_boundaries_advisory=_DURATION_BUCKETS,
-            ),
-            *_LABELS,
+            )
         )
         meter.create_observable_counter(
             "agent_wait.questions.published",
@@ -260,7 +277,7 @@ class OpenTelemetryPlugin:
         )
         meter.create_observable_counter(
             "agent_wait.deliveries",
-            [self._observe_deliveries],
+            [self._deliveries.observe],
             unit="{delivery}",
             description="Envelopes handed to an announcer, by announcer and outcome.",
         )
@@ -271,81 +288,88 @@ class OpenTelemetryPlugin:
             description="Answers handled by handle_message, by outcome.",
         )
 
-    def _observe_deliveries(self, options: CallbackOptions) -> Iterable[Observation]:
-        # Metrics are being collected: the pending durations go into the histogram now.
-        self._durations.flush()
-        return self._deliveries.observe(options)
-
     @hookimpl
     def operation_started(self, operation: Operation) -> None:
         """Start the operation's span and make it current: what it sends is traced inside it."""
-        attributes: dict[str, AttributeValue] = {"agent_wait.operation": operation.name}
+        name = operation.name
+        attributes: dict[str, AttributeValue] = {"agent_wait.operation": name}
         if operation.thread_id is not None:
             attributes["agent_wait.thread_id"] = operation.thread_id
         if operation.question_id is not None:
             attributes["agent_wait.question_id"] = operation.question_id
         span = self._tracer.start_span(
-            _SPAN_NAMES.get(operation.name, f"agent-wait {operation.name}"),
-            kind=_KINDS.get(operation.name, SpanKind.INTERNAL),
+            _SPAN_NAMES.get(name) or f"agent-wait {name}",
+            kind=_KINDS.get(name, SpanKind.INTERNAL),
             attributes=attributes,
         )
         opened = _Open(operation, span)
-        opened.token = otel_context.attach(
-            trace.set_span_in_context(span, otel_context.set_value(self._key, opened))
-        )
+        # Current for the transport's own instrumentation (an HTTP or AWS client span is a
+        # child of the publish) and for the trace ids of agent-wait's log records.
+        opened.context = otel_context.attach(trace.set_span_in_context(span))
+        opened.token = self._open.set(opened)
 
     @hookimpl
     def operation_finished(
         self, operation: Operation, result: object, error: BaseException | None
     ) -> None:
         """End the span ``operation_started`` made current, with what the operation did."""
-        opened = otel_context.get_value(self._key)
-        if (
-            not isinstance(opened, _Open)
-            or opened.operation is not operation
-            or opened.token is None
-        ):
+        opened = self._open.get()
+        if opened is None or opened.operation is not operation or opened.token is None:
             return  # its start failed: nothing to end
-        otel_context.detach(opened.token)
+        try:
+            self._open.reset(opened.token)
+        except ValueError:  # finished in another context than it started: forget it there
+            self._open.set(None)
+        if opened.context is not None:
+            otel_context.detach(opened.context)
         span = opened.span
         if isinstance(error, AnnounceFailed):
             result = error.report
         if isinstance(result, PublishReport):
             self._questions.add((), len(result.envelopes))
-        if span.is_recording():
-            attributes = _outcome_attributes(result)
-            failed: str | None = None
-            if opened.first is not None:  # the only delivery: recorded on this span
-                delivery, envelope, announcer, _ = opened.first
-                attributes.update(self._delivery_attributes(delivery, envelope, announcer))
-                failed = None if delivery.ok else _error_type(delivery)
-            if error is not None:
-                failed = type(error).__name__
-            if failed is not None:
-                attributes["error.type"] = failed
-                span.set_status(Status(StatusCode.ERROR, failed))
-            span.set_attributes(attributes)
-            if isinstance(result, AnswerResult):
-                asking = parse_traceparent(result.message.get(TRACEPARENT))
-                if asking is not None:
-                    span.add_link(asking)
+        if not span.is_recording():
+            span.end()
+            return
+        attributes = _outcome_attributes(result)
+        failed: str | None = None
+        if opened.first is not None:  # the only delivery: recorded on this span
+            delivery, envelope, announcer, _ = opened.first
+            # The span has the thread id since it started.
+            self._delivery_attributes(attributes, delivery, envelope, announcer, thread=False)
+            failed = None if delivery.ok else _error_type(delivery)
+        if error is not None:
+            failed = type(error).__name__
+        if failed is not None:
+            attributes["error.type"] = failed
+            span.set_status(Status(StatusCode.ERROR, failed))
+        span.set_attributes(attributes)
+        if isinstance(result, AnswerResult):
+            asking = parse_traceparent(result.message.get(TRACEPARENT))
+            if asking is not None:
+                span.add_link(asking)
         span.end()
 
     @hookimpl
     def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, Any] | None:
         """Put the asking span's ``traceparent`` into ``reply_with``."""
-        opened = otel_context.get_value(self._key)
-        value = opened.traceparent if isinstance(opened, _Open) else None
+        opened = self._open.get()
+        if opened is None:
+            value = _current_traceparent()
+        else:
+            value = opened.traceparent
+            if value is None:  # once per publish, not per question
+                value = opened.traceparent = _traceparent_of(opened.span)
         if value is None:
-            context = trace.get_current_span().get_span_context()
-            if not context.is_valid:
-                return None
-            value = traceparent(context)
-            if isinstance(opened, _Open):
-                opened.traceparent = value  # once per publish, not per question
-        reply = envelope.reply_with.model_dump()
-        reply[TRACEPARENT] = value
-        return {"reply_with": reply}
+            return None
+        # The reply as a dict built from its fields: core validates it once, which costs less
+        # than dumping the model or copying it.
+        reply = envelope.reply_with
+        extra = reply.model_extra
+        fields = {"thread_id": reply.thread_id, "question_id": reply.question_id, "answer": None}
+        if extra:
+            fields.update(extra)
+        fields[TRACEPARENT] = value
+        return {"reply_with": fields}
 
     @hookimpl
     def message_headers(
@@ -362,8 +386,8 @@ class OpenTelemetryPlugin:
             extra = envelope.reply_with.model_extra
             value = extra.get(TRACEPARENT) if extra else None
             return {TRACEPARENT: value} if isinstance(value, str) else None
-        context = trace.get_current_span().get_span_context()
-        return {TRACEPARENT: traceparent(context)} if context.is_valid else None
+        value = _current_traceparent()
+        return None if value is None else {TRACEPARENT: value}
 
     @hookimpl
     def delivery_outcome(
@@ -371,12 +395,9 @@ class OpenTelemetryPlugin:
     ) -> None:
         """Count and time a delivery; trace it on the publish span, or as a child span of it."""
         end = time.time_ns()
-        key = (delivery.announcer, _OUTCOMES[delivery.ok])
-        self._deliveries.add(key)
-        if delivery.duration is not None:
-            self._durations.add(key, delivery.duration)
-        opened = otel_context.get_value(self._key)
-        if isinstance(opened, _Open) and not self.delivery_spans and not opened.several:
+        self._deliveries.add((delivery.announcer, _OUTCOMES[delivery.ok]), delivery.duration)
+        opened = self._open.get()
+        if opened is not None and not self.delivery_spans and not opened.several:
             if opened.first is None:
                 opened.first = (delivery, envelope, announcer, end)
                 return
@@ -391,31 +412,41 @@ class OpenTelemetryPlugin:
     ) -> None:
         """One PRODUCER span for a delivery, timed by the announcer call that carried it."""
         duration = delivery.duration
+        attributes: dict[str, AttributeValue] = {}
+        self._delivery_attributes(attributes, delivery, envelope, announcer, thread=True)
+        error_type = None if delivery.ok else _error_type(delivery)
+        if error_type is not None:
+            attributes["error.type"] = error_type
         span = self._tracer.start_span(
             f"publish {delivery.announcer}",
             kind=SpanKind.PRODUCER,
             start_time=end - int(duration * 1e9) if duration is not None else end,
-            attributes=self._delivery_attributes(delivery, envelope, announcer),
+            attributes=attributes,
         )
-        if not delivery.ok and span.is_recording():
-            error_type = _error_type(delivery)
-            span.set_attribute("error.type", error_type)
+        if error_type is not None and span.is_recording():
             span.set_status(Status(StatusCode.ERROR, error_type))
         span.end(end)
 
     def _delivery_attributes(
-        self, delivery: Delivery, envelope: WaitEnvelope, announcer: BaseAnnounce
-    ) -> dict[str, AttributeValue]:
-        attributes: dict[str, AttributeValue] = {
-            "messaging.system": _SYSTEMS.get(delivery.announcer, delivery.announcer),
-            "messaging.operation": "publish",
-            "messaging.operation.type": "send",
-            "agent_wait.announcer": delivery.announcer,
-            "agent_wait.outcome": _OUTCOMES[delivery.ok],
-            "agent_wait.thread_id": envelope.thread_id,
-            "agent_wait.question_id": delivery.question_id,
-            "agent_wait.event_id": delivery.event_id,
-        }
+        self,
+        attributes: dict[str, AttributeValue],
+        delivery: Delivery,
+        envelope: WaitEnvelope,
+        announcer: BaseAnnounce,
+        *,
+        thread: bool,
+    ) -> None:
+        """Add a delivery's attributes to ``attributes`` (``thread``: its thread id too)."""
+        name = delivery.announcer
+        attributes["messaging.system"] = _SYSTEMS.get(name, name)
+        attributes["messaging.operation"] = "publish"
+        attributes["messaging.operation.type"] = "send"
+        attributes["agent_wait.announcer"] = name
+        attributes["agent_wait.outcome"] = _OUTCOMES[delivery.ok]
+        if thread:
+            attributes["agent_wait.thread_id"] = envelope.thread_id
+        attributes["agent_wait.question_id"] = delivery.question_id
+        attributes["agent_wait.event_id"] = delivery.event_id
         destination = announcer.destination
         if destination is not None:
             attributes["messaging.destination.name"] = destination
@@ -427,7 +458,6 @@ class OpenTelemetryPlugin:
             attributes["messaging.message.id"] = delivery.message_id
         if self.record_question:
             attributes["agent_wait.question"] = json.dumps(envelope.question, default=str)
-        return attributes
 
     @hookimpl(optionalhook=True)
     def answer_handled(self, answer: Answer, handled: Any) -> None:
@@ -449,6 +479,15 @@ class OpenTelemetryPlugin:
             },
         )
         span.end()
+
+
+def _traceparent_of(span: trace.Span) -> str | None:
+    context = span.get_span_context()
+    return traceparent(context) if context.is_valid else None
+
+
+def _current_traceparent() -> str | None:
+    return _traceparent_of(trace.get_current_span())
 
 
 def _error_type(delivery: Delivery) -> str:
