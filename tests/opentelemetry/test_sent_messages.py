@@ -29,7 +29,7 @@ from agent_wait.langgraph import handle_message
 from agent_wait.nats import NatsEntry
 from agent_wait.opentelemetry import TRACEPARENT
 from agent_wait.rabbitmq import RabbitMqEntry
-from agent_wait.redis import RedisAnnounce
+from agent_wait.redis import RedisAnnounce, RedisEntry
 from agent_wait.sqs import SqsAnnounce, SqsEntry
 from agent_wait.webhook import WebhookAnnounce, WebhookEntry
 from tests.aws_moto import Aws, create_queue, drain
@@ -183,6 +183,49 @@ def test_a_wait_expired_event_carries_the_sweep_span_in_redis_fields(
     [(_, fields)] = client.xrange(key)
     assert fields["type"] == "wait.expired"
     assert fields[TRACEPARENT] == traceparent_of(swept)
+
+
+def test_an_answer_carries_the_answer_span_in_redis_fields_even_from_the_backlog(
+    redis_url: str,  # noqa: F811 - fixture
+    client: redis.Redis,  # noqa: F811 - fixture
+    names: tuple[str, str],  # noqa: F811 - fixture
+    spans: InMemorySpanExporter,
+) -> None:
+    asking = asked_in_inbox(spans)
+    stream, _ = names
+    with RedisEntry(redis_url, stream=stream) as entry:
+        # The thread's first message is in the stream: the answer waits in its backlog.
+        with tracer().start_as_current_span("start"):
+            entry.send({"thread_id": "t-1", "input": {"n": 1}})
+        answer("q1", "approve", by="alice", entry=entry)
+        [answering] = named(spans, "agent-wait answer")
+        [(_, first)] = client.xrange(stream)
+        assert set(first) == {"thread", "body", TRACEPARENT}
+        [started] = entry.receive()
+        assert entry.ack(started)  # the answer moves from the backlog to the stream
+        [(_, fields)] = client.xrange(stream)
+        [received] = entry.receive()
+        assert received.message["question_id"] == "q1"
+    assert json.loads(fields["body"])[TRACEPARENT] == asking
+    assert fields[TRACEPARENT] == traceparent_of(answering)
+    assert fields["thread"] == "t-1"
+
+
+def test_a_redis_entry_without_a_current_span_adds_no_field(
+    redis_url: str,  # noqa: F811 - fixture
+    client: redis.Redis,  # noqa: F811 - fixture
+    names: tuple[str, str],  # noqa: F811 - fixture
+) -> None:
+    stream, _ = names
+    with RedisEntry(redis_url, stream=stream) as entry:
+        entry.send({"thread_id": "t-1", "input": {"n": 1}})
+        entry.send({"thread_id": "t-1", "input": {"n": 2}})  # in the backlog
+        [first] = entry.receive()
+        assert entry.ack(first)
+        [(_, fields)] = client.xrange(stream)
+        [second] = entry.receive()
+    assert set(fields) == {"thread", "body"}
+    assert second.message["input"] == {"n": 2}
 
 
 @pytest.fixture

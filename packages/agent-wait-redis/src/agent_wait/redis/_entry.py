@@ -22,6 +22,7 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
+from agent_wait.core.transport import transport_headers
 from agent_wait.redis._options import (
     DEFAULT_GROUP,
     DEFAULT_MESSAGES_STREAM,
@@ -33,6 +34,7 @@ from redis.commands.core import Script
 logger = logging.getLogger("agent_wait.redis.entry")
 
 _ENTRY_ID = re.compile(r"^\d+-\d+$")
+_OWN_FIELDS = frozenset({"thread", "body"})
 
 # Every step that reads and changes the queue is one script, so concurrent hosts never see it
 # half-changed. KEYS[1] = the stream; derived keys (``<stream>:threads`` and so on) are built
@@ -47,11 +49,18 @@ local function fields(flat)
   for i = 1, #flat, 2 do f[flat[i]] = flat[i + 1] end
   return f
 end
-local function enqueue(thread, body)
+-- extra: the plugins' headers (a trace context), name and value pairs, as fields of the entry.
+local function add(thread, body, extra)
+  redis.call('XADD', S, '*', 'thread', thread, 'body', body, unpack(extra))
+end
+local function enqueue(thread, body, extra)
   if redis.call('HINCRBY', S .. ':threads', thread, 1) == 1 then
-    redis.call('XADD', S, '*', 'thread', thread, 'body', body)
-  else
+    add(thread, body, extra)
+  elseif #extra == 0 then
     redis.call('RPUSH', S .. ':backlog:' .. thread, body)
+  else
+    -- A body is a JSON object: a JSON array in the backlog is a body with its headers.
+    redis.call('RPUSH', S .. ':backlog:' .. thread, cjson.encode({body, unpack(extra)}))
   end
 end
 local function settle(id, thread)
@@ -63,8 +72,15 @@ local function settle(id, thread)
     redis.call('HDEL', S .. ':threads', thread)
     return
   end
-  local body = redis.call('LPOP', S .. ':backlog:' .. thread)
-  if body then redis.call('XADD', S, '*', 'thread', thread, 'body', body) end
+  local item = redis.call('LPOP', S .. ':backlog:' .. thread)
+  if not item then return end
+  if string.sub(item, 1, 1) == '[' then
+    local extra = cjson.decode(item)
+    local body = table.remove(extra, 1)
+    add(thread, body, extra)
+  else
+    add(thread, item, {})
+  end
 end
 local function bury(id, thread, attempts, err, now)
   local entry = redis.call('XRANGE', S, id, id)
@@ -80,8 +96,16 @@ local function mine(id, consumer, deliveries)
 end
 """
 
-# ARGV: group, thread, body.
-_SEND = _COMMON + "enqueue(ARGV[2], ARGV[3])\nreturn 1\n"
+# ARGV: group, thread, body, then the headers' names and values.
+_SEND = (
+    _COMMON
+    + """
+local extra = {}
+for i = 4, #ARGV do extra[#extra + 1] = ARGV[i] end
+enqueue(ARGV[2], ARGV[3], extra)
+return 1
+"""
+)
 
 # ARGV: group, consumer, lease ms, count, max attempts, now, never-acknowledged reason.
 # Returns {handed out: {id, thread, body, deliveries}..., dead-lettered: {id, thread, attempts,
@@ -173,7 +197,7 @@ local entry = redis.call('XRANGE', S .. ':dead', ARGV[2], ARGV[2])
 if #entry == 0 then return 0 end
 local f = fields(entry[1][2])
 redis.call('XDEL', S .. ':dead', ARGV[2])
-enqueue(f['thread'], f['body'])
+enqueue(f['thread'], f['body'], {})
 return 1
 """
 )
@@ -289,10 +313,20 @@ class RedisEntry(EntryPoint):
         return self._scripts[script](keys=[self.stream], args=[self.group, *args])
 
     def send(self, message: Mapping[str, Any]) -> None:
-        """Add the message to the stream, or to its thread's backlog if the thread has one there."""
-        parse_message(message)
+        """Add the message to the stream, or to its thread's backlog if the thread has one there.
+
+        The plugins' headers (a trace context) are fields of the entry beside ``thread`` and
+        ``body`` (which they never replace), kept with the message while it waits in the backlog.
+        """
+        headers = transport_headers(parse_message(message))
         body = json.dumps(dict(message), ensure_ascii=False, separators=(",", ":"))
-        self._run("send", message["thread_id"], body)
+        extra = [
+            item
+            for name, value in headers.items()
+            if name not in _OWN_FIELDS
+            for item in (name, value)
+        ]
+        self._run("send", message["thread_id"], body, *extra)
 
     def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
         """Take over lapsed leases, then read new entries, waiting up to ``wait`` seconds."""
