@@ -1191,7 +1191,9 @@ def otel_sides() -> tuple[
     make the one SDK call any implementation of the documented spans must make for a publish of
     one question (one span, started and ended with the documented attributes) and nothing else:
     ``alone`` in a loop of its own, ``in a publish`` from a minimal plugin's
-    ``operation_finished``, so with a publish and the operation hooks around it.
+    ``operation_finished``, so with a publish and the operation hooks around it. ``hooks, no
+    SDK call`` is what core's hooks cost the plugin: its four hooks, doing nothing but its
+    ``reply_with`` update.
 
     The round's end clears the exported spans and collects the metrics (what a periodic reader
     does in its own thread); it returns the seconds the collection took, which is when the
@@ -1205,7 +1207,7 @@ def otel_sides() -> tuple[
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
     from opentelemetry.trace import SpanKind
 
-    from agent_wait.core import hookimpl
+    from agent_wait.core import WaitEnvelope, hookimpl
     from agent_wait.opentelemetry import OpenTelemetryPlugin
     from agent_wait.opentelemetry._plugin import load
 
@@ -1255,6 +1257,35 @@ def otel_sides() -> tuple[
         def operation_finished(self, operation: object, result: object, error: object) -> None:
             floor_span()
 
+    class Hooks:
+        """The plugin's four hooks and its ``reply_with`` update, with no OpenTelemetry call."""
+
+        traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+        @hookimpl
+        def operation_started(self, operation: object) -> None:
+            pass
+
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> dict[str, object]:
+            reply = envelope.reply_with
+            return {
+                "reply_with": {
+                    "thread_id": reply.thread_id,
+                    "question_id": reply.question_id,
+                    "answer": None,
+                    "traceparent": self.traceparent,
+                }
+            }
+
+        @hookimpl
+        def delivery_outcome(self, delivery: object, envelope: object, announcer: object) -> None:
+            pass
+
+        @hookimpl
+        def operation_finished(self, operation: object, result: object, error: object) -> None:
+            pass
+
     def end_round() -> float:
         exporter.clear()
         start = time.perf_counter()
@@ -1268,6 +1299,7 @@ def otel_sides() -> tuple[
         "SDK, in-memory": (sdk, agent_wait_publish),
         "SDK floor, in a publish": (Floor(), agent_wait_publish),
         "SDK floor, alone": (None, floor_span),
+        "hooks, no SDK call": (Hooks(), agent_wait_publish),
     }, end_round
 
 
@@ -1322,6 +1354,7 @@ def bench_opentelemetry(scale: Scale) -> Result:
     with_sdk = in_thread + at_collection
     sdk = with_sdk / base
     floor_alone = min(samples["SDK floor, alone"])
+    hooks = min(samples["hooks, no SDK call"])
     floor = min(samples["SDK floor, in a publish"])
     # What the plugin adds beyond the least any plugin recording the documented span pays.
     own = (with_sdk - floor) / base
@@ -1339,6 +1372,7 @@ def bench_opentelemetry(scale: Scale) -> Result:
             "ratio_sdk_at_collection": at_collection / base,
             "ratio_floor_alone": floor_alone / base,
             "ratio_floor_in_a_publish": floor / base,
+            "ratio_hooks_no_sdk_call": hooks / base,
             "ratio_sdk_minus_floor": own,
             "cpu_seconds_per_call": {name: _stats(values) for name, values in cpu.items()},
             "cpu_ratios_median": cpu_ratios,
@@ -1354,7 +1388,8 @@ def bench_opentelemetry(scale: Scale) -> Result:
             f"metric collection); SDK floor, one span with the documented attributes: "
             f"{_us(floor_alone)} alone ({floor_alone / base:.2f}x), a publish with it "
             f"{_us(floor)} ({floor / base:.2f}x, the least any plugin can reach); the plugin "
-            f"beyond that floor {own:.2f}x; per-thread CPU time, medians: no SDK "
+            f"beyond that floor {own:.2f}x; its four hooks with no SDK call {_us(hooks)} "
+            f"({hooks / base:.2f}x); per-thread CPU time, medians: no SDK "
             f"{cpu_ratios['installed, no SDK']:.2f}x, SDK {cpu_ratios['SDK, in-memory']:.2f}x, "
             f"floor in a publish {cpu_ratios['SDK floor, in a publish']:.2f}x"
         ),
