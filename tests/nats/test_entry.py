@@ -71,6 +71,33 @@ def test_built_by_name_and_two_hosts_share_the_durable_consumer(
         second.close()
 
 
+def test_a_message_in_hand_is_not_handed_out_again_within_its_lease(
+    nats_url: str, named: tuple[str, str]
+) -> None:
+    """The server may send a message again, uncounted, while its first delivery is in hand.
+
+    That happens when a one-message pull request ends as it is served, here while held-back
+    messages of another thread come round; a second hand-out would take the lease from the
+    host that holds it (its ack would then fail).
+    """
+    stream, subject = named
+    with NatsEntry(
+        nats_url, stream=stream, subject=subject, visibility_timeout=5.0, hold_delay=0.05
+    ) as host:
+        for round_ in range(5):
+            for n in range(3):
+                host.send({"thread_id": f"a{round_}", "question_id": f"q{n}", "answer": n})
+            host.send({"thread_id": f"b{round_}", "question_id": "q0", "answer": 0})
+            in_hand = host.receive(10, wait=2.0)
+            again = host.receive(10, wait=0.0)
+            assert not {r.id for r in in_hand} & {r.id for r in again}, round_
+            for received in in_hand + again:
+                assert host.ack(received), received
+            while batch := host.receive(10, wait=0.5):
+                for received in batch:
+                    assert host.ack(received), received
+
+
 def test_dead_letters_outlive_the_host_that_buried_them(
     nats_url: str, named: tuple[str, str]
 ) -> None:

@@ -267,7 +267,15 @@ class NatsEntry(EntryPoint):
             return None
         body: dict[str, Any] = json.loads(msg.data)
         thread_id = str(body.get("thread_id"))
-        attempts, error, revision = await self._attempts(session, seq)
+        record, revision = await self._record(session, seq)
+        delivered = msg.metadata.num_delivered
+        if record.get("receipt") and delivered <= record.get("delivered", 0):
+            # The server sent a delivery it did not count while an earlier one is still in
+            # hand (a pull request that ended as it was served): the holder keeps the lease,
+            # and if it dies the server's counted redelivery comes after ack_wait.
+            logger.debug("message %s of thread %s: sent again while in hand", seq, thread_id)
+            return None
+        attempts, error = int(record.get("attempts", 0)), record.get("error")
         if attempts >= self.max_attempts:
             # Its last lease ran out: the receiver died or was too slow every time.
             reason = error or (
@@ -276,26 +284,32 @@ class NatsEntry(EntryPoint):
             )
             await self._bury(session, seq, thread_id, body, attempts, reason, msg.reply)
             return None
-        record = json.dumps({"attempts": attempts + 1, "receipt": msg.reply, "error": error})
+        record_value = {
+            "attempts": attempts + 1,
+            "receipt": msg.reply,
+            "error": error,
+            "delivered": delivered,
+        }
         try:
             if revision is None:
-                await session.kv.create(str(seq), record.encode())
+                await session.kv.create(str(seq), json.dumps(record_value).encode())
             else:
-                await session.kv.update(str(seq), record.encode(), last=revision)
+                await session.kv.update(str(seq), json.dumps(record_value).encode(), last=revision)
         except nats.js.errors.KeyWrongLastSequenceError:
             # Another host took the same delivery's record first; let it have the message.
             return None
         return Received(str(seq), thread_id, body, attempts + 1, msg.reply)
 
-    async def _attempts(self, session: _Session, seq: int) -> tuple[int, str | None, int | None]:
+    async def _record(self, session: _Session, seq: int) -> tuple[dict[str, Any], int | None]:
+        """The message's attempts record (empty if none yet) and its revision."""
         try:
             entry = await session.kv.get(str(seq))
         except nats.js.errors.KeyNotFoundError:
-            return 0, None, None
+            return {}, None
         if entry.value is None:
-            return 0, None, entry.revision
-        record = json.loads(entry.value)
-        return int(record["attempts"]), record.get("error"), entry.revision
+            return {}, entry.revision
+        record: dict[str, Any] = json.loads(entry.value)
+        return record, entry.revision
 
     async def _mine(self, session: _Session, received: Received) -> int | None:
         """The attempts record's revision if ``received`` still holds the lease, else None."""
