@@ -345,17 +345,9 @@ def delivered_report(envelope: WaitEnvelope, announcer: str, duration: float) ->
 
     What :func:`new_report` of one :func:`new_delivery` builds: the usual publish's report.
     """
-    delivery: Any = _DeliveryLayout()
-    delivery.announcer = announcer
-    delivery.question_id = envelope.question_id
-    delivery.event_id = envelope.event_id
-    delivery.ok = True
-    delivery.error = None
-    delivery.exception = None
-    delivery.duration = duration
-    delivery.attempts = None
-    delivery.message_id = None
-    delivery.__class__ = Delivery
+    delivery = new_delivery(
+        announcer, envelope.question_id, envelope.event_id, True, None, None, duration, None, None
+    )
     report: Any = _ReportLayout()
     report.envelopes = (envelope,)
     report.deliveries = (delivery,)
