@@ -72,8 +72,8 @@ class SqliteEntry(EntryPoint):
     The sender inserts a row; a host leases rows by polling (every ``poll_interval`` seconds
     while it waits). A leased row is invisible to other receivers for ``visibility_timeout``
     seconds; :meth:`ack` deletes it, :meth:`fail` makes it visible again after
-    ``retry_delay`` seconds, and a lease that runs out (the host died) makes it visible again
-    too. Every hand-out counts an attempt; after ``max_attempts`` the row is dead-lettered and
+    ``retry_delay`` seconds, :meth:`release` at once, and a lease that runs out (the host died)
+    makes it visible again too. Every hand-out counts an attempt; after ``max_attempts`` the row is dead-lettered and
     kept. Only the oldest live row of each thread is ever handed out, so a thread's messages
     are handled one at a time, in order, by any number of hosts in any number of processes.
 
@@ -233,6 +233,14 @@ class SqliteEntry(EntryPoint):
             received,
             f'UPDATE "{self._table}" SET visible_at = ?',
             (time.time() + self.visibility_timeout,),
+        )
+
+    def release(self, received: Received) -> bool:
+        """Visible again at once, its attempt kept; False if its lease had run out."""
+        return self._leased(
+            received,
+            f'UPDATE "{self._table}" SET visible_at = ?, receipt = NULL',
+            (time.time(),),
         )
 
     def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
