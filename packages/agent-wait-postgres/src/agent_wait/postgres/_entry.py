@@ -43,7 +43,7 @@ class PostgresEntry(EntryPoint):
     messages that became visible again: retries and lapsed leases send no notification). A
     received row gets a fresh receipt and ``visible_at = now + visibility_timeout``; ``ack``
     deletes it, ``fail`` makes it visible again after an exponential backoff (``retry_delay``
-    doubled per attempt, at most ``max_retry_delay``). After ``max_attempts`` deliveries the
+    doubled per attempt, at most ``max_retry_delay``), ``release`` at once (and NOTIFYs). After ``max_attempts`` deliveries the
     row's ``state`` becomes ``dead``: kept with its last error, logged at ERROR. Only the
     oldest live row of each thread is handed out, so a thread's messages are handled one at a
     time, in send order, by any number of hosts on any number of machines.
@@ -288,6 +288,29 @@ class PostgresEntry(EntryPoint):
             ).format(self._ident, self._where_mine()),
             [self.visibility_timeout],
         )
+
+    def release(self, received: Received) -> bool:
+        """Visible again at once, its attempt kept; False if its lease had run out."""
+        with self._lock:
+            conn = self._connection()
+            with conn.transaction():
+                rowcount = conn.execute(
+                    sql.SQL(
+                        "UPDATE {} SET visible_at = clock_timestamp(), receipt = NULL {}"
+                    ).format(self._ident, self._where_mine()),
+                    [int(received.id), received.receipt],
+                ).rowcount
+                if rowcount == 1:
+                    # Wakes a waiting receiver now rather than at its next poll.
+                    conn.execute("SELECT pg_notify(%s, '')", [self.channel])
+        if rowcount != 1:
+            logger.warning(
+                "message %s of thread %s: its lease ran out before it was released "
+                "(handed out again)",
+                received.id,
+                received.thread_id,
+            )
+        return rowcount == 1
 
     def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
         """Hand the message out again after a backoff, or dead-letter it."""
