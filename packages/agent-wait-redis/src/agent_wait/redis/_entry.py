@@ -189,6 +189,19 @@ return 1
 """
 )
 
+# ARGV: group, id, consumer, deliveries, lease ms. Idle for a whole lease: the next XAUTOCLAIM
+# takes it over at once (counting a delivery); it is still its thread's only entry in the stream.
+_RELEASE = (
+    _COMMON
+    + """
+local id = ARGV[2]
+if not mine(id, ARGV[3], ARGV[4]) then return 0 end
+redis.call('SADD', S .. ':released', id)
+redis.call('XCLAIM', S, G, ARGV[3], 0, id, 'IDLE', ARGV[5], 'JUSTID')
+return 1
+"""
+)
+
 # ARGV: group, dead-letter entry id.
 _REDRIVE = (
     _COMMON
@@ -217,7 +230,8 @@ class RedisEntry(EntryPoint):
     ``visibility_timeout`` (the host died) is taken over with ``XAUTOCLAIM`` by the next
     receiver; the attempt is the entry's delivery count (``XPENDING``). ``fail`` sets the idle
     time so that the entry is reclaimed after an exponential backoff (``retry_delay`` doubled
-    per attempt, at most ``visibility_timeout``). After ``max_attempts`` deliveries the entry
+    per attempt, at most ``visibility_timeout``); ``release`` sets it to a whole lease, so the
+    next receiver takes the entry over at once (another delivery, so another attempt). After ``max_attempts`` deliveries the entry
     moves to the dead-letter stream ``<stream>:dead`` (with its attempts, last error and time),
     logged at ERROR.
 
@@ -302,6 +316,7 @@ class RedisEntry(EntryPoint):
                     ("ack", _ACK),
                     ("extend", _EXTEND),
                     ("fail", _FAIL),
+                    ("release", _RELEASE),
                     ("redrive", _REDRIVE),
                 )
             }
@@ -406,6 +421,14 @@ class RedisEntry(EntryPoint):
         """Reset the entry's idle time: leased for another ``visibility_timeout`` seconds."""
         consumer, deliveries = _lease(received)
         if self._run("extend", received.id, consumer, deliveries) == 1:
+            return True
+        return self._lost(received)
+
+    def release(self, received: Received) -> bool:
+        """Lapse the lease now: the next receive takes the entry over; False if it had run out."""
+        consumer, deliveries = _lease(received)
+        lease = int(self.visibility_timeout * 1000)
+        if self._run("release", received.id, consumer, deliveries, lease) == 1:
             return True
         return self._lost(received)
 
