@@ -61,8 +61,8 @@ class NatsEntry(EntryPoint):
     subject token) and waits for the stream's ack. ``receive`` fetches from the durable
     consumer (``ack_wait`` = ``visibility_timeout``): ``ack`` acknowledges (the work queue
     removes the message), ``extend`` sends an in-progress ack, ``fail`` naks with a delay of
-    ``retry_delay`` seconds, and a message never acknowledged is redelivered by JetStream
-    when ``ack_wait`` runs out.
+    ``retry_delay`` seconds, ``release`` naks with none (the attempt stays counted), and a
+    message never acknowledged is redelivered by JetStream when ``ack_wait`` runs out.
 
     Per-thread order: a fetched message is handed out only when it is the oldest message of
     its thread still in the stream; a later one is nak'ed for ``hold_delay`` seconds and
@@ -353,6 +353,31 @@ class NatsEntry(EntryPoint):
         if await self._mine(session, received) is None:
             return False
         await session.client.publish(received.receipt, _PROGRESS)
+        await session.client.flush(timeout=int(self.timeout) or 1)
+        return True
+
+    def release(self, received: Received) -> bool:
+        """Nak the message with no delay, its attempt kept; False if its lease had run out."""
+        return self._run(lambda s: self._release(s, received))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
+
+    async def _release(self, session: _Session, received: Received) -> bool:
+        record, revision = await self._record(session, int(received.id))
+        if revision is None or record.get("receipt") != received.receipt:
+            logger.warning(
+                "message %s of thread %s: its lease ran out before it was released "
+                "(handed out again)",
+                received.id,
+                received.thread_id,
+            )
+            return False
+        # No longer held, the attempt counted and an earlier failure's error kept: the next
+        # delivery is the next attempt.
+        released = {"attempts": received.attempt, "receipt": None, "error": record.get("error")}
+        try:
+            await session.kv.update(received.id, json.dumps(released).encode(), last=revision)
+        except nats.js.errors.KeyWrongLastSequenceError:
+            return False  # taken over by another receiver in between
+        await session.client.publish(received.receipt, b"-NAK")
         await session.client.flush(timeout=int(self.timeout) or 1)
         return True
 
