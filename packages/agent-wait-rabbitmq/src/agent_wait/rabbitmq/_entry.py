@@ -71,7 +71,8 @@ class RabbitMqEntry(EntryPoint):
 
     Leases are kept by the host: a message handed out and not settled within
     ``visibility_timeout`` seconds (or :meth:`extend`-ed) is handed out again with ``attempt``
-    one higher; :meth:`fail` hands it out again after ``retry_delay``. After ``max_attempts``
+    one higher; :meth:`fail` hands it out again after ``retry_delay``, :meth:`release` at once
+    (the message stays with this host, ahead of its thread's later ones). After ``max_attempts``
     the message is published to the dead-letter exchange ``<queue>.dead`` (into the queue
     ``<queue>.dead``), logged at ERROR, then acknowledged. The queue's ``x-delivery-limit`` (also
     ``max_attempts``) dead-letters to the same exchange a message whose hosts keep crashing.
@@ -326,6 +327,20 @@ class RabbitMqEntry(EntryPoint):
         held.leased_until = time.monotonic() + self.visibility_timeout
         assert self._connection is not None
         self._connection.process_data_events(0)  # keeps the heartbeats going
+        return True
+
+    def release(self, received: Received) -> bool:
+        """Hand the message out again at once, its attempt kept; False if its lease had run out."""
+        return self._locked(lambda: self._release(received))
+
+    def _release(self, received: Received) -> bool:
+        # Kept in hand rather than requeued: a requeued message goes behind what this host
+        # already holds, and its thread's later messages would overtake it.
+        held = self._mine(received)
+        if held is None:
+            return False
+        held.receipt = None
+        held.available_at = time.monotonic()
         return True
 
     def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
