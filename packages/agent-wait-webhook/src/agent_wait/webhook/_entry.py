@@ -521,6 +521,21 @@ class WebhookEntry(EntryPoint):
                 held.lease_until = time.time() + self.visibility_timeout
             return held is not None
 
+    def release(self, received: Received) -> bool:
+        """Hand the message out again at once, its attempt kept; False if its lease had run out.
+
+        Its request stays held.
+        """
+        with self._cond:
+            held = self._leased(received)
+            if held is None:
+                return False
+            # Its lease runs out now: the next receive takes it back as a lapsed lease (and
+            # dead-letters it if that was its last attempt).
+            held.lease_until = time.time()
+            self._cond.notify_all()
+            return True
+
     def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
         """Hand the message out again after ``retry_delay``, or dead-letter it.
 
