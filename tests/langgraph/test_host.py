@@ -387,7 +387,7 @@ def test_an_answer_racing_another_handler_answers_nothing_else(
     stale_state = langgraph_host._read(graph, {"configurable": {"thread_id": "t"}})
     assert handle_message(graph, answer(first, "yes"), inbox).outcome is Outcome.RESUMED
     monkeypatch.setattr(
-        langgraph_host, "_read", lambda graph, config: stale_state
+        langgraph_host, "_read", lambda graph, config, **_: stale_state
     )  # fault injection: the host reads the state as it was before the first resume
     raced = handle_message(graph, answer(first, "yes again"), inbox)
     assert raced.outcome is Outcome.DUPLICATE

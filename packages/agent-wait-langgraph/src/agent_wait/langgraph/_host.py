@@ -339,22 +339,26 @@ def _live(config: RunnableConfig) -> bool:
     return "checkpoint_id" not in (config.get("configurable") or {})
 
 
-def _read(graph: Graph, config: RunnableConfig) -> tuple[StateSnapshot, CheckpointTuple | None]:
+def _read(
+    graph: Graph, config: RunnableConfig, *, lean: bool = False
+) -> tuple[StateSnapshot, CheckpointTuple | None]:
     """``graph.get_state(config, subgraphs=True)`` and the checkpoint it was built from, one read.
 
     ``Pregel.get_state`` reads the latest checkpoint and builds the snapshot from it; this makes
     the same two LangGraph calls (langgraph 1.2) and keeps the checkpoint, whose pending writes
     the host needs too, instead of reading it a second time. The host's configs are the thread's
-    own (no ``checkpoint_ns``), so no nested graph is addressed.
+    own (no ``checkpoint_ns``), so no nested graph is addressed. ``lean``: see :func:`_lean`.
     """
     pregel: Any = graph
     if not _reads_once(pregel):
         return graph.get_state(config, subgraphs=True), pregel.checkpointer.get_tuple(config)
     saver: BaseCheckpointSaver[Any] = pregel._state_checkpointer(config)
     latest = saver.get_tuple(config)
-    snapshot: StateSnapshot = pregel._prepare_state_snapshot(
-        config, latest, saver=saver, recurse=True, live=_live(config)
-    )
+    snapshot = _lean(pregel, config, latest, saver) if lean else None
+    if snapshot is None:
+        snapshot = pregel._prepare_state_snapshot(
+            config, latest, saver=saver, recurse=True, live=_live(config)
+        )
     return snapshot, latest
 
 
@@ -367,8 +371,81 @@ def _reads_once(pregel: Any) -> bool:
     return all(callable(getattr(pregel, name, None)) for name in _ONE_READ_STEPS)
 
 
+def _lean_steps() -> tuple[Any, Any, Any] | None:
+    """The steps of ``Pregel._prepare_state_snapshot`` that tell the tasks, or None.
+
+    Internals of langgraph 1.2: without them, the full snapshot is built instead.
+    """
+    try:
+        from langgraph.pregel import _algo, _checkpoint, debug
+    except ImportError:  # pragma: no cover - another langgraph
+        return None
+    steps = (
+        getattr(_checkpoint, "channels_from_checkpoint", None),
+        getattr(_algo, "prepare_next_tasks", None),
+        getattr(debug, "tasks_w_writes", None),
+    )
+    return steps if all(callable(step) for step in steps) else None
+
+
+_LEAN_STEPS = _lean_steps()
+
+
+def _lean(
+    pregel: Any, config: RunnableConfig, saved: CheckpointTuple | None, saver: Any
+) -> StateSnapshot | None:
+    """The thread's tasks and pending interrupts without the rest of the snapshot, or None.
+
+    A resume reads the thread only to know what it waits on, then LangGraph reads the same
+    checkpoint again to run it: the full snapshot (every channel's value, executable tasks) is
+    most of what the host adds to a resume. This takes ``Pregel._prepare_state_snapshot``'s
+    steps that tell the tasks, so the tasks, interrupts and metadata are the full snapshot's;
+    the values are left empty (no decision reads them). None, and the full snapshot is built:
+    no checkpoint yet, a graph with nested graphs (whose states the snapshot reads too), a past
+    checkpoint, or a langgraph without these steps.
+    """
+    if (
+        saved is None
+        or _LEAN_STEPS is None
+        or not _live(config)
+        or not callable(getattr(pregel, "_migrate_checkpoint", None))
+        or any(True for _ in pregel.get_subgraphs())
+    ):
+        return None
+    from_checkpoint, next_tasks, with_writes = _LEAN_STEPS
+    pregel._migrate_checkpoint(saved.checkpoint)
+    step = saved.metadata.get("step", -1) + 1
+    channels, managed = from_checkpoint(
+        pregel.channels, saved.checkpoint, saver=saver, config=saved.config
+    )
+    tasks = next_tasks(
+        saved.checkpoint,
+        saved.pending_writes or [],
+        pregel.nodes,
+        channels,
+        managed,
+        saved.config,
+        step,
+        step + 2,
+        for_execution=False,
+    )
+    written: tuple[PregelTask, ...] = with_writes(
+        tasks.values(), saved.pending_writes, None, pregel.stream_channels_asis, live=True
+    )
+    return StateSnapshot(
+        values={},
+        next=(),
+        config=saved.config,
+        metadata=saved.metadata,
+        created_at=saved.checkpoint["ts"],
+        parent_config=saved.parent_config,
+        tasks=written,
+        interrupts=tuple(i for task in written for i in task.interrupts),
+    )
+
+
 async def _aread(
-    graph: Graph, config: RunnableConfig
+    graph: Graph, config: RunnableConfig, *, lean: bool = False
 ) -> tuple[StateSnapshot, CheckpointTuple | None]:
     """Async :func:`_read`."""
     pregel: Any = graph
@@ -377,9 +454,11 @@ async def _aread(
         return snapshot, await pregel.checkpointer.aget_tuple(config)
     saver: BaseCheckpointSaver[Any] = pregel._state_checkpointer(config)
     latest = await saver.aget_tuple(config)
-    snapshot: StateSnapshot = await pregel._aprepare_state_snapshot(
-        config, latest, saver=saver, recurse=True, live=_live(config)
-    )
+    snapshot = _lean(pregel, config, latest, saver) if lean else None
+    if snapshot is None:
+        snapshot = await pregel._aprepare_state_snapshot(
+            config, latest, saver=saver, recurse=True, live=_live(config)
+        )
     return snapshot, latest
 
 
@@ -449,10 +528,10 @@ def _resuming() -> Generator[None]:
 class _SyncHost(_Host, StreamingHost[_Thread, Any]):
     def load(self, thread_id: str) -> _Thread:
         config = _run_config(self.config, thread_id)
-        return _thread(thread_id, config, self._state(config))
+        return _thread(thread_id, config, self._state(config, lean=True))
 
-    def _state(self, config: RunnableConfig) -> _State:
-        snapshot, latest = _read(self.graph, config)
+    def _state(self, config: RunnableConfig, *, lean: bool = False) -> _State:
+        snapshot, latest = _read(self.graph, config, lean=lean)
         saver = checkpointer(self.graph)
         sends = {
             # The thread's own level is the checkpoint just read.
@@ -507,10 +586,10 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
 class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
     async def load(self, thread_id: str) -> _Thread:
         config = _run_config(self.config, thread_id)
-        return _thread(thread_id, config, await self._state(config))
+        return _thread(thread_id, config, await self._state(config, lean=True))
 
-    async def _state(self, config: RunnableConfig) -> _State:
-        snapshot, latest = await _aread(self.graph, config)
+    async def _state(self, config: RunnableConfig, *, lean: bool = False) -> _State:
+        snapshot, latest = await _aread(self.graph, config, lean=lean)
         saver = checkpointer(self.graph)
         sends = {
             _namespace(level): _sends_of(
