@@ -13,6 +13,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import os
 import uuid
 import weakref
 from collections.abc import (
@@ -56,7 +57,9 @@ from strands.agent.agent_result import AgentResult
 from strands.hooks import AfterInvocationEvent
 from strands.interrupt import Interrupt, _InterruptState  # pyright: ignore[reportPrivateUsage]
 from strands.multiagent.base import MultiAgentBase, MultiAgentResult
+from strands.session.file_session_manager import FileSessionManager
 from strands.session.session_repository import SessionRepository
+from strands.types.session import decode_bytes_values
 
 logger = logging.getLogger(__name__)
 
@@ -262,19 +265,67 @@ class _Thread:
     index: str | None = None
 
 
+def _agent_record(
+    repository: SessionRepository, session_id: str, agent_id: str
+) -> tuple[Mapping[str, Any], Mapping[str, Any]] | None:
+    """The session's agent record's ``state`` and private ``_internal_state``, or None.
+
+    Strands 1.62 keeps the interrupt state in the record's private part (see interrupt_state).
+    """
+    if _plain_file_repository(repository):
+        # FileSessionManager.read_agent builds the whole SessionAgent with ``from_dict``, which
+        # looks up the dataclass's signature once per key: most of the read. The same file,
+        # read with the repository's own helpers (path checks, symlink refusal), gives the two
+        # parts this host needs, decoded as from_dict decodes them.
+        files: Any = repository
+        path = os.path.join(files._get_agent_path(session_id, agent_id), "agent.json")
+        if not os.path.exists(path):
+            return None
+        data: object = files._read_file(path)
+        if isinstance(data, dict):
+            fields = cast("dict[str, Any]", data)
+            state, internal = fields.get("state"), fields.get("_internal_state", {})
+            if (
+                fields.keys() >= _RECORD_FIELDS
+                and isinstance(state, dict)
+                and isinstance(internal, dict)
+            ):
+                return (
+                    cast("Mapping[str, Any]", decode_bytes_values(state)),
+                    cast("Mapping[str, Any]", decode_bytes_values(internal)),
+                )
+        # Not a record from_dict would take: read_agent raises or reads it as it does.
+    record = repository.read_agent(session_id, agent_id)
+    if record is None:
+        return None
+    return record.state, record._internal_state  # pyright: ignore[reportPrivateUsage]
+
+
+_RECORD_FIELDS = frozenset(("agent_id", "state", "conversation_manager_state"))
+"""The fields a SessionAgent cannot be built without."""
+
+
+def _plain_file_repository(repository: SessionRepository) -> bool:
+    # A subclass that reads agents its own way is read through its read_agent.
+    return (
+        isinstance(repository, FileSessionManager)
+        and type(repository).read_agent is FileSessionManager.read_agent
+        and callable(getattr(repository, "_get_agent_path", None))
+        and callable(getattr(repository, "_read_file", None))
+    )
+
+
 def _from_session(
     repository: SessionRepository | None, agent_id: str, thread_id: str
 ) -> _Thread | None:
     """The thread read from its session's agent record, or None when it has no index there."""
     if repository is None:
         return None
-    record = repository.read_agent(thread_id, agent_id)
-    index = None if record is None else record.state.get(ASKED_KEY)
+    record = _agent_record(repository, thread_id, agent_id)
+    index = None if record is None else record[0].get(ASKED_KEY)
     if record is None or not isinstance(index, str):
         return None
-    # Strands 1.62 keeps the interrupt state in the record's private part (see interrupt_state).
-    internal = record._internal_state  # pyright: ignore[reportPrivateUsage]
-    data = internal.get("interrupt_state")
+    data = record[1].get("interrupt_state")
     state = _InterruptState() if data is None else _InterruptState.from_dict(data)
     interrupts = state.interrupts
     if not all(_indexed_earlier(index, i) for i in interrupts):
