@@ -544,7 +544,8 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
 
     def _ran(self, config: RunnableConfig, result: Any) -> Any:
         if interrupts_in(result):
-            self._parked = self._state(config)[1]
+            # Only where the questions were asked is kept: the lean read tells it as well.
+            self._parked = self._state(config, lean=True)[1]
         return result
 
     def asked(self, thread: _Thread, question_id: str) -> bool:
@@ -601,7 +602,7 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
 
     async def _ran(self, config: RunnableConfig, result: Any) -> Any:
         if interrupts_in(result):
-            self._parked = (await self._state(config))[1]
+            self._parked = (await self._state(config, lean=True))[1]
         return result
 
     async def asked(self, thread: _Thread, question_id: str) -> bool:
