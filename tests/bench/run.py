@@ -116,7 +116,7 @@ class Scale:
     thread_steps: tuple[int, ...] = LONG_THREAD_STEPS
     thread_rounds: int = 11
     thread_calls: int = 5
-    resume_rounds: int = 21
+    resume_rounds: int = 101
     process_runs: int = 9
     worker_threads: int = 20
     worker_per_thread: int = 10
