@@ -12,6 +12,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import interrupt
 
 from agent_wait.core import MemoryAnnounce, Outcome
+from agent_wait.langgraph import _host as host_module  # pyright: ignore[reportPrivateUsage]
 from agent_wait.langgraph import handle_message
 from agent_wait.langgraph._adapter import (
     _send_index,  # pyright: ignore[reportPrivateUsage]
@@ -70,6 +71,7 @@ def seen(host: _SyncHost, thread: _Thread) -> dict[str, Any]:
         ),
         "asked": host._asked(thread),  # pyright: ignore[reportPrivateUsage]
         "questions": host.waiting(thread).questions,
+        "published again": host.waiting(thread).unanswered,
     }
 
 
@@ -157,3 +159,40 @@ def test_a_graph_with_subgraphs_is_read_in_full(mounted: bool) -> None:
     assert sorted(check_agrees(graph, "t", lean=False)) == sorted(asked)
     assert reply(graph, "t", asked[0]).outcome is Outcome.RESUMED
     assert check_agrees(graph, "t", lean=False) == [asked[1]]
+
+
+def test_a_resume_works_out_no_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
+    # What a thread waits on comes from its checkpoint's writes; telling its tasks (the graph's
+    # channels rebuilt) is left to what needs them: publishing, a task that moved past a question.
+    graph = one_question(InMemorySaver())
+    [asked] = start(graph, "t")
+    told: list[str] = []
+    real = host_module._lean  # pyright: ignore[reportPrivateUsage]
+
+    def counted(pregel: Any, config: Any, saved: Any, saver: Any) -> Any:
+        told.append(str(config["configurable"]["thread_id"]))
+        return real(pregel, config, saved, saver)
+
+    monkeypatch.setattr(host_module, "_lean", counted)
+    assert reply(graph, "t", asked).outcome is Outcome.RESUMED
+    assert told == []
+    # A task that moved past its first question: its name tells the ids it answered before.
+    twice = asks_twice()
+    [first] = start(twice, "u")
+    [second] = reply(twice, "u", first).question_ids
+    told.clear()
+    assert reply(twice, "u", first).outcome is Outcome.DUPLICATE
+    assert told == ["u"]
+    assert reply(twice, "u", second).outcome is Outcome.RESUMED
+
+
+def test_questions_published_again_carry_where_they_were_asked() -> None:
+    agent = ask_tool_agent()
+    inbox = MemoryAnnounce()
+    message = {"thread_id": "t", "input": {"messages": [("user", "stock?")]}}
+    assert handle_message(agent, message, inbox).outcome is Outcome.STARTED
+    first = {e.question_id: e.context for e in inbox.envelopes}
+    assert {c.tool_call_id for c in first.values() if c is not None} == {"call_0", "call_1"}
+    inbox.envelopes.clear()
+    assert handle_message(agent, message, inbox).outcome is Outcome.REPUBLISHED
+    assert {e.question_id: e.context for e in inbox.envelopes} == first

@@ -12,9 +12,11 @@ the decisions (start, resume, republish, duplicate...) are ``agent_wait.core.hos
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
@@ -57,13 +59,12 @@ from agent_wait.langgraph._adapter import (
 )
 from agent_wait.langgraph._recovery import (
     aanswers_restored_on_failure,
+    answering_tasks,
     answers_restored_on_failure,
     checkpointer,
     interrupts_written,
 )
-from agent_wait.langgraph._routing import (
-    address,
-)
+from agent_wait.langgraph._routing import address, address_asked
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.errors import UnknownInterruptError, is_invalid_resume
 from langgraph.pregel import Pregel
@@ -248,18 +249,22 @@ def _asked_in(snapshots: Iterable[StateSnapshot]) -> set[str]:
     return asked
 
 
-def _latest_asked(latest: CheckpointTuple | None, tasks: Iterable[PregelTask]) -> set[str]:
+def _latest_asked(thread: _Thread) -> set[str]:
     """The ids the tasks of the latest checkpoint asked, including those they moved past.
 
     A resume that parks again in the same step, or that lets one of several interrupted tasks
-    finish, writes no new checkpoint: its questions are only in this checkpoint's writes.
+    finish, writes no new checkpoint: its questions are only in this checkpoint's writes. Only
+    a task holding answers (a resume write) moved past earlier questions: the tasks' names,
+    which their ids need, are read for those alone.
     """
-    names = {task.id: task.name for task in tasks}
-    asked: set[str] = set()
-    for task_id, item in interrupts_written(latest):
-        asked.add(item.id)
-        if task_id in names:
-            asked.update(_earlier_ids(f"{names[task_id]}:{task_id}", item.id))
+    written = interrupts_written(thread.latest)
+    asked = {item.id for _, item in written}
+    answering = answering_tasks(thread.latest)
+    if any(task_id in answering for task_id, _ in written):
+        names = {task.id: task.name for task in thread.tasks}
+        for task_id, item in written:
+            if task_id in answering and task_id in names:
+                asked.update(_earlier_ids(f"{names[task_id]}:{task_id}", item.id))
     return asked
 
 
@@ -292,23 +297,48 @@ question asked long ago (a duplicate) from one to a question never asked, howeve
 history. Space-separated: LangGraph keeps only text, numbers and booleans in metadata."""
 
 
+_Described = tuple[tuple[PregelTask, ...], Mapping[str, CallContext]]
+"""A thread's next tasks, and where each pending question was asked (by its id)."""
+
+
 @dataclass(frozen=True)
 class _Thread:
     thread_id: str
     config: RunnableConfig
     pending: list[Interrupt]
-    tasks: tuple[PregelTask, ...]
     index: frozenset[str] | None
     """The ids in the latest checkpoint's :data:`ASKED_KEY`; None when it has none (a thread
     written before the index, or by a run outside handle_message): then the history is walked."""
-    contexts: Mapping[str, CallContext]
-    """Where each pending question was asked (node, nested graph, tool call), by its id."""
     latest: CheckpointTuple | None
     """The latest checkpoint the state was read from: its pending writes hold the questions the
     thread moved past in its last step and the answers to put back if a resume fails."""
+    describe: Callable[[], _Described] = field(repr=False, compare=False)
+    """Tells the tasks and contexts (no IO): a resume needs neither, so they are worked out only
+    when asked for."""
+
+    @cached_property
+    def _described(self) -> _Described:
+        return self.describe()
+
+    @property
+    def tasks(self) -> tuple[PregelTask, ...]:
+        return self._described[0]
+
+    @property
+    def contexts(self) -> Mapping[str, CallContext]:
+        """Where each pending question was asked (node, nested graph, tool call), by its id."""
+        return self._described[1]
+
+    @cached_property
+    def questions(self) -> list[Question]:
+        """The pending questions, without where they were asked (see :class:`_Waiting`)."""
+        return questions_in(self.pending)
 
     def target(self, question_id: str) -> Interrupt:
         return next(i for i in self.pending if i.id == question_id)
+
+    def asked(self, question_id: str) -> Question:
+        return next(q for q in self.questions if q.question_id == question_id)
 
     def indexed(self, asked: Iterable[str]) -> RunnableConfig:
         """The run config whose checkpoints record ``asked`` plus what the thread waits on now."""
@@ -317,21 +347,63 @@ class _Thread:
         return cast("RunnableConfig", {**self.config, "metadata": metadata})
 
 
-def _thread(thread_id: str, config: RunnableConfig, state: _State) -> _Thread:
-    snapshot, contexts, latest = state
-    index = (snapshot.metadata or {}).get(ASKED_KEY)
+def _index_of(metadata: Mapping[str, Any] | None, *, saved: bool) -> frozenset[str] | None:
+    index = (metadata or {}).get(ASKED_KEY)
     if isinstance(index, str):
-        known: frozenset[str] | None = frozenset(index.split())
-    else:
-        # No checkpoint yet: nothing was asked. A checkpoint without the index: unknown.
-        known = frozenset() if snapshot.created_at is None else None
-    return _Thread(
-        thread_id, config, list(snapshot.interrupts), tuple(snapshot.tasks), known, contexts, latest
-    )
+        return frozenset(index.split())
+    # No checkpoint yet: nothing was asked. A checkpoint without the index: unknown.
+    return None if saved else frozenset()
 
 
 _State = tuple[StateSnapshot, dict[str, CallContext], CheckpointTuple | None]
 """A thread's state with its nested graphs', where each question was asked, its latest checkpoint."""
+
+
+def _thread(thread_id: str, config: RunnableConfig, state: _State) -> _Thread:
+    snapshot, contexts, latest = state
+    described: _Described = (tuple(snapshot.tasks), contexts)
+    return _Thread(
+        thread_id,
+        config,
+        list(snapshot.interrupts),
+        _index_of(snapshot.metadata, saved=snapshot.created_at is not None),
+        latest,
+        lambda: described,
+    )
+
+
+def _quick_thread(
+    pregel: Any, saver: Any, thread_id: str, config: RunnableConfig, latest: CheckpointTuple | None
+) -> _Thread:
+    """The thread from its latest checkpoint alone: what it waits on, from the checkpoint's writes.
+
+    LangGraph tells a task's pending interrupts from the writes of its step
+    (``read_task_statuses``); the tasks themselves, which need the graph's channels rebuilt, are
+    told only when something asks for them (see :func:`_lean`). Several pending questions are
+    put in the tasks' order, as the full snapshot lists them.
+    """
+
+    def describe() -> _Described:
+        snapshot = None if latest is None else _lean(pregel, config, latest, saver)
+        if snapshot is None:
+            return (), {}
+        return tuple(snapshot.tasks), contexts_in(snapshot, {"": _sends_of(latest)})
+
+    pending: list[Interrupt] = []
+    if latest is not None and _TASK_STATUSES is not None:  # (it is: see _quick_ok)
+        statuses = _TASK_STATUSES(latest.pending_writes or [])
+        pending = [item for status in statuses.values() for item in status.pending_interrupts]
+    thread = _Thread(
+        thread_id,
+        config,
+        pending,
+        _index_of(None if latest is None else latest.metadata, saved=latest is not None),
+        latest,
+        describe,
+    )
+    if len(pending) > 1:
+        pending[:] = [item for task in thread.tasks for item in task.interrupts]
+    return thread
 
 
 def _live(config: RunnableConfig) -> bool:
@@ -364,7 +436,12 @@ def _read(
 
 # Pregel's own steps inside get_state (langgraph 1.2), internals: a langgraph without them is read
 # through its public calls instead (the latest checkpoint twice), never wrongly.
-_ONE_READ_STEPS = ("_state_checkpointer", "_prepare_state_snapshot", "_aprepare_state_snapshot")
+_ONE_READ_STEPS = (
+    "_state_checkpointer",
+    "_resolve_checkpointer",
+    "_prepare_state_snapshot",
+    "_aprepare_state_snapshot",
+)
 
 
 def _reads_once(pregel: Any) -> bool:
@@ -391,6 +468,62 @@ def _lean_steps() -> tuple[Any, Any, Any] | None:
 _LEAN_STEPS = _lean_steps()
 
 
+def _task_statuses() -> Callable[[Iterable[Any]], Mapping[str, Any]] | None:
+    """LangGraph's reading of a step's writes into each task's status (langgraph 1.2), or None."""
+    try:
+        from langgraph.pregel._task_status import read_task_statuses
+    except ImportError:  # pragma: no cover - another langgraph
+        return None
+    return read_task_statuses
+
+
+_TASK_STATUSES = _task_statuses()
+
+
+def _lean_ok(pregel: Any, config: RunnableConfig) -> bool:
+    """Whether the thread's tasks can be told without the full snapshot (see :func:`_lean`)."""
+    return _live(config) and _flat(pregel)
+
+
+_FLAT: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+
+
+def _flat(pregel: Any) -> bool:
+    """Whether the compiled graph has no subgraph (whose states a snapshot reads too).
+
+    Kept per graph: finding subgraphs walks every node, and a compiled graph keeps its nodes.
+    """
+    flat = _FLAT.get(pregel)
+    if flat is None:
+        flat = callable(getattr(pregel, "_migrate_checkpoint", None)) and not any(
+            True for _ in pregel.get_subgraphs()
+        )
+        _FLAT[pregel] = flat
+    return flat
+
+
+def _saver(pregel: Any, config: RunnableConfig) -> BaseCheckpointSaver[Any]:
+    """``Pregel._state_checkpointer(config)`` for the host's own run config, without its merge.
+
+    That merge (``ensure_config``) is most of its cost and changes nothing here: a config naming
+    its thread, as the host's always does, drops what a parent run would lend.
+    """
+    saver = pregel._resolve_checkpointer(config)
+    if isinstance(saver, BaseCheckpointSaver):
+        return cast("BaseCheckpointSaver[Any]", saver)
+    return pregel._state_checkpointer(config)
+
+
+def _quick_ok(pregel: Any, config: RunnableConfig) -> bool:
+    """Whether :func:`_quick_thread` reads this thread (else the full snapshot is read)."""
+    return (
+        _TASK_STATUSES is not None
+        and _LEAN_STEPS is not None
+        and _reads_once(pregel)
+        and _lean_ok(pregel, config)
+    )
+
+
 def _lean(
     pregel: Any, config: RunnableConfig, saved: CheckpointTuple | None, saver: Any
 ) -> StateSnapshot | None:
@@ -404,13 +537,7 @@ def _lean(
     no checkpoint yet, a graph with nested graphs (whose states the snapshot reads too), a past
     checkpoint, or a langgraph without these steps.
     """
-    if (
-        saved is None
-        or _LEAN_STEPS is None
-        or not _live(config)
-        or not callable(getattr(pregel, "_migrate_checkpoint", None))
-        or any(True for _ in pregel.get_subgraphs())
-    ):
+    if saved is None or _LEAN_STEPS is None or not _lean_ok(pregel, config):
         return None
     from_checkpoint, next_tasks, with_writes = _LEAN_STEPS
     pregel._migrate_checkpoint(saved.checkpoint)
@@ -471,6 +598,29 @@ def _namespace(config: RunnableConfig) -> str:
     return str((config.get("configurable") or {}).get("checkpoint_ns") or "")
 
 
+@dataclass(frozen=True)
+class _Waiting(Waiting):
+    """The pending questions without where they were asked, which no decision reads.
+
+    Telling it needs the thread's tasks; only the questions published again
+    (:attr:`unanswered`) carry it, and only they work it out.
+    """
+
+    where: Callable[[], Mapping[str, CallContext]] = field(
+        default=dict[str, CallContext], repr=False, compare=False
+    )
+
+    @property
+    def unanswered(self) -> list[Question]:
+        contexts = self.where()
+        return [
+            q.model_copy(update={"context": contexts[q.question_id]})
+            if q.question_id in contexts
+            else q
+            for q in super().unanswered
+        ]
+
+
 class _Host:
     """What LangGraph adds to core's host: state from the checkpointer, strict resumes."""
 
@@ -490,7 +640,7 @@ class _Host:
         self._parked: Mapping[str, CallContext] = {}
 
     def waiting(self, thread: _Thread) -> Waiting:
-        return Waiting(questions_in(thread.pending, thread.contexts))
+        return _Waiting(thread.questions, where=lambda: thread.contexts)
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         problem = answer_problem(thread.target(answer.question_id), answer.answer)
@@ -506,7 +656,7 @@ class _Host:
         # task runs once, instead of once per answer.
         return Command(
             resume={
-                question_id: address(thread.thread_id, thread.target(question_id).value, value)
+                question_id: address_asked(thread.thread_id, thread.asked(question_id), value)
                 for question_id, value in answers.items()
             }
         )
@@ -528,6 +678,9 @@ def _resuming() -> Generator[None]:
 class _SyncHost(_Host, StreamingHost[_Thread, Any]):
     def load(self, thread_id: str) -> _Thread:
         config = _run_config(self.config, thread_id)
+        if _quick_ok(self.graph, config):
+            saver = _saver(self.graph, config)
+            return _quick_thread(self.graph, saver, thread_id, config, saver.get_tuple(config))
         return _thread(thread_id, config, self._state(config, lean=True))
 
     def _state(self, config: RunnableConfig, *, lean: bool = False) -> _State:
@@ -556,7 +709,7 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
     def _asked(self, thread: _Thread) -> set[str]:
         if thread.index is None:
             return _asked_in(self.graph.get_state_history(thread.config))
-        return {*thread.index, *_latest_asked(thread.latest, thread.tasks)}
+        return {*thread.index, *_latest_asked(thread)}
 
     def start(self, thread: _Thread, message: StartMessage) -> Any:
         config = thread.indexed(self._asked(thread))
@@ -587,6 +740,10 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
 class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
     async def load(self, thread_id: str) -> _Thread:
         config = _run_config(self.config, thread_id)
+        if _quick_ok(self.graph, config):
+            saver = _saver(self.graph, config)
+            latest = await saver.aget_tuple(config)
+            return _quick_thread(self.graph, saver, thread_id, config, latest)
         return _thread(thread_id, config, await self._state(config, lean=True))
 
     async def _state(self, config: RunnableConfig, *, lean: bool = False) -> _State:
@@ -613,7 +770,7 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
     async def _asked(self, thread: _Thread) -> set[str]:
         if thread.index is None:
             return _asked_in([s async for s in self.graph.aget_state_history(thread.config)])
-        return {*thread.index, *_latest_asked(thread.latest, thread.tasks)}
+        return {*thread.index, *_latest_asked(thread)}
 
     async def start(self, thread: _Thread, message: StartMessage) -> Any:
         config = thread.indexed(await self._asked(thread))

@@ -62,6 +62,12 @@ def interrupts_written(saved: CheckpointTuple | None) -> list[tuple[str, Interru
     return found
 
 
+def answering_tasks(saved: CheckpointTuple | None) -> set[str]:
+    """The tasks of a checkpoint's step that hold answers: each moved past a question of it."""
+    writes = (saved.pending_writes or []) if saved is not None else []
+    return {task for task, channel, value in writes if channel == _RESUME and value}
+
+
 def _saved(saved: CheckpointTuple | None, question_id: str) -> SavedAnswers | None:
     if saved is None:
         return None
@@ -104,14 +110,14 @@ def answers_restored_on_failure(
     asking ``question_ids``. agent-wait's own errors (a refused or misrouted answer) are raised
     before anything is saved and pass through untouched.
     """
-    saved = [_saved(latest, question_id) for question_id in question_ids]
     try:
         yield
     except AgentWaitError:
         raise
     except Exception:
-        for task in saved:
-            restore_answers(graph, task)
+        # ``latest`` is the read from before the run: what was saved then is put back.
+        for question_id in question_ids:
+            restore_answers(graph, _saved(latest, question_id))
         raise
 
 
@@ -120,12 +126,11 @@ async def aanswers_restored_on_failure(
     graph: Pregel[Any, Any, Any, Any], latest: CheckpointTuple | None, *question_ids: str
 ) -> AsyncGenerator[None]:
     """Async :func:`answers_restored_on_failure`."""
-    saved = [_saved(latest, question_id) for question_id in question_ids]
     try:
         yield
     except AgentWaitError:
         raise
     except Exception:
-        for task in saved:
-            await arestore_answers(graph, task)
+        for question_id in question_ids:
+            await arestore_answers(graph, _saved(latest, question_id))
         raise

@@ -43,7 +43,7 @@ from typing import Annotated, Any, TypeVar, cast
 
 from pydantic import AfterValidator, TypeAdapter
 
-from agent_wait.core import AgentWaitError, derive_question_id
+from agent_wait.core import AgentWaitError, Question, derive_question_id
 from agent_wait.core.adapter import WaitCall, apply_answer, question_from_value
 
 # LangGraph 1.2 keeps a task's answers in its scratchpad (CONFIG_KEY_SCRATCHPAD) and saves them
@@ -99,17 +99,16 @@ def address(thread_id: str, pending_value: Any, answer: Any) -> Any:
 
     Bare interrupts and LangChain middleware interrupts get the answer verbatim.
     """
-    to = _address_of(thread_id, pending_value)
-    return answer if to is None else {ADDRESS_KEY: {"to": to, "answer": answer}}
+    return address_asked(thread_id, question_from_value("pending", pending_value), answer)
 
 
-def _address_of(thread_id: str, value: Any) -> str | None:
+def address_asked(thread_id: str, asked: Question, answer: Any) -> Any:
+    """:func:`address` for the question already read from the interrupt's value."""
     # Only a @wait payload reads back with a source (see agent_wait.core.adapter.question_from_value).
-    asked = question_from_value("pending", value)
     question = as_mapping(asked.question)
     if asked.source is None or question is None or "function" not in question:
-        return None
-    return call_id(thread_id, question)
+        return answer
+    return {ADDRESS_KEY: {"to": call_id(thread_id, question), "answer": answer}}
 
 
 @dataclass(frozen=True)
