@@ -70,7 +70,8 @@ def seen(host: _SyncHost, thread: _Thread) -> dict[str, Any]:
             thread.latest.checkpoint["channel_values"],
         ),
         "asked": host._asked(thread),  # pyright: ignore[reportPrivateUsage]
-        "questions": host.waiting(thread).questions,
+        "questions": list(host.waiting(thread).questions),
+        "ids": host.waiting(thread).ids,
         "published again": host.waiting(thread).unanswered,
     }
 

@@ -426,14 +426,35 @@ def _vet(
 ) -> Handled | tuple[Any, str | None]:
     """The value to resume a pending question with (and a note if late), or why not (no IO)."""
     where = _where(answer)
-    question = waiting.questions[waiting.ids.index(answer.question_id)]
+    late_detail = None
+    if trust.signing or trust.expired != "accept" or trust.strict_actions:
+        # Only these read the question itself, which a host may build only when it is read.
+        question = waiting.questions[waiting.ids.index(answer.question_id)]
+        held = _held_to_trust(answer, question, trust, clock, where)
+        if isinstance(held, Handled):
+            return held
+        answer, late_detail = held
+    try:
+        # Every framework saves the answer with the run: one its store cannot keep unchanged
+        # would fail (or come back altered) after the tool ran.
+        problem = storable_problem(answer.answer)
+        if problem:
+            raise InvalidAnswer(problem)
+        return host.check(thread, answer), late_detail
+    except InvalidAnswer as error:
+        return _refused(where, error)
+
+
+def _held_to_trust(
+    answer: Answer, question: Question, trust: AnswerTrust, clock: Clock | None, where: str
+) -> Handled | tuple[Answer, str | None]:
+    """The answer as the trust settings let it through (and a note if late), or why not."""
     if trust.signing and trust.stale(answer, question):
         detail = (
             f"{where} changed since the answer's reply_with was published (another call or "
             "other arguments); nothing ran, the question as it is now stays answerable"
         )
         return Handled(Outcome.STALE_APPROVAL, detail=detail)
-    late_detail = None
     if trust.expired != "accept" and trust.undated(answer, question):
         # Published before the policy was on, or answered without copying reply_with: unsigned,
         # such a deadline could be forged anyway, and signed, a stripped one fails the token.
@@ -448,18 +469,10 @@ def _vet(
             detail = f"{where}: the answer came too late ({late}); nothing ran"
             return Handled(Outcome.EXPIRED, detail=detail)
         answer = answer.model_copy(update={"answer": question.policy.default})
-        late_detail = f"{where}: the answer came too late ({late}); resumed with its default"
-    elif trust.strict_actions and (problem := trust.strict_problem(answer.answer, question)):
+        return answer, f"{where}: the answer came too late ({late}); resumed with its default"
+    if trust.strict_actions and (problem := trust.strict_problem(answer.answer, question)):
         return _refused(where, InvalidAnswer(problem))
-    try:
-        # Every framework saves the answer with the run: one its store cannot keep unchanged
-        # would fail (or come back altered) after the tool ran.
-        problem = storable_problem(answer.answer)
-        if problem:
-            raise InvalidAnswer(problem)
-        return host.check(thread, answer), late_detail
-    except InvalidAnswer as error:
-        return _refused(where, error)
+    return answer, None
 
 
 def _resume_failed(where: str, error: Exception, *, pending: bool) -> Handled:

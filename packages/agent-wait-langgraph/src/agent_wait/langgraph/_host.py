@@ -13,11 +13,19 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
@@ -598,21 +606,47 @@ def _namespace(config: RunnableConfig) -> str:
     return str((config.get("configurable") or {}).get("checkpoint_ns") or "")
 
 
-@dataclass(frozen=True)
-class _Waiting(Waiting):
-    """The pending questions without where they were asked, which no decision reads.
+class _Questions(Sequence[Question]):
+    """A thread's pending questions, built when one is first read.
 
-    Telling it needs the thread's tasks; only the questions published again
-    (:attr:`unanswered`) carry it, and only they work it out.
+    A resume reads only their ids, unless trust settings check the question itself.
     """
 
-    where: Callable[[], Mapping[str, CallContext]] = field(
-        default=dict[str, CallContext], repr=False, compare=False
-    )
+    def __init__(self, thread: _Thread) -> None:
+        self._thread = thread
+
+    def __len__(self) -> int:
+        return len(self._thread.pending)
+
+    @overload
+    def __getitem__(self, index: int) -> Question: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Question]: ...
+    def __getitem__(self, index: int | slice) -> Question | Sequence[Question]:
+        return self._thread.questions[index]
+
+
+@dataclass(frozen=True)
+class _Waiting(Waiting):
+    """What a LangGraph thread waits on, each part worked out when it is read.
+
+    Where each question was asked needs the thread's tasks, and no decision reads it: only the
+    questions published again (:attr:`unanswered`) carry it.
+    """
+
+    thread: _Thread | None = field(default=None, repr=False, compare=False)
+
+    @classmethod
+    def of(cls, thread: _Thread) -> _Waiting:
+        return cls(_Questions(thread), thread=thread)
+
+    @cached_property
+    def ids(self) -> list[str]:
+        return [] if self.thread is None else [i.id for i in self.thread.pending]
 
     @property
     def unanswered(self) -> list[Question]:
-        contexts = self.where()
+        contexts: Mapping[str, CallContext] = {} if self.thread is None else self.thread.contexts
         return [
             q.model_copy(update={"context": contexts[q.question_id]})
             if q.question_id in contexts
@@ -640,7 +674,7 @@ class _Host:
         self._parked: Mapping[str, CallContext] = {}
 
     def waiting(self, thread: _Thread) -> Waiting:
-        return _Waiting(thread.questions, where=lambda: thread.contexts)
+        return _Waiting.of(thread)
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         problem = answer_problem(thread.target(answer.question_id), answer.answer)
