@@ -72,7 +72,7 @@ from agent_wait.langgraph._recovery import (
     checkpointer,
     interrupts_written,
 )
-from agent_wait.langgraph._routing import address, address_asked
+from agent_wait.langgraph._routing import address
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.errors import UnknownInterruptError, is_invalid_resume
 from langgraph.pregel import Pregel
@@ -344,9 +344,6 @@ class _Thread:
 
     def target(self, question_id: str) -> Interrupt:
         return next(i for i in self.pending if i.id == question_id)
-
-    def asked(self, question_id: str) -> Question:
-        return next(q for q in self.questions if q.question_id == question_id)
 
     def indexed(self, asked: Iterable[str]) -> RunnableConfig:
         """The run config whose checkpoints record ``asked`` plus what the thread waits on now."""
@@ -690,7 +687,7 @@ class _Host:
         # task runs once, instead of once per answer.
         return Command(
             resume={
-                question_id: address_asked(thread.thread_id, thread.asked(question_id), value)
+                question_id: address(thread.thread_id, thread.target(question_id).value, value)
                 for question_id, value in answers.items()
             }
         )

@@ -43,8 +43,8 @@ from typing import Annotated, Any, TypeVar, cast
 
 from pydantic import AfterValidator, TypeAdapter
 
-from agent_wait.core import AgentWaitError, Question, derive_question_id
-from agent_wait.core.adapter import WaitCall, apply_answer, question_from_value
+from agent_wait.core import AgentWaitError, derive_question_id
+from agent_wait.core.adapter import PAYLOAD_KEY, WaitCall, apply_answer, question_from_value
 
 # LangGraph 1.2 keeps a task's answers in its scratchpad (CONFIG_KEY_SCRATCHPAD) and saves them
 # with a RESUME write (CONFIG_KEY_SEND); a task's n-th answer fills the interrupt id
@@ -99,11 +99,9 @@ def address(thread_id: str, pending_value: Any, answer: Any) -> Any:
 
     Bare interrupts and LangChain middleware interrupts get the answer verbatim.
     """
-    return address_asked(thread_id, question_from_value("pending", pending_value), answer)
-
-
-def address_asked(thread_id: str, asked: Question, answer: Any) -> Any:
-    """:func:`address` for the question already read from the interrupt's value."""
+    if not (isinstance(pending_value, Mapping) and PAYLOAD_KEY in pending_value):
+        return answer  # not a @wait payload: nothing to address
+    asked = question_from_value("pending", pending_value)
     # Only a @wait payload reads back with a source (see agent_wait.core.adapter.question_from_value).
     question = as_mapping(asked.question)
     if asked.source is None or question is None or "function" not in question:
