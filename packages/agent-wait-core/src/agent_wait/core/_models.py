@@ -448,6 +448,8 @@ class Answer(BaseModel):
 
     @model_validator(mode="after")
     def _each_question_once(self) -> Answer:
+        if not self.more_answers:
+            return self  # one answer: nothing to repeat
         ids = [self.question_id, *(m.question_id for m in self.more_answers)]
         twice = sorted({i for i in ids if ids.count(i) > 1})
         if twice:
@@ -492,6 +494,8 @@ ANSWER_DEPTH_LIMIT = 199
 
 
 def _nests_deeper(value: object, limit: int) -> bool:
+    if isinstance(value, str | int | float | bool | None):
+        return False  # a scalar nests nothing (the usual answer)
     # Iterative on purpose: recursion is what this guards against.
     stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
