@@ -187,23 +187,25 @@ def _line(value: Any) -> str:
 _encode = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
 
 
+@dataclass(frozen=True)
+class _Head:
+    """The first line of a thread's index: what it is parked on, as :func:`_index` writes it."""
+
+    pending: DeferredToolRequests
+    answers: dict[str, Any]
+    prompts: tuple[str, ...]
+
+
+# One pass from the JSON text to the requests' objects, without an intermediate parse.
+_HEAD: TypeAdapter[_Head | None] = TypeAdapter(_Head | None)
+
+
 def _from_index(thread_id: str, text: str) -> _Thread:
     # The first line only: partition would copy the rest, which grows with the thread.
     end = text.find("\n")
-    head = text if end < 0 else text[:end]
-    state = json.loads(head)
-    return _Thread(
-        thread_id,
-        None,
-        None
-        if state is None
-        else Parked(
-            _REQUESTS.validate_python(state["pending"]),
-            dict(state["answers"]),
-            tuple(state["prompts"]),
-        ),
-        text,
-    )
+    head = _HEAD.validate_json(text if end < 0 else text[:end])
+    state = None if head is None else Parked(head.pending, head.answers, head.prompts)
+    return _Thread(thread_id, None, state, text)
 
 
 def _after_run(result: AgentRunResult[Any]) -> list[ModelMessage]:
