@@ -116,14 +116,10 @@ def question_of(
     the model's tool call id.
     """
     context = CallContext(tool=call.tool_name, tool_call_id=call.tool_call_id)
-    return _question_of(call, metadata, external=external).model_copy(update={"context": context})
-
-
-def _question_of(
-    call: ToolCallPart, metadata: dict[str, Any] | None, *, external: bool
-) -> Question:
     if is_ours(metadata):
-        return question_from_value(call.tool_call_id, metadata)
+        return question_from_value(call.tool_call_id, metadata).model_copy(
+            update={"context": context}
+        )
     question: dict[str, Any] = {
         "function": call.tool_name,
         "args": to_jsonable(call.args_as_dict(), f"{call.tool_name}()"),
@@ -131,8 +127,11 @@ def _question_of(
     if metadata is not None:
         question["metadata"] = to_jsonable(metadata, f"{call.tool_name}().metadata")
     if external:
-        return question_from_value(call.tool_call_id, question)
-    return Question(question_id=call.tool_call_id, question=question)
+        return question_from_value(call.tool_call_id, question).model_copy(
+            update={"context": context}
+        )
+    # Built with its context, not copied to add it: every answer to the thread rebuilds it.
+    return Question(question_id=call.tool_call_id, question=question, context=context)
 
 
 class PydanticAIAdapter:
