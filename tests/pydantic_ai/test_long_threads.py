@@ -9,17 +9,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic_ai import DeferredToolRequests
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
 
-from agent_wait.core import MemoryAnnounce, Outcome
+from agent_wait.core import AnswerTrust, MemoryAnnounce, Outcome
 from agent_wait.pydantic_ai import (
     HistoryStore,
     IndexedHistoryStore,
     InMemoryHistory,
     SqliteHistory,
+    _host,
     ahandle_message,
     astream_message,
     handle_message,
+    questions_in,
 )
 from tests.pydantic_ai.scripted import Script
 from tests.pydantic_ai.test_host import START, THREAD, Refunds, answer
@@ -244,3 +247,38 @@ async def test_the_streaming_host_decides_from_the_index_too(
     assert late.handled.outcome is Outcome.DUPLICATE
     assert history.loads == 1
     assert refunds.runs == [{"order_id": "a", "amount": 1}]
+
+
+def test_a_resume_builds_its_questions_only_when_trust_settings_read_them(
+    script: Callable[..., Script],
+    inbox: MemoryAnnounce,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[object] = []
+
+    def counting(result: Any) -> Any:
+        if isinstance(result, DeferredToolRequests):  # a parked thread's, not a run's
+            built.append(result)
+        return questions_in(result)
+
+    monkeypatch.setattr(_host, "questions_in", counting)
+    history = InMemoryHistory()
+    for thread, trust, builds in (
+        ("plain", None, 0),
+        ("strict", AnswerTrust(strict_actions=True), 1),
+    ):
+        refunds = Refunds(script(TWO[0]))
+        started = handle_message(
+            refunds.agent, {**START, "thread_id": thread}, inbox, history=history
+        )
+        built.clear()
+        republished = handle_message(
+            refunds.agent, {**START, "thread_id": thread}, inbox, history=history
+        )
+        assert republished.question_ids == started.question_ids
+        assert len(built) == 1  # published again: read, so built
+        built.clear()
+        message = answer(started.question_ids[0], {"action": "approve"}, thread)
+        resumed = handle_message(refunds.agent, message, inbox, history=history, trust=trust)
+        assert resumed.outcome is Outcome.RESUMED
+        assert len(built) == builds
