@@ -30,6 +30,7 @@ from agent_wait.core import (
     WaitEnvelope,
 )
 from agent_wait.core import host as core_host
+from agent_wait.core.adapter import question_from_value
 from agent_wait.core.host import AsyncHost, Host, QuestionNotPending, Waiting
 
 
@@ -436,3 +437,19 @@ async def test_ahandle_message_reports_a_failed_resume_too() -> None:
     )
     assert failed.outcome is Outcome.RESUME_FAILED
     assert "still pending" in (failed.detail or "")
+
+
+def test_a_deferred_waiting_builds_its_questions_once_and_only_when_read() -> None:
+    built: list[int] = []
+    questions = [question_from_value(f"q{n}", f"question {n}?") for n in range(2)]
+
+    def build() -> list[Question]:
+        built.append(1)
+        return questions
+
+    waiting = Waiting.deferred(["q0", "q1"], build, held={"q0": "yes"})
+    assert (waiting.ids, len(waiting.questions), built) == (["q0", "q1"], 2, [])
+    assert [q.question_id for q in waiting.unanswered] == ["q1"]
+    assert waiting.questions[1] is questions[1]
+    assert list(waiting.questions) == questions
+    assert built == [1]

@@ -27,7 +27,7 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import cached_property, partial
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol, Self, TypeVar, cast, overload
 
 from agent_wait.core import _hooks
 from agent_wait.core._announce import Delivery, PublishReport
@@ -170,6 +170,43 @@ class Waiting:
     def unanswered(self) -> list[Question]:
         """The pending questions without a held answer: what the thread waits on."""
         return [q for q in self.questions if q.question_id not in self.held]
+
+    @classmethod
+    def deferred(
+        cls, ids: Sequence[str], build: Callable[[], Sequence[Question]], **fields: Any
+    ) -> Self:
+        """What a thread waits on, its questions built by ``build`` only when first read.
+
+        The state machine reads the ids for every answer, the questions themselves only for
+        the trust settings that check them and to publish them again: a resume with none of
+        those builds no question. ``ids`` are the questions' ids in publish order.
+        """
+        waiting = cls(_Deferred(len(ids), build), **fields)
+        # Filled in for the cached ``ids`` property (frozen: set in its dict, as it caches).
+        waiting.__dict__["ids"] = list(ids)
+        return waiting
+
+
+class _Deferred(Sequence[Question]):
+    """Questions built by ``build`` when one is first read (see :meth:`Waiting.deferred`)."""
+
+    def __init__(self, count: int, build: Callable[[], Sequence[Question]]) -> None:
+        self._count = count
+        self._build = build
+
+    @cached_property
+    def _built(self) -> Sequence[Question]:
+        return self._build()
+
+    def __len__(self) -> int:
+        return self._count
+
+    @overload
+    def __getitem__(self, index: int) -> Question: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Question]: ...
+    def __getitem__(self, index: int | slice) -> Question | Sequence[Question]:
+        return self._built[index]
 
 
 class _HostBase(Protocol[_ThreadIn, _ResultIn]):

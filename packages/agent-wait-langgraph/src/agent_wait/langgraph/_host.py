@@ -20,12 +20,11 @@ from collections.abc import (
     Iterable,
     Iterator,
     Mapping,
-    Sequence,
 )
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, cast, overload
+from typing import Any, cast
 
 from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
@@ -603,43 +602,15 @@ def _namespace(config: RunnableConfig) -> str:
     return str((config.get("configurable") or {}).get("checkpoint_ns") or "")
 
 
-class _Questions(Sequence[Question]):
-    """A thread's pending questions, built when one is first read.
-
-    A resume reads only their ids, unless trust settings check the question itself.
-    """
-
-    def __init__(self, thread: _Thread) -> None:
-        self._thread = thread
-
-    def __len__(self) -> int:
-        return len(self._thread.pending)
-
-    @overload
-    def __getitem__(self, index: int) -> Question: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Question]: ...
-    def __getitem__(self, index: int | slice) -> Question | Sequence[Question]:
-        return self._thread.questions[index]
-
-
 @dataclass(frozen=True)
 class _Waiting(Waiting):
-    """What a LangGraph thread waits on, each part worked out when it is read.
+    """What a LangGraph thread waits on: where each question was asked is worked out when read.
 
-    Where each question was asked needs the thread's tasks, and no decision reads it: only the
-    questions published again (:attr:`unanswered`) carry it.
+    It needs the thread's tasks, and no decision reads it: only the questions published again
+    (:attr:`unanswered`) carry it.
     """
 
     thread: _Thread | None = field(default=None, repr=False, compare=False)
-
-    @classmethod
-    def of(cls, thread: _Thread) -> _Waiting:
-        return cls(_Questions(thread), thread=thread)
-
-    @cached_property
-    def ids(self) -> list[str]:
-        return [] if self.thread is None else [i.id for i in self.thread.pending]
 
     @property
     def unanswered(self) -> list[Question]:
@@ -671,7 +642,8 @@ class _Host:
         self._parked: Mapping[str, CallContext] = {}
 
     def waiting(self, thread: _Thread) -> Waiting:
-        return _Waiting.of(thread)
+        ids = [item.id for item in thread.pending]
+        return _Waiting.deferred(ids, lambda: thread.questions, thread=thread)
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         problem = answer_problem(thread.target(answer.question_id), answer.answer)

@@ -16,9 +16,8 @@ import json
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, closing
 from dataclasses import dataclass
-from functools import cached_property
 from types import TracebackType
-from typing import Any, cast, overload
+from typing import Any, cast
 
 from pydantic import TypeAdapter
 
@@ -239,41 +238,6 @@ class _Thread:
         return question_id in _call_ids(self.messages)
 
 
-class _Questions(Sequence[Question]):
-    """A parked thread's questions, built when one is first read.
-
-    A resume reads only their ids, unless trust settings check the question itself.
-    """
-
-    def __init__(self, requests: DeferredToolRequests) -> None:
-        self.requests = requests
-
-    @cached_property
-    def _built(self) -> list[Question]:
-        return questions_in(self.requests)
-
-    def __len__(self) -> int:
-        return len(self.requests.approvals) + len(self.requests.calls)
-
-    @overload
-    def __getitem__(self, index: int) -> Question: ...
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Question]: ...
-    def __getitem__(self, index: int | slice) -> Question | Sequence[Question]:
-        return self._built[index]
-
-
-@dataclass(frozen=True)
-class _Waiting(Waiting):
-    """What a parked thread waits on, its questions built only when read."""
-
-    @cached_property
-    def ids(self) -> list[str]:
-        # The order questions_in publishes them in: approvals, then deferred calls.
-        requests = cast("_Questions", self.questions).requests
-        return [call.tool_call_id for call in (*requests.approvals, *requests.calls)]
-
-
 _INDEXED_MEMBERS = ("load", "save", "load_index", "save_indexed")
 _indexed_classes: set[type] = set()
 """Store classes whose own methods make every instance an :class:`IndexedHistoryStore`."""
@@ -331,7 +295,10 @@ class _Host:
     def waiting(self, thread: _Thread) -> Waiting:
         if thread.state is None:
             return Waiting()
-        return _Waiting(_Questions(thread.state.requests), thread.state.answers)
+        requests = thread.state.requests
+        # The order questions_in publishes them in: approvals, then deferred calls.
+        ids = [call.tool_call_id for call in (*requests.approvals, *requests.calls)]
+        return Waiting.deferred(ids, lambda: questions_in(requests), held=thread.state.answers)
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         assert thread.state is not None  # only pending questions are checked
