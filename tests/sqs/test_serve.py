@@ -201,7 +201,9 @@ def test_a_dead_lettered_message_lets_its_thread_go_on_with_the_held_ones(aws: A
 def test_held_messages_keep_their_lease_while_they_wait(aws: Aws, mode: str) -> None:
     url = fifo_with_dead_letters(aws, f"lease-{mode}", 3)
     handled = Handled()
-    with SqsEntry(url, visibility_timeout=2, **aws.options) as messages:
+    # Leases are renewed before they run out: 4 s leaves a moto request slowed by a loaded
+    # machine time to land.
+    with SqsEntry(url, visibility_timeout=4, **aws.options) as messages:
         messages.send(answer("a", 0))
         messages.send(answer("a", 1))  # waits behind a0, its thread's
         messages.send(answer("b", 0))  # waits for the only slot
@@ -212,7 +214,7 @@ def test_held_messages_keep_their_lease_while_they_wait(aws: Aws, mode: str) -> 
             until=lambda: handled.count == 3,
             concurrency=1,
             # More than twice the visibility timeout: only renewed leases keep the held ones.
-            delay=lambda message: 5.0 if message == answer("a", 0) else 0.01,
+            delay=lambda message: 9.0 if message == answer("a", 0) else 0.01,
         )
         assert messages.receive(10, wait=0) == []
     assert handled.order == {"a": [0, 1], "b": [0]}
