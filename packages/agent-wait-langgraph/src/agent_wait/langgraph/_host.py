@@ -13,14 +13,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import (
-    AsyncIterator,
-    Callable,
-    Generator,
-    Iterable,
-    Iterator,
-    Mapping,
-)
+from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -406,6 +399,7 @@ def _quick_thread(
         describe,
     )
     if len(pending) > 1:
+        # In place, so the thread keeps the tasks it has just worked out for the order.
         pending[:] = [item for task in thread.tasks for item in task.interrupts]
     return thread
 

@@ -117,21 +117,19 @@ def question_of(
     """
     context = CallContext(tool=call.tool_name, tool_call_id=call.tool_call_id)
     if is_ours(metadata):
-        return question_from_value(call.tool_call_id, metadata).model_copy(
-            update={"context": context}
-        )
-    question: dict[str, Any] = {
-        "function": call.tool_name,
-        "args": to_jsonable(call.args_as_dict(), f"{call.tool_name}()"),
-    }
-    if metadata is not None:
-        question["metadata"] = to_jsonable(metadata, f"{call.tool_name}().metadata")
-    if external:
-        return question_from_value(call.tool_call_id, question).model_copy(
-            update={"context": context}
-        )
-    # Built with its context, not copied to add it: every answer to the thread rebuilds it.
-    return Question(question_id=call.tool_call_id, question=question, context=context)
+        asked = question_from_value(call.tool_call_id, metadata)
+    else:
+        question: dict[str, Any] = {
+            "function": call.tool_name,
+            "args": to_jsonable(call.args_as_dict(), f"{call.tool_name}()"),
+        }
+        if metadata is not None:
+            question["metadata"] = to_jsonable(metadata, f"{call.tool_name}().metadata")
+        if not external:
+            # Built with its context, not copied to add it: every answer to the thread rebuilds it.
+            return Question(question_id=call.tool_call_id, question=question, context=context)
+        asked = question_from_value(call.tool_call_id, question)
+    return asked.model_copy(update={"context": context})
 
 
 class PydanticAIAdapter:
