@@ -102,6 +102,31 @@ def test_a_message_in_hand_is_not_handed_out_again_within_its_lease(
                     assert host.ack(received), received
 
 
+def test_a_held_back_message_comes_round_as_soon_as_its_thread_goes_on(
+    nats_url: str, named: tuple[str, str]
+) -> None:
+    """Each message of a thread is handed out within the wait once the one before is acked.
+
+    A held-back message falls due ``hold_delay`` after its nak. Some servers lose a
+    redelivery that falls due as a waiting pull request expires, until the lease runs out
+    (30 s here, far past the 2 s wait); a receive that waits for nothing must not leave such
+    a request behind.
+    """
+    stream, subject = named
+    with NatsEntry(
+        nats_url, stream=stream, subject=subject, visibility_timeout=30.0, hold_delay=0.05
+    ) as host:
+        for round_ in range(15):
+            thread = f"t{round_}"
+            for n in range(3):
+                host.send({"thread_id": thread, "question_id": f"q{n}", "answer": n})
+            for n in range(3):
+                [head] = host.receive(10, wait=2.0)
+                assert head.message["question_id"] == f"q{n}", round_
+                assert host.receive(10, wait=0.0) == [], round_
+                assert host.ack(head)
+
+
 def test_dead_letters_outlive_the_host_that_buried_them(
     nats_url: str, named: tuple[str, str]
 ) -> None:

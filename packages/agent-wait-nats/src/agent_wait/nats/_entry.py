@@ -45,8 +45,11 @@ logger = logging.getLogger("agent_wait.nats.entry")
 
 _ACK = b"+ACK"
 _PROGRESS = b"+WPI"
-# Seconds a pull request waits when the caller does not: nats-py needs a positive timeout.
-_QUICK = 0.05
+# Seconds to wait for the server's answer to a pull request beyond its own wait: it always
+# answers, with a message or a status saying the request ended without one.
+_ANSWER = 1.0
+# Seconds: a pull request that would wait less asks without waiting.
+_SHORTEST_WAIT = 0.1
 
 
 def _token(thread_id: str) -> str:
@@ -174,11 +177,12 @@ class NatsEntry(EntryPoint):
             if self.create:
                 await self._provision(js)
             kv = await js.key_value(self.bucket)
-            sub = await js.pull_subscribe_bind(self.durable, self.stream)  # pyright: ignore[reportUnknownMemberType]
+            inbox = _Inbox(client)
+            await inbox.open(f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self.durable}")
         except BaseException:
             await client.close()
             raise
-        return _Session(client, js, kv, sub)
+        return _Session(client, js, kv, inbox)
 
     async def _provision(self, js: JetStreamContext) -> None:
         await _ensure_stream(
@@ -238,16 +242,17 @@ class NatsEntry(EntryPoint):
         handed: list[Received] = []
         fetched = 0
         while True:
-            remaining = deadline - time.monotonic()
             # One message per pull request: a request for more stays open on the server after
             # this call returns and takes messages (a held-back one coming round again) that
             # nobody here hands out until ack_wait runs out. The first waits; the rest only
             # take what is there.
-            quick = handed or remaining <= 0
-            try:
-                [msg] = await session.sub.fetch(1, timeout=_QUICK if quick else remaining)
-            except nats.errors.TimeoutError:
-                if quick:
+            remaining = 0.0 if handed else deadline - time.monotonic()
+            # A request expiring within moments is what meets a redelivery falling due (see
+            # _Inbox): what is left of the wait below that asks without waiting.
+            waiting = remaining if remaining >= _SHORTEST_WAIT else 0.0
+            msg = await session.inbox.pull(waiting)
+            if msg is None:
+                if not waiting:
                     return handed
                 continue
             fetched += 1
@@ -255,7 +260,7 @@ class NatsEntry(EntryPoint):
             if received is not None:
                 handed.append(received)
             # Held-back messages come round again: stop after a batch's worth past the wait.
-            if len(handed) >= limit or (quick and fetched >= 2 * limit):
+            if len(handed) >= limit or (not waiting and fetched >= 2 * limit):
                 return handed
 
     async def _admit(self, session: _Session, msg: Msg) -> Received | None:
@@ -512,20 +517,75 @@ class NatsEntry(EntryPoint):
         return f"<NatsEntry {self.name!r} stream={self.stream!r} subject={self.subject!r}>"
 
 
-class _Session:
-    """A connection, its JetStream context, the attempts bucket and the pull subscription."""
+class _Inbox:
+    """Pull requests to the durable consumer, one message each, and the replies to them.
 
-    def __init__(
-        self,
-        client: Client,
-        js: JetStreamContext,
-        kv: KeyValue,
-        sub: JetStreamContext.PullSubscription,
-    ) -> None:
+    A request that does not wait is a no-wait request: the server answers it at once and it
+    never stays open. A request that waits expires on the server. Some servers (2.9.10 seen)
+    lose a redelivery that falls due just as a waiting request expires, until ``ack_wait``
+    runs out; a held-back message falls due ``hold_delay`` after its nak, so short expiring
+    requests after every receive met it often, no-wait requests never do.
+
+    Each request has its own reply subject, so the status that ends a request (no message,
+    expired) is told from one ending an earlier request. A message delivered to an earlier
+    request after it was given up on is kept and handed to the next pull.
+    """
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.replies: asyncio.Queue[Msg] = asyncio.Queue()
+        self.prefix = client.new_inbox()
+        self.requests = 0
+        self.next_subject = ""
+
+    async def open(self, next_subject: str) -> None:
+        self.next_subject = next_subject
+        await self.client.subscribe(f"{self.prefix}.*", cb=self._take)  # pyright: ignore[reportUnknownMemberType]
+
+    async def _take(self, msg: Msg) -> None:
+        self.replies.put_nowait(msg)
+
+    async def pull(self, wait: float) -> Msg | None:
+        """The next message for this consumer, waiting up to ``wait`` seconds; None if none."""
+        while not self.replies.empty():
+            msg = self.replies.get_nowait()
+            if not _status(msg):
+                return msg
+        self.requests += 1
+        reply = f"{self.prefix}.{self.requests}"
+        request: dict[str, Any] = {"batch": 1}
+        if wait > 0:
+            request["expires"] = int(wait * 1e9)
+        else:
+            request["no_wait"] = True
+        await self.client.publish(self.next_subject, json.dumps(request).encode(), reply=reply)
+        give_up = time.monotonic() + max(wait, 0.0) + _ANSWER
+        while (remaining := give_up - time.monotonic()) > 0:
+            try:
+                msg = await asyncio.wait_for(self.replies.get(), remaining)
+            except TimeoutError:
+                break
+            status = _status(msg)
+            if not status:
+                return msg
+            if msg.subject == reply and status != "100":  # 100: an idle heartbeat
+                return None
+        return None
+
+
+def _status(msg: Msg) -> str | None:
+    """The status of a reply that carries no message (404 none, 408 expired, ...), else None."""
+    return msg.headers.get("Status") if msg.headers else None
+
+
+class _Session:
+    """A connection, its JetStream context, the attempts bucket and the pull requests' inbox."""
+
+    def __init__(self, client: Client, js: JetStreamContext, kv: KeyValue, inbox: _Inbox) -> None:
         self.client = client
         self.js = js
         self.kv = kv
-        self.sub = sub
+        self.inbox = inbox
 
     @property
     def closed(self) -> bool:

@@ -123,7 +123,9 @@ class EntryContract:
                 assert contract_entry.ack(received)
             complete = len(seen[first]) == 3 and len(seen[second]) == 1
             batch = self._receive(contract_entry, wait=0.0 if complete else 2.0)
-        assert seen == {first: ["q0", "q1", "q2"], second: ["q0"]}, "handed out out of order"
+        assert seen == {first: ["q0", "q1", "q2"], second: ["q0"]}, (
+            f"not handed out once each, in order: {seen}"
+        )
 
     def test_a_released_message_comes_back_before_its_thread_goes_on(
         self, contract_entry: EntryPoint
