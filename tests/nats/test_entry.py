@@ -11,7 +11,7 @@ from agent_wait.core import ConfigError, EntryPoint, entry
 from agent_wait.core.testing import EntryContract
 from agent_wait.nats import NatsEntry
 from tests.entry_serving import check_serve_loop
-from tests.nats.conftest import Admin, unique
+from tests.nats.conftest import Admin, unique, with_jetstream
 
 
 class TestNatsEntry(EntryContract):
@@ -196,3 +196,17 @@ def test_reply_to_names_the_servers_stream_and_subject(nats_url: str) -> None:
             "stream": stream,
             "subject": subject,
         }
+
+
+def test_a_consumer_gone_from_the_server_is_an_error_not_an_empty_receive(
+    nats_url: str, named: tuple[str, str]
+) -> None:
+    stream, subject = named
+    with NatsEntry(nats_url, stream=stream, subject=subject, durable="gone") as host:
+        host.send({"thread_id": "t", "question_id": "q0", "answer": 0})
+        with_jetstream(lambda js: js.delete_consumer(stream, "gone"))
+        for wait in (0.0, 1.0):
+            with pytest.raises(
+                ConnectionError, match=r"stream 'AW_ENTRY_\w+' has no consumer 'gone'"
+            ):
+                host.receive(wait=wait)

@@ -50,6 +50,9 @@ _PROGRESS = b"+WPI"
 _ANSWER = 1.0
 # Seconds: a pull request that would wait less asks without waiting.
 _SHORTEST_WAIT = 0.1
+# Statuses that end a pull request without a message and without an error: none there (404),
+# expired (408), ended by the server, as when the consumer changed (409).
+_NO_MESSAGE = frozenset({"404", "408", "409"})
 
 
 def _token(thread_id: str) -> str:
@@ -230,7 +233,11 @@ class NatsEntry(EntryPoint):
     # -- the host side --
 
     def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
-        """Fetch up to ``max_messages`` thread heads, waiting up to ``wait`` seconds for one."""
+        """Fetch up to ``max_messages`` thread heads, waiting up to ``wait`` seconds for one.
+
+        Raises:
+            ConnectionError: The server cannot be reached, or has no such consumer.
+        """
         if isinstance(max_messages, bool) or not isinstance(max_messages, int) or max_messages < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ValueError(
                 f"max_messages: expected a positive whole number, got {max_messages!r}"
@@ -250,7 +257,11 @@ class NatsEntry(EntryPoint):
             # A request expiring within moments is what meets a redelivery falling due (see
             # _Inbox): what is left of the wait below that asks without waiting.
             waiting = remaining if remaining >= _SHORTEST_WAIT else 0.0
-            msg = await session.inbox.pull(waiting)
+            try:
+                msg = await session.inbox.pull(waiting)
+            except TimeoutError:
+                await self._check_consumer(session)
+                msg = None  # it is there: the server was slow to answer
             if msg is None:
                 if not waiting:
                     return handed
@@ -262,6 +273,15 @@ class NatsEntry(EntryPoint):
             # Held-back messages come round again: stop after a batch's worth past the wait.
             if len(handed) >= limit or (not waiting and fetched >= 2 * limit):
                 return handed
+
+    async def _check_consumer(self, session: _Session) -> None:
+        try:
+            await session.js.consumer_info(self.stream, self.durable)
+        except nats.js.errors.NotFoundError:
+            raise ConnectionError(
+                f"NATS stream {self.stream!r} has no consumer {self.durable!r} to receive from "
+                "(create=True makes it)"
+            ) from None
 
     async def _admit(self, session: _Session, msg: Msg) -> Received | None:
         seq = msg.metadata.sequence.stream
@@ -568,9 +588,16 @@ class _Inbox:
             status = _status(msg)
             if not status:
                 return msg
-            if msg.subject == reply and status != "100":  # 100: an idle heartbeat
+            if status not in _NO_MESSAGE:
+                description = msg.headers.get("Description", "") if msg.headers else ""
+                raise ConnectionError(
+                    f"NATS answered a pull request on {self.next_subject} with status "
+                    f"{status} {description}".rstrip()
+                )
+            if msg.subject == reply:
                 return None
-        return None
+        # The server answers every pull request of a consumer it has: none came.
+        raise TimeoutError(f"no answer to a pull request on {self.next_subject}")
 
 
 def _status(msg: Msg) -> str | None:
