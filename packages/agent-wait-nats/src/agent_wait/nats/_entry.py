@@ -588,6 +588,8 @@ class _Inbox:
             status = _status(msg)
             if not status:
                 return msg
+            if status == "100":  # an idle heartbeat: the request is still open
+                continue
             if status not in _NO_MESSAGE:
                 description = msg.headers.get("Description", "") if msg.headers else ""
                 raise ConnectionError(
