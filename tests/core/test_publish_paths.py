@@ -31,7 +31,7 @@ from agent_wait.core import (
     _publish,
     publish,
 )
-from agent_wait.core._announce import delivered_report, new_delivery, new_report
+from agent_wait.core._announce import delivered_report, new_delivery
 from agent_wait.core._plugins import PluginRegistry
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -222,7 +222,7 @@ def test_reply_to_and_several_questions_take_the_general_path(prepared: list[int
     assert prepared == [1, 1, 1]
 
 
-def test_deliveries_and_reports_built_for_publish_are_those_of_the_constructors() -> None:
+def test_deliveries_built_for_publish_are_those_of_the_constructor() -> None:
     error = ConnectionError("transport down")
     for args in (
         ("memory", "q1", "e1", True, None, None, 0.5),
@@ -240,22 +240,54 @@ def test_deliveries_and_reports_built_for_publish_are_those_of_the_constructors(
         assert copy.copy(built) == constructed
         with pytest.raises(dataclasses.FrozenInstanceError):
             built.ok = False  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def test_a_report_is_immutable_and_compares_hashes_copies_and_pickles_by_its_attributes() -> None:
     delivery = Delivery("memory", "q1", "e1", True)
-    report = new_report((), (delivery,))
-    assert type(report) is PublishReport
+    report = PublishReport((), (delivery,))
     assert report == PublishReport((), (delivery,))
-    assert repr(report) == repr(PublishReport((), (delivery,)))
-    assert report.ok
-    with pytest.raises(dataclasses.FrozenInstanceError):
+    assert report != PublishReport((), ())
+    assert report != ((), (delivery,))
+    assert hash(report) == hash(PublishReport((), (delivery,)))
+    assert repr(report) == f"PublishReport(envelopes=(), deliveries=({delivery!r},))"
+    assert pickle.loads(pickle.dumps(report)) == report
+    assert copy.copy(report) == report
+    match report:
+        case PublishReport(envelopes, deliveries):
+            assert (envelopes, deliveries) == ((), (delivery,))
+    with pytest.raises(AttributeError):
         report.deliveries = ()  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.raises(AttributeError):
+        report.extra = 1  # pyright: ignore[reportAttributeAccessIssue]
+    assert PublishReport() == PublishReport((), ())
+
+
+def test_the_usual_report_builds_its_delivery_when_read_and_equals_the_constructed_one() -> None:
     envelope = publish([_question()], "t1", MemoryAnnounce()).envelopes[0]
-    built = delivered_report(envelope, "memory", 0.5)
     expected = PublishReport(
         (envelope,), (Delivery("memory", "q1", envelope.event_id, True, None, None, 0.5),)
     )
-    assert type(built) is PublishReport
-    assert type(built.deliveries[0]) is Delivery
-    assert built == expected
-    assert repr(built) == repr(expected)
-    assert hash(built.deliveries[0]) == hash(expected.deliveries[0])
-    assert pickle.loads(pickle.dumps(built)) == expected
+    unread = delivered_report(envelope, "memory", 0.5)
+    assert type(unread) is PublishReport
+    assert (unread.ok, unread.failures, unread.question_ids) == (True, [], ["q1"])
+    unread.raise_for_failures()
+    assert unread._deliveries is None  # pyright: ignore[reportPrivateUsage]
+    first_reads: list[Callable[[PublishReport], object]] = [
+        lambda report: report.deliveries,
+        lambda report: report == expected,
+        repr,
+        copy.copy,
+        pickle.dumps,
+        lambda report: report.for_announcer("memory"),
+    ]
+    for first_read in first_reads:
+        built = delivered_report(envelope, "memory", 0.5)
+        first_read(built)
+        assert type(built.deliveries[0]) is Delivery
+        assert built.deliveries is built.deliveries
+        assert built == expected
+        assert repr(built) == repr(expected)
+        assert hash(built.deliveries) == hash(expected.deliveries)
+        assert pickle.loads(pickle.dumps(built)) == expected
+        assert built.for_announcer("memory") == list(expected.deliveries)
+        assert built.for_announcer("sqs") == []

@@ -18,7 +18,6 @@ from agent_wait.core._announce import (
     Receipt,
     delivered_report,
     new_delivery,
-    new_report,
 )
 from agent_wait.core._durations import format_duration
 from agent_wait.core._errors import AnnounceFailed, DeliveryFailed, QuestionTooLarge
@@ -464,7 +463,7 @@ def _publish_one(
         outcomes, duration = (), 0.0
     deliveries: list[Delivery] = []
     _record(deliveries, announcer, (envelope,), outcomes, oversize, thread_id, duration, None)
-    report = new_report((envelope,), tuple(deliveries))
+    report = PublishReport((envelope,), tuple(deliveries))
     if strict and not report.ok:
         raise AnnounceFailed(report)
     return report
@@ -514,7 +513,7 @@ def _publish(
                 _record(
                     deliveries, item, envelopes, outcomes, oversize, thread_id, duration, observe
                 )
-    report = new_report(tuple(envelopes), tuple(deliveries))
+    report = PublishReport(tuple(envelopes), tuple(deliveries))
     if strict and not report.ok:
         raise AnnounceFailed(report)
     return report
@@ -571,7 +570,7 @@ async def _apublish(
             _record(
                 deliveries, item, envelopes, outcomes, oversize, thread_id, duration, hooks.observe
             )
-    report = new_report(tuple(envelopes), tuple(deliveries))
+    report = PublishReport(tuple(envelopes), tuple(deliveries))
     if strict and not report.ok:
         raise AnnounceFailed(report)
     return report
