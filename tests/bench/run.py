@@ -117,7 +117,7 @@ class Scale:
     thread_rounds: int = 11
     thread_calls: int = 5
     resume_rounds: int = 101
-    process_runs: int = 9
+    process_runs: int = 11
     worker_threads: int = 20
     worker_per_thread: int = 10
     worker_concurrency: int = 8
@@ -2020,20 +2020,27 @@ def bench_host_process(scale: Scale) -> Result:
             order = list(sides) if index % 2 == 0 else list(reversed(sides))
             for side in order:
                 times[side].append(_run_seconds(sides[side]))
-        ours, plain = statistics.median(times["agent-wait"]), statistics.median(times["plain"])
+        # Each pair runs back to back, so its ratio holds through the shared machine's slow
+        # spells (whole runs of a side took 1.4 s, then 2.0 s, then 1.4 s again); the ratio of
+        # the two sides' medians does not (0.90x and 1.11x for the same code).
+        ratio = statistics.median(
+            ours / plain for ours, plain in zip(times["agent-wait"], times["plain"], strict=True)
+        )
         rows.append(
             {
                 "framework": framework,
                 "process": True,
                 "seconds": {side: _stats(values) for side, values in times.items()},
-                "ratio": ours / plain,
-                "passed": ours / plain <= 1.1,
+                "ratio": ratio,
+                "ratio_of_medians": statistics.median(times["agent-wait"])
+                / statistics.median(times["plain"]),
+                "passed": ratio <= 1.1,
             }
         )
     measured = [r for r in rows if r["passed"] is not None]
     summary = "; ".join(
         f"{r['framework']}: {_ms(r['seconds']['agent-wait']['median'])} vs "
-        f"{_ms(r['seconds']['plain']['median'])} ({r['ratio']:.2f}x)"
+        f"{_ms(r['seconds']['plain']['median'])} (pairs {r['ratio']:.2f}x)"
         if r["passed"] is not None
         else f"{r['framework']}: {r['note']}"
         for r in rows
