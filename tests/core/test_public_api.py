@@ -51,6 +51,7 @@ def test_public_api() -> None:
         "QuestionClosed",
         "QuestionHistory",
         "QuestionNotFound",
+        "QuestionNotSendable",
         "QuestionStatus",
         "QuestionStore",
         "QuestionTooLarge",

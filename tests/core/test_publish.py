@@ -17,6 +17,7 @@ from agent_wait.core import (
     DeliveryOutcome,
     MemoryAnnounce,
     Question,
+    QuestionNotSendable,
     QuestionTooLarge,
     Receipt,
     WaitEnvelope,
@@ -190,6 +191,27 @@ def test_oversize_question_is_reported_for_that_envelope_only() -> None:
     assert failure.question_id == "big"
     assert isinstance(failure.exception, QuestionTooLarge)
     assert "reference" in (failure.error or "")
+
+
+def test_a_lone_surrogate_is_a_reported_failure_of_that_question_only() -> None:
+    memory = MemoryAnnounce()
+    broken = Question(question_id="broken", question={"notes": {"first": "ab\udfffc"}})
+    report = publish([broken, *questions(1)], "t1", memory)
+    assert memory.question_ids == ["q0"]
+    (failure,) = report.failures
+    assert failure.question_id == "broken"
+    assert isinstance(failure.exception, QuestionNotSendable)
+    assert failure.exception.field == "question.notes.first"
+    assert "'\\udfff' at position 2" in (failure.error or "")
+    assert failure.duration is None  # nothing was sent
+
+    (alone,) = publish([broken], "t1", memory).failures  # the one-question path
+    assert isinstance(alone.exception, QuestionNotSendable)
+    (awaited,) = asyncio.run(apublish([broken], "t1", memory)).failures
+    assert isinstance(awaited.exception, QuestionNotSendable)
+    with pytest.raises(AnnounceFailed, match="QuestionNotSendable"):
+        publish([broken], "t1", memory, strict=True)
+    assert memory.question_ids == ["q0"]
 
 
 def test_named_announcer_and_reply_to() -> None:

@@ -13,6 +13,7 @@ from agent_wait.core import (
     InvalidAnswer,
     MemoryAnnounce,
     Question,
+    QuestionNotSendable,
     QuestionTooLarge,
     WaitPolicy,
     derive_question_id,
@@ -245,6 +246,21 @@ def test_oversize_question_fails_at_ask_time(adapter: FakeAdapter) -> None:
 
     with pytest.raises(QuestionTooLarge, match="reference"):
         f("x" * 300_000)
+
+
+def test_a_lone_surrogate_in_an_argument_fails_at_ask_time_naming_where(
+    adapter: FakeAdapter,
+) -> None:
+    @make_wait(adapter)
+    def f(note: str, lines: list[str]) -> None: ...
+
+    with pytest.raises(QuestionNotSendable) as refused:  # raised before it parks (Parked)
+        f("fine", ["whole", "ab\ud800c"])  # half of a UTF-16 pair, e.g. a split emoji
+    assert refused.value.field == "question.args.lines[1]"
+    message = str(refused.value)
+    assert "asked by 'f'" in message
+    assert "'\\ud800' at position 2" in message
+    message.encode("utf-8")  # the message itself holds no surrogate: it can be logged
 
 
 def test_a_long_thread_id_counts_at_ask_time(adapter: FakeAdapter) -> None:

@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         DeliveryFailed,
         InvalidAnswer,
         PluginNotFoundError,
+        QuestionNotSendable,
         QuestionTooLarge,
     )
     from agent_wait.core._hooks import Operation
@@ -162,6 +163,7 @@ _LAZY = {
     "HistoryKey": "._store",
     "history_key": "._store",
     "check_limit": "._store",
+    "QuestionNotSendable": "._errors",
     "QuestionTooLarge": "._errors",
     "Received": "._entry",
     "ReplyWith": "._models",
@@ -262,6 +264,7 @@ __all__ = [
     "QuestionClosed",
     "QuestionHistory",
     "QuestionNotFound",
+    "QuestionNotSendable",
     "QuestionStatus",
     "QuestionStore",
     "QuestionTooLarge",

@@ -22,10 +22,13 @@ class Receipt:
         message_id: The transport's id of the message (SQS or SNS ``MessageId``, EventBridge
             ``EventId``, a Redis stream id...), when it gives one.
         attempts: How many times the transport was tried, when the announcer knows.
+        notes: What the announcer changed so that the transport takes the message (an attribute
+            value with characters the service refuses, replaced), one line each.
     """
 
     message_id: str | None = None
     attempts: int | None = None
+    notes: tuple[str, ...] = ()
 
 
 DeliveryOutcome = Receipt | BaseException | None
@@ -228,6 +231,8 @@ class Delivery:
         attempts: How many times the transport was tried, when the announcer knows.
         message_id: The transport's id of the message (SQS ``MessageId``, a Redis stream id...),
             when it gives one.
+        notes: What the announcer changed so that the transport takes the message (the
+            :class:`Receipt`'s ``notes``); empty when it sent the envelope as it is.
     """
 
     announcer: str
@@ -239,6 +244,7 @@ class Delivery:
     duration: float | None = None
     attempts: int | None = None
     message_id: str | None = None
+    notes: tuple[str, ...] = ()
 
 
 class _DeliveryLayout:
@@ -257,6 +263,7 @@ def new_delivery(
     duration: float | None = None,
     attempts: int | None = None,
     message_id: str | None = None,
+    notes: tuple[str, ...] = (),
 ) -> Delivery:
     """``Delivery(...)`` for the outcomes ``publish`` records, at a quarter of the cost.
 
@@ -275,6 +282,7 @@ def new_delivery(
     delivery.duration = duration
     delivery.attempts = attempts
     delivery.message_id = message_id
+    delivery.notes = notes
     delivery.__class__ = Delivery
     return delivery
 

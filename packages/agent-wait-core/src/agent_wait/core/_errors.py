@@ -53,6 +53,22 @@ class QuestionTooLarge(AgentWaitError, ValueError):
         self.limit = limit
 
 
+class QuestionNotSendable(AgentWaitError, ValueError):
+    """The question has no JSON text any transport can carry.
+
+    Its text holds a lone surrogate (half of a UTF-16 pair, what ``errors="surrogateescape"``
+    decoding or a split emoji leaves), which has no UTF-8 form, or a value JSON cannot render.
+
+    Attributes:
+        field: Where in the envelope (``"question.args.note"``), when one string was found.
+    """
+
+    def __init__(self, reason: str, function: str | None = None, field: str | None = None) -> None:
+        where = f" asked by {function!r}" if function else ""
+        super().__init__(f"the question{where} cannot be sent: {reason}")
+        self.field = field
+
+
 class InvalidAnswer(AgentWaitError, ValueError):
     """An answer cannot be applied to the function that asked (for example unknown argument names)."""
 

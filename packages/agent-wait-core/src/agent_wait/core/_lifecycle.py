@@ -94,6 +94,7 @@ def _delivery(
         duration,
         receipt.attempts,
         receipt.message_id,
+        receipt.notes,
     )
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from time import perf_counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from pydantic_core import PydanticSerializationError
 from ulid import ULID
 
 from agent_wait.core._announce import (
@@ -20,7 +22,12 @@ from agent_wait.core._announce import (
     new_delivery,
 )
 from agent_wait.core._durations import format_duration
-from agent_wait.core._errors import AnnounceFailed, DeliveryFailed, QuestionTooLarge
+from agent_wait.core._errors import (
+    AnnounceFailed,
+    DeliveryFailed,
+    QuestionNotSendable,
+    QuestionTooLarge,
+)
 from agent_wait.core._hooks import (
     Operating,
     Operation,
@@ -51,6 +58,9 @@ _INFO = logging.INFO  # a global, not an attribute of the logging module: read o
 
 ENVELOPE_LIMIT = 256 * 1024
 """Bytes: SNS's message cap, the smallest of the transports agent-wait ships."""
+
+Unsendable = QuestionTooLarge | QuestionNotSendable
+"""Why an envelope was not handed to any announcer."""
 
 Announce = BaseAnnounce | Sequence[BaseAnnounce] | str | None
 """What ``announce=`` accepts: an announcer, several, a registered name, or None (configured default)."""
@@ -176,7 +186,7 @@ def _prepare(
     clock: Clock | None,
     adjust: HookCaller | None,
     trust: AnswerTrust | None,
-) -> tuple[list[WaitEnvelope], dict[str, QuestionTooLarge] | None, list[WaitEnvelope]]:
+) -> tuple[list[WaitEnvelope], dict[str, Unsendable] | None, list[WaitEnvelope]]:
     now = utc_now() if clock is None else clock()
     trust = reply_trust(trust)
     if reply_to is not None:
@@ -188,20 +198,61 @@ def _prepare(
         )
     if adjust is not None:
         envelopes = [adjust_envelope(adjust, e) for e in envelopes]
-    oversize: dict[str, QuestionTooLarge] | None = None
+    unsendable: dict[str, Unsendable] | None = None
     for envelope in envelopes:
-        size = len(envelope.to_json())
+        try:
+            size = len(envelope.to_json())
+        except PydanticSerializationError as error:
+            unsendable = unsendable or {}
+            unsendable[envelope.event_id] = not_sendable(envelope, error)
+            continue
         if size > ENVELOPE_LIMIT:
-            oversize = oversize or {}
-            oversize[envelope.event_id] = _too_large(envelope, size, thread_id)
-    if oversize is None:
+            unsendable = unsendable or {}
+            unsendable[envelope.event_id] = _too_large(envelope, size, thread_id)
+    if unsendable is None:
         return envelopes, None, envelopes
-    return envelopes, oversize, [e for e in envelopes if e.event_id not in oversize]
+    return envelopes, unsendable, [e for e in envelopes if e.event_id not in unsendable]
 
 
 def _too_large(envelope: WaitEnvelope, size: int, thread_id: str) -> QuestionTooLarge:
     function = envelope.source.function if envelope.source else None
     return QuestionTooLarge(size, ENVELOPE_LIMIT, function, thread_id_length=len(thread_id))
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def not_sendable(envelope: WaitEnvelope, error: ValueError) -> QuestionNotSendable:
+    """The error of an envelope that failed to serialise: where its first lone surrogate is.
+
+    Serialising finds a lone surrogate for free; only this failure path walks the envelope to
+    name the field, so the usual publish pays nothing for the check.
+    """
+    function = envelope.source.function if envelope.source else None
+    stack: list[tuple[str, object]] = [("", envelope.model_dump())]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            found = _LONE_SURROGATE.search(value)
+            if found:
+                # !a: the message must be loggable, and the surrogate itself is not.
+                return QuestionNotSendable(
+                    f"{path} holds a lone surrogate {found.group()!a} at position "
+                    f"{found.start()} (half of a UTF-16 pair: it has no UTF-8 form, so no "
+                    "transport can carry it); pass text of whole characters",
+                    function,
+                    path,
+                )
+        elif isinstance(value, Mapping):
+            items = list(cast("Mapping[object, object]", value).items())
+            for key, item in reversed(items):
+                name = key if isinstance(key, str) and key.isprintable() else ascii(key)
+                stack.append((f"{path}.{name}" if path else name, item))
+                stack.append((f"{path or 'the envelope'} (a key)", key))
+        elif isinstance(value, list | tuple):
+            items = list(enumerate(cast("Sequence[object]", value)))
+            stack.extend((f"{path}[{index}]", item) for index, item in reversed(items))
+    return QuestionNotSendable(f"its envelope has no JSON form: {error}", function)
 
 
 _manager: HookManager | None = None
@@ -239,12 +290,12 @@ def _record(
     announcer: BaseAnnounce,
     envelopes: Sequence[WaitEnvelope],
     outcomes: Sequence[DeliveryOutcome] | BaseException,
-    oversize: Mapping[str, QuestionTooLarge] | None,
+    unsendable: Mapping[str, Unsendable] | None,
     thread_id: str,
     duration: float,
     observe: HookCaller | None,
 ) -> None:
-    results = _normalised(announcer, envelopes, outcomes, oversize)
+    results = _normalised(announcer, envelopes, outcomes, unsendable)
     name = announcer.name
     verbose = logger.isEnabledFor(logging.INFO)
     for envelope, outcome in zip(envelopes, results, strict=True):
@@ -263,6 +314,7 @@ def _record(
                 duration,
                 outcome.attempts,
                 outcome.message_id,
+                outcome.notes,
             )
         else:
             delivery = new_delivery(
@@ -272,7 +324,7 @@ def _record(
                 False,
                 f"{type(outcome).__name__}: {outcome}",
                 outcome,
-                None if isinstance(outcome, QuestionTooLarge) else duration,
+                None if isinstance(outcome, Unsendable) else duration,
                 outcome.attempts if isinstance(outcome, DeliveryFailed) else None,
             )
         deliveries.append(delivery)
@@ -286,12 +338,12 @@ def _normalised(
     announcer: BaseAnnounce,
     envelopes: Sequence[WaitEnvelope],
     outcomes: Sequence[DeliveryOutcome] | BaseException,
-    oversize: Mapping[str, QuestionTooLarge] | None,
+    unsendable: Mapping[str, Unsendable] | None,
 ) -> Sequence[DeliveryOutcome]:
-    """One outcome per envelope, in order: too-large questions and a failed call included."""
-    if outcomes is _DELIVERED and not oversize:
+    """One outcome per envelope, in order: questions not sent and a failed call included."""
+    if outcomes is _DELIVERED and not unsendable:
         return _DELIVERED
-    count = len(envelopes) - len(oversize or ())
+    count = len(envelopes) - len(unsendable or ())
     if isinstance(outcomes, BaseException):
         outcomes = [outcomes] * count
     elif len(outcomes) != count:
@@ -300,10 +352,10 @@ def _normalised(
                 f"{type(announcer).__name__} returned {len(outcomes)} outcomes for {count} envelopes"
             )
         ] * count
-    if not oversize:
+    if not unsendable:
         return outcomes
     sent = iter(outcomes)
-    return [oversize.get(e.event_id) or next(sent) for e in envelopes]
+    return [unsendable.get(e.event_id) or next(sent) for e in envelopes]
 
 
 def _log(delivery: Delivery, thread_id: str) -> None:
@@ -440,14 +492,20 @@ def _publish_one(
 
     The usual publish (a run parked on one question) in the fewest steps: what publishing adds
     to building and serialising the envelope was a quarter of it. Anything but a quiet success
-    (a question too large, a failure, a receipt, INFO logging) is recorded as ``_publish`` does.
+    (a question not sendable, a failure, a receipt, INFO logging) is recorded as ``_publish`` does.
     """
     envelope = build_envelope(
         question, thread_id, now=utc_now() if clock is None else clock(), trust=reply_trust(trust)
     )
-    size = len(envelope.to_json())
-    oversize: dict[str, QuestionTooLarge] | None = None
-    if size <= ENVELOPE_LIMIT:
+    unsendable: dict[str, Unsendable] | None = None
+    try:
+        size = len(envelope.to_json())
+    except PydanticSerializationError as error:
+        unsendable = {envelope.event_id: not_sendable(envelope, error)}
+    else:
+        if size > ENVELOPE_LIMIT:
+            unsendable = {envelope.event_id: _too_large(envelope, size, thread_id)}
+    if unsendable is None:
         start = perf_counter()
         receipt: DeliveryOutcome
         try:
@@ -459,10 +517,9 @@ def _publish_one(
             return delivered_report(envelope, announcer.name, duration)
         outcomes: Sequence[DeliveryOutcome] = (receipt,)
     else:
-        oversize = {envelope.event_id: _too_large(envelope, size, thread_id)}
         outcomes, duration = (), 0.0
     deliveries: list[Delivery] = []
-    _record(deliveries, announcer, (envelope,), outcomes, oversize, thread_id, duration, None)
+    _record(deliveries, announcer, (envelope,), outcomes, unsendable, thread_id, duration, None)
     report = PublishReport((envelope,), tuple(deliveries))
     if strict and not report.ok:
         raise AnnounceFailed(report)
@@ -479,13 +536,13 @@ def _publish(
     strict: bool,
     trust: AnswerTrust | None,
 ) -> PublishReport:
-    envelopes, oversize, sendable = _prepare(
+    envelopes, unsendable, sendable = _prepare(
         questions, thread_id, reply_to, clock, hooks.adjust, trust
     )
     deliveries: list[Delivery] = []
     if envelopes:
         observe = hooks.observe
-        quiet = observe is None and oversize is None and not logger.isEnabledFor(logging.INFO)
+        quiet = observe is None and unsendable is None and not logger.isEnabledFor(logging.INFO)
         announcers = (
             (announce,)
             if isinstance(announce, BaseAnnounce)
@@ -511,7 +568,7 @@ def _publish(
                 )
             else:
                 _record(
-                    deliveries, item, envelopes, outcomes, oversize, thread_id, duration, observe
+                    deliveries, item, envelopes, outcomes, unsendable, thread_id, duration, observe
                 )
     report = PublishReport(tuple(envelopes), tuple(deliveries))
     if strict and not report.ok:
@@ -557,7 +614,7 @@ async def _apublish(
     strict: bool,
     trust: AnswerTrust | None,
 ) -> PublishReport:
-    envelopes, oversize, sendable = _prepare(
+    envelopes, unsendable, sendable = _prepare(
         questions, thread_id, reply_to, clock, hooks.adjust, trust
     )
     deliveries: list[Delivery] = []
@@ -568,7 +625,14 @@ async def _apublish(
         results = await asyncio.gather(*(_deliver_async(a, sendable) for a in announcers))
         for item, (outcomes, duration) in zip(announcers, results, strict=True):
             _record(
-                deliveries, item, envelopes, outcomes, oversize, thread_id, duration, hooks.observe
+                deliveries,
+                item,
+                envelopes,
+                outcomes,
+                unsendable,
+                thread_id,
+                duration,
+                hooks.observe,
             )
     report = PublishReport(tuple(envelopes), tuple(deliveries))
     if strict and not report.ok:

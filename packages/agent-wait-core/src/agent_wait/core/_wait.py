@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar, cast, overload
 
+from pydantic_core import PydanticSerializationError
+
 from agent_wait.core._announce import PublishReport
 from agent_wait.core._canonical import derive_question_id, to_jsonable
 from agent_wait.core._errors import AnnounceFailed, InvalidAnswer, QuestionTooLarge
@@ -34,6 +36,7 @@ from agent_wait.core._publish import (
     Clock,
     apublish,
     build_envelope,
+    not_sendable,
     publish,
 )
 
@@ -318,6 +321,8 @@ class _Wait:
     def _check_size(self, call: WaitCall) -> None:
         """Refuse, before the run parks, a question whose envelope no announcer would take.
 
+        Too large, or text without a UTF-8 form (a lone surrogate): the serialiser finds it.
+
         The envelope is built as publish will build it, with the run's thread id when the
         framework can tell it now, so a question refused at publish time (after parking, and
         again on every redelivery) is refused here instead.
@@ -336,7 +341,10 @@ class _Wait:
             },
         )
         envelope = build_envelope(question, thread_id or "t" * _THREAD_ID_ROOM)
-        size = len(envelope.to_json()) + _PUBLISH_ROOM
+        try:
+            size = len(envelope.to_json()) + _PUBLISH_ROOM
+        except PydanticSerializationError as error:
+            raise not_sendable(envelope, error) from None
         if size > ENVELOPE_LIMIT:
             raise QuestionTooLarge(
                 size,
