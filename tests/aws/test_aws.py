@@ -18,12 +18,15 @@ from agent_wait.aws import (
     AwsBatchAnnounce,
     boto3_sdk,
     refused_entry,
+    sendable_json,
+    string_attributes,
 )
 from agent_wait.core import (
     BatchEntryFailed,
     ConfigError,
     DeliveryFailed,
     Question,
+    WaitEnvelope,
     WaitPolicy,
     build_envelope,
     publish,
@@ -43,6 +46,7 @@ def test_public_names() -> None:
         "AwsSdk",
         "Call",
         "EntryResult",
+        "Message",
         "REFUSED_ENTRY_ATTEMPTS",
         "RETRYABLE_CODES",
         "RETRY_MODE",
@@ -52,6 +56,8 @@ def test_public_names() -> None:
         "client_config",
         "message_attributes",
         "refused_entry",
+        "sendable_json",
+        "string_attributes",
         "user_agent_extra",
     ]
 
@@ -187,3 +193,62 @@ def test_fixed_attributes_accept_valid_names() -> None:
         "b": "2",
     }
     assert AttributeRules(max_count=3).fixed("x", None) == {}
+
+
+# XML 1.0's characters, what SNS and SQS take in a message and an attribute value.
+_TAKEN = re.compile("^[\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]*$")
+_REFUSED_SAMPLES = [
+    *map(chr, [*range(0x20), 0xD800, 0xDBFF, 0xDC00, 0xDFFF, 0xFFFE, 0xFFFF]),
+]
+_TAKEN_SAMPLES = [
+    "\t",
+    "\n",
+    "\r",
+    " ",
+    "\x7f",
+    "\x85",
+    "\ud7ff",
+    "\ue000",
+    "\ufffd",
+    "é",
+    "\U0001f600",
+]
+
+
+@pytest.mark.parametrize("character", _REFUSED_SAMPLES + _TAKEN_SAMPLES, ids=ascii)
+def test_sendable_json_escapes_what_sns_and_sqs_refuse_and_decodes_to_the_same_value(
+    character: str,
+) -> None:
+    value = {f"key {character}": [f"a{character}b", character, "ascii"]}
+    for text in (json.dumps(value, ensure_ascii=False), json.dumps(value)):
+        sendable = sendable_json(text)
+        assert _TAKEN.match(sendable), ascii(sendable)
+        assert json.loads(sendable) == value
+
+
+def test_an_envelope_with_noncharacters_is_sent_as_json_pydantic_decodes_unchanged() -> None:
+    question = Question(question_id="q1", question={"note": "\ufffe \uffff \x1b \x00 é"})
+    envelope = build_envelope(question, "t-1")
+    sendable = sendable_json(envelope.to_json().decode("utf-8"))
+    assert _TAKEN.match(sendable)
+    assert "\\ufffe" in sendable  # escaped, not dropped
+    assert WaitEnvelope.model_validate_json(sendable) == envelope
+    plain = sendable_json(
+        build_envelope(Question(question_id="q2", question="é"), "t").to_json().decode()
+    )
+    assert "é" in plain  # what SQS takes stays as it is
+
+
+def test_string_attributes_replace_what_sns_and_sqs_refuse_and_say_so() -> None:
+    attributes, notes = string_attributes(
+        {"thread_id": "t\x1b[0m\x00", "team": "ops", "x": "\uffff"}
+    )
+    assert attributes == {
+        "thread_id": {"DataType": "String", "StringValue": "t\ufffd[0m\ufffd"},
+        "team": {"DataType": "String", "StringValue": "ops"},
+        "x": {"DataType": "String", "StringValue": "\ufffd"},
+    }
+    assert notes == (
+        "message attribute 'thread_id': 2 character(s) SNS and SQS refuse replaced by U+FFFD",
+        "message attribute 'x': 1 character(s) SNS and SQS refuse replaced by U+FFFD",
+    )

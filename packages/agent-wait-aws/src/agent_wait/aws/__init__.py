@@ -9,13 +9,14 @@ clients from :func:`aws_client_pair`; the package README shows a complete one.
 
 from __future__ import annotations
 
-from agent_wait.aws._attributes import AWS_MESSAGE_ATTRIBUTES
+from agent_wait.aws._attributes import AWS_MESSAGE_ATTRIBUTES, sendable_json, string_attributes
 from agent_wait.aws._batch import (
     REFUSED_ENTRY_ATTEMPTS,
     AwsBatchAnnounce,
     AwsMessage,
     Call,
     EntryResult,
+    Message,
     message_attributes,
 )
 from agent_wait.aws._client import (
@@ -41,11 +42,14 @@ __all__ = [
     "AwsSdk",
     "Call",
     "EntryResult",
+    "Message",
     "aws_client_pair",
     "aws_receipt",
     "boto3_sdk",
     "client_config",
     "message_attributes",
     "refused_entry",
+    "sendable_json",
+    "string_attributes",
     "user_agent_extra",
 ]

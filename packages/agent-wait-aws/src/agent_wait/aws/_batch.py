@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
-from agent_wait.aws._attributes import AWS_MESSAGE_ATTRIBUTES
+from agent_wait.aws._attributes import AWS_MESSAGE_ATTRIBUTES, string_attributes
 from agent_wait.aws._client import aws_receipt
 from agent_wait.aws._errors import refused_entry
 from agent_wait.core import BatchEntryFailed, DeliveryOutcome, Receipt, WaitEnvelope
@@ -26,6 +26,10 @@ reported; an entry at fault is reported at once."""
 Call = tuple[str, dict[str, Any]]
 """One SDK call: the client method's name and its keyword arguments."""
 
+Message = tuple[dict[str, Any], int] | tuple[dict[str, Any], int, Sequence[str]]
+"""What :meth:`AwsBatchAnnounce.message` returns: a message's request parameters, its size in
+bytes and, optionally, notes on what was changed for the service to take it."""
+
 EntryResult = tuple[str | None, BatchEntryFailed | None]
 """What a batch response says of one entry: its message id when taken, else its refusal."""
 
@@ -38,11 +42,13 @@ class AwsMessage:
         index: The envelope's position in the publish.
         params: The message's request parameters (without a batch entry ``Id``).
         size: Its size in bytes as the service counts it against the request limit.
+        notes: What was changed for the service to take it, reported on its delivery.
     """
 
     index: int
     params: dict[str, Any]
     size: int
+    notes: tuple[str, ...] = ()
 
 
 class AwsBatchAnnounce(ClientAnnounce):
@@ -65,8 +71,11 @@ class AwsBatchAnnounce(ClientAnnounce):
     batch_limit: ClassVar[int] = 10
     request_limit: ClassVar[int] = 262_144
 
-    def message(self, envelope: WaitEnvelope) -> tuple[dict[str, Any], int]:
+    def message(self, envelope: WaitEnvelope) -> Message:
         """The request parameters of one envelope's message and its size in bytes.
+
+        A third item, when present, lists what was changed for the service to take the message
+        (an attribute value's characters replaced); the delivery reports it as ``notes``.
 
         Raises:
             ValueError: The message is over the service's limits; the envelope fails alone.
@@ -111,11 +120,12 @@ class AwsBatchAnnounce(ClientAnnounce):
         messages: list[AwsMessage] = []
         for index, envelope in enumerate(envelopes):
             try:
-                params, size = self.message(envelope)
+                made = self.message(envelope)
             except ValueError as error:
                 outcomes[index] = error
             else:
-                messages.append(AwsMessage(index, params, size))
+                notes = tuple(made[2]) if len(made) > 2 else ()
+                messages.append(AwsMessage(index, made[0], made[1], notes))
         if len(envelopes) == 1 and messages:
             call = self.single_request(messages[0].params)
             if call is not None:
@@ -146,7 +156,7 @@ class AwsBatchAnnounce(ClientAnnounce):
                     continue
                 message_id, refused = results[entry_id]
                 if refused is None:
-                    outcomes[message.index] = Receipt(message_id, tries[entry_id])
+                    outcomes[message.index] = Receipt(message_id, tries[entry_id], message.notes)
                 elif refused.retryable and attempt < REFUSED_ENTRY_ATTEMPTS:
                     retry[entry_id] = message
                 else:
@@ -162,7 +172,9 @@ def _send_one(message: AwsMessage, call: Call, outcomes: list[DeliveryOutcome]) 
     outcomes[message.index] = (
         result
         if isinstance(result, BaseException)
-        else aws_receipt(result, cast("Mapping[str, Any]", result).get("MessageId"))
+        else aws_receipt(
+            result, cast("Mapping[str, Any]", result).get("MessageId"), notes=message.notes
+        )
     )
 
 
@@ -171,19 +183,26 @@ def _size(message: AwsMessage) -> int:
 
 
 def message_attributes(
-    envelope: WaitEnvelope, fixed: Mapping[str, str], *, what: str, logger: logging.Logger
+    envelope: WaitEnvelope,
+    fixed: Mapping[str, str],
+    *,
+    what: str,
+    logger: logging.Logger,
+    notes: list[str] | None = None,
 ) -> tuple[dict[str, dict[str, str]], int]:
     """The SNS/SQS ``MessageAttributes`` of one envelope and their size in bytes.
 
     ``type``, ``thread_id``, the announcer's fixed attributes and the policy's tags, at most 10
     (see :data:`AWS_MESSAGE_ATTRIBUTES`); tags left out are logged at WARNING on ``logger``,
-    named with the reason.
+    named with the reason. Characters the services refuse in a value are replaced (see
+    :func:`string_attributes`), logged at WARNING with the attribute's name.
 
     Args:
         envelope: The envelope.
         fixed: The announcer's fixed attributes, as its options validated them.
         what: How the warning says the message went ("SQS message ... sent").
         logger: The announcer's logger.
+        notes: Gets one line per value changed, for the delivery to report.
     """
     routing = AWS_MESSAGE_ATTRIBUTES.select(envelope, fixed)
     if routing.dropped:
@@ -193,8 +212,12 @@ def message_attributes(
             envelope.question_id,
             "; ".join(f"{name!r} ({why})" for name, why in routing.dropped.items()),
         )
-    size = sum(utf8_size(name, "String", value) for name, value in routing.values.items())
-    attributes = {
-        name: {"DataType": "String", "StringValue": value} for name, value in routing.values.items()
-    }
+    attributes, changed = string_attributes(routing.values)
+    if changed:
+        logger.warning("%s of question %s: %s", what, envelope.question_id, "; ".join(changed))
+        if notes is not None:
+            notes.extend(changed)
+    size = sum(
+        utf8_size(name, "String", value["StringValue"]) for name, value in attributes.items()
+    )
     return attributes, size

@@ -173,10 +173,15 @@ def client_config(sdk: AwsSdk, config: Any = None) -> Any:
     return merged
 
 
-def aws_receipt(response: object, message_id: str | None = None) -> Receipt:
-    """The :class:`Receipt` of a successful AWS call: the message id and the SDK's attempts."""
+def aws_receipt(
+    response: object, message_id: str | None = None, *, notes: tuple[str, ...] = ()
+) -> Receipt:
+    """The :class:`Receipt` of a successful AWS call: the message id and the SDK's attempts.
+
+    ``notes`` (what was changed for the service to take the message) are passed through.
+    """
     metadata = cast("dict[str, Any]", response) if isinstance(response, dict) else {}
-    return Receipt(message_id, _attempts(metadata))
+    return Receipt(message_id, _attempts(metadata), notes)
 
 
 def _attempts(response: dict[str, Any]) -> int | None:

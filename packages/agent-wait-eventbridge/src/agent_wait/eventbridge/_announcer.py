@@ -12,6 +12,7 @@ from agent_wait.aws import (
     aws_client_pair,
     boto3_sdk,
     refused_entry,
+    sendable_json,
 )
 from agent_wait.core import WaitEnvelope
 from agent_wait.core.transport import utf8_size
@@ -31,7 +32,10 @@ class EventBridgeAnnounce(AwsBatchAnnounce):
     ``DetailType`` is the envelope's ``type`` (``"wait.created"``), ``Detail`` the envelope
     JSON and ``Source`` the ``source`` option, so a rule matches questions with
     ``{"source": ["agent-wait"], "detail-type": ["wait.created"]}`` and can route on any
-    envelope field, ``detail.tags.approver_group`` included.
+    envelope field, ``detail.tags.approver_group`` included. ``Detail`` is valid JSON (a
+    question with text JSON cannot carry is refused when asked); characters outside XML 1.0's
+    set (U+FFFE, U+FFFF) are escaped in it, as the SQS and SNS announcers do, so a rule's SQS
+    or SNS target takes the event too, and the decoded value is the same.
 
     Sizes are checked in UTF-8 bytes before sending, the way EventBridge counts an entry
     (Source + DetailType + Detail): an entry over 256 KiB fails alone. A request holds at most
@@ -107,7 +111,7 @@ class EventBridgeAnnounce(AwsBatchAnnounce):
 
     def message(self, envelope: WaitEnvelope) -> tuple[dict[str, Any], int]:
         """The PutEvents entry of one envelope and its size (Source, DetailType and Detail)."""
-        detail = envelope.to_json().decode("utf-8")
+        detail = sendable_json(envelope.to_json().decode("utf-8"))
         size = utf8_size(self.source, envelope.type, detail)
         if size > ENTRY_LIMIT:
             raise ValueError(

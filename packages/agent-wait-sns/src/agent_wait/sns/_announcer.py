@@ -6,7 +6,15 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agent_wait.aws import AwsBatchAnnounce, Call, aws_client_pair, boto3_sdk, message_attributes
+from agent_wait.aws import (
+    AwsBatchAnnounce,
+    Call,
+    Message,
+    aws_client_pair,
+    boto3_sdk,
+    message_attributes,
+    sendable_json,
+)
 from agent_wait.core import WaitEnvelope
 from agent_wait.core.transport import fit_identifier, utf8_size
 from agent_wait.sns._options import SnsOptions
@@ -33,6 +41,11 @@ class SnsAnnounce(AwsBatchAnnounce):
     FIFO topic (``.fifo``) ``MessageGroupId`` is the thread id and ``MessageDeduplicationId``
     the envelope's ``dedupe_key``; either is replaced by its SHA-256 hex digest when it has
     characters or a length SNS refuses.
+
+    SNS takes only XML 1.0's characters in a message or an attribute value. The message's JSON
+    escapes any other (U+FFFE, U+FFFF): a subscriber decodes the same value. An attribute value
+    has its control characters and noncharacters replaced by U+FFFD, logged at WARNING and
+    listed in the delivery's ``notes``.
 
     Sizes are checked in UTF-8 bytes before sending: a message over 256 KiB (message, subject
     and attributes) fails alone. Batches hold at most 10 entries and 256 KiB. An entry SNS
@@ -101,12 +114,13 @@ class SnsAnnounce(AwsBatchAnnounce):
         self.clients.sync().get_topic_attributes(TopicArn=self.topic_arn)
         return True
 
-    def message(self, envelope: WaitEnvelope) -> tuple[dict[str, Any], int]:
-        """The Publish parameters of one envelope and its size (message, subject, attributes)."""
-        body = envelope.to_json().decode("utf-8")
+    def message(self, envelope: WaitEnvelope) -> Message:
+        """The Publish parameters of one envelope, its size (message, subject, attributes), notes."""
+        body = sendable_json(envelope.to_json().decode("utf-8"))
         subject = _subject(envelope)
+        notes: list[str] = []
         attributes, attributes_size = message_attributes(
-            envelope, self.attributes, what="SNS message published", logger=logger
+            envelope, self.attributes, what="SNS message published", logger=logger, notes=notes
         )
         size = utf8_size(body, subject) + attributes_size
         if size > MESSAGE_LIMIT:
@@ -122,7 +136,7 @@ class SnsAnnounce(AwsBatchAnnounce):
         if self.fifo:
             params["MessageGroupId"] = fit_identifier(envelope.thread_id)
             params["MessageDeduplicationId"] = fit_identifier(envelope.dedupe_key)
-        return params, size
+        return params, size, notes
 
     def single_request(self, params: dict[str, Any]) -> Call:
         """Publish."""

@@ -10,9 +10,12 @@ from agent_wait.aws import (
     AWS_MESSAGE_ATTRIBUTES,
     AwsBatchAnnounce,
     Call,
+    Message,
     aws_client_pair,
     boto3_sdk,
     message_attributes,
+    sendable_json,
+    string_attributes,
 )
 from agent_wait.core import LifecycleEvent, Receipt, WaitEnvelope
 from agent_wait.core.transport import fit_identifier, utf8_size
@@ -35,6 +38,11 @@ class SqsAnnounce(AwsBatchAnnounce):
     On a FIFO queue (``.fifo``) ``MessageGroupId`` is the thread id (or ``message_group_id``)
     and ``MessageDeduplicationId`` the envelope's ``dedupe_key``; either is replaced by its
     SHA-256 hex digest when it has characters or a length SQS refuses.
+
+    SQS takes only XML 1.0's characters in a body or an attribute value. The body's JSON
+    escapes any other (U+FFFE, U+FFFF): a consumer decodes the same value. An attribute value
+    has its control characters and noncharacters replaced by U+FFFD, logged at WARNING and
+    listed in the delivery's ``notes``.
 
     Opted in to lifecycle events (``with_lifecycle_events``), it sends each as one message: the
     event's JSON, attributes ``type``, ``thread_id`` and the fixed ``attributes``, and on FIFO
@@ -114,11 +122,12 @@ class SqsAnnounce(AwsBatchAnnounce):
         )
         return True
 
-    def message(self, envelope: WaitEnvelope) -> tuple[dict[str, Any], int]:
-        """The SendMessage parameters of one envelope and its size (body and attributes)."""
-        body = envelope.to_json().decode("utf-8")
+    def message(self, envelope: WaitEnvelope) -> Message:
+        """The SendMessage parameters of one envelope, its size (body and attributes), notes."""
+        body = sendable_json(envelope.to_json().decode("utf-8"))
+        notes: list[str] = []
         attributes, attributes_size = message_attributes(
-            envelope, self.attributes, what="SQS message sent", logger=logger
+            envelope, self.attributes, what="SQS message sent", logger=logger, notes=notes
         )
         size = utf8_size(body) + attributes_size
         if size > MESSAGE_LIMIT:
@@ -130,29 +139,33 @@ class SqsAnnounce(AwsBatchAnnounce):
         if self.fifo:
             params["MessageGroupId"] = self.message_group_id or fit_identifier(envelope.thread_id)
             params["MessageDeduplicationId"] = fit_identifier(envelope.dedupe_key)
-        return params, size
+        return params, size, notes
 
     def deliver_event(self, event: LifecycleEvent) -> Receipt:
         """SendMessage of one lifecycle event; the receipt carries its ``MessageId``.
 
         Its attributes are ``type``, ``thread_id``, the fixed attributes, then the plugins'
-        headers (a trace context) within SQS's limit of 10.
+        headers (a trace context) within SQS's limit of 10; characters SQS refuses are escaped
+        in the body and replaced in the attributes, as in a question's message.
         """
         fields = AWS_MESSAGE_ATTRIBUTES.with_headers(
             {"type": event.type, "thread_id": event.thread_id, **self.attributes}, event
         )
+        attributes, notes = string_attributes(fields)
+        if notes:
+            logger.warning(
+                "SQS lifecycle event of question %s: %s", event.question_id, "; ".join(notes)
+            )
         params: dict[str, Any] = {
             "QueueUrl": self.queue_url,
-            "MessageBody": event.to_json().decode("utf-8"),
-            "MessageAttributes": {
-                name: {"DataType": "String", "StringValue": value} for name, value in fields.items()
-            },
+            "MessageBody": sendable_json(event.to_json().decode("utf-8")),
+            "MessageAttributes": attributes,
         }
         if self.fifo:
             params["MessageGroupId"] = self.message_group_id or fit_identifier(event.thread_id)
             params["MessageDeduplicationId"] = fit_identifier(event.dedupe_key)
         response = self.clients.sync().send_message(**params)
-        return Receipt(message_id=response.get("MessageId"))
+        return Receipt(message_id=response.get("MessageId"), notes=notes)
 
     def single_request(self, params: dict[str, Any]) -> Call:
         """SendMessage."""

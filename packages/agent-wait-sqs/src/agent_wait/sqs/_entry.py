@@ -13,7 +13,13 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from agent_wait.aws import AWS_MESSAGE_ATTRIBUTES, aws_client_pair, boto3_sdk
+from agent_wait.aws import (
+    AWS_MESSAGE_ATTRIBUTES,
+    aws_client_pair,
+    boto3_sdk,
+    sendable_json,
+    string_attributes,
+)
 from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
 from agent_wait.core.transport import fit_identifier
 from agent_wait.sqs._options import SqsConnectionOptions, SqsEntryOptions
@@ -161,15 +167,14 @@ class SqsEntry(EntryPoint):
         self._send(self.queue_url, body, checked["thread_id"], _digest(body), **headers)
 
     def _send(self, url: str, body: str, thread_id: str, dedupe: str, **attributes: str) -> None:
+        # SQS refuses characters outside XML 1.0's: escaped in the JSON body (the same value),
+        # replaced in an attribute (an error text quoting a control character).
         self._sqs.send_message(
             QueueUrl=url,
-            MessageBody=body,
+            MessageBody=sendable_json(body),
             MessageGroupId=fit_identifier(thread_id),
             MessageDeduplicationId=dedupe,
-            MessageAttributes={
-                name: {"DataType": "String", "StringValue": value}
-                for name, value in attributes.items()
-            },
+            MessageAttributes=string_attributes(attributes)[0],
         )
 
     def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
