@@ -14,6 +14,8 @@ with the service's error shape and passes everything else to moto unchanged:
 - SNS ``Publish`` and ``PublishBatch``: 400 ``InvalidParameter`` for the whole request.
 
 Use the ``strict_aws`` fixture: an :class:`~tests.aws_moto.Aws` whose ``url`` is the proxy's.
+``refusable_questions`` are questions whose argument, thread id and tags hold such characters,
+for the SQS, SNS and EventBridge suites alike.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import pytest
 
+from agent_wait.core import Question, Source, WaitPolicy
 from tests.aws_moto import Aws
 
 _REFUSED = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -213,6 +216,34 @@ class StrictProxy:
         handler.send_header("Content-Length", str(len(answer.body)))
         handler.end_headers()
         handler.wfile.write(answer.body)
+
+
+# What SQS refuses, each next to text around it: noncharacters stay raw in JSON, control
+# characters are escaped by JSON but not in an attribute value.
+REFUSED_TEXT = "U+FFFE \ufffe, U+FFFF \uffff, ESC \x1b[31m, NUL \x00, BEL \x07, end"
+THREAD_ID = "order\x1b[31m-4471\x00"
+TAGS = {"team": "ops\x07desk", "approver_group": "finance\ufffe"}
+
+
+def refusable_questions(count: int) -> list[Question]:
+    """``count`` questions whose argument, thread id and tags hold what SQS and SNS refuse."""
+    policy = WaitPolicy(timeout="P3D", tags=TAGS)
+    return [
+        Question(
+            question_id=f"q{i}",
+            question={"function": "issue_refund", "args": {"note": REFUSED_TEXT, "i": i}},
+            policy=policy,
+            source=Source(function="issue_refund"),
+        )
+        for i in range(count)
+    ]
+
+
+EXPECTED_NOTES = (  # what the delivery of each of those questions reports, in attribute order
+    "message attribute 'thread_id': 2 character(s) SNS and SQS refuse replaced by U+FFFD",
+    "message attribute 'approver_group': 1 character(s) SNS and SQS refuse replaced by U+FFFD",
+    "message attribute 'team': 1 character(s) SNS and SQS refuse replaced by U+FFFD",
+)
 
 
 @dataclass

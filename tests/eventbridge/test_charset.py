@@ -9,12 +9,11 @@ import pytest
 from agent_wait.core import publish
 from agent_wait.eventbridge import EventBridgeAnnounce
 from tests.aws_moto import Aws, count_requests
+from tests.aws_strict import REFUSED_TEXT, THREAD_ID, refusable_questions
 from tests.eventbridge.test_eventbridge import (
     _bus_to_queue,  # pyright: ignore[reportPrivateUsage]
     _details,  # pyright: ignore[reportPrivateUsage]
 )
-from tests.sqs.test_charset import REFUSED_TEXT, THREAD_ID
-from tests.sqs.test_charset import _questions as questions  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +21,9 @@ pytestmark = pytest.mark.integration
 def test_noncharacters_are_escaped_in_the_detail_and_reach_an_sqs_target(aws: Aws) -> None:
     events, sqs, url = _bus_to_queue(aws, queue="refusable")
     sent = count_requests(events, "events", "PutEvents")
-    report = publish(questions(2), THREAD_ID, EventBridgeAnnounce("approvals", client=events))
+    report = publish(
+        refusable_questions(2), THREAD_ID, EventBridgeAnnounce("approvals", client=events)
+    )
     assert report.ok, report.failures
     assert [d.notes for d in report.deliveries] == [(), ()]  # no attributes: nothing replaced
     details = [entry["Detail"] for call in sent for entry in call["Entries"]]

@@ -11,10 +11,14 @@ from botocore.exceptions import ClientError
 from agent_wait.core import apublish, publish
 from agent_wait.sns import SnsAnnounce
 from tests.aws_moto import REGION, drain
-from tests.aws_strict import StrictAws
+from tests.aws_strict import (
+    EXPECTED_NOTES,
+    REFUSED_TEXT,
+    THREAD_ID,
+    StrictAws,
+    refusable_questions,
+)
 from tests.sns.test_sns import _topic_with_queue  # pyright: ignore[reportPrivateUsage]
-from tests.sqs.test_charset import EXPECTED_NOTES, REFUSED_TEXT, THREAD_ID
-from tests.sqs.test_charset import _questions as questions  # pyright: ignore[reportPrivateUsage]
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +50,7 @@ def test_questions_sns_would_refuse_reach_the_subscriber_and_decode_unchanged(
 ) -> None:
     _, topic_arn, sqs, url = _topic_with_queue(strict_aws, f"refusable-{count}")
     with SnsAnnounce(topic_arn, endpoint_url=strict_aws.url, region=REGION) as announce:
-        report = publish(questions(count), THREAD_ID, announce)
+        report = publish(refusable_questions(count), THREAD_ID, announce)
     assert report.ok, report.failures
     assert strict_aws.refused == []
     assert [d.notes for d in report.deliveries] == [EXPECTED_NOTES] * count
@@ -62,7 +66,7 @@ async def test_the_async_path_publishes_what_sns_takes(strict_aws: StrictAws) ->
     _, topic_arn, sqs, url = _topic_with_queue(strict_aws, "refusable-async")
     async with strict_aws.aclient("sns") as client:
         report = await apublish(
-            questions(3), THREAD_ID, SnsAnnounce(topic_arn, async_client=client)
+            refusable_questions(3), THREAD_ID, SnsAnnounce(topic_arn, async_client=client)
         )
     assert report.ok, report.failures
     assert strict_aws.refused == []

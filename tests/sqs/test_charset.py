@@ -8,43 +8,23 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from agent_wait.core import LifecycleEvent, Question, Source, WaitPolicy, apublish, publish
+from agent_wait.core import LifecycleEvent, apublish, publish
 from agent_wait.sqs import SqsAnnounce, SqsEntry
 from tests.aws_moto import REGION, create_queue, drain
-from tests.aws_strict import StrictAws
+from tests.aws_strict import (
+    EXPECTED_NOTES,
+    REFUSED_TEXT,
+    THREAD_ID,
+    StrictAws,
+    refusable_questions,
+)
 from tests.sqs.test_entry import fifo_with_dead_letters
 
 pytestmark = pytest.mark.integration
 
-# What SQS refuses, each next to text around it: noncharacters stay raw in JSON, control
-# characters are escaped by JSON but not in an attribute value.
-REFUSED_TEXT = "U+FFFE \ufffe, U+FFFF \uffff, ESC \x1b[31m, NUL \x00, BEL \x07, end"
-THREAD_ID = "order\x1b[31m-4471\x00"
-TAGS = {"team": "ops\x07desk", "approver_group": "finance\ufffe"}
-
-
-def _questions(count: int) -> list[Question]:
-    policy = WaitPolicy(timeout="P3D", tags=TAGS)
-    return [
-        Question(
-            question_id=f"q{i}",
-            question={"function": "issue_refund", "args": {"note": REFUSED_TEXT, "i": i}},
-            policy=policy,
-            source=Source(function="issue_refund"),
-        )
-        for i in range(count)
-    ]
-
 
 def _attributes(message: dict[str, Any]) -> dict[str, str]:
     return {k: v["StringValue"] for k, v in message.get("MessageAttributes", {}).items()}
-
-
-EXPECTED_NOTES = (
-    "message attribute 'thread_id': 2 character(s) SNS and SQS refuse replaced by U+FFFD",
-    "message attribute 'approver_group': 1 character(s) SNS and SQS refuse replaced by U+FFFD",
-    "message attribute 'team': 1 character(s) SNS and SQS refuse replaced by U+FFFD",
-)
 
 
 def test_the_proxy_refuses_what_sqs_refuses_and_passes_the_rest(strict_aws: StrictAws) -> None:
@@ -93,7 +73,7 @@ def test_questions_sqs_would_refuse_reach_the_queue_and_decode_unchanged(
     sqs = strict_aws.client("sqs")
     url, _ = create_queue(sqs, f"refusable-{count}")
     with SqsAnnounce(url, endpoint_url=strict_aws.url, region=REGION) as announce:
-        report = publish(_questions(count), THREAD_ID, announce)
+        report = publish(refusable_questions(count), THREAD_ID, announce)
     assert report.ok, report.failures
     assert strict_aws.refused == []
     assert [d.notes for d in report.deliveries] == [EXPECTED_NOTES] * count
@@ -115,7 +95,9 @@ async def test_the_async_path_sends_what_sqs_takes(strict_aws: StrictAws) -> Non
     sqs = strict_aws.client("sqs")
     url, _ = create_queue(sqs, "refusable-async")
     async with strict_aws.aclient("sqs") as client:  # the aiobotocore path, through the proxy
-        report = await apublish(_questions(3), THREAD_ID, SqsAnnounce(url, async_client=client))
+        report = await apublish(
+            refusable_questions(3), THREAD_ID, SqsAnnounce(url, async_client=client)
+        )
     assert report.ok, report.failures
     assert strict_aws.refused == []
     assert [d.notes for d in report.deliveries] == [EXPECTED_NOTES] * 3
