@@ -6,6 +6,7 @@ import io
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
@@ -352,6 +353,29 @@ def test_cli_dead_letters_lists_and_redrives() -> None:
     assert code == 1
     assert f"no dead letter {received.id}" in err
     assert [m["question_id"] for m in all_sent(default_inbox_path())] == ["q1"]
+
+
+def test_cli_dead_letters_lists_a_poison_message_safely() -> None:
+    with SqliteEntry(default_inbox_path()) as entry:
+        entry.dead_letters()  # creates the table
+        connection = sqlite3.connect(default_inbox_path())
+        with connection:
+            connection.execute(
+                "INSERT INTO agent_wait_messages (thread_id, body, state, attempts, visible_at, "
+                "sent_at) VALUES ('t1', ?, 'ready', 0, 0, '2026-01-01T00:00:00Z')",
+                (b"\x1b[2J\xffnot json",),
+            )
+        connection.close()
+        assert entry.receive(1) == []
+        [dead] = entry.dead_letters()
+    code, out, _ = run("dead-letters")
+    assert code == 0
+    assert out.startswith(f"{dead.id}  thread t1  1 attempts  dead at ")
+    assert "PoisonMessage: not UTF-8 text (byte 0xff at offset 4)" in out
+    assert out.endswith("  body: \\x1b[2J\\xffnot json\n")
+    code, out, _ = run("dead-letters", "--json")
+    [letter] = json.loads(out)
+    assert (letter["message"], letter["body"]) == ({}, "\\x1b[2J\\xffnot json")
 
 
 def test_resend_sends_the_recorded_answer_again(inbox: Path, tmp_path: Path) -> None:

@@ -41,6 +41,18 @@ class TestSqliteEntry(EntryContract):
             poll_interval=0.02,
         )
 
+    def send_raw(self, entry: EntryPoint, body: bytes, thread_id: str) -> None:
+        # As another program writing the table would: bytes that are not text go in as a blob.
+        entry.dead_letters()  # creates the table
+        connection = sqlite3.connect(self.path)
+        with connection:
+            connection.execute(
+                "INSERT INTO agent_wait_messages (thread_id, body, state, attempts, visible_at, "
+                "sent_at) VALUES (?, ?, 'ready', 0, 0, '2026-01-01T00:00:00Z')",
+                (thread_id, body),
+            )
+        connection.close()
+
 
 def test_messages_live_beside_the_inbox_in_one_file(tmp_path: Path) -> None:
     path = tmp_path / "inbox.sqlite3"

@@ -139,9 +139,13 @@ def test_transport_building_blocks_for_plugins() -> None:
         "ClientPair",
         "EnvelopeTemplate",
         "Exchange",
+        "MAX_MESSAGE_BYTES",
+        "Poison",
         "RoutingAttributes",
         "chunk",
+        "dead_letter",
         "fit_identifier",
+        "read_message",
         "transport_headers",
         "utf8_size",
     ]

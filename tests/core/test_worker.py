@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -114,6 +115,67 @@ def test_failures_are_retried_then_dead_lettered_and_malformed_at_once(tmp_path:
     assert dead["bad"].attempts == 1
     assert dead["bad"].error.startswith("ValidationError")
     assert (report.acknowledged, report.dead_lettered, report.retried) == (1, 2, 3)
+
+
+@pytest.mark.parametrize("serve", ["sync", "async"])
+def test_poison_in_a_batch_is_dead_lettered_and_the_rest_is_handled(
+    tmp_path: Path, serve: str
+) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    entry = make_entry(path)
+    entry.send({"thread_id": "a", "input": None, "n": 0})
+    entry.send({"thread_id": "b", "input": None, "n": 0})
+    entry.dead_letters()  # the table exists
+    connection = sqlite3.connect(path)
+    with connection:
+        for thread, body in [("a", b"not json{"), ("c", b"[1, 2]"), ("b", b"\xff")]:
+            connection.execute(
+                "INSERT INTO agent_wait_messages (thread_id, body, state, attempts, visible_at, "
+                "sent_at) VALUES (?, ?, 'ready', 0, 0, '2026-01-01T00:00:00Z')",
+                (thread, body),
+            )
+    connection.close()
+    for n in (1, 2):
+        entry.send({"thread_id": "a", "input": None, "n": n})
+    entry.send({"thread_id": "c", "input": None, "n": 0})
+    recorder = Recorder(delay=0.0)
+    if serve == "sync":
+        stop = threading.Event()
+        watcher = threading.Thread(
+            target=stop_when, args=(lambda: sum(map(len, recorder.order.values())) == 5, stop)
+        )
+        watcher.start()
+        report = serve_entry(recorder, entry, concurrency=2, wait=0.05, stop=stop)
+        watcher.join()
+    else:
+
+        async def handle(message: dict[str, Any]) -> str:
+            return recorder(message)
+
+        async def main() -> Any:
+            stop = asyncio.Event()
+
+            async def watch() -> None:
+                while sum(map(len, recorder.order.values())) < 5:
+                    await asyncio.sleep(0.02)
+                stop.set()
+
+            watcher = asyncio.create_task(watch())
+            served = await aserve_entry(handle, entry, concurrency=2, wait=0.05, stop=stop)
+            await watcher
+            return served
+
+        report = asyncio.run(main())
+    assert recorder.order == {"a": [0, 1, 2], "b": [0], "c": [0]}
+    assert report.acknowledged == 5
+    dead = {d.thread_id: d for d in entry.dead_letters()}
+    assert {thread: (d.attempts, d.body) for thread, d in dead.items()} == {
+        "a": (1, "not json{"),
+        "b": (1, "\\xff"),
+        "c": (1, "[1, 2]"),
+    }
+    assert all(d.error.startswith("PoisonMessage: ") for d in dead.values())
+    entry.close()
 
 
 def test_async_loop(tmp_path: Path) -> None:

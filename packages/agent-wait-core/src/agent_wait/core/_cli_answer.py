@@ -173,9 +173,11 @@ def _cmd_dead_letters(args: argparse.Namespace) -> int:
         return 0
     for letter in dead:
         print(
-            f"{letter.id}  thread {letter.thread_id}  {letter.attempts} attempts  "
+            f"{letter.id}  thread {letter.thread_id or '-'}  {letter.attempts} attempts  "
             f"dead at {letter.dead_at}  {letter.error.splitlines()[0] if letter.error else ''}"
         )
+        if letter.body is not None:  # a poison message: its body, escaped and cut
+            print(f"  body: {letter.body}")
     return 0
 
 

@@ -10,26 +10,42 @@ Messages of one thread are handed out in the order they were sent, and none whil
 one of its thread is leased: the next ones only after it was acknowledged or dead-lettered. One
 receive may hand out several messages of one thread (an SQS FIFO batch does); the receiver then
 handles them one after another, in that order, as :func:`agent_wait.core.serve_entry` does.
+
+A body no host can ever handle (a *poison* message: not UTF-8, not JSON, not a JSON object, not
+a start message or an answer, or larger than :data:`MAX_MESSAGE_BYTES`) is never handed out:
+the entry point reads each body with :func:`read_message` and dead-letters the poison at once,
+with the reason, while the rest of the batch and every other thread go on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
+
+from pydantic import ValidationError
 
 from agent_wait.core._closing import Closing
 from agent_wait.core._errors import ConfigError
-from agent_wait.core._models import parse_message
+from agent_wait.core._models import Answer, StartMessage, is_answer, parse_message
 from agent_wait.core._reply_to import check_reply_to
 
 if TYPE_CHECKING:
     from agent_wait.core._options import EntryOptions
 
 logger = logging.getLogger("agent_wait.core.entry")
+
+MAX_MESSAGE_BYTES = 1024 * 1024
+"""Bytes: the largest body an entry point reads (1 MiB: SQS's, NATS's default and the webhook's
+cap); a larger one is poison."""
+
+SHOWN_BODY_LENGTH = 4096
+"""Characters of a poison message's body kept for display in its dead letter."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +79,9 @@ class DeadLetter:
         attempts: How many times it was handed out.
         error: The last failure (exception type and message, or the lease running out).
         dead_at: When it was dead-lettered (RFC 3339 UTC).
+        body: For a body that is not a JSON object (or is too large to read): the body as
+            text, shown safely (undecodable bytes and control characters escaped, at most
+            :data:`SHOWN_BODY_LENGTH` characters); ``message`` is then empty. None otherwise.
     """
 
     id: str
@@ -71,6 +90,104 @@ class DeadLetter:
     attempts: int
     error: str
     dead_at: str
+    body: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Poison:
+    """A body no host can handle: dead-letter it at once with :attr:`error`, never hand it out.
+
+    Attributes:
+        error: The dead letter's error: ``"PoisonMessage: <reason>"``.
+        thread_id: The body's own ``thread_id`` when it has a text one, else empty (an entry
+            point that carries the thread beside the body uses its own).
+    """
+
+    error: str
+    thread_id: str = ""
+
+
+def _as_bytes(body: bytes | bytearray | memoryview | str) -> bytes:
+    if isinstance(body, str):
+        # Text decoded with surrogateescape (a client reading bytes that are not UTF-8) turns
+        # back into those bytes; an unpaired surrogate anywhere else stays undecodable.
+        return body.encode("utf-8", "surrogateescape")
+    return bytes(body)
+
+
+def _escape(text: str) -> str:
+    # Control and format characters (ANSI escapes, NUL, bidi overrides) never reach a terminal.
+    return "".join(
+        ch.encode("unicode_escape").decode("ascii") if unicodedata.category(ch)[0] == "C" else ch
+        for ch in text
+    )
+
+
+def _show_body(body: bytes | bytearray | memoryview | str) -> str:
+    """A body as safe text, cut at :data:`SHOWN_BODY_LENGTH` characters.
+
+    Bytes that are not UTF-8 and control characters are escaped; a cut body ends with how many
+    bytes there were.
+    """
+    raw = _as_bytes(body)
+    head = raw[: SHOWN_BODY_LENGTH * 4].decode("utf-8", "backslashreplace")
+    shown = _escape(head)
+    if len(shown) > SHOWN_BODY_LENGTH or len(raw) > SHOWN_BODY_LENGTH * 4:
+        return f"{shown[:SHOWN_BODY_LENGTH]}... ({len(raw)} bytes)"
+    return shown
+
+
+def _json_object(raw: bytes) -> dict[str, Any] | str:
+    """The body's JSON object, or why it is not one."""
+    if len(raw) > MAX_MESSAGE_BYTES:
+        return f"larger than {MAX_MESSAGE_BYTES} bytes ({len(raw)} bytes)"
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        return f"not UTF-8 text (byte {raw[error.start]:#04x} at offset {error.start})"
+    try:
+        data: object = json.loads(text)
+    except (ValueError, RecursionError) as error:
+        return f"not JSON ({type(error).__name__}: {str(error)[:200]})"
+    if not isinstance(data, dict):
+        return f"JSON {type(data).__name__}, not an object"
+    return cast("dict[str, Any]", data)
+
+
+def read_message(body: bytes | bytearray | memoryview | str) -> dict[str, Any] | Poison:
+    """Read a received body: the message, or why it is poison (never raises).
+
+    Entry points call it on every body they receive and dead-letter a :class:`Poison` at once
+    (one attempt, its ``error`` as the reason) instead of handing it out.
+    """
+    read = _json_object(_as_bytes(body))
+    if isinstance(read, str):
+        return Poison(f"PoisonMessage: {read}")
+    thread = read.get("thread_id")
+    try:
+        # Quietly: the host's own parse reports a start message that looks like an answer.
+        (Answer if is_answer(read) else StartMessage).model_validate(read)
+    except ValidationError as error:
+        return Poison(
+            f"PoisonMessage: not a start message or an answer: {error}",
+            thread if isinstance(thread, str) else "",
+        )
+    return read
+
+
+def dead_letter(
+    id: str,
+    thread_id: str,
+    body: bytes | bytearray | memoryview | str,
+    attempts: int,
+    error: str,
+    dead_at: str,
+) -> DeadLetter:
+    """A :class:`DeadLetter` from a stored body, readable or not (never raises on the body)."""
+    read = _json_object(_as_bytes(body))
+    if isinstance(read, str):
+        return DeadLetter(id, thread_id, {}, attempts, error, dead_at, _show_body(body))
+    return DeadLetter(id, thread_id, read, attempts, error, dead_at)
 
 
 def check_message(message: Mapping[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,16 @@ from typing import Any
 
 from pydantic import Field
 
-from agent_wait.core._entry import DeadLetter, EntryPoint, Received, check_message, logger
+from agent_wait.core._entry import (
+    DeadLetter,
+    EntryPoint,
+    Poison,
+    Received,
+    check_message,
+    dead_letter,
+    logger,
+    read_message,
+)
 from agent_wait.core._models import format_utc
 from agent_wait.core._options import EntryOptions, PositiveCount, Seconds, SecondsOrZero
 from agent_wait.core._sqlite import (
@@ -150,44 +159,61 @@ class SqliteEntry(EntryPoint):
             time.sleep(min(self.poll_interval, remaining))
 
     def _claim(self, limit: int) -> list[Received]:
-        table = self._table
         now = time.time()
         claimed: list[Received] = []
         with self._store.connect() as connection:
             connection.execute("BEGIN IMMEDIATE")
             try:
-                heads = connection.execute(
-                    f'SELECT m.id, m.thread_id, m.body, m.attempts, m.error FROM "{table}" m '
-                    f'WHERE m.state = ? AND m.id = (SELECT min(id) FROM "{table}" '
-                    "WHERE state = ? AND thread_id = m.thread_id) AND m.visible_at <= ? "
-                    "ORDER BY m.id",
-                    (READY, READY, now),
-                ).fetchall()
-                for row_id, thread_id, body, attempts, error in heads:
-                    if len(claimed) >= limit:
-                        break
-                    if attempts >= self.max_attempts:
-                        # Its last lease ran out: the receiver died or was too slow every time.
-                        reason = error or (
-                            f"never acknowledged in {attempts} deliveries (the host crashed or "
-                            f"took longer than visibility_timeout={self.visibility_timeout}s)"
-                        )
-                        self._bury(connection, row_id, thread_id, attempts, reason)
-                        continue
-                    receipt = uuid.uuid4().hex
-                    connection.execute(
-                        f'UPDATE "{table}" SET attempts = attempts + 1, visible_at = ?, '
-                        "receipt = ? WHERE id = ?",
-                        (now + self.visibility_timeout, receipt, row_id),
-                    )
-                    claimed.append(
-                        Received(str(row_id), thread_id, json.loads(body), attempts + 1, receipt)
-                    )
+                while len(claimed) < limit and self._claim_heads(connection, now, limit, claimed):
+                    pass  # a head was dead-lettered: its thread's next message may be ready
             except BaseException:
                 connection.execute("ROLLBACK")
                 raise
             connection.execute("COMMIT")
         return claimed
+
+    def _claim_heads(
+        self, connection: sqlite3.Connection, now: float, limit: int, claimed: list[Received]
+    ) -> bool:
+        """Lease ready thread heads into ``claimed``; True if one was dead-lettered instead."""
+        table = self._table
+        # As bytes: a body written by another program may not even be text.
+        heads = connection.execute(
+            f'SELECT m.id, m.thread_id, CAST(m.body AS BLOB), m.attempts, m.error FROM "{table}" m '
+            f'WHERE m.state = ? AND m.id = (SELECT min(id) FROM "{table}" '
+            "WHERE state = ? AND thread_id = m.thread_id) AND m.visible_at <= ? "
+            "ORDER BY m.id",
+            (READY, READY, now),
+        ).fetchall()
+        buried = False
+        for row_id, thread_id, body, attempts, error in heads:
+            if len(claimed) >= limit:
+                break
+            if attempts >= self.max_attempts:
+                # Its last lease ran out: the receiver died or was too slow every time.
+                reason = error or (
+                    f"never acknowledged in {attempts} deliveries (the host crashed or "
+                    f"took longer than visibility_timeout={self.visibility_timeout}s)"
+                )
+                self._bury(connection, row_id, thread_id, attempts, reason)
+                buried = True
+                continue
+            message = read_message(body)
+            if isinstance(message, Poison):
+                connection.execute(
+                    f'UPDATE "{table}" SET attempts = attempts + 1 WHERE id = ?', (row_id,)
+                )
+                self._bury(connection, row_id, thread_id, attempts + 1, message.error)
+                buried = True
+                continue
+            receipt = uuid.uuid4().hex
+            connection.execute(
+                f'UPDATE "{table}" SET attempts = attempts + 1, visible_at = ?, '
+                "receipt = ? WHERE id = ?",
+                (now + self.visibility_timeout, receipt, row_id),
+            )
+            claimed.append(Received(str(row_id), thread_id, message, attempts + 1, receipt))
+        return buried
 
     def _bury(
         self, connection: sqlite3.Connection, row_id: int, thread_id: str, attempts: int, error: str
@@ -277,17 +303,21 @@ class SqliteEntry(EntryPoint):
         """Every dead-lettered message, oldest first."""
         with self._store.connect() as connection:
             rows = connection.execute(
-                f'SELECT id, thread_id, body, attempts, error, dead_at FROM "{self._table}" '
-                "WHERE state = ? ORDER BY id",
+                f"SELECT id, thread_id, CAST(body AS BLOB), attempts, error, dead_at FROM "
+                f'"{self._table}" WHERE state = ? ORDER BY id',
                 (DEAD,),
             ).fetchall()
         return [
-            DeadLetter(str(i), thread, json.loads(body), attempts, error, dead_at)
+            dead_letter(str(i), thread, body, attempts, error, dead_at)
             for i, thread, body, attempts, error, dead_at in rows
         ]
 
     def redrive(self, message_id: str) -> bool:
-        """Make a dead letter a new message again (attempts reset, its thread's order kept)."""
+        """Make a dead letter a new message again (attempts reset, its thread's order kept).
+
+        A poison message comes back as it was and is dead-lettered again at its next receive,
+        unless this host can read it now.
+        """
         with self._store.connect() as connection:
             cursor = connection.execute(
                 f'UPDATE "{self._table}" SET state = ?, attempts = 0, visible_at = ?, '

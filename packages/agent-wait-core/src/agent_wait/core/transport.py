@@ -3,8 +3,10 @@
 Plugins never import each other, so logic that several announcers share lives here: sizes in
 UTF-8 bytes, batching by count and bytes, the routing attributes an envelope becomes,
 identifiers that fit a transport's character rules, destination templates, the headers plugins
-add (``transport_headers``: a trace context), a long-lived sync/async client pair, and
-:class:`ClientAnnounce`, which runs one delivery plan on either client. What only the AWS
+add (``transport_headers``: a trace context), a long-lived sync/async client pair,
+:class:`ClientAnnounce`, which runs one delivery plan on either client, and what every entry point
+does with a received body (``read_message``: the message, or :class:`Poison` to dead-letter at
+once; ``dead_letter``: a dead letter from a stored body, readable or not). What only the AWS
 announcers share (client construction from boto3, AWS error codes, batch requests) lives in
 ``agent_wait.aws`` (the ``agent-wait-aws`` distribution), so core holds no AWS code. Application code does not need this module.
 """
@@ -12,6 +14,7 @@ announcers share (client construction from boto3, AWS error codes, batch request
 from __future__ import annotations
 
 from agent_wait.core._clients import ClientPair
+from agent_wait.core._entry import MAX_MESSAGE_BYTES, Poison, dead_letter, read_message
 from agent_wait.core._errors import BatchEntryFailed
 from agent_wait.core._exchange import ClientAnnounce, Exchange
 from agent_wait.core._publish import transport_headers
@@ -20,15 +23,19 @@ from agent_wait.core._sizing import chunk, fit_identifier, utf8_size
 from agent_wait.core._template import EnvelopeTemplate
 
 __all__ = [
+    "MAX_MESSAGE_BYTES",
     "AttributeRules",
     "BatchEntryFailed",
     "ClientAnnounce",
     "ClientPair",
     "EnvelopeTemplate",
     "Exchange",
+    "Poison",
     "RoutingAttributes",
     "chunk",
+    "dead_letter",
     "fit_identifier",
+    "read_message",
     "transport_headers",
     "utf8_size",
 ]

@@ -4,16 +4,35 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 from ulid import ULID
 
-from agent_wait.core._entry import EntryPoint, Received
+from agent_wait.core._entry import (
+    MAX_MESSAGE_BYTES,
+    DeadLetter,
+    EntryPoint,
+    Received,
+    dead_letter,
+)
 from agent_wait.core._options import EntryOptions
 from agent_wait.core.testing._options import assert_options_model_matches
+
+_POISON_BODIES: Mapping[str, bytes] = MappingProxyType(
+    {
+        "not-json": b"not json{ ",
+        "not-an-object": b'[1, 2, "%s"]',
+        "wrong-field-types": b'{"thread_id": ["%s"], "question_id": 7, "answer": 1}',
+        "invalid-utf8": b'{"thread_id": "\xff\xfe %s"}',
+        "binary": b"\x00\x01\x02\x03 %s",
+        "oversized": b'{"thread_id": "%s", "input": "' + b"x" * MAX_MESSAGE_BYTES + b'"}',
+    }
+)
+"""The poison cases' bodies by kind (``%s``: a unique part, so each test finds its own)."""
 
 
 class EntryContract:
@@ -21,6 +40,7 @@ class EntryContract:
 
     Override :meth:`make_entry`: a fresh entry point on an empty queue, built with the
     options the kit passes (``visibility_timeout``, ``max_attempts``, ``retry_delay``).
+    Override :meth:`send_raw` too, so the poison cases run: without it they are skipped.
     """
 
     visibility_timeout = 1.0
@@ -40,6 +60,17 @@ class EntryContract:
         )
         yield built
         built.close()
+
+    def send_raw(self, entry: EntryPoint, body: bytes, thread_id: str) -> None:
+        """Put ``body`` on the entry point's queue as is, unchecked, as another program could.
+
+        ``thread_id`` is what the transport carries beside the body, where it carries one (a
+        message group, a column, a subject): the body itself may have none. Call
+        ``pytest.skip(reason)`` for a body the transport cannot carry at all (a PostgreSQL text
+        column holds no NUL, NATS refuses a payload over its ``max_payload``). Without an
+        override, the poison cases are skipped.
+        """
+        pytest.skip(f"{type(self).__name__} has no send_raw(): the poison cases need it")
 
     def _thread(self) -> str:
         return f"entry-contract-{ULID()}"
@@ -242,3 +273,73 @@ class EntryContract:
         [dead] = [d for d in contract_entry.dead_letters() if d.thread_id == thread]
         assert dead.attempts == 3
         assert "never acknowledged" in dead.error
+
+    # -- poison: bodies no host can handle, put on the queue by something else than send() --
+
+    def _poison(self, kind: str) -> bytes:
+        template = _POISON_BODIES[kind]
+        unique = str(ULID()).encode()
+        return template.replace(b"%s", unique) if b"%s" in template else template + unique
+
+    def _dead_letter_of(self, entry: EntryPoint, body: bytes) -> DeadLetter:
+        expected = dead_letter("", "", body, 0, "", "")
+        found = [
+            letter
+            for letter in entry.dead_letters()
+            if (letter.body, letter.message) == (expected.body, expected.message)
+        ]
+        assert len(found) == 1, f"the poison message is not (once) in the dead letters: {found}"
+        return found[0]
+
+    @pytest.mark.parametrize("kind", sorted(_POISON_BODIES))
+    def test_poison_is_dead_lettered_at_once_and_its_thread_goes_on(
+        self, contract_entry: EntryPoint, kind: str
+    ) -> None:
+        """If this fails, one malformed message stops a worker or holds other messages back.
+
+        A body that is not UTF-8, not JSON, not a JSON object, not a start message or an
+        answer, or larger than ``MAX_MESSAGE_BYTES`` is never handed out: the entry point
+        dead-letters it at once (one attempt, ``PoisonMessage: <reason>``) and hands out the
+        rest, its thread's next message after it, in order. Read bodies with
+        :func:`agent_wait.core.transport.read_message` and build dead letters with
+        :func:`agent_wait.core.transport.dead_letter`.
+        """
+        thread, other = self._thread(), self._thread()
+        body = self._poison(kind)
+        contract_entry.send(self._answer(thread, 0))
+        self.send_raw(contract_entry, body, thread)
+        contract_entry.send(self._answer(thread, 1))
+        contract_entry.send(self._answer(other, 0))
+        seen: dict[str, list[object]] = {thread: [], other: []}
+        for _ in range(20):
+            if len(seen[thread]) == 2 and seen[other]:
+                break
+            for received in self._receive(contract_entry):
+                seen.setdefault(received.thread_id, []).append(received.message.get("question_id"))
+                assert contract_entry.ack(received)
+        assert seen == {thread: ["q0", "q1"], other: ["q0"]}, (
+            f"not the good messages once each, in order, without the poison: {seen}"
+        )
+        letter = self._dead_letter_of(contract_entry, body)
+        assert letter.attempts == 1, "retried before it was dead-lettered"
+        assert letter.error.startswith("PoisonMessage: "), letter.error
+
+    def test_a_redriven_poison_message_is_dead_lettered_again(
+        self, contract_entry: EntryPoint
+    ) -> None:
+        """If this fails, redriving a poison message hands it to a host, or loses it."""
+        thread = self._thread()
+        body = self._poison("not-json")
+        self.send_raw(contract_entry, body, thread)
+        contract_entry.send(self._answer(thread, 1))
+        [good] = self._receive(contract_entry)
+        assert contract_entry.ack(good)
+        letter = self._dead_letter_of(contract_entry, body)
+        assert contract_entry.redrive(letter.id)
+        # Its next receive reads it again and dead-letters it again, at once.
+        contract_entry.send(self._answer(thread, 2))
+        [after] = self._receive(contract_entry)
+        assert after.message == self._answer(thread, 2)
+        assert contract_entry.ack(after)
+        again = self._dead_letter_of(contract_entry, body)
+        assert (again.attempts, again.error) == (1, letter.error)
