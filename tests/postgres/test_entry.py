@@ -43,6 +43,23 @@ class TestPostgresEntry(EntryContract):
             retry_delay=retry_delay,
         )
 
+    def send_raw(self, entry: EntryPoint, body: bytes, thread_id: str) -> None:
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            pytest.skip("a PostgreSQL text column holds only UTF-8")
+        if "\x00" in text:
+            pytest.skip("a PostgreSQL text column holds no NUL")
+        entry.dead_letters()  # creates the table
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {} (thread_id, body, state, visible_at, sent_at) "
+                    "VALUES (%s, %s, 'ready', clock_timestamp(), clock_timestamp())"
+                ).format(sql.Identifier(self.table)),
+                [thread_id, text],
+            )
+
 
 def _answer(thread: str, n: int) -> dict[str, object]:
     return {"thread_id": thread, "question_id": f"q{n}", "answer": {"n": n}}

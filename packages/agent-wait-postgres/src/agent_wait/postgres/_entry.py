@@ -23,6 +23,7 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
+from agent_wait.core.transport import Poison, dead_letter, read_message
 from agent_wait.postgres._options import (
     DEFAULT_MESSAGES_CHANNEL,
     DEFAULT_MESSAGES_TABLE,
@@ -202,6 +203,7 @@ class PostgresEntry(EntryPoint):
             "UPDATE {} SET attempts = attempts + 1, receipt = %s, "
             "visible_at = clock_timestamp() + make_interval(secs => %s) WHERE id = %s"
         ).format(self._ident)
+        count = sql.SQL("UPDATE {} SET attempts = attempts + 1 WHERE id = %s").format(self._ident)
         claimed: list[Received] = []
         with self._lock:
             conn = self._connection()
@@ -220,12 +222,16 @@ class PostgresEntry(EntryPoint):
                             self._bury(conn, row_id, thread_id, attempts, reason)
                             buried += 1
                             continue
+                        message = read_message(body)
+                        if isinstance(message, Poison):
+                            conn.execute(count, [row_id])
+                            self._bury(conn, row_id, thread_id, attempts + 1, message.error)
+                            buried += 1
+                            continue
                         receipt = uuid.uuid4().hex
                         conn.execute(lease, [receipt, self.visibility_timeout, row_id])
                         claimed.append(
-                            Received(
-                                str(row_id), thread_id, json.loads(body), attempts + 1, receipt
-                            )
+                            Received(str(row_id), thread_id, message, attempts + 1, receipt)
                         )
                 # Burying a head may have uncovered the next message of its thread.
                 if not buried:
@@ -356,12 +362,16 @@ class PostgresEntry(EntryPoint):
                 .fetchall()
             )
         return [
-            DeadLetter(str(i), thread, json.loads(body), attempts, error, format_utc(dead_at))
+            dead_letter(str(i), thread, body, attempts, error, format_utc(dead_at))
             for i, thread, body, attempts, error, dead_at in rows
         ]
 
     def redrive(self, message_id: str) -> bool:
-        """Make a dead letter a new message again (attempts reset, its thread's order kept)."""
+        """Make a dead letter a new message again (attempts reset, its thread's order kept).
+
+        A poison message comes back as it was and is dead-lettered again at its next receive,
+        unless this host can read it now.
+        """
         try:
             row_id = int(message_id)
         except ValueError:
