@@ -30,6 +30,11 @@ class TestRedisEntry(EntryContract):
             retry_delay=retry_delay,
         )
 
+    def send_raw(self, entry: EntryPoint, body: bytes, thread_id: str) -> None:
+        # Through the entry point's own queueing script, unchecked: the thread's order holds.
+        assert isinstance(entry, RedisEntry)
+        entry._run("send", thread_id, body)  # pyright: ignore[reportPrivateUsage]
+
 
 def _answer(thread: str, n: int) -> dict[str, object]:
     return {"thread_id": thread, "question_id": f"q{n}", "answer": {"n": n}}
@@ -182,3 +187,27 @@ def test_reply_to_names_the_stream_and_refuses_a_password(
     ):
         guarded.reply_to()
     assert "hunter2" not in str(caught.value)
+
+
+def test_an_entry_another_program_added_without_our_fields_is_dead_lettered(
+    redis_url: str, names: tuple[str, str]
+) -> None:
+    """If this fails, a stray XADD to the stream stops every host reading it."""
+    stream = names[0]
+    with RedisEntry(redis_url, stream=stream) as messages:
+        messages.send(_answer("t1", 0))
+        raw = redis.Redis.from_url(redis_url)  # pyright: ignore[reportUnknownMemberType]
+        raw.xadd(stream, {"note": b"\xff not ours"})
+        raw.close()
+        messages.send(_answer("t2", 0))
+        handled = []
+        for _ in range(5):
+            for received in messages.receive(10, wait=1.0):
+                handled.append(received.thread_id)
+                assert messages.ack(received)
+            if len(handled) == 2:
+                break
+        assert sorted(handled) == ["t1", "t2"]
+        [dead] = messages.dead_letters()
+        assert (dead.thread_id, dead.message, dead.body, dead.attempts) == ("", {}, "", 1)
+        assert dead.error.startswith("PoisonMessage: not JSON")

@@ -9,7 +9,7 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -22,7 +22,7 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
-from agent_wait.core.transport import transport_headers
+from agent_wait.core.transport import Poison, dead_letter, read_message, transport_headers
 from agent_wait.redis._options import (
     DEFAULT_GROUP,
     DEFAULT_MESSAGES_STREAM,
@@ -56,10 +56,11 @@ end
 local function enqueue(thread, body, extra)
   if redis.call('HINCRBY', S .. ':threads', thread, 1) == 1 then
     add(thread, body, extra)
-  elseif #extra == 0 then
+  elseif #extra == 0 and string.sub(body, 1, 1) ~= '[' then
     redis.call('RPUSH', S .. ':backlog:' .. thread, body)
   else
-    -- A body is a JSON object: a JSON array in the backlog is a body with its headers.
+    -- A JSON array in the backlog is a body with its headers (a body that is itself an
+    -- array, poison another program sent, is wrapped too).
     redis.call('RPUSH', S .. ':backlog:' .. thread, cjson.encode({body, unpack(extra)}))
   end
 end
@@ -82,9 +83,16 @@ local function settle(id, thread)
     add(thread, item, {})
   end
 end
+-- An entry another program added may lack a field: empty, so the receiver dead-letters it.
+local function entry_fields(flat)
+  local f = fields(flat)
+  f['thread'] = f['thread'] or ''
+  f['body'] = f['body'] or ''
+  return f
+end
 local function bury(id, thread, attempts, err, now)
   local entry = redis.call('XRANGE', S, id, id)
-  local body = fields(entry[1][2])['body']
+  local body = entry_fields(entry[1][2])['body']
   redis.call('XADD', S .. ':dead', '*', 'id', id, 'thread', thread, 'body', body,
     'attempts', attempts, 'error', err, 'dead_at', now)
   settle(id, thread)
@@ -122,7 +130,7 @@ repeat
   local claimed = redis.call('XAUTOCLAIM', S, G, consumer, lease, cursor, 'COUNT', count - #out)
   cursor = claimed[1]
   for _, e in ipairs(claimed[2]) do
-    local id, f = e[1], fields(e[2])
+    local id, f = e[1], entry_fields(e[2])
     local d = redis.call('XPENDING', S, G, id, id, 1)[1][4]
     if d > max then
       local err = redis.call('HGET', S .. ':errors', id)
@@ -140,7 +148,7 @@ if #out < count then
     'STREAMS', S, '>')
   if fresh then
     for _, e in ipairs(fresh[1][2]) do
-      local f = fields(e[2])
+      local f = entry_fields(e[2])
       out[#out + 1] = {e[1], f['thread'], f['body'], 1}
     end
   end
@@ -298,6 +306,9 @@ class RedisEntry(EntryPoint):
             client = redis.Redis.from_url(  # pyright: ignore[reportUnknownMemberType]
                 self.url,
                 decode_responses=True,
+                # Bytes that are not UTF-8 (another program's) stay readable, and go back as
+                # they came in a dead letter.
+                encoding_errors="surrogateescape",
                 socket_connect_timeout=self.timeout,
                 # A waiting receiver blocks up to poll_interval on the same connection.
                 socket_timeout=self.timeout + self.poll_interval,
@@ -362,10 +373,12 @@ class RedisEntry(EntryPoint):
             )
             entries = cast("list[tuple[str, list[tuple[str, dict[str, str]]]]]", fresh or [])
             if entries and entries[0][1]:
-                return [
-                    _received(entry_id, f["thread"], f["body"], 1, self.consumer)
+                received = self._read(
+                    (entry_id, f.get("thread", ""), f.get("body", ""), 1)
                     for entry_id, f in entries[0][1]
-                ]
+                )
+                if received:
+                    return received
 
     def _claim(self, count: int) -> list[Received]:
         never = (
@@ -386,10 +399,29 @@ class RedisEntry(EntryPoint):
         )
         for entry_id, thread, attempts, error in buried:
             self._log_dead(entry_id, thread, int(attempts), error)
-        return [
-            _received(entry_id, thread, body, int(deliveries), self.consumer)
-            for entry_id, thread, body, deliveries in out
-        ]
+        return self._read(
+            (entry_id, thread, body, int(deliveries)) for entry_id, thread, body, deliveries in out
+        )
+
+    def _read(self, entries: Iterable[tuple[str, str, str, int]]) -> list[Received]:
+        """The entries as received messages; poison is dead-lettered at once instead."""
+        received: list[Received] = []
+        for entry_id, thread, body, deliveries in entries:
+            message = read_message(body)
+            # The receipt names the consumer and the delivery count the lease was given with:
+            # a takeover by XAUTOCLAIM changes one of them.
+            lease = Received(
+                entry_id,
+                thread,
+                message if isinstance(message, dict) else {},
+                deliveries,
+                f"{self.consumer}/{deliveries}",
+            )
+            if isinstance(message, Poison):
+                self.fail(lease, message.error, retry=False)
+            else:
+                received.append(lease)
+        return received
 
     def _log_dead(self, entry_id: str, thread: str, attempts: int, error: str) -> None:
         # Only the error's type: its message may quote the message's content.
@@ -460,10 +492,10 @@ class RedisEntry(EntryPoint):
             "list[tuple[str, dict[str, str]]]", self._redis().xrange(f"{self.stream}:dead")
         )
         return [
-            DeadLetter(
+            dead_letter(
                 entry_id,
-                f["thread"],
-                json.loads(f["body"]),
+                f.get("thread", ""),
+                f.get("body", ""),
                 int(f["attempts"]),
                 f["error"],
                 f["dead_at"],
@@ -472,7 +504,11 @@ class RedisEntry(EntryPoint):
         ]
 
     def redrive(self, message_id: str) -> bool:
-        """Send a dead letter again as a new message (at the end of its thread's queue)."""
+        """Send a dead letter again as a new message (at the end of its thread's queue).
+
+        A poison message comes back as it was and is dead-lettered again at its next receive,
+        unless this host can read it now.
+        """
         if not isinstance(message_id, str) or not _ENTRY_ID.match(message_id):  # pyright: ignore[reportUnnecessaryIsInstance]
             return False
         return self._run("redrive", message_id) == 1
@@ -492,12 +528,6 @@ class RedisEntry(EntryPoint):
             f"<RedisEntry {self.name!r} url={redact(self.url)!r} stream={self.stream!r} "
             f"consumer={self.consumer!r}>"
         )
-
-
-def _received(entry_id: str, thread: str, body: str, deliveries: int, consumer: str) -> Received:
-    # The receipt names the consumer and the delivery count the lease was given with: a
-    # takeover by XAUTOCLAIM changes one of them.
-    return Received(entry_id, thread, json.loads(body), deliveries, f"{consumer}/{deliveries}")
 
 
 def _lease(received: Received) -> tuple[str, int]:
