@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import threading
 import time
+import uuid
 from typing import Any
 
 import pytest
 
 from agent_wait.core import ConfigError, EntryPoint, entry, serve_entry
 from agent_wait.core.testing import EntryContract
+from agent_wait.core.transport import MAX_MESSAGE_BYTES, fit_identifier
 from agent_wait.sqs import SqsEntry
 from tests.aws_moto import Aws, create_queue
 
@@ -40,6 +42,23 @@ class TestSqsEntry(EntryContract):
             max_attempts=max_attempts,
             retry_delay=retry_delay,
             **self.aws.options,
+        )
+
+    def send_raw(self, entry: EntryPoint, body: bytes, thread_id: str) -> None:
+        assert isinstance(entry, SqsEntry)
+        try:
+            text = body.decode("utf-8")
+        except UnicodeDecodeError:
+            pytest.skip("an SQS message body is text")
+        if "\x00" in text:
+            pytest.skip("SQS refuses a body holding control characters such as NUL")
+        if len(body) > MAX_MESSAGE_BYTES:
+            pytest.skip("SQS refuses a body over its size limit")
+        self.aws.client("sqs").send_message(
+            QueueUrl=entry.queue_url,
+            MessageBody=text,
+            MessageGroupId=fit_identifier(thread_id),
+            MessageDeduplicationId=str(uuid.uuid4()),
         )
 
 

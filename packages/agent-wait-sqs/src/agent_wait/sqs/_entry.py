@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -21,7 +22,7 @@ from agent_wait.aws import (
     string_attributes,
 )
 from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
-from agent_wait.core.transport import fit_identifier
+from agent_wait.core.transport import Poison, dead_letter, fit_identifier, read_message
 from agent_wait.sqs._options import SqsConnectionOptions, SqsEntryOptions
 
 logger = logging.getLogger(__name__)
@@ -195,8 +196,17 @@ class SqsEntry(EntryPoint):
                 ).get("Messages", []),
             )
             for raw in messages:
-                message = json.loads(raw["Body"])
+                message = read_message(raw["Body"])
                 receipt = str(raw["ReceiptHandle"])
+                attempt = int(raw["Attributes"]["ApproximateReceiveCount"])
+                if isinstance(message, Poison):
+                    # Its group (its thread) goes on at once: the next receive may bring the
+                    # group's next message.
+                    group = str(raw["Attributes"].get("MessageGroupId", ""))
+                    self._bury(
+                        str(raw["MessageId"]), receipt, raw["Body"], group, attempt, message.error
+                    )
+                    continue
                 with self._lock:
                     self._leases[receipt] = began + self.visibility_timeout
                 received.append(
@@ -204,7 +214,7 @@ class SqsEntry(EntryPoint):
                         id=str(raw["MessageId"]),
                         thread_id=str(message.get("thread_id", "")),
                         message=message,
-                        attempt=int(raw["Attributes"]["ApproximateReceiveCount"]),
+                        attempt=attempt,
                         receipt=receipt,
                     )
                 )
@@ -265,27 +275,33 @@ class SqsEntry(EntryPoint):
             )
             return False
         body = json.dumps(received.message, ensure_ascii=False, sort_keys=True)
+        self._bury(received.id, received.receipt, body, received.thread_id, received.attempt, error)
+        return True
+
+    def _bury(
+        self, message_id: str, receipt: str, body: str, thread_id: str, attempt: int, error: str
+    ) -> None:
+        """Send the message to the dead-letter queue with its error, then delete it here."""
         self._send(
             self.dead_letter_queue_url,
             body,
-            received.thread_id,
-            fit_identifier(received.id),
+            thread_id,
+            fit_identifier(message_id),
             **{
-                _ATTEMPTS: str(received.attempt),
+                _ATTEMPTS: str(attempt),
                 _ERROR: error.encode("utf-8")[:_ERROR_BYTES].decode("utf-8", "ignore"),
                 _DEAD_AT: _rfc3339(datetime.now(UTC)),
             },
         )
-        self._sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=received.receipt)
+        self._sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt)
         logger.error(
             "message %s of thread %s dead-lettered after %d attempts (%s); kept in %s",
-            received.id,
-            received.thread_id,
-            received.attempt,
+            message_id,
+            thread_id,
+            attempt,
             error.split(":", 1)[0],
             self.dead_letter_queue_url,
         )
-        return True
 
     def _peek_dead(self, take: str | None = None) -> list[dict[str, Any]]:
         """Every message of the dead-letter queue; all but ``take`` are made visible again.
@@ -300,7 +316,7 @@ class SqsEntry(EntryPoint):
                 WaitTimeSeconds=0,
                 VisibilityTimeout=30,
                 MessageAttributeNames=["All"],
-                MessageSystemAttributeNames=["SentTimestamp"],
+                MessageSystemAttributeNames=["SentTimestamp", "MessageGroupId"],
             ).get("Messages", [])
             if not batch:
                 break
@@ -318,7 +334,6 @@ class SqsEntry(EntryPoint):
         """The dead-letter queue's messages: the last error, or "never acknowledged"."""
         letters: list[DeadLetter] = []
         for raw in self._peek_dead():
-            message = json.loads(raw["Body"])
             attributes = {
                 name: str(value.get("StringValue", ""))
                 for name, value in cast(
@@ -326,31 +341,38 @@ class SqsEntry(EntryPoint):
                 ).items()
             }
             sent = datetime.fromtimestamp(int(raw["Attributes"]["SentTimestamp"]) / 1000, UTC)
+            letter = dead_letter(
+                str(raw["MessageId"]),
+                str(raw["Attributes"].get("MessageGroupId", "")),
+                raw["Body"],
+                int(attributes.get(_ATTEMPTS, self.max_attempts)),
+                attributes.get(
+                    _ERROR,
+                    f"never acknowledged in {self.max_attempts} deliveries (moved by the "
+                    "queue's redrive policy)",
+                ),
+                attributes.get(_DEAD_AT, _rfc3339(sent)),
+            )
+            # The group is the thread id only when SQS accepted it as one; the body says it.
+            thread = letter.message.get("thread_id")
             letters.append(
-                DeadLetter(
-                    id=str(raw["MessageId"]),
-                    thread_id=str(message.get("thread_id", "")),
-                    message=message,
-                    attempts=int(attributes.get(_ATTEMPTS, self.max_attempts)),
-                    error=attributes.get(
-                        _ERROR,
-                        f"never acknowledged in {self.max_attempts} deliveries (moved by the "
-                        "queue's redrive policy)",
-                    ),
-                    dead_at=attributes.get(_DEAD_AT, _rfc3339(sent)),
-                )
+                letter if not isinstance(thread, str) else replace(letter, thread_id=thread)
             )
         return letters
 
     def redrive(self, message_id: str) -> bool:
-        """Send a dead letter to the queue again as new, then delete it from the dead letters."""
+        """Send a dead letter to the queue again as new, then delete it from the dead letters.
+
+        It goes back to its message group, as it was: a poison message is dead-lettered again
+        at its next receive, unless this host can read it now.
+        """
         found = self._peek_dead(take=message_id)
         if not found or found[0]["MessageId"] != message_id:
             return False
         raw = found[0]
-        message = json.loads(raw["Body"])
+        group = str(raw["Attributes"]["MessageGroupId"])
         # A fresh deduplication id: the original may be inside SQS's five-minute window.
-        self._send(self.queue_url, raw["Body"], str(message["thread_id"]), uuid.uuid4().hex)
+        self._send(self.queue_url, raw["Body"], group, uuid.uuid4().hex)
         self._sqs.delete_message(
             QueueUrl=self.dead_letter_queue_url, ReceiptHandle=raw["ReceiptHandle"]
         )
