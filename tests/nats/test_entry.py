@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from agent_wait.core import ConfigError, EntryPoint, entry
 from agent_wait.core.testing import EntryContract
+from agent_wait.core.transport import MAX_MESSAGE_BYTES
 from agent_wait.nats import NatsEntry
+from agent_wait.nats._entry import _token  # pyright: ignore[reportPrivateUsage]
 from tests.entry_serving import check_serve_loop
 from tests.nats.conftest import Admin, unique, with_jetstream
 
@@ -42,6 +45,17 @@ class TestNatsEntry(EntryContract):
             retry_delay=retry_delay,
             hold_delay=0.05,
         )
+
+    def send_raw(self, entry: EntryPoint, body: bytes, thread_id: str) -> None:
+        assert isinstance(entry, NatsEntry)
+        if len(body) > MAX_MESSAGE_BYTES:
+            pytest.skip("NATS refuses a payload over its max_payload (1 MiB by default)")
+        subject = f"{entry.subject}.{_token(thread_id)}"
+
+        async def publish(session: Any) -> None:
+            await session.js.publish(subject, body, stream=entry.stream)
+
+        entry._run(publish)  # pyright: ignore[reportPrivateUsage]
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
-from agent_wait.core.transport import transport_headers
+from agent_wait.core.transport import Poison, dead_letter, read_message, transport_headers
 from agent_wait.nats._announcer import _LoopThread  # pyright: ignore[reportPrivateUsage]
 from agent_wait.nats._options import (
     DEFAULT_DURABLE,
@@ -58,6 +58,15 @@ _NO_MESSAGE = frozenset({"404", "408", "409"})
 def _token(thread_id: str) -> str:
     """A thread id as one subject token (any text becomes ``[A-Za-z0-9_-]``)."""
     return base64.urlsafe_b64encode(thread_id.encode()).decode().rstrip("=")
+
+
+def _thread_of(subject: str) -> str:
+    """The thread id a subject's last token encodes (empty if it encodes none)."""
+    token = subject.rpartition(".")[2]
+    try:
+        return base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return ""
 
 
 class NatsEntry(EntryPoint):
@@ -290,8 +299,8 @@ class NatsEntry(EntryPoint):
             # An earlier message of this thread is still in hand or waiting: not yet.
             await msg.nak(delay=self.hold_delay)
             return None
-        body: dict[str, Any] = json.loads(msg.data)
-        thread_id = str(body.get("thread_id"))
+        read = read_message(msg.data)
+        thread_id = _thread_of(msg.subject) if isinstance(read, Poison) else str(read["thread_id"])
         record, revision = await self._record(session, seq)
         delivered = msg.metadata.num_delivered
         if record.get("receipt") and delivered <= record.get("delivered", 0):
@@ -301,6 +310,11 @@ class NatsEntry(EntryPoint):
             logger.debug("message %s of thread %s: sent again while in hand", seq, thread_id)
             return None
         attempts, error = int(record.get("attempts", 0)), record.get("error")
+        if isinstance(read, Poison):
+            # Never handed out: its thread's next message follows at once.
+            await self._bury(session, seq, thread_id, {}, attempts + 1, read.error, msg.reply, msg)
+            return None
+        body = read
         if attempts >= self.max_attempts:
             # Its last lease ran out: the receiver died or was too slow every time.
             reason = error or (
@@ -443,14 +457,19 @@ class NatsEntry(EntryPoint):
         attempts: int,
         error: str,
         reply: str | None,
+        poison: Msg | None = None,
     ) -> None:
-        letter = {
+        letter: dict[str, Any] = {
             "message": body,
             "thread_id": thread_id,
             "attempts": attempts,
             "error": error,
             "dead_at": format_utc(datetime.now(UTC)),
         }
+        if poison is not None:
+            # Kept byte for byte, with its subject (its thread), for redrive.
+            letter["raw"] = base64.b64encode(poison.data).decode()
+            letter["subject"] = poison.subject
         data = json.dumps(letter, ensure_ascii=False, separators=(",", ":")).encode()
         # Stored first, then removed from the queue: a crash in between buries it twice (one
         # copy is kept), never loses it.
@@ -487,20 +506,23 @@ class NatsEntry(EntryPoint):
             assert raw.subject is not None
             assert raw.data is not None
             letter = json.loads(raw.data)
-            letters.append(
-                DeadLetter(
-                    raw.subject.rpartition(".")[2],
-                    letter["thread_id"],
-                    letter["message"],
-                    letter["attempts"],
-                    letter["error"],
-                    letter["dead_at"],
+            seq, thread_id = raw.subject.rpartition(".")[2], letter["thread_id"]
+            attempts, error, dead_at = letter["attempts"], letter["error"], letter["dead_at"]
+            if "raw" in letter:  # poison: its bytes, shown safely
+                raw_body = base64.b64decode(letter["raw"])
+                letters.append(dead_letter(seq, thread_id, raw_body, attempts, error, dead_at))
+            else:
+                letters.append(
+                    DeadLetter(seq, thread_id, letter["message"], attempts, error, dead_at)
                 )
-            )
         return letters
 
     def redrive(self, message_id: str) -> bool:
-        """Send a dead letter again as a new message (at the end of its thread's queue)."""
+        """Send a dead letter again as a new message (at the end of its thread's queue).
+
+        A poison message goes back as it was and is dead-lettered again at its next receive,
+        unless this host can read it now.
+        """
         return self._run(lambda s: self._redrive(s, message_id))  # pyright: ignore[reportUnknownLambdaType, reportUnknownArgumentType]
 
     async def _redrive(self, session: _Session, message_id: str) -> bool:
@@ -512,7 +534,17 @@ class NatsEntry(EntryPoint):
         except nats.js.errors.NotFoundError:
             return False
         assert raw.data is not None
-        await self._publish(session, json.loads(raw.data)["message"])
+        letter = json.loads(raw.data)
+        if "raw" in letter:
+            # Poison goes back as it was, to its thread's subject.
+            await session.js.publish(
+                letter["subject"],
+                base64.b64decode(letter["raw"]),
+                stream=self.stream,
+                timeout=self.timeout,
+            )
+        else:
+            await self._publish(session, letter["message"])
         await session.js.purge_stream(self.dead_stream, subject=subject)
         return True
 
