@@ -53,6 +53,16 @@ class TestRabbitMqEntry(EntryContract):
             retry_delay=retry_delay,
         )
 
+    def send_raw(self, entry: EntryPoint, body: bytes, thread_id: str) -> None:
+        # The queue carries no thread beside the body: thread_id has nowhere to go.
+        assert isinstance(entry, RabbitMqEntry)
+        entry.dead_letters()  # declares the queue
+        connection = pika.BlockingConnection(pika.URLParameters(self.url))
+        channel = connection.channel()
+        channel.confirm_delivery()
+        channel.basic_publish("", entry.queue, body, pika.BasicProperties(delivery_mode=2))
+        connection.close()
+
 
 def test_a_closed_host_hands_its_messages_to_the_next_in_order(amqp_url: str, queue: str) -> None:
     first = entry("rabbitmq", url=amqp_url, queue=queue)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import logging
@@ -9,7 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -29,7 +30,7 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
-from agent_wait.core.transport import transport_headers
+from agent_wait.core.transport import Poison, dead_letter, read_message, transport_headers
 from agent_wait.rabbitmq._options import DEFAULT_QUEUE, DEFAULT_URL, RabbitMqEntryOptions
 
 logger = logging.getLogger("agent_wait.rabbitmq.entry")
@@ -56,6 +57,9 @@ class _Held:
     leased_until: float = 0.0
     available_at: float = 0.0
     error: str | None = None
+    poison: str | None = None
+    """Why its body cannot be handled (then never handed out); it is kept as ``raw``."""
+    raw: bytes = b""
 
 
 class RabbitMqEntry(EntryPoint):
@@ -192,15 +196,18 @@ class RabbitMqEntry(EntryPoint):
         body: bytes,
     ) -> None:
         headers: Mapping[str, Any] = properties.headers or {}
-        message: dict[str, Any] = json.loads(body)
+        read = read_message(body)
         # Deliveries before this one that ended without an ack (a host's connection closed).
         returned = int(headers.get("x-delivery-count", 0))
+        poison = isinstance(read, Poison)
         held = _Held(
             tag=method.delivery_tag,  # pyright: ignore[reportArgumentType]
             id=properties.message_id or str(method.delivery_tag),
-            thread_id=str(message.get("thread_id")),
-            body=message,
+            thread_id=read.thread_id if poison else str(read["thread_id"]),
+            body={} if poison else read,
             attempts=returned,
+            poison=read.error if poison else None,
+            raw=body if poison else b"",
         )
         self._held[held.id] = held
 
@@ -221,12 +228,14 @@ class RabbitMqEntry(EntryPoint):
         """
         headers = dict(transport_headers(parse_message(message)))
         body = dict(message)
-        self._locked(lambda: self._publish(self.queue, body, str(uuid.uuid4()), headers=headers))
+        self._locked(
+            lambda: self._publish(self.queue, _encode(body), str(uuid.uuid4()), headers=headers)
+        )
 
     def _publish(
         self,
         routing_key: str,
-        body: dict[str, Any],
+        body: bytes,
         message_id: str,
         kind: str | None = None,
         headers: dict[str, str] | None = None,
@@ -234,7 +243,7 @@ class RabbitMqEntry(EntryPoint):
         self._publishing().basic_publish(
             "",
             routing_key,
-            json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode(),
+            body,
             pika.BasicProperties(
                 content_type=CONTENT_TYPE,
                 delivery_mode=pika.DeliveryMode.Persistent,
@@ -275,6 +284,11 @@ class RabbitMqEntry(EntryPoint):
         handed: list[Received] = []
         seen: set[str] = set()
         for held in list(self._held.values()):
+            if held.poison is not None:
+                # Never handed out, so it holds no thread back: dead-lettered at once.
+                held.attempts += 1
+                self._bury(held, held.poison)
+                continue
             if held.thread_id in seen:
                 continue  # an earlier message of its thread is here: not its turn
             seen.add(held.thread_id)
@@ -360,7 +374,7 @@ class RabbitMqEntry(EntryPoint):
         return False
 
     def _bury(self, held: _Held, error: str) -> None:
-        letter = {
+        letter: dict[str, Any] = {
             "id": held.id,
             "thread_id": held.thread_id,
             "message": held.body,
@@ -368,9 +382,11 @@ class RabbitMqEntry(EntryPoint):
             "error": error,
             "dead_at": format_utc(datetime.now(UTC)),
         }
+        if held.poison is not None:
+            letter["raw"] = base64.b64encode(held.raw).decode()  # kept byte for byte
         # Stored (confirmed) first, then acknowledged: a crash in between keeps two copies,
         # never none.
-        self._publish(self.dead, letter, held.id, DEAD_LETTER_TYPE)
+        self._publish(self.dead, _encode(letter), held.id, DEAD_LETTER_TYPE)
         self._consuming().basic_ack(held.tag)
         del self._held[held.id]
         # Only the error's type: its message may quote the message's content.
@@ -388,7 +404,11 @@ class RabbitMqEntry(EntryPoint):
         return self._locked(lambda: self._scan(None))
 
     def redrive(self, message_id: str) -> bool:
-        """Send a dead letter again as a new message (at the end of the queue)."""
+        """Send a dead letter again as a new message (at the end of the queue).
+
+        A poison message goes back as it was and is dead-lettered again at its next receive,
+        unless this host can read it now.
+        """
         return bool(self._locked(lambda: self._scan(message_id)))
 
     def _scan(self, redrive: str | None) -> list[DeadLetter]:
@@ -400,9 +420,9 @@ class RabbitMqEntry(EntryPoint):
                 method, properties, body = channel.basic_get(self.dead, auto_ack=False)
                 if method is None or properties is None or body is None:
                     break
-                letter = _letter(properties, json.loads(body), self.max_attempts)
+                letter = _letter(properties, body, self.max_attempts)
                 if redrive is not None and letter.id == redrive:
-                    self._publish(self.queue, letter.message, str(uuid.uuid4()))
+                    self._publish(self.queue, _original(properties, body), str(uuid.uuid4()))
                     channel.basic_ack(method.delivery_tag)  # pyright: ignore[reportArgumentType]
                     return [letter]
                 letters.append(letter)
@@ -433,27 +453,39 @@ class RabbitMqEntry(EntryPoint):
         return f"<RabbitMqEntry {self.name!r} queue={self.queue!r}>"
 
 
-def _letter(properties: pika.spec.BasicProperties, body: dict[str, Any], limit: int) -> DeadLetter:
+def _encode(body: dict[str, Any]) -> bytes:
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def _original(properties: pika.spec.BasicProperties, body: bytes) -> bytes:
+    """The body a dead letter was sent with (a poison one byte for byte)."""
+    if properties.type != DEAD_LETTER_TYPE:
+        return body  # dead-lettered by the broker: the message itself
+    letter = json.loads(body)
+    return base64.b64decode(letter["raw"]) if "raw" in letter else _encode(letter["message"])
+
+
+def _letter(properties: pika.spec.BasicProperties, body: bytes, limit: int) -> DeadLetter:
     if properties.type == DEAD_LETTER_TYPE:
-        return DeadLetter(
-            body["id"],
-            body["thread_id"],
-            body["message"],
-            body["attempts"],
-            body["error"],
-            body["dead_at"],
-        )
+        letter = json.loads(body)
+        fields = (letter["id"], letter["thread_id"])
+        rest = (letter["attempts"], letter["error"], letter["dead_at"])
+        if "raw" in letter:  # poison: its bytes, shown safely
+            return dead_letter(*fields, base64.b64decode(letter["raw"]), *rest)
+        return DeadLetter(*fields, letter["message"], *rest)
     # Dead-lettered by the broker: delivered once more than the queue's delivery limit, and
     # every consumer closed without settling it (the broker drops x-delivery-count then).
     headers: Mapping[str, Any] = properties.headers or {}
     deaths: list[dict[str, Any]] = headers.get("x-death") or [{}]
     when = deaths[0].get("time")
     dead_at = format_utc(when) if isinstance(when, datetime) else ""
-    return DeadLetter(
+    letter = dead_letter(
         properties.message_id or "",
-        str(body.get("thread_id")),
+        "",
         body,
         limit + 1,
         "delivery limit reached: never acknowledged (the hosts holding it closed or crashed)",
         dead_at,
     )
+    thread = letter.message.get("thread_id")
+    return replace(letter, thread_id=thread) if isinstance(thread, str) else letter
