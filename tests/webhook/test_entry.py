@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import uvicorn
 from agent_wait.core import ConfigError, EntryPoint, entry
 from agent_wait.core.testing import EntryContract
 from agent_wait.webhook import WebhookEntry
+from agent_wait.webhook._entry import MAX_BODY
 from agent_wait.webhook._signing import SigningKey
 from tests.entry_serving import check_serve_loop
 
@@ -40,6 +42,16 @@ class TestWebhookEntry(EntryContract):
             # messages can arrive further apart than the default linger.
             linger=0.5,
         )
+
+    def send_raw(self, entry: EntryPoint, body: bytes, thread_id: str) -> None:
+        # A POST carries no thread beside the body: thread_id has nowhere to go.
+        assert isinstance(entry, WebhookEntry)
+        assert entry.target is not None
+        if len(body) > MAX_BODY:
+            pytest.skip("the webhook server refuses a body over its limit (413) before reading it")
+        headers = SigningKey(SECRET).headers(f"msg_{uuid.uuid4().hex}", body)
+        # Answered at once: nothing that could be handed out, so never held.
+        httpx.post(entry.target, content=body, headers=headers, timeout=30)
 
 
 @pytest.fixture
@@ -122,14 +134,35 @@ def test_unsigned_or_altered_requests_are_refused(host: WebhookEntry) -> None:
     assert host.receive(1, wait=0.2) == []
 
 
-def test_a_malformed_message_is_refused_422_naming_the_field(host: WebhookEntry) -> None:
+def test_a_malformed_message_is_dead_lettered_at_once_naming_the_field(
+    host: WebhookEntry,
+) -> None:
     body = b'{"question_id":"q1","answer":1}'
     assert host.target is not None
-    response = httpx.post(
-        host.target, content=body, headers=SigningKey(SECRET).headers("msg_m", body), timeout=10
-    )
-    assert response.status_code == 422
+    headers = SigningKey(SECRET).headers("msg_m", body)
+    response = httpx.post(host.target, content=body, headers=headers, timeout=10)
+    assert response.status_code == 202
+    assert response.json()["status"] == "dead-lettered"
     assert "thread_id" in response.json()["error"]
+    [dead] = host.dead_letters()
+    assert (dead.id, dead.attempts, dead.message) == (
+        "msg_m",
+        1,
+        {"question_id": "q1", "answer": 1},
+    )
+    assert dead.error.startswith("PoisonMessage: not a start message or an answer")
+    # The sender retrying it is told the same, and it is kept once.
+    again = httpx.post(host.target, content=body, headers=headers, timeout=10)
+    assert again.status_code == 202
+    assert len(host.dead_letters()) == 1
+    assert host.receive(1, wait=0.2) == []
+
+
+def test_an_unsigned_poison_body_is_refused_not_kept(host: WebhookEntry) -> None:
+    assert host.target is not None
+    response = httpx.post(host.target, content=b"not json", timeout=10)
+    assert response.status_code == 401
+    assert host.dead_letters() == []
 
 
 def test_closing_the_host_answers_held_requests_503_so_senders_retry(tmp_path: Path) -> None:

@@ -34,8 +34,6 @@ from datetime import UTC, datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from pydantic import ValidationError
-
 from agent_wait.core import (
     ConfigError,
     DeadLetter,
@@ -45,14 +43,14 @@ from agent_wait.core import (
     format_utc,
     parse_message,
 )
-from agent_wait.core.transport import transport_headers
+from agent_wait.core.transport import Poison, dead_letter, read_message, transport_headers
 from agent_wait.webhook._options import WebhookEntryOptions
 from agent_wait.webhook._signing import (
     ID_HEADER,
     Secret,
     SigningKey,
     WebhookVerificationError,
-    verify,
+    authentic,
 )
 
 logger = logging.getLogger("agent_wait.webhook.entry")
@@ -408,20 +406,20 @@ class WebhookEntry(EntryPoint):
         headers = {k.lower(): v for k, v in headers.items()}
         try:
             if self._secret is not None:
-                message = verify(body, headers, self._secret)
-            else:
-                message = json.loads(body)
-            parse_message(message)
+                authentic(body, headers, self._secret)
         except WebhookVerificationError as error:
             return 401, {"error": str(error)}
-        except (ValueError, ValidationError) as error:  # JSONDecodeError is a ValueError
-            return 422, {"error": f"not a start message or an answer: {error}"}
+        message = read_message(body)
         msg_id = headers.get(ID_HEADER) or "body_" + hashlib.sha256(body).hexdigest()[:32]
         if self._is_dead(msg_id):
             return 202, {"status": "dead-lettered", "id": msg_id}
         with self._cond:
             if self._closed:
                 return 503, {"error": "the host is shutting down; send again"}
+            if isinstance(message, Poison):
+                # No host can handle it: kept at once, and the sender told so (no retries).
+                self._keep_dead(msg_id, message.thread_id, body, 1, message.error)
+                return 202, {"status": "dead-lettered", "id": msg_id, "error": message.error}
             held = self._held.get(msg_id)
             if held is None:
                 self._seq += 1
@@ -555,32 +553,32 @@ class WebhookEntry(EntryPoint):
 
     def _bury(self, held: _Held, error: str) -> None:
         """Keep ``held`` in the dead-letter table, then answer its request (lock held)."""
+        body = json.dumps(held.message, ensure_ascii=False)
+        self._keep_dead(held.id, held.thread_id, body, held.attempts, error)
+        del self._held[held.id]
+        self._cond.notify_all()
+        for waiter in held.waiters:
+            waiter(202, {"status": "dead-lettered", "id": held.id})
+
+    def _keep_dead(
+        self, msg_id: str, thread_id: str, body: str | bytes, attempts: int, error: str
+    ) -> None:
+        """Write a dead letter (a poison body as its bytes) and log it."""
         with self._dead() as connection:
             connection.execute(
                 f'INSERT OR REPLACE INTO "{DEAD_TABLE}" VALUES (?, ?, ?, ?, ?, ?)',
-                (
-                    held.id,
-                    held.thread_id,
-                    json.dumps(held.message, ensure_ascii=False),
-                    held.attempts,
-                    error,
-                    format_utc(datetime.now(UTC)),
-                ),
+                (msg_id, thread_id, body, attempts, error, format_utc(datetime.now(UTC))),
             )
-        del self._held[held.id]
-        self._cond.notify_all()
         # Only the error's type: its message may quote the message's content.
         logger.error(
             "message %s of thread %s dead-lettered after %d attempts (%s); kept in %s table %s",
-            held.id,
-            held.thread_id,
-            held.attempts,
+            msg_id,
+            thread_id,
+            attempts,
             error.partition(":")[0],
             self._dead_path,
             DEAD_TABLE,
         )
-        for waiter in held.waiters:
-            waiter(202, {"status": "dead-lettered", "id": held.id})
 
     @contextmanager
     def _dead(self) -> Generator[sqlite3.Connection]:
@@ -598,10 +596,10 @@ class WebhookEntry(EntryPoint):
         """The host's dead letters, then the outbox's (messages the host never took)."""
         with self._dead() as connection:
             rows = connection.execute(
-                f'SELECT id, thread_id, body, attempts, error, dead_at FROM "{DEAD_TABLE}" '
-                "ORDER BY dead_at, id"
+                f"SELECT id, thread_id, CAST(body AS BLOB), attempts, error, dead_at FROM "
+                f'"{DEAD_TABLE}" ORDER BY dead_at, id'
             ).fetchall()
-        host = [DeadLetter(i, t, json.loads(b), a, e, d) for i, t, b, a, e, d in rows]
+        host = [dead_letter(i, t, b, a, e, d) for i, t, b, a, e, d in rows]
         outbox = [
             DeadLetter(f"outbox-{d.id}", d.thread_id, d.message, d.attempts, d.error, d.dead_at)
             for d in self._outbox.dead_letters()
@@ -612,20 +610,26 @@ class WebhookEntry(EntryPoint):
         """Put a dead letter back; False if there is no such dead letter.
 
         A host's comes back as a new message (its request was answered already); an outbox's
-        (``outbox-<n>``) goes back into the outbox to be posted again.
+        (``outbox-<n>``) goes back into the outbox to be posted again. A poison message is read
+        again and, unless this host can read it now, dead-lettered again at once.
         """
         if message_id.startswith("outbox-"):
             return self._outbox.redrive(message_id.removeprefix("outbox-"))
         with self._cond:
             with self._dead() as connection:
                 row = connection.execute(
-                    f'DELETE FROM "{DEAD_TABLE}" WHERE id = ? RETURNING thread_id, body',
+                    f'DELETE FROM "{DEAD_TABLE}" WHERE id = ? RETURNING thread_id, '
+                    "CAST(body AS BLOB)",
                     (message_id,),
                 ).fetchone()
             if row is None:
                 return False
+            message = read_message(row[1])
+            if isinstance(message, Poison):
+                self._keep_dead(message_id, row[0], row[1], 1, message.error)
+                return True
             self._seq += 1
-            self._held[message_id] = _Held(message_id, row[0], json.loads(row[1]), self._seq)
+            self._held[message_id] = _Held(message_id, row[0], message, self._seq)
             self._cond.notify_all()
         return True
 

@@ -132,6 +132,24 @@ def verify(
             other exception comes from request content.
         ConfigError: A secret is empty or malformed, or ``tolerance``/``now`` is invalid.
     """
+    return _json_object(authentic(body, headers, secret, tolerance=tolerance, now=now))
+
+
+def authentic(
+    body: bytes | str,
+    headers: Mapping[str, str],
+    secret: Secret | Iterable[Secret],
+    *,
+    tolerance: timedelta = DEFAULT_TOLERANCE,
+    now: datetime | None = None,
+) -> bytes:
+    """:func:`verify` without reading the body: the body's bytes once the request is authentic.
+
+    Raises:
+        WebhookVerificationError: The request is not authentic or not fresh, or a header is
+            malformed.
+        ConfigError: As :func:`verify`.
+    """
     if tolerance < timedelta(0):
         raise ConfigError(f"tolerance: must not be negative, got {tolerance!r}")
     if now is not None and now.tzinfo is None:
@@ -167,7 +185,7 @@ def verify(
         # No early exit inside the loop over offered signatures: each comparison is constant time.
         matched = [hmac.compare_digest(expected, candidate) for candidate in offered]
         if any(matched):
-            return _json_object(data)
+            return data
     raise WebhookVerificationError("no signature matches (wrong secret, or the body was altered)")
 
 
