@@ -23,6 +23,7 @@ from agent_wait.core._entry import EntryPoint
 from agent_wait.core._sqlite import DEFAULT_TABLE, SqliteAnnounce, default_inbox_path
 from agent_wait.core.hookspecs import RegisterTarget
 from agent_wait.core.testing import EntryContract, registered_plugin, sample_questions
+from agent_wait.core.transport import MAX_MESSAGE_BYTES
 
 
 class TestSqliteEntry(EntryContract):
@@ -197,3 +198,13 @@ def test_entry_configuration_sources(tmp_path: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("AGENT_WAIT_ENTRY", '{"use": "../evil"}')
     with pytest.raises(ConfigError, match="never a module path"):
         load_entry_config()
+
+
+def test_a_message_larger_than_any_receiver_reads_is_refused_before_sending(
+    tmp_path: Path,
+) -> None:
+    with SqliteEntry(tmp_path / "inbox.sqlite3") as messages:
+        large = {"thread_id": "t", "input": "x" * MAX_MESSAGE_BYTES}
+        with pytest.raises(ValueError, match=f"more than the {MAX_MESSAGE_BYTES} an entry point"):
+            messages.send(large)
+        assert messages.receive(1) == []

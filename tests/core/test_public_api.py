@@ -142,6 +142,7 @@ def test_transport_building_blocks_for_plugins() -> None:
         "MAX_MESSAGE_BYTES",
         "Poison",
         "RoutingAttributes",
+        "check_body_size",
         "chunk",
         "dead_letter",
         "fit_identifier",

@@ -26,7 +26,7 @@ import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
 from pydantic import ValidationError
 
@@ -43,6 +43,8 @@ logger = logging.getLogger("agent_wait.core.entry")
 MAX_MESSAGE_BYTES = 1024 * 1024
 """Bytes: the largest body an entry point reads (1 MiB: SQS's, NATS's default and the webhook's
 cap); a larger one is poison."""
+
+_Body = TypeVar("_Body", str, bytes)
 
 SHOWN_BODY_LENGTH = 4096
 """Characters of a poison message's body kept for display in its dead letter."""
@@ -173,6 +175,23 @@ def read_message(body: bytes | bytearray | memoryview | str) -> dict[str, Any] |
             thread if isinstance(thread, str) else "",
         )
     return read
+
+
+def check_body_size(body: _Body) -> _Body:
+    """Refuse to send a body larger than :data:`MAX_MESSAGE_BYTES`; return it unchanged.
+
+    Every receiver would dead-letter it as poison.
+
+    Raises:
+        ValueError: It is larger; the message says by how much.
+    """
+    size = len(body.encode("utf-8")) if isinstance(body, str) else len(body)
+    if size > MAX_MESSAGE_BYTES:
+        raise ValueError(
+            f"message: {size} bytes of JSON, more than the {MAX_MESSAGE_BYTES} an entry point "
+            "reads; send large content by reference (a URL, a key) instead"
+        )
+    return body
 
 
 def dead_letter(

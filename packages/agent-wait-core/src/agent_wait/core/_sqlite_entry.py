@@ -19,6 +19,7 @@ from agent_wait.core._entry import (
     EntryPoint,
     Poison,
     Received,
+    check_body_size,
     check_message,
     dead_letter,
     logger,
@@ -136,7 +137,7 @@ class SqliteEntry(EntryPoint):
     def send(self, message: Mapping[str, Any]) -> None:
         """Insert the message; it can be received at once."""
         body = check_message(message)
-        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        text = check_body_size(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
         with self._store.connect() as connection:
             connection.execute(
                 f'INSERT INTO "{self._table}" (thread_id, body, state, attempts, visible_at, '

@@ -14,7 +14,13 @@ announcers share (client construction from boto3, AWS error codes, batch request
 from __future__ import annotations
 
 from agent_wait.core._clients import ClientPair
-from agent_wait.core._entry import MAX_MESSAGE_BYTES, Poison, dead_letter, read_message
+from agent_wait.core._entry import (
+    MAX_MESSAGE_BYTES,
+    Poison,
+    check_body_size,
+    dead_letter,
+    read_message,
+)
 from agent_wait.core._errors import BatchEntryFailed
 from agent_wait.core._exchange import ClientAnnounce, Exchange
 from agent_wait.core._publish import transport_headers
@@ -32,6 +38,7 @@ __all__ = [
     "Exchange",
     "Poison",
     "RoutingAttributes",
+    "check_body_size",
     "chunk",
     "dead_letter",
     "fit_identifier",

@@ -30,7 +30,13 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
-from agent_wait.core.transport import Poison, dead_letter, read_message, transport_headers
+from agent_wait.core.transport import (
+    Poison,
+    check_body_size,
+    dead_letter,
+    read_message,
+    transport_headers,
+)
 from agent_wait.nats._announcer import _LoopThread  # pyright: ignore[reportPrivateUsage]
 from agent_wait.nats._options import (
     DEFAULT_DURABLE,
@@ -233,7 +239,7 @@ class NatsEntry(EntryPoint):
     async def _publish(
         self, session: _Session, body: dict[str, Any], headers: dict[str, str] | None = None
     ) -> None:
-        data = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+        data = check_body_size(json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode())
         subject = f"{self.subject}.{_token(body['thread_id'])}"
         await session.js.publish(
             subject, data, stream=self.stream, timeout=self.timeout, headers=headers or None

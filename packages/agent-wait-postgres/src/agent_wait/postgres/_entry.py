@@ -23,7 +23,7 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
-from agent_wait.core.transport import Poison, dead_letter, read_message
+from agent_wait.core.transport import Poison, check_body_size, dead_letter, read_message
 from agent_wait.postgres._options import (
     DEFAULT_MESSAGES_CHANNEL,
     DEFAULT_MESSAGES_TABLE,
@@ -156,7 +156,7 @@ class PostgresEntry(EntryPoint):
     def send(self, message: Mapping[str, Any]) -> None:
         """Insert the message and notify waiting receivers (one transaction)."""
         body = _check(message)
-        text = json.dumps(body, ensure_ascii=False, separators=(",", ":"))
+        text = check_body_size(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
         with self._lock:
             conn = self._connection()
             with conn.transaction():

@@ -30,7 +30,13 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
-from agent_wait.core.transport import Poison, dead_letter, read_message, transport_headers
+from agent_wait.core.transport import (
+    Poison,
+    check_body_size,
+    dead_letter,
+    read_message,
+    transport_headers,
+)
 from agent_wait.rabbitmq._options import DEFAULT_QUEUE, DEFAULT_URL, RabbitMqEntryOptions
 
 logger = logging.getLogger("agent_wait.rabbitmq.entry")
@@ -228,9 +234,8 @@ class RabbitMqEntry(EntryPoint):
         """
         headers = dict(transport_headers(parse_message(message)))
         body = dict(message)
-        self._locked(
-            lambda: self._publish(self.queue, _encode(body), str(uuid.uuid4()), headers=headers)
-        )
+        data = check_body_size(_encode(body))
+        self._locked(lambda: self._publish(self.queue, data, str(uuid.uuid4()), headers=headers))
 
     def _publish(
         self,

@@ -22,7 +22,13 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
-from agent_wait.core.transport import Poison, dead_letter, read_message, transport_headers
+from agent_wait.core.transport import (
+    Poison,
+    check_body_size,
+    dead_letter,
+    read_message,
+    transport_headers,
+)
 from agent_wait.redis._options import (
     DEFAULT_GROUP,
     DEFAULT_MESSAGES_STREAM,
@@ -345,7 +351,7 @@ class RedisEntry(EntryPoint):
         ``body`` (which they never replace), kept with the message while it waits in the backlog.
         """
         headers = transport_headers(parse_message(message))
-        body = json.dumps(dict(message), ensure_ascii=False, separators=(",", ":"))
+        body = check_body_size(json.dumps(dict(message), ensure_ascii=False, separators=(",", ":")))
         extra = [
             item
             for name, value in headers.items()

@@ -22,7 +22,13 @@ from agent_wait.aws import (
     string_attributes,
 )
 from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
-from agent_wait.core.transport import Poison, dead_letter, fit_identifier, read_message
+from agent_wait.core.transport import (
+    Poison,
+    check_body_size,
+    dead_letter,
+    fit_identifier,
+    read_message,
+)
 from agent_wait.sqs._options import SqsConnectionOptions, SqsEntryOptions
 
 logger = logging.getLogger(__name__)
@@ -163,7 +169,7 @@ class SqsEntry(EntryPoint):
         """
         parsed = parse_message(message)  # a malformed message is refused before it is sent
         checked = dict(message)
-        body = json.dumps(checked, ensure_ascii=False, sort_keys=True)
+        body = check_body_size(json.dumps(checked, ensure_ascii=False, sort_keys=True))
         headers = AWS_MESSAGE_ATTRIBUTES.with_headers({}, parsed)
         self._send(self.queue_url, body, checked["thread_id"], _digest(body), **headers)
 
