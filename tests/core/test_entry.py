@@ -19,11 +19,11 @@ from agent_wait.core import (
     publish,
 )
 from agent_wait.core._entries import default_entry, load_entry_config
-from agent_wait.core._entry import EntryPoint
+from agent_wait.core._entry import SHOWN_BODY_LENGTH, EntryPoint
 from agent_wait.core._sqlite import DEFAULT_TABLE, SqliteAnnounce, default_inbox_path
 from agent_wait.core.hookspecs import RegisterTarget
 from agent_wait.core.testing import EntryContract, registered_plugin, sample_questions
-from agent_wait.core.transport import MAX_MESSAGE_BYTES
+from agent_wait.core.transport import MAX_MESSAGE_BYTES, Poison, dead_letter, read_message
 
 
 class TestSqliteEntry(EntryContract):
@@ -208,3 +208,43 @@ def test_a_message_larger_than_any_receiver_reads_is_refused_before_sending(
         with pytest.raises(ValueError, match=f"more than the {MAX_MESSAGE_BYTES} an entry point"):
             messages.send(large)
         assert messages.receive(1) == []
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"", "not JSON"),
+        (b"\xef\xbb\xbf{}", "not JSON"),  # a byte-order mark
+        ("[" * 100_000, "not JSON"),  # nested past the parser's recursion limit
+        (b'{"thread_id": "t", "input": ' + b"9" * 5000 + b"}", "not JSON"),  # past int digits
+        ('{"thread_id": "\ud800", "input": 1}', "not UTF-8 text"),  # a lone surrogate
+        (b'"text"', "JSON str, not an object"),
+        (b"null", "JSON NoneType, not an object"),
+        (b'{"thread_id": "", "input": 1}', "not a start message or an answer"),
+        (b'{"thread_id": "t", "question_id": "q"}', "not a start message or an answer"),
+    ],
+)
+def test_read_message_names_why_a_body_is_poison_and_never_raises(
+    body: bytes | str, reason: str
+) -> None:
+    read = read_message(body)
+    assert isinstance(read, Poison)
+    assert read.error.startswith(f"PoisonMessage: {reason}")
+    letter = dead_letter("1", "t", body, 1, read.error, "2026-01-01T00:00:00Z")
+    assert letter.error == read.error
+
+
+def test_read_message_returns_a_message_as_sent() -> None:
+    body = '{"thread_id": "t ✓", "question_id": "q", "answer": {"n": [1.5, null]}}'
+    assert read_message(body) == read_message(body.encode()) == json.loads(body)
+
+
+def test_a_dead_letter_shows_an_unreadable_body_escaped_and_cut() -> None:
+    letter = dead_letter("1", "t", b"\x1b[2J\x00\xff\xe2\x80\xae" + b"x" * 10_000, 1, "e", "d")
+    assert letter.message == {}
+    assert letter.body is not None
+    assert letter.body.startswith("\\x1b[2J\\x00\\xff\\u202exxx")
+    assert letter.body.endswith("... (10009 bytes)")
+    assert len(letter.body) < SHOWN_BODY_LENGTH + 30
+    readable = dead_letter("1", "t", b'{"thread_id": 5}', 1, "e", "d")
+    assert (readable.message, readable.body) == ({"thread_id": 5}, None)

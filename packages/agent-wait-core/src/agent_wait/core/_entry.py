@@ -111,9 +111,13 @@ class Poison:
 
 def _as_bytes(body: bytes | bytearray | memoryview | str) -> bytes:
     if isinstance(body, str):
-        # Text decoded with surrogateescape (a client reading bytes that are not UTF-8) turns
-        # back into those bytes; an unpaired surrogate anywhere else stays undecodable.
-        return body.encode("utf-8", "surrogateescape")
+        try:
+            # Text decoded with surrogateescape (a client reading bytes that are not UTF-8)
+            # turns back into those bytes.
+            return body.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:
+            # Any other lone surrogate: kept as bytes that are not UTF-8, read as such.
+            return body.encode("utf-8", "surrogatepass")
     return bytes(body)
 
 
