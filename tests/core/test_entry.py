@@ -248,3 +248,22 @@ def test_a_dead_letter_shows_an_unreadable_body_escaped_and_cut() -> None:
     assert len(letter.body) < SHOWN_BODY_LENGTH + 30
     readable = dead_letter("1", "t", b'{"thread_id": 5}', 1, "e", "d")
     assert (readable.message, readable.body) == ({"thread_id": 5}, None)
+
+
+def test_a_kit_without_send_raw_skips_the_poison_cases_saying_why(tmp_path: Path) -> None:
+    class WrittenBeforePoisonCases(EntryContract):
+        def make_entry(
+            self, *, visibility_timeout: float, max_attempts: int, retry_delay: float
+        ) -> EntryPoint:
+            return SqliteEntry(tmp_path / "inbox.sqlite3", visibility_timeout=visibility_timeout)
+
+    kit = WrittenBeforePoisonCases()
+    with kit.make_entry(visibility_timeout=1.0, max_attempts=3, retry_delay=0.0) as built:
+        for case in (
+            lambda: kit.test_poison_is_dead_lettered_at_once_and_its_thread_goes_on(
+                built, "not-json"
+            ),
+            lambda: kit.test_a_redriven_poison_message_is_dead_lettered_again(built),
+        ):
+            with pytest.raises(pytest.skip.Exception, match="has no send_raw"):
+                case()
