@@ -38,17 +38,16 @@ def _published_args(call: ToolCallPart, metadata: dict[str, Any] | None) -> dict
 
 
 def _edited_args(
-    answer: Mapping[str, Any], call: ToolCallPart, published: Mapping[str, Any]
+    edited: object, field: str, call: ToolCallPart, published: Mapping[str, Any]
 ) -> dict[str, Any] | None:
-    edited = answer.get("args")
     if edited is None:
         return None
     if not isinstance(edited, Mapping):
-        raise InvalidAnswer(f"answer.args: expected an object of arguments, got {edited!r}")
+        raise InvalidAnswer(f"answer.{field}: expected an object of arguments, got {edited!r}")
     unknown = sorted(set(cast("Mapping[str, Any]", edited)) - set(published))
     if unknown:
         raise InvalidAnswer(
-            f"answer.args: {unknown} are not arguments of {call.tool_name!r} (published: {sorted(published)})"
+            f"answer.{field}: {unknown} are not arguments of {call.tool_name!r} (published: {sorted(published)})"
         )
     return dict(cast("Mapping[str, Any]", edited))
 
@@ -61,13 +60,64 @@ def _approving(answer: object) -> Mapping[str, Any] | None:
     return None
 
 
+_APPROVED = "tool-approved"
+_DENIED = "tool-denied"
+_APPROVAL_FIELDS = {_APPROVED: {"kind", "override_args"}, _DENIED: {"kind", "message"}}
+
+
+def _pydantic_ai_approval(answer: object) -> dict[str, Any] | None:
+    """``answer`` in one of Pydantic AI's own approval forms, as agent-wait's action answer.
+
+    ``true`` / ``false`` (``approvals[id] = True``) and the JSON form of ``ToolApproved`` /
+    ``ToolDenied`` (``{"kind": "tool-approved", "override_args": {...}}``, ``{"kind":
+    "tool-denied", "message": text}``) become ``{"action": "approve"}`` (``override_args`` as
+    ``args``) or ``{"action": "reject"}`` (the message as ``reason``); None for any other
+    answer.
+
+    Raises:
+        InvalidAnswer: A ``kind`` form with other fields, ``override_args`` that are not an
+            object, or a message that is not text.
+    """
+    if isinstance(answer, bool):
+        return {"action": "approve" if answer else "reject"}
+    if not isinstance(answer, Mapping):
+        return None
+    data = cast("Mapping[str, Any]", answer)
+    kind = data.get("kind")
+    if kind not in _APPROVAL_FIELDS:
+        return None
+    extra = sorted(set(data) - _APPROVAL_FIELDS[kind])
+    if extra:
+        raise InvalidAnswer(
+            f"answer: {extra} are not fields of {kind!r} (it takes {sorted(_APPROVAL_FIELDS[kind])})"
+        )
+    if kind == _APPROVED:
+        override = data.get("override_args")
+        if override is not None and not isinstance(override, Mapping):
+            raise InvalidAnswer(
+                f"answer.override_args: expected an object of arguments, got {override!r}"
+            )
+        return {"action": "approve", **({} if override is None else {"args": override})}
+    message = data.get("message")
+    if message is not None and not isinstance(message, str):
+        raise InvalidAnswer(f"answer.message: expected the text the model reads, got {message!r}")
+    return {"action": "reject", **({} if message is None else {"reason": message})}
+
+
 def approval_for(
     call: ToolCallPart, metadata: dict[str, Any] | None, answer: object
 ) -> tuple[ToolApproved | ToolDenied, dict[str, Any] | None]:
     """The approval result and the metadata that answer one approval call.
 
+    Pydantic AI's own forms mean what its ``DeferredToolResults.approvals`` makes of them:
+    ``true`` and ``{"kind": "tool-approved"}`` approve, with ``"override_args"`` the arguments
+    the tool runs with instead; ``false`` and ``{"kind": "tool-denied"}`` deny, the model
+    reading ``"message"`` (Pydantic AI's default denial text without one).
+
     - A ``@wait`` tool with a decision parameter is approved whatever the answer; the answer
-      rides in metadata.
+      rides in metadata (a Pydantic AI form as its action answer: ``true`` is ``{"action":
+      "approve"}``, ``{"kind": "tool-denied", "message": m}`` is ``{"action": "reject",
+      "reason": m}``).
     - ``{"action": "approve"}`` approves; the answer rides in metadata (a ``@wait`` tool reads
       it, including ``args`` edits). For any other tool ``args`` become
       ``ToolApproved(override_args=<call args updated with them>)``.
@@ -75,18 +125,37 @@ def approval_for(
       is (``"Deleting files is not allowed"``), anything else as its JSON.
 
     Raises:
-        InvalidAnswer: ``answer["args"]`` is not an object or names arguments the call lacks.
+        InvalidAnswer: ``answer["args"]`` (or ``override_args``) is not an object or names
+            arguments the call lacks, or a Pydantic AI form has fields it does not take.
     """
+    native = _pydantic_ai_approval(answer)
     if takes_decision(metadata):
-        return ToolApproved(), answer_metadata(answer)
+        return ToolApproved(), answer_metadata(answer if native is None else native)
+    if native is not None:
+        return _native_approval(call, metadata, native)
     approve = _approving(answer)
     if approve is not None:
         published = _published_args(call, metadata)
-        edited = _edited_args(approve, call, published)
+        edited = _edited_args(approve.get("args"), "args", call, published)
         if edited is None or is_ours(metadata):
             return ToolApproved(), answer_metadata(answer)
         return ToolApproved(override_args={**published, **edited}), answer_metadata(answer)
     return ToolDenied(denial_text(answer)), None
+
+
+def _native_approval(
+    call: ToolCallPart, metadata: dict[str, Any] | None, native: dict[str, Any]
+) -> tuple[ToolApproved | ToolDenied, dict[str, Any] | None]:
+    if native["action"] == "reject":
+        reason = native.get("reason")
+        return (ToolDenied() if reason is None else ToolDenied(reason)), None
+    published = _published_args(call, metadata)
+    override = _edited_args(native.get("args"), "override_args", call, published)
+    if is_ours(metadata):
+        # A @wait tool reads its answer, and any edited arguments, from the metadata.
+        return ToolApproved(), answer_metadata(native)
+    # Pydantic AI's override_args replace the call's arguments, as ToolApproved documents.
+    return ToolApproved(override_args=override), None
 
 
 def denial_text(answer: object) -> str:
@@ -147,7 +216,8 @@ def deferred_results(
     Args:
         pending: The ``DeferredToolRequests`` the run parked on, or its ``AgentRunResult``.
         *answers: Answer messages (``{"thread_id", "question_id", "answer"}``, or
-            :class:`~agent_wait.core.Answer`).
+            :class:`~agent_wait.core.Answer`); each answer in a message's ``more_answers``
+            answers its call too.
 
     Returns:
         The results, for ``agent.run(..., deferred_tool_results=...)``.
@@ -167,20 +237,25 @@ def deferred_results(
     results = DeferredToolResults()
     for index, item in enumerate(answers):
         message = _answer_message(index, item)
-        question_id = message.question_id
-        call = calls.get(question_id)
-        if call is None:
-            raise ValueError(
-                f"answers[{index}].question_id: {question_id!r} is not pending; pending: {sorted(calls)}"
+        # A message's more_answers answer further calls of the run, as the first one does.
+        for place, entry in enumerate(message.entries()):
+            field = (
+                f"answers[{index}]" if place == 0 else f"answers[{index}].more_answers[{place - 1}]"
             )
-        if question_id in results.approvals or question_id in results.calls:
-            raise ValueError(f"answers[{index}].question_id: {question_id!r} is answered twice")
-        problem = storable_problem(message.answer, f"answers[{index}].answer")
-        if problem:
-            # The answer rides in the stored history; one the store cannot keep unchanged
-            # would fail (or come back altered) after the tool ran.
-            raise InvalidAnswer(problem)
-        _add(results, requests, call, message.answer)
+            question_id = entry.question_id
+            call = calls.get(question_id)
+            if call is None:
+                raise ValueError(
+                    f"{field}.question_id: {question_id!r} is not pending; pending: {sorted(calls)}"
+                )
+            if question_id in results.approvals or question_id in results.calls:
+                raise ValueError(f"{field}.question_id: {question_id!r} is answered twice")
+            problem = storable_problem(entry.answer, f"{field}.answer")
+            if problem:
+                # The answer rides in the stored history; one the store cannot keep unchanged
+                # would fail (or come back altered) after the tool ran.
+                raise InvalidAnswer(problem)
+            _add(results, requests, call, entry.answer)
     return results
 
 
