@@ -24,7 +24,6 @@ from agent_wait.core import (
 from agent_wait.core.host import QuestionNotPending, plan
 from agent_wait.langgraph import (
     InterruptRoutingError,
-    ahandle_message,
     handle_message,
     resume_command,
     wait,
@@ -444,32 +443,6 @@ def test_a_bare_interrupt_that_took_a_wait_answer_stops_the_run(inbox: MemoryAnn
         handle_message(graph, answer(inbox.envelopes[0], {"action": "approve"}), inbox)
     assert runs == []
     assert len(inbox.envelopes) == 1
-
-
-@pytest.mark.parametrize("option", ["interrupt_before", "interrupt_after"])
-@pytest.mark.parametrize("nodes", [["refund"], "*"])
-async def test_a_graph_with_static_breakpoints_is_refused_before_anything_runs(
-    inbox: MemoryAnnounce, option: str, nodes: Any
-) -> None:
-    # A breakpoint pauses the thread with no interrupt: nothing to publish, nothing to answer.
-    ran: list[str] = []
-
-    def refund(state: State) -> State:
-        ran.append(state["order_id"])
-        return {"result": ["ran"]}
-
-    builder = StateGraph(State)
-    builder.add_node("refund", refund)
-    builder.add_edge(START, "refund")
-    graph = builder.compile(checkpointer=InMemorySaver(), **{option: nodes})
-    message = {"thread_id": "t", "input": {"order_id": "o"}}
-    with pytest.raises(ValueError, match=f"{option}=.*static breakpoint"):
-        handle_message(graph, message, inbox)
-    with pytest.raises(ValueError, match=f"{option}=.*static breakpoint"):
-        await ahandle_message(graph, message, inbox)
-    assert graph.get_state({"configurable": {"thread_id": "t"}}).values == {}
-    assert inbox.envelopes == []
-    assert ran == []
 
 
 def test_a_result_the_checkpointer_cannot_save_is_not_kept(

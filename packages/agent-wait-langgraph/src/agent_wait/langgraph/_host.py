@@ -3,7 +3,8 @@
 LangGraph alone: a stale id can answer the *next* interrupt of
 the same node; a start message redelivered to a parked thread mints a new interrupt id and
 orphans the published one; a malformed ``HumanInTheLoopMiddleware`` batch answer is saved and
-poisons the thread; and a static breakpoint pauses a thread without a question.
+poisons the thread; and a static breakpoint pauses a thread without a question (the host asks
+one: see ``agent_wait.langgraph._breakpoints``).
 :func:`handle_message` reads the thread's state before it runs anything and closes each of these
 (answers reach their own ``@wait`` call through ``agent_wait.langgraph._routing``);
 the decisions (start, resume, republish, duplicate...) are ``agent_wait.core.host``'s.
@@ -11,6 +12,7 @@ the decisions (start, resume, republish, duplicate...) are ``agent_wait.core.hos
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import weakref
 from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping
@@ -57,6 +59,15 @@ from agent_wait.langgraph._adapter import (
     questions_in,
     sends_needed,
 )
+from agent_wait.langgraph._breakpoints import (
+    REASON_KEY,
+    REJECTED_KEY,
+    Breakpoint,
+    Breakpoints,
+    stopped_at,
+    verdict_of,
+)
+from agent_wait.langgraph._breakpoints import question_of as breakpoint_question
 from agent_wait.langgraph._recovery import (
     aanswers_restored_on_failure,
     answering_tasks,
@@ -208,6 +219,10 @@ def _run_config(
     return cast("RunnableConfig", merged)
 
 
+def _thread_of(config: RunnableConfig) -> str:
+    return str((config.get("configurable") or {})["thread_id"])
+
+
 def _strict(config: RunnableConfig) -> RunnableConfig:
     configurable = {**(config.get("configurable") or {}), STRICT_RESUME_KEY: True}
     return cast("RunnableConfig", {**config, "configurable": configurable})
@@ -222,19 +237,7 @@ def _check_graph(graph: Any) -> Graph:
             "graph: handle_message needs a graph compiled with a checkpointer "
             "(builder.compile(checkpointer=...)); without one a parked thread cannot be resumed"
         )
-    compiled = cast("Graph", graph)
-    for option in ("interrupt_before", "interrupt_after"):
-        nodes: object = getattr(compiled, f"{option}_nodes", ())
-        if nodes:
-            # A static breakpoint pauses the thread without an interrupt: there is no question to
-            # publish and no answer that resumes it, so the thread would sit paused unseen.
-            raise ValueError(
-                f"graph: compiled with {option}={nodes!r}; a static breakpoint pauses the "
-                "thread without asking anything, so handle_message would publish nothing and "
-                "no answer could resume it. Ask with @wait (or interrupt()) in the node, or "
-                "compile the graph without breakpoints"
-            )
-    return compiled
+    return cast("Graph", graph)
 
 
 def _asked_in(snapshots: Iterable[StateSnapshot]) -> set[str]:
@@ -315,6 +318,10 @@ class _Thread:
     describe: Callable[[], _Described] = field(repr=False, compare=False)
     """Tells the tasks and contexts (no IO): a resume needs neither, so they are worked out only
     when asked for."""
+    stop: Breakpoint | None = None
+    """The static breakpoint the thread is stopped at (then nothing is in ``pending``)."""
+    stop_values: Any = field(default=None, repr=False, compare=False)
+    """The thread's state at that breakpoint, summarised in its question."""
 
     @cached_property
     def _described(self) -> _Described:
@@ -332,14 +339,23 @@ class _Thread:
     @cached_property
     def questions(self) -> list[Question]:
         """The pending questions, without where they were asked (see :class:`_Waiting`)."""
+        if self.stop is not None:
+            return [breakpoint_question(self.stop, self.stop_values)]
         return questions_in(self.pending)
+
+    @property
+    def pending_ids(self) -> list[str]:
+        """The ids of the questions the thread waits on: its interrupts', or its breakpoint's."""
+        if self.stop is not None:
+            return [self.stop.question_id]
+        return [item.id for item in self.pending]
 
     def target(self, question_id: str) -> Interrupt:
         return next(i for i in self.pending if i.id == question_id)
 
     def indexed(self, asked: Iterable[str]) -> RunnableConfig:
         """The run config whose checkpoints record ``asked`` plus what the thread waits on now."""
-        ids = sorted({*asked, *(i.id for i in self.pending)})
+        ids = sorted({*asked, *self.pending_ids})
         metadata = {**(self.config.get("metadata") or {}), ASKED_KEY: " ".join(ids)}
         return cast("RunnableConfig", {**self.config, "metadata": metadata})
 
@@ -628,25 +644,76 @@ class _Host:
         graph: Graph,
         config: RunnableConfig | Mapping[str, Any] | None,
         stream_options: Mapping[str, Any] | None = None,
+        run_options: Mapping[str, Any] | None = None,
     ) -> None:
         self.graph = graph
         self.config = config
         self.stream_options = dict(stream_options or {})
         # Where the last run's questions were asked: read after it parks (one host per message).
         self._parked: Mapping[str, CallContext] = {}
+        # Given to every run: breakpoints set at invoke time rather than compiled.
+        self.run_options = dict(run_options or {})
+        # The breakpoint the last run stopped at, asked as a question.
+        self._stopped: Question | None = None
 
     def waiting(self, thread: _Thread) -> Waiting:
-        ids = [item.id for item in thread.pending]
-        return _Waiting.deferred(ids, lambda: thread.questions, thread=thread)
+        return _Waiting.deferred(thread.pending_ids, lambda: thread.questions, thread=thread)
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
+        if thread.stop is not None:
+            verdict_of(answer.answer)  # raises InvalidAnswer for anything but approve / reject
+            return answer.answer
         problem = answer_problem(thread.target(answer.question_id), answer.answer)
         if problem:
             raise InvalidAnswer(problem)
         return answer.answer
 
     def questions_in(self, result: Any) -> list[Question]:
+        if self._stopped is not None:
+            return [self._stopped]
         return questions_in(result, self._parked)
+
+    def _breakpoints(self) -> tuple[Breakpoints, Breakpoints]:
+        """The ``interrupt_before`` and ``interrupt_after`` nodes: compiled, and given to runs."""
+        before: Breakpoints = self.graph.interrupt_before_nodes or ()
+        after: Breakpoints = self.graph.interrupt_after_nodes or ()
+        given_before = self.run_options.get("interrupt_before") or ()
+        given_after = self.run_options.get("interrupt_after") or ()
+        return (
+            "*" if "*" in (before, given_before) else (*before, *given_before),
+            "*" if "*" in (after, given_after) else (*after, *given_after),
+        )
+
+    def _stop_in(
+        self, thread_id: str, snapshot: StateSnapshot, latest: CheckpointTuple | None, ran: Any
+    ) -> Breakpoint | None:
+        before, after = self._breakpoints()
+        return stopped_at(thread_id, latest, snapshot.next, before, after, ran)
+
+    def _with_stop(self, thread: _Thread, snapshot: StateSnapshot, ran: Any) -> _Thread:
+        stop = self._stop_in(thread.thread_id, snapshot, thread.latest, ran)
+        if stop is None:
+            return thread
+        return dataclasses.replace(thread, stop=stop, stop_values=snapshot.values)
+
+    def _may_stop(self, pending: Iterable[Any]) -> bool:
+        """Whether to look for a breakpoint stop: breakpoints are set and nothing else is asked."""
+        return not any(True for _ in pending) and any(self._breakpoints())
+
+    def _streaming(self) -> dict[str, Any]:
+        return {**self.stream_options, **self.run_options}
+
+    def _rejected_config(
+        self, thread: _Thread, asked: Iterable[str], reason: str
+    ) -> RunnableConfig:
+        config = thread.indexed(asked)
+        assert thread.stop is not None
+        metadata = {
+            **(config.get("metadata") or {}),
+            REJECTED_KEY: thread.stop.question_id,
+            REASON_KEY: reason,
+        }
+        return cast("RunnableConfig", {**config, "metadata": metadata})
 
     def _command(self, thread: _Thread, answers: Mapping[str, Any]) -> Command[Any]:
         # Several answers (a message with more_answers) resume in one step: each pending
@@ -677,8 +744,36 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
         config = _run_config(self.config, thread_id)
         if _quick_ok(self.graph, config):
             saver = _saver(self.graph, config)
-            return _quick_thread(self.graph, saver, thread_id, config, saver.get_tuple(config))
-        return _thread(thread_id, config, self._state(config, lean=True))
+            thread = _quick_thread(self.graph, saver, thread_id, config, saver.get_tuple(config))
+        else:
+            thread = _thread(thread_id, config, self._state(config, lean=True))
+        if thread.latest is None or not self._may_stop(thread.pending):
+            return thread
+        snapshot = self.graph.get_state(config)
+        return self._with_stop(thread, snapshot, self._ran_nodes(snapshot))
+
+    def _ran_nodes(self, snapshot: StateSnapshot) -> tuple[str, ...] | None:
+        """The nodes of the step that wrote ``snapshot``, read only for ``interrupt_after``."""
+        if not self._breakpoints()[1] or snapshot.parent_config is None:
+            return None
+        return self.graph.get_state(snapshot.parent_config).next
+
+    def _note_stop(self, thread_id: str, snapshot: StateSnapshot, latest: Any) -> None:
+        if snapshot.interrupts or not self._may_stop(()):
+            return
+        stop = self._stop_in(thread_id, snapshot, latest, self._ran_nodes(snapshot))
+        self._stopped = None if stop is None else breakpoint_question(stop, snapshot.values)
+
+    def _past_breakpoint(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
+        go, reason = verdict_of(next(iter(answers.values())))
+        asked = self._asked(thread)
+        if not go:
+            # The thread stays where it stopped; its state records who stopped it there and why.
+            self.graph.update_state(self._rejected_config(thread, asked, reason), None)
+            return self.graph.get_state(thread.config)
+        config = thread.indexed(asked)
+        # LangGraph's documented way past a breakpoint: run again with no input.
+        return self._ran(config, self.graph.invoke(None, config, **self.run_options))
 
     def _state(self, config: RunnableConfig, *, lean: bool = False) -> _State:
         snapshot, latest = _read(self.graph, config, lean=lean)
@@ -696,6 +791,9 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
         if interrupts_in(result):
             # Only where the questions were asked is kept: the lean read tells it as well.
             self._parked = self._state(config, lean=True)[1]
+        elif self._may_stop(()):
+            snapshot, latest = _read(self.graph, config)
+            self._note_stop(_thread_of(config), snapshot, latest)
         return result
 
     def asked(self, thread: _Thread, question_id: str) -> bool:
@@ -710,28 +808,43 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
 
     def start(self, thread: _Thread, message: StartMessage) -> Any:
         config = thread.indexed(self._asked(thread))
-        return self._ran(config, self.graph.invoke(message.input, config))
+        return self._ran(config, self.graph.invoke(message.input, config, **self.run_options))
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
+        if thread.stop is not None:
+            return self._past_breakpoint(thread, answers)
         command = self._command(thread, answers)
         config = _strict(thread.indexed(self._asked(thread)))
         with answers_restored_on_failure(self.graph, thread.latest, *answers), _resuming():
-            return self._ran(config, self.graph.invoke(command, config))
+            return self._ran(config, self.graph.invoke(command, config, **self.run_options))
 
     def stream_start(self, thread: _Thread, message: StartMessage) -> Iterator[Any]:
         config = thread.indexed(self._asked(thread))
-        yield from self.graph.stream(message.input, config, **self.stream_options)
-        # What the run parked on is in the checkpoint, whatever the stream mode showed of it.
-        snapshot, self._parked, _ = self._state(thread.config)
-        yield Ran(snapshot)
+        yield from self.graph.stream(message.input, config, **self._streaming())
+        yield self._streamed(thread)
 
     def stream_resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Iterator[Any]:
+        if thread.stop is not None:
+            go, reason = verdict_of(next(iter(answers.values())))
+            asked = self._asked(thread)
+            if not go:
+                self.graph.update_state(self._rejected_config(thread, asked, reason), None)
+                yield Ran(self.graph.get_state(thread.config))
+                return
+            yield from self.graph.stream(None, thread.indexed(asked), **self._streaming())
+            yield self._streamed(thread)
+            return
         command = self._command(thread, answers)
         config = _strict(thread.indexed(self._asked(thread)))
         with answers_restored_on_failure(self.graph, thread.latest, *answers), _resuming():
-            yield from self.graph.stream(command, config, **self.stream_options)
-        snapshot, self._parked, _ = self._state(thread.config)
-        yield Ran(snapshot)
+            yield from self.graph.stream(command, config, **self._streaming())
+        yield self._streamed(thread)
+
+    def _streamed(self, thread: _Thread) -> Ran:
+        # What the run parked on is in the checkpoint, whatever the stream mode showed of it.
+        snapshot, self._parked, latest = self._state(thread.config)
+        self._note_stop(thread.thread_id, snapshot, latest)
+        return Ran(snapshot)
 
 
 class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
@@ -740,8 +853,33 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
         if _quick_ok(self.graph, config):
             saver = _saver(self.graph, config)
             latest = await saver.aget_tuple(config)
-            return _quick_thread(self.graph, saver, thread_id, config, latest)
-        return _thread(thread_id, config, await self._state(config, lean=True))
+            thread = _quick_thread(self.graph, saver, thread_id, config, latest)
+        else:
+            thread = _thread(thread_id, config, await self._state(config, lean=True))
+        if thread.latest is None or not self._may_stop(thread.pending):
+            return thread
+        snapshot = await self.graph.aget_state(config)
+        return self._with_stop(thread, snapshot, await self._ran_nodes(snapshot))
+
+    async def _ran_nodes(self, snapshot: StateSnapshot) -> tuple[str, ...] | None:
+        if not self._breakpoints()[1] or snapshot.parent_config is None:
+            return None
+        return (await self.graph.aget_state(snapshot.parent_config)).next
+
+    async def _note_stop(self, thread_id: str, snapshot: StateSnapshot, latest: Any) -> None:
+        if snapshot.interrupts or not self._may_stop(()):
+            return
+        stop = self._stop_in(thread_id, snapshot, latest, await self._ran_nodes(snapshot))
+        self._stopped = None if stop is None else breakpoint_question(stop, snapshot.values)
+
+    async def _past_breakpoint(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
+        go, reason = verdict_of(next(iter(answers.values())))
+        asked = await self._asked(thread)
+        if not go:
+            await self.graph.aupdate_state(self._rejected_config(thread, asked, reason), None)
+            return await self.graph.aget_state(thread.config)
+        config = thread.indexed(asked)
+        return await self._ran(config, await self.graph.ainvoke(None, config, **self.run_options))
 
     async def _state(self, config: RunnableConfig, *, lean: bool = False) -> _State:
         snapshot, latest = await _aread(self.graph, config, lean=lean)
@@ -757,6 +895,9 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
     async def _ran(self, config: RunnableConfig, result: Any) -> Any:
         if interrupts_in(result):
             self._parked = (await self._state(config, lean=True))[1]
+        elif self._may_stop(()):
+            snapshot, latest = await _aread(self.graph, config)
+            await self._note_stop(_thread_of(config), snapshot, latest)
         return result
 
     async def asked(self, thread: _Thread, question_id: str) -> bool:
@@ -771,33 +912,63 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
 
     async def start(self, thread: _Thread, message: StartMessage) -> Any:
         config = thread.indexed(await self._asked(thread))
-        return await self._ran(config, await self.graph.ainvoke(message.input, config))
+        result = await self.graph.ainvoke(message.input, config, **self.run_options)
+        return await self._ran(config, result)
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
+        if thread.stop is not None:
+            return await self._past_breakpoint(thread, answers)
         command = self._command(thread, answers)
         config = _strict(thread.indexed(await self._asked(thread)))
         async with aanswers_restored_on_failure(self.graph, thread.latest, *answers):
             with _resuming():
-                return await self._ran(config, await self.graph.ainvoke(command, config))
+                result = await self.graph.ainvoke(command, config, **self.run_options)
+                return await self._ran(config, result)
 
     async def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
         config = thread.indexed(await self._asked(thread))
-        async for chunk in self.graph.astream(message.input, config, **self.stream_options):
+        async for chunk in self.graph.astream(message.input, config, **self._streaming()):
             yield chunk
-        snapshot, self._parked, _ = await self._state(thread.config)
-        yield Ran(snapshot)
+        yield await self._streamed(thread)
 
     async def astream_resume(
         self, thread: _Thread, answers: Mapping[str, Any]
     ) -> AsyncIterator[Any]:
+        if thread.stop is not None:
+            go, reason = verdict_of(next(iter(answers.values())))
+            asked = await self._asked(thread)
+            if not go:
+                await self.graph.aupdate_state(self._rejected_config(thread, asked, reason), None)
+                yield Ran(await self.graph.aget_state(thread.config))
+                return
+            async for chunk in self.graph.astream(None, thread.indexed(asked), **self._streaming()):
+                yield chunk
+            yield await self._streamed(thread)
+            return
         command = self._command(thread, answers)
         config = _strict(thread.indexed(await self._asked(thread)))
         async with aanswers_restored_on_failure(self.graph, thread.latest, *answers):
             with _resuming():
-                async for chunk in self.graph.astream(command, config, **self.stream_options):
+                async for chunk in self.graph.astream(command, config, **self._streaming()):
                     yield chunk
-        snapshot, self._parked, _ = await self._state(thread.config)
-        yield Ran(snapshot)
+        yield await self._streamed(thread)
+
+    async def _streamed(self, thread: _Thread) -> Ran:
+        snapshot, self._parked, latest = await self._state(thread.config)
+        await self._note_stop(thread.thread_id, snapshot, latest)
+        return Ran(snapshot)
+
+
+def _given(before: Breakpoints | None, after: Breakpoints | None) -> dict[str, Any]:
+    """The breakpoints given to every run, as ``invoke`` takes them."""
+    given: dict[str, Any] = {}
+    for option, nodes in (("interrupt_before", before), ("interrupt_after", after)):
+        if nodes is None:
+            continue
+        if isinstance(nodes, str) and nodes != "*":
+            raise TypeError(f"{option}: expected a list of node names or '*', got {nodes!r}")
+        given[option] = nodes
+    return given
 
 
 def handle_message(
@@ -810,6 +981,8 @@ def handle_message(
     config: RunnableConfig | Mapping[str, Any] | None = None,
     clock: Clock | None = None,
     trust: AnswerTrust | None = None,
+    interrupt_before: Breakpoints | None = None,
+    interrupt_after: Breakpoints | None = None,
 ) -> Handled:
     """Run or resume a LangGraph thread for one inbound message, then publish what it parked on.
 
@@ -828,6 +1001,13 @@ def handle_message(
       ``HumanInTheLoopMiddleware`` batch with the wrong decisions, ``@wait`` ``args`` that are
       not its arguments, a per-call decision its schema refuses) is refused before anything is
       saved: :attr:`~agent_wait.core.Outcome.INVALID_ANSWER`.
+    - A run stopped at a static breakpoint (``interrupt_before`` / ``interrupt_after``,
+      compiled or given here) asks "continue past the breakpoint before/after <node>?"
+      (``question``: ``{"breakpoint", "node", "next", "text", "state"}``, ``context.node``).
+      ``{"action": "approve"}`` continues the run (``invoke(None, config)``, as LangGraph
+      documents); ``{"action": "reject", "reason": ...}`` runs nothing and leaves the thread
+      stopped there, recording the question id and reason in the checkpoint metadata
+      (``agent_wait_breakpoint_rejected``, ``agent_wait_breakpoint_reason``).
 
     Process one message per thread at a time (a FIFO queue grouped by thread id, or a lock):
     two resumes of the same thread racing each other are LangGraph's to order, not ours.
@@ -846,6 +1026,10 @@ def handle_message(
         trust: What an answer must satisfy before anything runs (a signed token, not late, an
             allowed action); see :class:`~agent_wait.core.AnswerTrust`. None: from the
             ``AGENT_WAIT_ANSWER_*`` environment variables (unset: nothing more).
+        interrupt_before: Static breakpoints given to every run (node names or ``"*"``), as
+            ``graph.invoke`` takes them, besides those compiled in. Give the same ones with
+            every message of a thread: the answer's host recognises the stop by them.
+        interrupt_after: As ``interrupt_before``, after the nodes run.
 
     Returns:
         :class:`~agent_wait.core.Handled`: the outcome, the run's result (None when nothing ran)
@@ -854,11 +1038,12 @@ def handle_message(
     Raises:
         InterruptRoutingError: A bare ``interrupt()`` took the answer of a ``@wait`` call
             running in the same task; the run stopped there.
-        ValueError: The graph has no checkpointer or has static breakpoints
-            (``interrupt_before``/``interrupt_after``), or ``config`` names another thread.
+        ValueError: The graph has no checkpointer, or ``config`` names another thread.
+        TypeError: ``interrupt_before`` / ``interrupt_after`` is a string other than ``"*"``.
         pydantic.ValidationError: The message is malformed (the error names the field).
     """
-    host = _SyncHost(_check_graph(graph), config)
+    breakpoints = _given(interrupt_before, interrupt_after)
+    host = _SyncHost(_check_graph(graph), config, run_options=breakpoints)
     return core_host.handle_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
@@ -874,12 +1059,15 @@ async def ahandle_message(
     config: RunnableConfig | Mapping[str, Any] | None = None,
     clock: Clock | None = None,
     trust: AnswerTrust | None = None,
+    interrupt_before: Breakpoints | None = None,
+    interrupt_after: Breakpoints | None = None,
 ) -> Handled:
     """Async :func:`handle_message`: ``aget_state``, ``ainvoke`` and concurrent announcers.
 
     Use it with async checkpointers (``AsyncSqliteSaver``) and async nodes and tools.
     """
-    host = _AsyncHost(_check_graph(graph), config)
+    breakpoints = _given(interrupt_before, interrupt_after)
+    host = _AsyncHost(_check_graph(graph), config, run_options=breakpoints)
     return await core_host.ahandle_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
@@ -897,6 +1085,8 @@ def stream_message(
     config: RunnableConfig | Mapping[str, Any] | None = None,
     clock: Clock | None = None,
     trust: AnswerTrust | None = None,
+    interrupt_before: Breakpoints | None = None,
+    interrupt_after: Breakpoints | None = None,
 ) -> Streamed:
     """:func:`handle_message` for a host that streams: ``graph.stream(...)`` instead of ``invoke``.
 
@@ -917,7 +1107,8 @@ def stream_message(
     options: dict[str, Any] = {"subgraphs": subgraphs}
     if stream_mode is not None:
         options["stream_mode"] = stream_mode
-    host = _SyncHost(_check_graph(graph), config, options)
+    breakpoints = _given(interrupt_before, interrupt_after)
+    host = _SyncHost(_check_graph(graph), config, options, breakpoints)
     return core_host.stream_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
@@ -935,12 +1126,15 @@ def astream_message(
     config: RunnableConfig | Mapping[str, Any] | None = None,
     clock: Clock | None = None,
     trust: AnswerTrust | None = None,
+    interrupt_before: Breakpoints | None = None,
+    interrupt_after: Breakpoints | None = None,
 ) -> AsyncStreamed:
     """Async :func:`stream_message`: ``graph.astream(...)``; iterate with ``async for``."""
     options: dict[str, Any] = {"subgraphs": subgraphs}
     if stream_mode is not None:
         options["stream_mode"] = stream_mode
-    host = _AsyncHost(_check_graph(graph), config, options)
+    breakpoints = _given(interrupt_before, interrupt_after)
+    host = _AsyncHost(_check_graph(graph), config, options, breakpoints)
     return core_host.astream_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )

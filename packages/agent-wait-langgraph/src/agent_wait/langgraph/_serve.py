@@ -37,8 +37,8 @@ def serve(
         concurrency: How many threads are handled at once.
         wait: Seconds each receive waits (the longest a stop waits for it).
         stop: Set it to stop the worker from another thread.
-        host_options: ``reply_to``, ``config``, ``clock``, ``trust``: passed to
-            :func:`handle_message`.
+        host_options: ``reply_to``, ``config``, ``clock``, ``trust``, ``interrupt_before``,
+            ``interrupt_after``: passed to :func:`handle_message`.
 
     Returns:
         What was acknowledged, retried and dead-lettered.
