@@ -81,6 +81,8 @@ from langgraph.errors import UnknownInterruptError, is_invalid_resume
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt, PregelTask, StateSnapshot
 
+INTERRUPT_CHANNEL = "__interrupt__"  # LangGraph's INTERRUPT: the channel a task's interrupts go to
+
 Graph = Pregel[Any, Any, Any, Any]
 
 STRICT_RESUME_KEY = "__pregel_strict_resume"
@@ -219,6 +221,17 @@ def _run_config(
     return cast("RunnableConfig", merged)
 
 
+def _parked_on(result: Any) -> Any:
+    """What a run's result tells it parked on; an entrypoint's own return value tells nothing.
+
+    ``invoke`` gives a dict (``"__interrupt__"``), a streaming host a snapshot; an entrypoint
+    that finished returns whatever it returns (a string, a list...).
+    """
+    if isinstance(result, StateSnapshot):
+        return result
+    return cast("Mapping[str, Any]", result) if isinstance(result, Mapping) else ()
+
+
 def _thread_of(config: RunnableConfig) -> str:
     return str((config.get("configurable") or {})["thread_id"])
 
@@ -289,6 +302,97 @@ def _earlier_ids(namespace: str, interrupt_id: str) -> list[str]:
             return ids
         ids.append(slot)
     return []
+
+
+def _task_names(pregel: Any) -> frozenset[str]:
+    """The names of the functional API's ``@task`` functions an ``@entrypoint`` graph calls.
+
+    A task called from an entrypoint is no node: its name is only in the code. These are the
+    tasks the nodes' functions reach (their module's globals and their closures, then the
+    tasks' own functions in turn). Kept per graph.
+    """
+    names = _TASK_NAMES.get(pregel)
+    if names is None:
+        found: dict[int, str] = {}
+        todo = [getattr(node.bound, "func", None) for node in pregel.nodes.values()]
+        while todo:
+            function = todo.pop()
+            code = getattr(function, "__code__", None)
+            if code is None:
+                continue
+            scope = getattr(function, "__globals__", {})
+            cells = [c.cell_contents for c in getattr(function, "__closure__", None) or ()]
+            for value in (*(scope.get(n) for n in code.co_names), *cells):
+                if isinstance(value, _TASK_TYPE) and id(value) not in found:
+                    task_function: Any = getattr(value, "func", None)
+                    found[id(value)] = str(getattr(task_function, "__name__", ""))
+                    todo.append(task_function)
+        names = frozenset(n for n in found.values() if n)
+        _TASK_NAMES[pregel] = names
+    return names
+
+
+def _task_type() -> tuple[type, ...]:
+    """LangGraph's ``@task`` function class (private in langgraph 1.2); none: no task is found."""
+    try:
+        from langgraph.func import _TaskFunction  # pyright: ignore[reportPrivateUsage]
+    except ImportError:  # pragma: no cover - another langgraph
+        return ()
+    return (_TaskFunction,)
+
+
+_TASK_TYPE = _task_type()
+_TASK_NAMES: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _asking_tasks(
+    pregel: Any, contexts: dict[str, CallContext], latest: CheckpointTuple | None
+) -> dict[str, CallContext]:
+    """``contexts`` with a question asked in a ``@task`` of an entrypoint placed in that task.
+
+    The interrupt reaches the entrypoint's own task, which the snapshot lists; the task that
+    asked wrote it too, under its task id. Its name is found among the entrypoint's
+    :func:`_task_names` by LangGraph's id scheme (see :func:`_earlier_ids`): a name counts only
+    when ``<entrypoint namespace>|<name>:<task id>`` (through any tasks between) gives the
+    interrupt's id, so a task it cannot tell leaves the entrypoint as the context.
+    """
+    if latest is None or not contexts or not (names := _task_names(pregel)):
+        return contexts
+    writers: dict[str, list[str]] = {}
+    for task_id, channel, value in latest.pending_writes or ():
+        if channel == INTERRUPT_CHANNEL:
+            for item in cast("Iterable[Any]", value or ()):
+                writers.setdefault(str(getattr(item, "id", "")), []).append(str(task_id))
+    placed = dict(contexts)
+    for question_id, context in contexts.items():
+        if context.namespace is None:
+            continue
+        others = [t for t in writers.get(question_id, ()) if t not in context.namespace]
+        found = _asker(context.namespace, question_id, others, names)
+        if found is not None:
+            placed[question_id] = context.model_copy(update=found)
+    return placed
+
+
+def _asker(
+    namespace: str, question_id: str, writers: list[str], names: frozenset[str]
+) -> dict[str, str] | None:
+    for task_id in writers:
+        rest = [t for t in writers if t != task_id]
+        for name in names:
+            inner = f"{namespace}|{name}:{task_id}"
+            if question_id in _slot_ids(inner):
+                return {"node": name, "namespace": inner}
+            deeper = _asker(inner, question_id, rest, names) if rest else None
+            if deeper is not None:
+                return deeper
+    return None
+
+
+def _slot_ids(namespace: str) -> list[str]:
+    if _slot_id is None:
+        return []
+    return [str(_slot_id(namespace, answered)) for answered in range(_MAX_SLOTS)]
 
 
 ASKED_KEY = "agent_wait_asked"
@@ -400,7 +504,8 @@ def _quick_thread(
         snapshot = None if latest is None else _lean(pregel, config, latest, saver)
         if snapshot is None:
             return (), {}
-        return tuple(snapshot.tasks), contexts_in(snapshot, {"": _sends_of(latest)})
+        contexts = contexts_in(snapshot, {"": _sends_of(latest)})
+        return tuple(snapshot.tasks), _asking_tasks(pregel, contexts, latest)
 
     pending: list[Interrupt] = []
     if latest is not None and _TASK_STATUSES is not None:  # (it is: see _quick_ok)
@@ -671,7 +776,7 @@ class _Host:
     def questions_in(self, result: Any) -> list[Question]:
         if self._stopped is not None:
             return [self._stopped]
-        return questions_in(result, self._parked)
+        return questions_in(_parked_on(result), self._parked)
 
     def _breakpoints(self) -> tuple[Breakpoints, Breakpoints]:
         """The ``interrupt_before`` and ``interrupt_after`` nodes: compiled, and given to runs."""
@@ -785,10 +890,11 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
             )
             for level in sends_needed(snapshot)
         }
-        return snapshot, contexts_in(snapshot, sends), latest
+        contexts = _asking_tasks(self.graph, contexts_in(snapshot, sends), latest)
+        return snapshot, contexts, latest
 
     def _ran(self, config: RunnableConfig, result: Any) -> Any:
-        if interrupts_in(result):
+        if interrupts_in(_parked_on(result)):
             # Only where the questions were asked is kept: the lean read tells it as well.
             self._parked = self._state(config, lean=True)[1]
         elif self._may_stop(()):
@@ -890,10 +996,11 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
             )
             for level in sends_needed(snapshot)
         }
-        return snapshot, contexts_in(snapshot, sends), latest
+        contexts = _asking_tasks(self.graph, contexts_in(snapshot, sends), latest)
+        return snapshot, contexts, latest
 
     async def _ran(self, config: RunnableConfig, result: Any) -> Any:
-        if interrupts_in(result):
+        if interrupts_in(_parked_on(result)):
             self._parked = (await self._state(config, lean=True))[1]
         elif self._may_stop(()):
             snapshot, latest = await _aread(self.graph, config)
