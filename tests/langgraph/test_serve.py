@@ -28,7 +28,7 @@ from agent_wait.core import (
 )
 from agent_wait.core._sqlite import default_inbox_path
 from agent_wait.langgraph import aserve, serve, wait
-from tests.serving import serving, until
+from tests.serving import check_serve_parks_and_resumes, serving, until
 from tests.trust_serving import check_serve_runs_only_signed_replies
 
 APP = Path(__file__).with_name("serve_app.py")
@@ -269,3 +269,86 @@ def test_serve_with_answer_secrets_runs_only_the_replies_it_signed(
         caplog,
     )
     assert refunds.runs == ["order-4471"]
+
+
+def test_serve_streams_every_run_to_the_stream_callback(tmp_path: Path, refunds: Refunds) -> None:
+    chunks: list[tuple[str, Any]] = []
+    check_serve_parks_and_resumes(
+        lambda entry, announce, stop: serve(
+            refunds.graph,
+            entry,
+            announce,
+            concurrency=1,
+            wait=0.05,
+            stop=stop,
+            stream=lambda thread_id, chunk: chunks.append((thread_id, chunk)),
+            stream_mode="updates",
+        ),
+        tmp_path / "inbox.sqlite3",
+        [{"thread_id": "s-1", "input": {"order_id": "s-1", "amount": 3}}],
+        lambda: len(refunds.runs),
+    )
+    # The start parks (LangGraph's interrupt update), the resume runs the node.
+    assert [thread for thread, _ in chunks] == ["s-1", "s-1"]
+    assert "__interrupt__" in chunks[0][1]
+    assert chunks[1][1] == {"refund": {"result": "refunded 3"}}
+
+
+async def test_aserve_streams_a_breakpoint_review_to_a_coroutine(tmp_path: Path) -> None:
+    sent: list[str] = []
+
+    def send(state: State) -> State:
+        sent.append(state["order_id"])
+        return {"result": "sent"}
+
+    builder = StateGraph(State)
+    builder.add_node("send", send)
+    builder.add_edge(START, "send")
+    path = tmp_path / "inbox.sqlite3"
+    entry = SqliteEntry(path, poll_interval=0.02)
+    entry.send({"thread_id": "b-1", "input": {"order_id": "b-1", "amount": 1}})
+    chunks: list[tuple[str, Any]] = []
+
+    async def show(thread_id: str, chunk: Any) -> None:
+        chunks.append((thread_id, chunk))
+
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "cp.sqlite3")) as saver:
+        graph = builder.compile(checkpointer=saver)
+        stop = asyncio.Event()
+        worker = asyncio.create_task(
+            aserve(
+                graph,
+                entry,
+                SqliteAnnounce(path),
+                wait=0.05,
+                stop=stop,
+                stream=show,
+                stream_mode="updates",
+                interrupt_before=["send"],
+            )
+        )
+        with SqliteQuestionStore(path) as store:
+            await eventually(store.open_questions, "the breakpoint question")
+            [question] = store.open_questions()
+            assert question.envelope.question["node"] == "send"
+            answer(question.envelope.question_id, "approve", store=store, entry=entry)
+            await eventually(lambda: sent, "the reviewed node ran")
+        stop.set()
+        report = await worker
+    assert (report.acknowledged, report.retried) == (2, 0)
+    assert sent == ["b-1"]
+    assert chunks[-1] == ("b-1", {"send": {"result": "sent"}})
+
+
+async def eventually(condition: Callable[[], Any], what: str) -> None:
+    """Poll ``condition`` while the worker task runs; fail after a minute."""
+    for _ in range(1200):
+        if condition():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_stream_options_without_stream_are_refused_before_serving(refunds: Refunds) -> None:
+    with pytest.raises(TypeError, match=r"\['stream_mode'\]: stream options go with stream="):
+        serve(refunds.graph, stream_mode="updates")

@@ -52,3 +52,30 @@ def test_serve_with_answer_secrets_runs_only_the_replies_it_signed(
         caplog,
     )
     assert tools.runs == ["refund order-4471 41000"]
+
+
+def test_serve_streams_every_run_to_the_stream_callback(
+    tmp_path: Path, factory: Callable[[ScriptedModel, Sequence[Any]], Threads]
+) -> None:
+    tools = Tools()
+    threads = factory(ScriptedModel([REFUND]), tools.all)
+    events: list[tuple[str, Any]] = []
+    check_serve_parks_and_resumes(
+        lambda entry, announce, stop: serve(
+            threads,
+            entry,
+            announce,
+            concurrency=1,
+            wait=0.05,
+            stop=stop,
+            stream=lambda thread_id, event: events.append((thread_id, event)),
+        ),
+        tmp_path / "inbox.sqlite3",
+        [{"thread_id": "order-9", "input": "refund order-4471"}],
+        lambda: len(tools.runs),
+    )
+    assert {thread for thread, _ in events} == {"order-9"}
+    # The start's run stopped on the interrupt, the resume's ran to its end.
+    results = [e["result"] for _, e in events if isinstance(e, dict) and "result" in e]
+    assert [r.stop_reason for r in results] == ["interrupt", "end_turn"]
+    assert any("current_tool_use" in e for _, e in events if isinstance(e, dict))

@@ -24,12 +24,13 @@ once, the running ones are finished and settled before the loop returns.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import signal
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
@@ -524,6 +525,8 @@ def serve_host(
     concurrency: int = 4,
     wait: float = 1.0,
     stop: threading.Event | None = None,
+    stream: Callable[[str, Any], object] | None = None,
+    stream_message: Callable[..., Iterable[Any]] | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """A framework's ``serve``: :func:`serve_entry` with its ``handle_message`` bound.
@@ -531,11 +534,16 @@ def serve_host(
     Each message is handled with ``handle_message(runnable, message, announce, strict=True,
     **host_options)``: strict, so a failed publish raises and the message is handed out again.
     ``reply_to=True`` publishes the entry point's :meth:`~EntryPoint.reply_to` in every envelope.
+    With ``stream``, the framework's ``stream_message`` handles it instead, and
+    ``stream(thread_id, event)`` is called with each event as the run makes it; a ``stream``
+    that raises stops the run (nothing of it is saved or published) and the message is handed
+    out again.
     """
+    handle_one = _streaming(stream_message, stream) if stream is not None else handle_message
     with _publishing(entry, host_options) as (entry, host_options):
 
         def handle(message: dict[str, Any]) -> object:
-            return handle_message(runnable, message, announce, strict=True, **host_options)
+            return handle_one(runnable, message, announce, strict=True, **host_options)
 
         return serve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
 
@@ -549,12 +557,62 @@ async def aserve_host(
     concurrency: int = 4,
     wait: float = 1.0,
     stop: asyncio.Event | None = None,
+    stream: Callable[[str, Any], object] | None = None,
+    astream_message: Callable[..., AsyncIterable[Any]] | None = None,
     **host_options: Any,
 ) -> ServeReport:
-    """Async :func:`serve_host`: :func:`aserve_entry` with ``ahandle_message`` bound."""
+    """Async :func:`serve_host`: :func:`aserve_entry` with ``ahandle_message`` bound.
+
+    With ``stream``, ``astream_message`` handles each message and ``stream(thread_id, event)``
+    is called (and awaited, when it returns an awaitable) with each event.
+    """
+    handle_one = _astreaming(astream_message, stream) if stream is not None else ahandle_message
     with _publishing(entry, host_options) as (entry, host_options):
 
         async def handle(message: dict[str, Any]) -> object:
-            return await ahandle_message(runnable, message, announce, strict=True, **host_options)
+            return await handle_one(runnable, message, announce, strict=True, **host_options)
 
         return await aserve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+
+
+def _streaming(
+    stream_message: Callable[..., Iterable[Any]] | None, stream: Callable[[str, Any], object]
+) -> Callable[..., object]:
+    """``handle_message`` made of a framework's ``stream_message``, each event handed to ``stream``."""
+    if stream_message is None:
+        raise TypeError("stream: this host does not stream (it has no stream_message)")
+    if not callable(stream):
+        raise TypeError(f"stream: expected a callable(thread_id, event), got {stream!r}")
+
+    def handle(runnable: object, message: dict[str, Any], *args: Any, **options: Any) -> object:
+        run: Any = stream_message(runnable, message, *args, **options)
+        thread_id = str(message.get("thread_id"))
+        for event in run:
+            stream(thread_id, event)
+        return run.handled
+
+    return handle
+
+
+def _astreaming(
+    astream_message: Callable[..., AsyncIterable[Any]] | None,
+    stream: Callable[[str, Any], object],
+) -> Callable[..., Awaitable[object]]:
+    """Async :func:`_streaming`: ``stream`` may be a coroutine function."""
+    if astream_message is None:
+        raise TypeError("stream: this host does not stream (it has no astream_message)")
+    if not callable(stream):
+        raise TypeError(f"stream: expected a callable(thread_id, event), got {stream!r}")
+
+    async def handle(
+        runnable: object, message: dict[str, Any], *args: Any, **options: Any
+    ) -> object:
+        run: Any = astream_message(runnable, message, *args, **options)
+        thread_id = str(message.get("thread_id"))
+        async for event in run:
+            shown = stream(thread_id, event)
+            if inspect.isawaitable(shown):
+                await shown
+        return run.handled
+
+    return handle

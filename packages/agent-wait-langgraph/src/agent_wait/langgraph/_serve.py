@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from agent_wait.core import Announce, EntryPoint, ServeReport
 from agent_wait.core.host import aserve_host, serve_host
-from agent_wait.langgraph._host import ahandle_message, handle_message
+from agent_wait.langgraph._host import (
+    ahandle_message,
+    astream_message,
+    handle_message,
+    stream_message,
+)
 
 
 def serve(
@@ -19,6 +25,7 @@ def serve(
     concurrency: int = 4,
     wait: float = 1.0,
     stop: threading.Event | None = None,
+    stream: Callable[[str, Any], object] | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """Run a LangGraph host: receive from ``entry``, :func:`handle_message`, acknowledge.
@@ -37,12 +44,21 @@ def serve(
         concurrency: How many threads are handled at once.
         wait: Seconds each receive waits (the longest a stop waits for it).
         stop: Set it to stop the worker from another thread.
+        stream: ``stream(thread_id, chunk)`` for every chunk of every run: each message is
+            then handled with :func:`stream_message` (``stream_mode`` and ``subgraphs`` among
+            ``host_options``). A ``stream`` that raises stops that run; nothing of it is
+            published and the message is handed out again.
         host_options: ``reply_to``, ``config``, ``clock``, ``trust``, ``interrupt_before``,
-            ``interrupt_after``: passed to :func:`handle_message`.
+            ``interrupt_after`` (and with ``stream``, ``stream_mode``, ``subgraphs``): passed to
+            :func:`handle_message`.
+
+    Raises:
+        TypeError: ``stream_mode`` or ``subgraphs`` without ``stream``.
 
     Returns:
         What was acknowledged, retried and dead-lettered.
     """
+    _check_streaming(stream, host_options)
     return serve_host(
         handle_message,
         graph,
@@ -51,6 +67,8 @@ def serve(
         concurrency=concurrency,
         wait=wait,
         stop=stop,
+        stream=stream,
+        stream_message=stream_message,
         **host_options,
     )
 
@@ -63,9 +81,15 @@ async def aserve(
     concurrency: int = 4,
     wait: float = 1.0,
     stop: asyncio.Event | None = None,
+    stream: Callable[[str, Any], object] | None = None,
     **host_options: Any,
 ) -> ServeReport:
-    """Async :func:`serve` with :func:`ahandle_message` (async checkpointers, nodes and tools)."""
+    """Async :func:`serve` with :func:`ahandle_message` (async checkpointers, nodes and tools).
+
+    With ``stream`` (a function or a coroutine function of ``(thread_id, chunk)``), each
+    message is handled with :func:`astream_message`.
+    """
+    _check_streaming(stream, host_options)
     return await aserve_host(
         ahandle_message,
         graph,
@@ -74,5 +98,14 @@ async def aserve(
         concurrency=concurrency,
         wait=wait,
         stop=stop,
+        stream=stream,
+        astream_message=astream_message,
         **host_options,
     )
+
+
+def _check_streaming(stream: object, host_options: dict[str, Any]) -> None:
+    # Refused here: handle_message would refuse them with every message, each handed out again.
+    options = sorted({"stream_mode", "subgraphs"} & set(host_options))
+    if stream is None and options:
+        raise TypeError(f"{options}: stream options go with stream=(thread_id, chunk) -> None")

@@ -4,13 +4,62 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from agent_wait.core import Announce, EntryPoint, ServeReport
 from agent_wait.core.host import aserve_host, serve_host
 from agent_wait.pydantic_ai._history import HistoryStore
-from agent_wait.pydantic_ai._host import ahandle_message, handle_message
+from agent_wait.pydantic_ai._host import (
+    ahandle_message,
+    astream_message,
+    handle_message,
+    stream_message,
+)
 from pydantic_ai import Agent
+
+UserPrompt = str | Callable[[Mapping[str, Any]], str | None] | None
+"""A new user prompt sent with the deferred results of every resume: text, or a function of
+the answer message that returns it (None: no prompt for that answer)."""
+
+
+def _prompt_for(message: Mapping[str, Any], user_prompt: UserPrompt) -> str | None:
+    if user_prompt is None or "question_id" not in message:
+        return None  # a start message carries its own prompt as input
+    return user_prompt(message) if callable(user_prompt) else user_prompt
+
+
+def _prompted(host: Callable[..., Any], user_prompt: UserPrompt) -> Callable[..., Any]:
+    """``host`` (handle, stream or astream) given each answer's prompt."""
+    if user_prompt is None:
+        return host
+
+    def handle(agent: Any, message: Mapping[str, Any], *args: Any, **options: Any) -> Any:
+        prompt = _prompt_for(message, user_prompt)
+        return host(agent, message, *args, user_prompt=prompt, **options)
+
+    return handle
+
+
+def _aprompted(
+    host: Callable[..., Awaitable[Any]], user_prompt: UserPrompt
+) -> Callable[..., Awaitable[Any]]:
+    if user_prompt is None:
+        return host
+
+    async def handle(agent: Any, message: Mapping[str, Any], *args: Any, **options: Any) -> Any:
+        prompt = _prompt_for(message, user_prompt)
+        return await host(agent, message, *args, user_prompt=prompt, **options)
+
+    return handle
+
+
+def _check_user_prompt(user_prompt: object) -> None:
+    # Refused here: handle_message would refuse it with every message, each handed out again.
+    if user_prompt is not None and not isinstance(user_prompt, str) and not callable(user_prompt):
+        raise TypeError(
+            f"user_prompt: expected text or a function of the answer message, got {user_prompt!r}"
+        )
 
 
 def serve(
@@ -22,6 +71,8 @@ def serve(
     concurrency: int = 4,
     wait: float = 1.0,
     stop: threading.Event | None = None,
+    stream: Callable[[str, Any], object] | None = None,
+    user_prompt: UserPrompt = None,
     **host_options: Any,
 ) -> ServeReport:
     """Run a Pydantic AI host: receive from ``entry``, :func:`handle_message`, acknowledge.
@@ -41,17 +92,31 @@ def serve(
         concurrency: How many threads are handled at once.
         wait: Seconds each receive waits (the longest a stop waits for it).
         stop: Set it to stop the worker from another thread.
+        stream: ``stream(thread_id, event)`` for every Pydantic AI event of every run: each
+            message is then handled with :func:`stream_message`. A ``stream`` that raises
+            stops that run; nothing of it is saved or published and the message is handed out
+            again.
+        user_prompt: A new user prompt sent with the deferred results of each answer
+            (``handle_message(..., user_prompt=...)``): text for every answer, or a function
+            of the answer message (a dict) returning the text or None. Start messages carry
+            their own prompt and get none.
         host_options: ``reply_to``, ``clock``, ``trust`` and run options for
             :func:`handle_message`.
+
+    Raises:
+        TypeError: ``user_prompt`` is neither text nor a function.
     """
+    _check_user_prompt(user_prompt)
     return serve_host(
-        handle_message,
+        _prompted(handle_message, user_prompt),
         agent,
         entry,
         announce,
         concurrency=concurrency,
         wait=wait,
         stop=stop,
+        stream=stream,
+        stream_message=_prompted(stream_message, user_prompt),
         history=history,
         **host_options,
     )
@@ -66,17 +131,26 @@ async def aserve(
     concurrency: int = 4,
     wait: float = 1.0,
     stop: asyncio.Event | None = None,
+    stream: Callable[[str, Any], object] | None = None,
+    user_prompt: UserPrompt = None,
     **host_options: Any,
 ) -> ServeReport:
-    """Async :func:`serve` with :func:`ahandle_message`."""
+    """Async :func:`serve` with :func:`ahandle_message`.
+
+    With ``stream`` (a function or a coroutine function of ``(thread_id, event)``), each
+    message is handled with :func:`astream_message`.
+    """
+    _check_user_prompt(user_prompt)
     return await aserve_host(
-        ahandle_message,
+        _aprompted(ahandle_message, user_prompt),
         agent,
         entry,
         announce,
         concurrency=concurrency,
         wait=wait,
         stop=stop,
+        stream=stream,
+        astream_message=_prompted(astream_message, user_prompt),
         history=history,
         **host_options,
     )

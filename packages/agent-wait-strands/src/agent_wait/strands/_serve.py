@@ -9,7 +9,14 @@ from typing import Any
 
 from agent_wait.core import Announce, EntryPoint, ServeReport
 from agent_wait.core.host import aserve_host, serve_host
-from agent_wait.strands._host import AgentFactory, Runner, ahandle_message, handle_message
+from agent_wait.strands._host import (
+    AgentFactory,
+    Runner,
+    ahandle_message,
+    astream_message,
+    handle_message,
+    stream_message,
+)
 
 
 def serve(
@@ -20,6 +27,7 @@ def serve(
     concurrency: int = 4,
     wait: float = 1.0,
     stop: threading.Event | None = None,
+    stream: Callable[[str, Any], object] | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """Run a Strands host: receive from ``entry``, :func:`handle_message`, acknowledge.
@@ -38,6 +46,9 @@ def serve(
         concurrency: How many threads are handled at once.
         wait: Seconds each receive waits (the longest a stop waits for it).
         stop: Set it to stop the worker from another thread.
+        stream: ``stream(thread_id, event)`` for every Strands event of every run: each
+            message is then handled with :func:`stream_message`. A ``stream`` that raises
+            stops that run; nothing of it is published and the message is handed out again.
         host_options: ``reply_to``, ``clock``, ``trust``, ``prompt``, ``session_repository``,
             ``agent_id``: passed to :func:`handle_message`.
     """
@@ -49,6 +60,8 @@ def serve(
         concurrency=concurrency,
         wait=wait,
         stop=stop,
+        stream=stream,
+        stream_message=stream_message,
         **host_options,
     )
 
@@ -61,9 +74,14 @@ async def aserve(
     concurrency: int = 4,
     wait: float = 1.0,
     stop: asyncio.Event | None = None,
+    stream: Callable[[str, Any], object] | None = None,
     **host_options: Any,
 ) -> ServeReport:
-    """Async :func:`serve` with :func:`ahandle_message` (``agent_factory`` may be async)."""
+    """Async :func:`serve` with :func:`ahandle_message` (``agent_factory`` may be async).
+
+    With ``stream`` (a function or a coroutine function of ``(thread_id, event)``), each
+    message is handled with :func:`astream_message`.
+    """
     return await aserve_host(
         ahandle_message,
         agent_factory,
@@ -72,5 +90,7 @@ async def aserve(
         concurrency=concurrency,
         wait=wait,
         stop=stop,
+        stream=stream,
+        astream_message=astream_message,
         **host_options,
     )
