@@ -5,14 +5,32 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic_ai import Agent, DeferredToolRequests, RunContext, ToolApproved, ToolDenied
+from pydantic_ai.messages import ModelResponse, TextPart
 
-from agent_wait.core import InvalidAnswer, MemoryAnnounce, Outcome
-from agent_wait.pydantic_ai import InMemoryHistory, deferred_results, handle_message, wait
+from agent_wait.core import (
+    InvalidAnswer,
+    MemoryAnnounce,
+    Outcome,
+    SqliteAnnounce,
+    SqliteEntry,
+    SqliteQuestionStore,
+    answer_many,
+)
+from agent_wait.pydantic_ai import (
+    InMemoryHistory,
+    SqliteHistory,
+    deferred_results,
+    handle_message,
+    serve,
+    wait,
+)
 from tests.pydantic_ai.scripted import Script, seen_by_model
+from tests.serving import serving, until
 
 
 def files_agent(script: Script, runs: list[str], verdicts: list[Any]) -> Agent[None, Any]:
@@ -203,3 +221,44 @@ def test_deferred_results_names_the_more_answer_at_fault(script: Callable[..., S
     bad = {"kind": "tool-approved", "override_args": {"x": 1}}
     with pytest.raises(InvalidAnswer, match=r"answer\.override_args: \['x'\]"):
         deferred_results(parked, {**first, "answer": bad})
+
+
+def test_answers_given_as_people_give_them_reach_the_run_through_serve(tmp_path: Path) -> None:
+    # `agent-wait answer ID --json true` and one message answering both calls (more_answers).
+    runs: list[str] = []
+    agent = files_agent(Script(DELETE, ("delete_file", {"path": "/tmp/z"})), runs, [])
+    path = tmp_path / "inbox.sqlite3"
+    entry = SqliteEntry(path, poll_interval=0.02)
+    entry.send({"thread_id": "s", "input": "go"})
+    history = SqliteHistory(tmp_path / "history.sqlite3")
+    with (
+        serving(
+            lambda stop: serve(
+                agent, entry, SqliteAnnounce(path), history=history, wait=0.05, stop=stop
+            )
+        ) as reports,
+        SqliteQuestionStore(path) as store,
+    ):
+        until(lambda: len(store.open_questions()) == 2, "both calls asked")
+        answer_many(
+            {"delete_file-1-0": True, "delete_file-1-1": False},
+            thread_id="s",
+            by="alice",
+            store=store,
+            entry=entry,
+        )
+        until(lambda: final_text(history), "the run finished")
+    [report] = reports
+    assert (report.acknowledged, report.retried, report.dead_lettered) == (2, 0, 0)
+    assert runs == ["delete /tmp/x"]
+    seen = seen_by_model(final_text(history))
+    assert seen["delete_file-1-1"] == {"content": ToolDenied().message, "outcome": "denied"}
+
+
+def final_text(history: SqliteHistory) -> str:
+    """The text the model ended thread ``s`` with; empty while it has not."""
+    messages = history.load("s")
+    last = messages[-1] if messages else None
+    if isinstance(last, ModelResponse) and isinstance(last.parts[0], TextPart):
+        return last.parts[0].content
+    return ""
