@@ -8,9 +8,10 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
-from agent_wait.core import MemoryAnnounce, Outcome
+from agent_wait.core import MemoryAnnounce, Outcome, SqliteAnnounce
 from agent_wait.langgraph import ahandle_message, handle_message, stream_message
 from tests.langgraph.conftest import INTERRUPT_ID, answer
+from tests.langgraph.test_cli_answers import cli, received
 
 CONFIG = {"configurable": {"thread_id": "t"}}
 START_MESSAGE = {"thread_id": "t", "input": {"to": "ops@example.com"}}
@@ -193,3 +194,15 @@ def test_a_streaming_host_asks_and_streams_the_rest(inbox: MemoryAnnounce) -> No
 def test_a_breakpoint_given_as_one_node_name_is_refused(inbox: MemoryAnnounce) -> None:
     with pytest.raises(TypeError, match=r"interrupt_before: expected a list of node names"):
         handle_message(mail_graph([]), START_MESSAGE, inbox, interrupt_before="send")
+
+
+def test_a_breakpoint_is_reviewed_with_the_cli() -> None:
+    sent: list[str] = []
+    graph = mail_graph(sent, interrupt_before=["send"])
+    [envelope] = handle_message(graph, START_MESSAGE, SqliteAnnounce()).report.envelopes
+    code, _, err = cli("answer", envelope.question_id, "reject", "--answer", '{"reason": "typo"}')
+    assert (code, err) == (0, "")
+    [message] = received()
+    assert handle_message(graph, message, SqliteAnnounce()).outcome is Outcome.RESUMED
+    assert graph.get_state(CONFIG).metadata["agent_wait_breakpoint_reason"] == "typo"
+    assert sent == []
