@@ -447,13 +447,22 @@ class Answer(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _each_question_once(self) -> Answer:
+    def _each_question_once_in_one_thread(self) -> Answer:
         if not self.more_answers:
             return self  # one answer: nothing to repeat
         ids = [self.question_id, *(m.question_id for m in self.more_answers)]
         twice = sorted({i for i in ids if ids.count(i) > 1})
         if twice:
             raise ValueError(f"more_answers: question {twice[0]!r} is answered twice")
+        for index, more in enumerate(self.more_answers):
+            # A token is checked against the thread its answer names: an item naming another
+            # thread would pass with that thread's token and resume this one.
+            other = (more.model_extra or {}).get("thread_id", self.thread_id)
+            if other != self.thread_id:
+                raise ValueError(
+                    f"more_answers[{index}].thread_id: {other!r} is not the message's thread_id "
+                    f"{self.thread_id!r}; one message answers questions of one thread"
+                )
         return self
 
     def entries(self) -> list[Answer]:
@@ -466,7 +475,7 @@ class Answer(BaseModel):
         return [
             first,
             *(
-                Answer.model_validate({"thread_id": self.thread_id, **m.model_dump(), **by})
+                Answer.model_validate({**m.model_dump(), "thread_id": self.thread_id, **by})
                 for m in self.more_answers
             ),
         ]
