@@ -44,6 +44,10 @@ class TestDynamoDbQuestionStore(StoreContract):
     def test_racing_closes_have_one_winner(self, contract_store: QuestionStore) -> None:
         """Not checkable on moto (see the skip reason)."""
 
+    @pytest.mark.skip(reason="moto: racing conditional writes, as for racing closes")
+    def test_racing_sends_have_one_winner(self, contract_store: QuestionStore) -> None:
+        """Not checkable on moto (see the skip reason of racing closes)."""
+
 
 def ask(aws: Aws, **policy: Any) -> None:
     publish(

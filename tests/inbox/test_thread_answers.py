@@ -132,17 +132,20 @@ class RacingStore(SqliteQuestionStore):
         self.inbox = path
         self.raced = False
 
-    def transition(
+    def begin_send(
         self,
         thread_id: str,
         question_id: str,
         status: QuestionStatus,
         *,
         by: str,
-        answer: Any = None,
+        answer: Any,
+        message: dict[str, Any],
         at: datetime | None = None,
     ) -> Transition:
-        won = super().transition(thread_id, question_id, status, by=by, answer=answer, at=at)
+        won = super().begin_send(
+            thread_id, question_id, status, by=by, answer=answer, message=message, at=at
+        )
         if question_id == "q1" and not self.raced:
             self.raced = True
             answer_elsewhere(self.inbox, "q2", "reject")

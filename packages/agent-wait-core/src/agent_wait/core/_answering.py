@@ -2,8 +2,10 @@
 
 Both record the close in the question store first, through its compare-and-set, and only the
 winner sends: two approvers (or an approver and the sweeper, or two sweepers) racing on one
-question send exactly one answer. When the send fails the close is undone, so the question is
-open again and nothing was sent.
+question send exactly one answer. With a :class:`SendingStore` the close is ``sending`` until
+the transport confirms the message; a send whose outcome is unknown (a timeout: the message may
+have arrived) keeps it ``sending`` with the exact message, which only :func:`resend` or the
+sweeper settle by sending it again. A send refused before anything left reopens the question.
 """
 
 from __future__ import annotations
@@ -11,10 +13,12 @@ from __future__ import annotations
 import getpass
 import json
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 from typing import Any, cast
+
+from pydantic import ValidationError
 
 from agent_wait.core._announce import BaseAnnounce, Delivery
 from agent_wait.core._answer_schema import schema_problem
@@ -32,13 +36,19 @@ from agent_wait.core._sqlite_store import SqliteQuestionStore
 from agent_wait.core._store import (
     QuestionStatus,
     QuestionStore,
+    SendingStore,
     StoredQuestion,
+    Transition,
     parse_now,
 )
 
 logger = logging.getLogger("agent_wait.core.answer")
 
 SWEEPER = "sweeper"
+RESEND_AFTER = timedelta(minutes=1)
+"""How long a question stays ``sending`` before the sweeper sends its message again: a send
+still in flight (a slow transport retrying) is left alone until then."""
+EXPIRED_STATUS = QuestionStatus.EXPIRED.value
 
 
 class QuestionNotFound(AgentWaitError, LookupError):
@@ -63,6 +73,35 @@ class QuestionClosed(AgentWaitError):
             f"{question.describe_close()}; nothing sent"
         )
         self.question = question
+
+
+class SendUnconfirmed(AgentWaitError):
+    """The answer was sent but the entry point did not confirm it: it may have arrived.
+
+    A timeout or a lost connection after the request may have reached the transport. The
+    questions stay ``sending`` with the exact message; nobody else can answer them, and
+    :func:`resend` (``agent-wait resend``) or the sweeper send that same message again until
+    the transport confirms it.
+
+    Attributes:
+        questions: The questions left ``sending``.
+        message: The message whose outcome is unknown.
+    """
+
+    def __init__(
+        self, questions: list[StoredQuestion], message: dict[str, Any], error: BaseException
+    ) -> None:
+        first = questions[0].envelope
+        ids = ", ".join(q.envelope.question_id for q in questions)
+        super().__init__(
+            f"question {ids} (thread {first.thread_id}): the answer was sent but the entry point "
+            f"did not confirm it ({type(error).__name__}); it may have arrived, so the question "
+            f"stays sending with this answer and no other can be given: run 'agent-wait resend "
+            f"{first.question_id} --thread {first.thread_id}' (or let the sweeper) send the same "
+            "message again"
+        )
+        self.questions = questions
+        self.message = message
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,28 +195,19 @@ def _close_and_send(
 
     The closed questions and the message, or the winner's close of the first question someone
     else closed first (those this call had closed are open again, and nothing was sent).
+
+    Raises:
+        SendUnconfirmed: The send's outcome is unknown; the questions stay ``sending``.
     """
     at = parse_now(at)
     message = reply_all(answers, at, by)
-    closed: list[StoredQuestion] = []
-    try:
-        for question, value in answers:
-            envelope = question.envelope
-            done = store.transition(
-                envelope.thread_id, envelope.question_id, status, by=by, answer=value, at=at
-            )
-            if not done.won:
-                for mine in closed:
-                    store.reopen(mine)
-                return done.question
-            closed.append(done.question)
-        entry.send(message)
-    except BaseException:
-        # Not sent: open again, so a retry (or the sweeper) can still answer them.
-        for mine in closed:
-            store.reopen(mine)
-        raise
-    for question in closed:
+    if not isinstance(store, SendingStore):
+        outcome = _close_then_send(store, entry, answers, message, status, by, at)
+    else:
+        outcome = _send_held(store, entry, answers, message, status, by, at)
+    if isinstance(outcome, StoredQuestion):
+        return outcome
+    for question in outcome:
         logger.info(
             "question %s of thread %s %s by %s; answer sent to %s",
             question.envelope.question_id,
@@ -186,7 +216,116 @@ def _close_and_send(
             by,
             entry.name,
         )
-    return closed, message
+    return outcome, message
+
+
+def _close_all(
+    answers: list[tuple[StoredQuestion, Any]],
+    close: Callable[[StoredQuestion, Any], Transition],
+    reopen: Callable[[StoredQuestion], bool],
+) -> list[StoredQuestion] | StoredQuestion:
+    """Close every question, or none: the winner's close of the first someone else closed first."""
+    closed: list[StoredQuestion] = []
+    try:
+        for question, value in answers:
+            done = close(question, value)
+            if not done.won:
+                for mine in closed:
+                    reopen(mine)
+                return done.question
+            closed.append(done.question)
+    except BaseException:
+        for mine in closed:
+            reopen(mine)
+        raise
+    return closed
+
+
+def _close_then_send(
+    store: QuestionStore,
+    entry: EntryPoint,
+    answers: list[tuple[StoredQuestion, Any]],
+    message: dict[str, Any],
+    status: QuestionStatus,
+    by: str,
+    at: datetime,
+) -> list[StoredQuestion] | StoredQuestion:
+    """A store that cannot hold a message being sent: closed, and reopened if the send fails."""
+
+    def close(question: StoredQuestion, value: Any) -> Transition:
+        envelope = question.envelope
+        return store.transition(
+            envelope.thread_id, envelope.question_id, status, by=by, answer=value, at=at
+        )
+
+    closed = _close_all(answers, close, store.reopen)
+    if isinstance(closed, StoredQuestion):
+        return closed
+    try:
+        entry.send(message)
+    except BaseException:
+        for mine in closed:
+            store.reopen(mine)
+        raise
+    return closed
+
+
+def _send_held(
+    store: SendingStore,
+    entry: EntryPoint,
+    answers: list[tuple[StoredQuestion, Any]],
+    message: dict[str, Any],
+    status: QuestionStatus,
+    by: str,
+    at: datetime,
+) -> list[StoredQuestion] | StoredQuestion:
+    """Hold every question ``sending`` with the message, send it, and settle them when confirmed."""
+
+    def close(question: StoredQuestion, value: Any) -> Transition:
+        envelope = question.envelope
+        return store.begin_send(
+            envelope.thread_id,
+            envelope.question_id,
+            status,
+            by=by,
+            answer=value,
+            message=message,
+            at=at,
+        )
+
+    held = _close_all(answers, close, store.reopen)
+    if isinstance(held, StoredQuestion):
+        return held
+    try:
+        entry.send(message)
+    except (ValidationError, ConnectionRefusedError):
+        # Refused before anything left (the message, or the connection): open again.
+        for mine in held:
+            store.reopen(mine)
+        raise
+    except Exception as error:
+        # The request may have reached the transport: the questions stay sending.
+        logger.warning(
+            "question %s of thread %s: the send of its answer was not confirmed (%s); left "
+            "sending, to be sent again",
+            held[0].envelope.question_id,
+            held[0].envelope.thread_id,
+            type(error).__name__,
+        )
+        raise SendUnconfirmed(held, message, error) from error
+    return [_settled(store, question) for question in held]
+
+
+def _settled(store: SendingStore, sending: StoredQuestion) -> StoredQuestion:
+    """The question closed as it said it would, once its message was confirmed.
+
+    Someone who sent the same message meanwhile (a resend, the sweeper) may have settled it
+    first: it is closed the same way either way.
+    """
+    store.end_send(sending)
+    return replace(
+        sending, status=sending.closes_as or sending.status, message=None, closes_as=None
+    )
 
 
 def reply_all(
@@ -440,12 +579,15 @@ def resend(
     store: QuestionStore | None = None,
     entry: EntryPoint | None = None,
 ) -> dict[str, Any]:
-    """Send the recorded answer of an answered or expired question again; return the message.
+    """Send the recorded answer of a sending, answered or expired question again; return it.
 
-    For the one gap of :func:`answer` and :func:`sweep`: the answer is recorded before it is
-    sent, so a process that dies in between leaves a question closed whose answer never left.
-    A second copy of an answer that did arrive is harmless: the host reports it as a duplicate
-    and runs nothing.
+    A ``sending`` question (its send was not confirmed) gets the exact message recorded for it,
+    so a transport that deduplicates on content drops a copy that had arrived; once the entry
+    point takes it, every question that message answers is settled (``answered`` or
+    ``expired``). Also for the gap of a store without ``sending``: the answer is recorded before
+    it is sent, so a process that dies in between leaves a question closed whose answer never
+    left. A second copy of an answer that did arrive is harmless: the host reports it as a
+    duplicate and runs nothing.
 
     Raises:
         QuestionNotFound: No such question, or several threads asked it and no thread was named.
@@ -455,6 +597,13 @@ def resend(
     store = store if store is not None else default_store()
     try:
         question = _lookup(store, question_id, thread_id)
+        if question.status == QuestionStatus.SENDING and isinstance(store, SendingStore):
+            entry = entry if entry is not None else answer_entry(question)
+            try:
+                return _resend_held(store, entry, question)
+            finally:
+                if own_entry:
+                    entry.close()
     finally:
         if own_store:
             store.close()
@@ -479,6 +628,32 @@ def resend(
     finally:
         if own_entry:
             entry.close()
+    return message
+
+
+def _resend_held(
+    store: SendingStore, entry: EntryPoint, question: StoredQuestion
+) -> dict[str, Any]:
+    """Send a ``sending`` question's message again; settle every question it answers."""
+    message = question.message
+    if message is None:
+        raise NothingToResend(
+            f"question {question.envelope.question_id} (thread {question.envelope.thread_id}) is "
+            "sending but holds no message"
+        )
+    entry.send(message)
+    thread_id = question.envelope.thread_id
+    ids = [message["question_id"], *(m["question_id"] for m in message.get("more_answers", []))]
+    for other_id in ids:
+        for other in store.find(other_id, thread_id):
+            if other.status == QuestionStatus.SENDING and other.message == message:
+                store.end_send(other)
+    logger.info(
+        "answer to question %s of thread %s sent again to %s; settled",
+        question.envelope.question_id,
+        thread_id,
+        entry.name,
+    )
     return message
 
 
@@ -523,9 +698,13 @@ class SweepReport:
     Attributes:
         expired: Questions this sweep expired and answered with their ``default``.
         overdue: Open questions past ``expires_at`` without a ``default``: left open.
-        failed: Questions whose ``default`` could not be sent (left open), with the error.
+        failed: Questions whose ``default`` could not be sent (left open, or ``sending`` when
+            the send's outcome is unknown), or whose held message could not be sent again
+            (left ``sending``), with the error.
         events: The ``wait.expired`` lifecycle event deliveries, one per opted-in announcer
             and expired question; failures are here, not raised.
+        resent: ``sending`` questions (a send whose outcome was unknown) whose message this
+            sweep sent again and settled (``answered`` or ``expired``).
     """
 
     expired: list[StoredQuestion] = field(default_factory=list[StoredQuestion])
@@ -534,6 +713,7 @@ class SweepReport:
         default_factory=list[tuple[StoredQuestion, str]]
     )
     events: list[Delivery] = field(default_factory=list[Delivery])
+    resent: list[StoredQuestion] = field(default_factory=list[StoredQuestion])
 
 
 def sweep(
@@ -550,6 +730,11 @@ def sweep(
     sent as an ordinary answer; exactly once, even with several sweepers at the same time.
     Questions without a default stay open and are reported as overdue. A send that fails
     leaves its question open (the next sweep tries again) and is reported, not raised.
+
+    First, every question ``sending`` for longer than :data:`RESEND_AFTER` (an answer or
+    default whose send was not confirmed) has its recorded message sent again, the same
+    message, and is settled once the entry point takes it; one that fails again stays
+    ``sending`` for the next sweep. A younger one is left to the send still in flight.
 
     Args:
         store: The question store (default: the inbox of the configured sqlite announcer).
@@ -584,21 +769,25 @@ def _sweep(
     store = store if store is not None else default_store()
     report = SweepReport()
     built: dict[str, EntryPoint] = {}  # by reply_to: one entry point per place answers go
+
+    def target_of(question: StoredQuestion) -> EntryPoint:
+        if entry is not None:
+            return entry
+        key = json.dumps(question.envelope.reply_to, sort_keys=True)
+        return built.get(key) or built.setdefault(key, answer_entry(question))
+
     try:
+        if isinstance(store, SendingStore):
+            _resend_all_held(store, target_of, report, moment - RESEND_AFTER)
         due = store.open_questions_past(moment)
         for question in due:
             if question.envelope.default is None:
                 report.overdue.append(question)
                 continue
             try:
-                if entry is not None:
-                    target = entry
-                else:
-                    key = json.dumps(question.envelope.reply_to, sort_keys=True)
-                    target = built.get(key) or built.setdefault(key, answer_entry(question))
                 outcome = _close_and_send(
                     store,
-                    target,
+                    target_of(question),
                     [(question, question.envelope.default)],
                     QuestionStatus.EXPIRED,
                     by,
@@ -606,18 +795,21 @@ def _sweep(
                 )
             except Exception as error:  # noqa: BLE001 - one failed send must not stop the sweep
                 logger.error(
-                    "question %s of thread %s: its default could not be sent (%s); left open",
+                    "question %s of thread %s: its default could not be sent (%s); left %s",
                     question.envelope.question_id,
                     question.envelope.thread_id,
                     type(error).__name__,
+                    "sending" if isinstance(error, SendUnconfirmed) else "open",
                 )
                 report.failed.append((question, f"{type(error).__name__}: {error}"))
                 continue
             if not isinstance(outcome, StoredQuestion):
                 report.expired.extend(outcome[0])
-        if report.expired and announce is None and not _configuration_opts_in():
+        # A default settled now, after an unconfirmed send, is announced now.
+        expired = [*report.expired, *(q for q in report.resent if q.status == EXPIRED_STATUS)]
+        if expired and announce is None and not _configuration_opts_in():
             announce = ()  # no entry opted in: the configured announcers are not even built
-        if report.expired and event_announcers(announce, EXPIRED_TYPE):
+        if expired and event_announcers(announce, EXPIRED_TYPE):
             events = [
                 lifecycle_event(
                     EXPIRED_TYPE,
@@ -627,7 +819,7 @@ def _sweep(
                     by=q.answered_by,
                     at=parse_now(q.answered_at),
                 )
-                for q in report.expired
+                for q in expired
             ]
             report.events.extend(publish_events(events, announce))
     finally:
@@ -636,6 +828,38 @@ def _sweep(
         if own_store:
             store.close()
     return report
+
+
+def _resend_all_held(
+    store: SendingStore,
+    target_of: Callable[[StoredQuestion], EntryPoint],
+    report: SweepReport,
+    held_before: datetime,
+) -> None:
+    """Send every message held since before ``held_before`` again, once; settle its questions."""
+    tried: dict[str, Exception | None] = {}  # by message: the questions of one share its send
+    for question in store.sending_questions():
+        message = question.message
+        if message is None or parse_now(question.answered_at) > held_before:
+            continue
+        key = json.dumps(message, sort_keys=True)
+        if key not in tried:
+            try:
+                target_of(question).send(message)
+                tried[key] = None
+            except Exception as error:  # noqa: BLE001 - one failed send must not stop the sweep
+                tried[key] = error
+        error = tried[key]
+        if error is None:
+            report.resent.append(_settled(store, question))
+            continue
+        logger.error(
+            "question %s of thread %s: its held answer could not be sent again (%s); left sending",
+            question.envelope.question_id,
+            question.envelope.thread_id,
+            type(error).__name__,
+        )
+        report.failed.append((question, f"{type(error).__name__}: {error}"))
 
 
 def _configuration_opts_in() -> bool:

@@ -194,6 +194,12 @@ def _sweep_once(args: argparse.Namespace) -> int:
         report = sweep(store=store, now=args.now, by=args.by)
     finally:
         store.close()
+    for question in report.resent:
+        envelope = question.envelope
+        print(
+            f"resent {envelope.question_id} (thread {envelope.thread_id}): its unconfirmed "
+            f"answer was sent again; {question.describe_close()}"
+        )
     for question in report.expired:
         envelope = question.envelope
         print(
@@ -207,7 +213,10 @@ def _sweep_once(args: argparse.Namespace) -> int:
             f"{envelope.expires_at}): no default, left open"
         )
     for question, error in report.failed:
-        _error(f"{question.envelope.question_id}: default not sent ({error}); left open")
+        held = question.status == "sending"
+        state = "sending" if held or error.startswith("SendUnconfirmed") else "open"
+        what = "held answer" if held else "default"
+        _error(f"{question.envelope.question_id}: {what} not sent ({error}); left {state}")
     # wait.expired to the configured announcers that opted in (lifecycle_events).
     for event in report.events:
         if event.ok:

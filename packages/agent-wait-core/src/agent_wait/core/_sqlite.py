@@ -53,7 +53,7 @@ FIELDS = (
 _TEXT_FIELDS = frozenset({"type", "event_id", "thread_id", "question_id", "answer_ttl"})
 _COLUMNS = ("pk", "sk", "status", *FIELDS, "envelope")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-LIFECYCLE_COLUMNS = ("answered_at", "answered_by", "answer")
+LIFECYCLE_COLUMNS = ("answered_at", "answered_by", "answer", "message", "closes_as")
 """Columns the question store fills when a question is closed (added to older files on open)."""
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 

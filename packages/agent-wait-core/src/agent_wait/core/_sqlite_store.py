@@ -20,9 +20,10 @@ from agent_wait.core._store import (
     check_limit,
     closing_status,
     parse_now,
+    sending_status,
 )
 
-_SELECT = "SELECT envelope, status, answered_at, answered_by, answer FROM"
+_SELECT = "SELECT envelope, status, answered_at, answered_by, answer, message, closes_as FROM"
 
 
 class SqliteQuestionStore(Closing):
@@ -33,7 +34,8 @@ class SqliteQuestionStore(Closing):
     lifecycle columns existed is migrated on open by adding them.
 
     Closing a question is one ``UPDATE ... WHERE status = 'open'``: with any number of threads
-    and processes racing on one question, exactly one update changes the row.
+    and processes racing on one question, exactly one update changes the row. It is a
+    :class:`SendingStore`: an answer being sent is held in the row (``sending``).
 
     Args:
         path: The database file; the same default as the sqlite announcer
@@ -101,6 +103,10 @@ class SqliteQuestionStore(Closing):
             rows = connection.execute(query, (*params, check_limit(limit))).fetchall()
         return [_stored(row) for row in rows]
 
+    def sending_questions(self) -> list[StoredQuestion]:
+        """Every question in ``sending``, earliest deadline first (:class:`SendingStore`)."""
+        return self._select("status = ?", [QuestionStatus.SENDING.value])
+
     def transition(
         self,
         thread_id: str,
@@ -118,14 +124,48 @@ class SqliteQuestionStore(Closing):
             LookupError: No such question.
         """
         status = closing_status(status, by)
+        return self._close(thread_id, question_id, status.value, by, answer, at)
+
+    def begin_send(
+        self,
+        thread_id: str,
+        question_id: str,
+        status: QuestionStatus,
+        *,
+        by: str,
+        answer: Any,
+        message: dict[str, Any],
+        at: datetime | None = None,
+    ) -> Transition:
+        """Close an open question as ``sending``, holding ``message`` (:class:`SendingStore`).
+
+        Raises:
+            ValueError: ``status`` is not ``answered`` or ``expired``, or ``by`` is empty.
+            LookupError: No such question.
+        """
+        status = sending_status(status, by, message)
+        sending = (_text(message), status.value)
+        return self._close(
+            thread_id, question_id, QuestionStatus.SENDING.value, by, answer, at, sending
+        )
+
+    def _close(
+        self,
+        thread_id: str,
+        question_id: str,
+        status: str,
+        by: str,
+        answer: Any,
+        at: datetime | None,
+        sending: tuple[str, str] | tuple[None, None] = (None, None),
+    ) -> Transition:
         stamp = format_utc(parse_now(at))
-        text = json.dumps(answer, ensure_ascii=False, separators=(",", ":"))
         key = (f"THREAD#{thread_id}", f"WAIT#{question_id}")
         with self._store.connect() as connection:
             cursor = connection.execute(
                 f'UPDATE "{self._table}" SET status = ?, answered_at = ?, answered_by = ?, '
-                "answer = ? WHERE pk = ? AND sk = ? AND status = ?",
-                (status.value, stamp, by, text, *key, QuestionStatus.OPEN.value),
+                "answer = ?, message = ?, closes_as = ? WHERE pk = ? AND sk = ? AND status = ?",
+                (status, stamp, by, _text(answer), *sending, *key, QuestionStatus.OPEN.value),
             )
             won = cursor.rowcount == 1
             row = connection.execute(
@@ -141,7 +181,8 @@ class SqliteQuestionStore(Closing):
         with self._store.connect() as connection:
             cursor = connection.execute(
                 f'UPDATE "{self._table}" SET status = ?, answered_at = NULL, answered_by = NULL, '
-                "answer = NULL WHERE pk = ? AND sk = ? AND status = ? AND answered_at IS ? "
+                "answer = NULL, message = NULL, closes_as = NULL "
+                "WHERE pk = ? AND sk = ? AND status = ? AND answered_at IS ? "
                 "AND answered_by IS ? AND answer IS ?",
                 (
                     QuestionStatus.OPEN.value,
@@ -150,7 +191,28 @@ class SqliteQuestionStore(Closing):
                     closed.status,
                     closed.answered_at,
                     closed.answered_by,
-                    json.dumps(closed.answer, ensure_ascii=False, separators=(",", ":")),
+                    _text(closed.answer),
+                ),
+            )
+        return cursor.rowcount == 1
+
+    def end_send(self, sending: StoredQuestion) -> bool:
+        """``sending -> closes_as`` if the row is still as ``sending`` left it (:class:`SendingStore`)."""
+        envelope = sending.envelope
+        if sending.status != QuestionStatus.SENDING or sending.message is None:
+            return False
+        with self._store.connect() as connection:
+            cursor = connection.execute(
+                f'UPDATE "{self._table}" SET status = closes_as, message = NULL, closes_as = NULL '
+                "WHERE pk = ? AND sk = ? AND status = ? AND answered_at IS ? "
+                "AND answered_by IS ? AND message = ?",
+                (
+                    f"THREAD#{envelope.thread_id}",
+                    f"WAIT#{envelope.question_id}",
+                    QuestionStatus.SENDING.value,
+                    sending.answered_at,
+                    sending.answered_by,
+                    _text(sending.message),
                 ),
             )
         return cursor.rowcount == 1
@@ -163,12 +225,19 @@ class SqliteQuestionStore(Closing):
         return f"<SqliteQuestionStore path={str(self.path)!r} table={self._table!r}>"
 
 
+def _text(value: Any) -> str:
+    # One spelling, so a compare-and-set on the text matches what was written.
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
 def _stored(row: tuple[Any, ...]) -> StoredQuestion:
-    envelope, status, answered_at, answered_by, answer = row
+    envelope, status, answered_at, answered_by, answer, message, closes_as = row
     return StoredQuestion(
         envelope=WaitEnvelope.model_validate_json(envelope),
         status=status,
         answered_at=answered_at,
         answered_by=answered_by,
         answer=None if answer is None else json.loads(answer),
+        message=None if message is None else json.loads(message),
+        closes_as=closes_as,
     )

@@ -3,6 +3,12 @@
 A question is ``open`` until exactly one of ``answered``, ``expired`` or ``cancelled`` closes
 it. Closing is a compare-and-set on ``status = 'open'``: of two approvers (or an approver and the
 sweeper) racing on one question, one wins and the other is told who won, when, and with what.
+
+A store that is also a :class:`SendingStore` closes an answered or expired question in two
+steps: ``open -> sending`` (holding the exact answer message) before the message is sent, then
+``sending -> answered | expired`` once the transport took it. A send whose outcome is unknown
+(a timeout after the request may have reached the transport) leaves the question ``sending``:
+nobody else can answer it, and only sending that same message again settles it.
 """
 
 from __future__ import annotations
@@ -16,10 +22,13 @@ from agent_wait.core._models import WaitEnvelope
 
 
 class QuestionStatus(StrEnum):
-    """Where a question is in its lifecycle: ``open -> answered | expired | cancelled``."""
+    """Where a question is in its lifecycle: ``open -> [sending ->] answered | expired | cancelled``."""
 
     OPEN = "open"
     """Published, nobody has answered it yet."""
+    SENDING = "sending"
+    """Answered (or expired by the sweeper), its answer message recorded and being sent; the
+    transport has not confirmed it yet. Nobody else can answer it meanwhile."""
     ANSWERED = "answered"
     """Someone answered it; the answer was sent to the agent's entry point."""
     EXPIRED = "expired"
@@ -42,6 +51,10 @@ class StoredQuestion:
         answered_at: When it was closed (RFC 3339 UTC), or None while open.
         answered_by: Who or what closed it (an approver's name, ``sweeper``), or None.
         answer: The answer sent (the ``default`` for an expired question), or None.
+        message: While ``sending``: the exact answer message, to send again until the
+            transport confirms it; else None.
+        closes_as: While ``sending``: ``answered`` or ``expired``, what the question becomes
+            once the message is confirmed; else None.
     """
 
     envelope: WaitEnvelope
@@ -49,6 +62,8 @@ class StoredQuestion:
     answered_at: str | None = None
     answered_by: str | None = None
     answer: Any = None
+    message: dict[str, Any] | None = None
+    closes_as: str | None = None
 
     @property
     def is_open(self) -> bool:
@@ -61,6 +76,11 @@ class StoredQuestion:
             return "open"
         by = f" by {self.answered_by}" if self.answered_by else ""
         at = f" at {self.answered_at}" if self.answered_at else ""
+        if self.status == QuestionStatus.SENDING:
+            return (
+                f"being sent ({self.closes_as or 'answered'}{by}{at}; the transport has not "
+                "confirmed it yet: the sweeper or agent-wait resend sends it again)"
+            )
         return f"{self.status}{by}{at}"
 
 
@@ -157,6 +177,74 @@ class QuestionStore(Protocol):
 
     def close(self) -> None:
         """Release connections."""
+        ...
+
+
+SENDS = frozenset({QuestionStatus.ANSWERED, QuestionStatus.EXPIRED})
+"""The closes that send an answer message, and so may pass through ``sending``."""
+
+
+def sending_status(status: QuestionStatus | str, by: str, message: Any) -> QuestionStatus:
+    """Check the arguments of a ``SendingStore.begin_send`` before it touches storage.
+
+    Returns:
+        ``status`` as a ``QuestionStatus``.
+
+    Raises:
+        ValueError: ``status`` is not ``answered`` or ``expired``, ``by`` is empty, or
+            ``message`` is not an answer message (an object).
+    """
+    status = closing_status(status, by)
+    if status not in SENDS:
+        raise ValueError(
+            f"status: expected one of {sorted(s.value for s in SENDS)}, got {status.value!r}"
+        )
+    if not isinstance(message, dict) or "question_id" not in message:
+        raise ValueError(f"message: expected the answer message being sent, got {message!r}")
+    return status
+
+
+@runtime_checkable
+class SendingStore(QuestionStore, Protocol):
+    """A question store that holds an answer while it is being sent (``sending``).
+
+    With one, an answer whose send has an unknown outcome (a timeout after the request may have
+    reached the transport) keeps its question ``sending`` instead of reopening it, so no second
+    answer can follow one the agent may already have. The sqlite, PostgreSQL and DynamoDB
+    stores are all one; with a store that is not, a failed send reopens the question.
+    """
+
+    def begin_send(
+        self,
+        thread_id: str,
+        question_id: str,
+        status: QuestionStatus,
+        *,
+        by: str,
+        answer: Any,
+        message: dict[str, Any],
+        at: datetime | None = None,
+    ) -> Transition:
+        """Close an open question as ``sending`` (compare-and-set on ``open``).
+
+        Records who, when and the answer as :meth:`~QuestionStore.transition` does, plus the
+        exact ``message`` and ``status`` (``answered`` or ``expired``) as ``closes_as``.
+
+        Raises:
+            ValueError: ``status`` is not ``answered`` or ``expired``, or ``by`` is empty.
+            LookupError: No such question.
+        """
+        ...
+
+    def end_send(self, sending: StoredQuestion) -> bool:
+        """The transport took the message: ``sending -> closes_as``, dropping the message.
+
+        Only if the question is still exactly as ``sending`` left it; True if this call did it.
+        """
+        ...
+
+    def sending_questions(self) -> list[StoredQuestion]:
+        """Every question in ``sending``, earliest deadline first."""
         ...
 
 

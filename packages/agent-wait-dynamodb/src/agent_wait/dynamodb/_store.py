@@ -19,6 +19,7 @@ from agent_wait.core import (
     closing_status,
     format_utc,
     history_key,
+    sending_status,
 )
 from agent_wait.dynamodb._announcer import _already_written  # pyright: ignore[reportPrivateUsage]
 from agent_wait.dynamodb._options import DynamoDbOptions
@@ -43,7 +44,8 @@ class DynamoDbQuestionStore:
     racing closes exactly one succeeds; the others read the winner's row. A closed row leaves
     the ``open`` partition of the ``by_status`` index, so the overdue query no longer sees it.
     ``find`` with a thread id is a ``GetItem``; without one it scans the table (filtering on
-    ``question_id``): pass the thread when you have it.
+    ``question_id``): pass the thread when you have it. It is a ``SendingStore``: an answer
+    being sent is held in the item (``status`` ``sending``, its ``message`` as JSON text).
 
     Args:
         table: A boto3 ``Table`` resource (``boto3.resource("dynamodb").Table(name)``).
@@ -120,6 +122,10 @@ class DynamoDbQuestionStore:
             for envelope in open_questions_past(self._table, moment)
         ]
 
+    def sending_questions(self) -> list[StoredQuestion]:
+        """Every question in ``sending`` (the ``sending`` partition of ``by_status``)."""
+        return self._partition(QuestionStatus.SENDING.value)
+
     def transition(
         self,
         thread_id: str,
@@ -137,21 +143,57 @@ class DynamoDbQuestionStore:
             LookupError: No such question.
         """
         status = closing_status(status, by)
+        return self._close(thread_id, question_id, status.value, by, answer, at, {})
+
+    def begin_send(
+        self,
+        thread_id: str,
+        question_id: str,
+        status: QuestionStatus,
+        *,
+        by: str,
+        answer: Any,
+        message: dict[str, Any],
+        at: datetime | None = None,
+    ) -> Transition:
+        """Close an open question as ``sending``, holding ``message`` (a ``SendingStore``).
+
+        Raises:
+            ValueError: ``status`` is not ``answered`` or ``expired``, or ``by`` is empty.
+            LookupError: No such question.
+        """
+        status = sending_status(status, by, message)
+        sending = {"message": _message_text(message), "closes_as": status.value}
+        return self._close(thread_id, question_id, "sending", by, answer, at, sending)
+
+    def _close(
+        self,
+        thread_id: str,
+        question_id: str,
+        status: str,
+        by: str,
+        answer: Any,
+        at: datetime | None,
+        sending: dict[str, str],
+    ) -> Transition:
         stamp = format_utc(_moment(at))
         # Numbers as DynamoDB stores them (Decimal), as the announcer writes the envelope.
         stored = json.loads(json.dumps(answer), parse_float=Decimal)
+        update = "SET #s = :s, answered_at = :at, answered_by = :by, answer = :a"
+        update += "".join(f", {name} = :{name}" for name in sending)
         try:
             response = self._table.update_item(
                 Key={"pk": f"THREAD#{thread_id}", "sk": f"WAIT#{question_id}"},
-                UpdateExpression="SET #s = :s, answered_at = :at, answered_by = :by, answer = :a",
+                UpdateExpression=update,
                 ConditionExpression="attribute_exists(pk) AND #s = :open",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={
-                    ":s": status.value,
+                    ":s": status,
                     ":at": stamp,
                     ":by": by,
                     ":a": stored,
                     ":open": QuestionStatus.OPEN.value,
+                    **{f":{name}": value for name, value in sending.items()},
                 },
                 ReturnValues="ALL_NEW",
             )
@@ -173,7 +215,9 @@ class DynamoDbQuestionStore:
         try:
             self._table.update_item(
                 Key={"pk": f"THREAD#{envelope.thread_id}", "sk": f"WAIT#{envelope.question_id}"},
-                UpdateExpression="SET #s = :open REMOVE answered_at, answered_by, answer",
+                UpdateExpression=(
+                    "SET #s = :open REMOVE answered_at, answered_by, answer, message, closes_as"
+                ),
                 ConditionExpression="#s = :s AND answered_at = :at AND answered_by = :by",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues={
@@ -185,6 +229,33 @@ class DynamoDbQuestionStore:
             )
         except ClientError as error:
             if _already_written(error):  # the condition failed: someone changed the row
+                return False
+            raise
+        return True
+
+    def end_send(self, sending: StoredQuestion) -> bool:
+        """``sending -> closes_as`` if the item is still as ``sending`` left it (a ``SendingStore``)."""
+        if sending.status != QuestionStatus.SENDING or sending.message is None:
+            return False
+        envelope = sending.envelope
+        try:
+            self._table.update_item(
+                Key={"pk": f"THREAD#{envelope.thread_id}", "sk": f"WAIT#{envelope.question_id}"},
+                UpdateExpression="SET #s = :closes REMOVE message, closes_as",
+                ConditionExpression=(
+                    "#s = :sending AND answered_at = :at AND answered_by = :by AND message = :m"
+                ),
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":closes": sending.closes_as or QuestionStatus.ANSWERED.value,
+                    ":sending": QuestionStatus.SENDING.value,
+                    ":at": sending.answered_at,
+                    ":by": sending.answered_by,
+                    ":m": _message_text(sending.message),
+                },
+            )
+        except ClientError as error:
+            if _already_written(error):  # the condition failed: someone changed the item
                 return False
             raise
         return True
@@ -216,14 +287,22 @@ def _moment(value: datetime | str | None) -> datetime:
     return value
 
 
+def _message_text(message: Mapping[str, Any]) -> str:
+    # JSON text, not a map: it comes back exactly as sent (numbers too), and compares as one.
+    return json.dumps(message, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
 def _stored(item: Mapping[str, Any]) -> StoredQuestion:
     answer = item.get("answer")
+    message = item.get("message")
     return StoredQuestion(
         envelope=_envelope(item),
         status=cast("str", item["status"]),
         answered_at=cast("str | None", item.get("answered_at")),
         answered_by=cast("str | None", item.get("answered_by")),
         answer=None if answer is None else _plain(answer),
+        message=None if message is None else json.loads(cast("str", message)),
+        closes_as=cast("str | None", item.get("closes_as")),
     )
 
 

@@ -38,6 +38,7 @@ from agent_wait.core import (
     QuestionClosed,
     QuestionNotFound,
     QuestionStore,
+    SendUnconfirmed,
     StoredQuestion,
     answer,
     answer_many,
@@ -523,6 +524,8 @@ def inbox_app(
             return await detail(
                 request, f"Not sent: already {closed.question.describe_close()}.", 409
             )
+        except SendUnconfirmed as error:
+            return await detail(request, f"{_unconfirmed(error)}.", 502)
         except (AgentWaitError, ValueError) as error:
             # No longer found, or refused by core's own checks: said, not sent.
             return await detail(request, f"Not sent: {error}", 400, whole)
@@ -685,6 +688,8 @@ def inbox_app(
                 [closed.question],
             )
             return await _thread_refused(request, refused, kept, [i for i, _ in chosen])
+        except SendUnconfirmed as error:
+            return await thread_page(request, f"{_unconfirmed(error)}.", 502)
         except (AgentWaitError, ValueError) as error:
             return await thread_page(request, f"Not sent: {error}", 400, kept=kept)
         except Exception as error:  # noqa: BLE001 - the entry point failed; shown, not traced
@@ -795,6 +800,8 @@ def inbox_app(
                 },
                 409,
             )
+        except SendUnconfirmed as error:
+            return JSONResponse({"error": _unconfirmed(error)}, 502)
         except (AgentWaitError, ValueError) as error:
             return JSONResponse({"error": str(error)}, 400)
         except Exception as error:  # noqa: BLE001 - the entry point failed; reported, not traced
@@ -827,6 +834,8 @@ def inbox_app(
             return JSONResponse(_refused_json(Refused(409, [problem], [lost])), 409)
         except QuestionNotFound as error:  # removed from the store since it was read
             return JSONResponse({"error": str(error)}, 404)
+        except SendUnconfirmed as error:
+            return JSONResponse({"error": _unconfirmed(error)}, 502)
         except (AgentWaitError, ValueError) as error:
             return JSONResponse({"error": str(error)}, 400)
         except Exception as error:  # noqa: BLE001 - the entry point failed; reported, not traced
@@ -1194,6 +1203,15 @@ def _not_sent(error: Exception) -> Response:
     """The 502 for an answer the entry point failed to send (already logged): it can be retried."""
     return JSONResponse(
         {"error": f"not sent: the entry point failed ({type(error).__name__}); try again"}, 502
+    )
+
+
+def _unconfirmed(error: SendUnconfirmed) -> str:
+    """What to say of a send the entry point did not confirm: nothing to retry, nothing to change."""
+    cause = type(error.__cause__).__name__ if error.__cause__ else "no reply"
+    return (
+        f"sent, not confirmed: the entry point did not confirm it ({cause}); the question stays "
+        "sending with this answer, and the sweeper (or agent-wait resend) sends it again"
     )
 
 

@@ -21,6 +21,7 @@ from agent_wait.core import (
     check_limit,
     closing_status,
     format_utc,
+    sending_status,
 )
 from agent_wait.postgres._options import DEFAULT_TABLE, PostgresOptions
 from agent_wait.postgres._schema import (
@@ -34,14 +35,17 @@ _LIFECYCLE: dict[str, LiteralString] = {
     "answered_at": "timestamptz",
     "answered_by": "text",
     "answer": "jsonb",
+    "message": "jsonb",
+    "closes_as": "text",
 }
+_COLUMNS: LiteralString = "envelope, status, answered_at, answered_by, answer, message, closes_as"
 
 
 class PostgresQuestionStore:
     """The questions a :class:`PostgresAnnounce` wrote, and their lifecycle (a ``QuestionStore``).
 
-    On first use it adds the lifecycle columns (``answered_at``, ``answered_by``, ``answer``)
-    and an index on ``question_id`` to the table if they are missing (``ADD COLUMN IF NOT
+    On first use it adds the lifecycle columns (``answered_at``, ``answered_by``, ``answer``,
+    and ``message`` and ``closes_as`` for an answer being sent) and an index on ``question_id`` to the table if they are missing (``ADD COLUMN IF NOT
     EXISTS``: tables written before keep working). Closing a question is one ``UPDATE ... WHERE
     status = 'open'``: PostgreSQL re-checks the condition after a concurrent update of the row,
     so of any number of racing closes exactly one changes it.
@@ -106,8 +110,7 @@ class PostgresQuestionStore:
 
     def _select(self, where: sql.Composable, params: list[Any]) -> list[StoredQuestion]:
         query = sql.SQL(
-            "SELECT envelope, status, answered_at, answered_by, answer FROM {} WHERE {} "
-            "ORDER BY expires_at, pk, sk"
+            "SELECT " + _COLUMNS + " FROM {} WHERE {} ORDER BY expires_at, pk, sk"
         ).format(self._ident, where)
         with self._lock:
             rows = self._connection().execute(query, params).fetchall()
@@ -140,12 +143,16 @@ class PostgresQuestionStore:
             where = sql.SQL("{} AND (answered_at, pk, sk) < (%s, %s, %s)").format(where)
             params += [moment(after[0]), f"THREAD#{after[1]}", f"WAIT#{after[2]}"]
         query = sql.SQL(
-            "SELECT envelope, status, answered_at, answered_by, answer FROM {} WHERE {} "
+            "SELECT " + _COLUMNS + " FROM {} WHERE {} "
             "ORDER BY answered_at DESC, pk DESC, sk DESC LIMIT %s"
         ).format(self._ident, where)
         with self._lock:
             rows = self._connection().execute(query, [*params, check_limit(limit)]).fetchall()
         return [_stored(row) for row in rows]
+
+    def sending_questions(self) -> list[StoredQuestion]:
+        """Every question in ``sending``, earliest deadline first (a ``SendingStore``)."""
+        return self._select(sql.SQL("status = 'sending'"), [])
 
     def transition(
         self,
@@ -164,20 +171,55 @@ class PostgresQuestionStore:
             LookupError: No such question.
         """
         status = closing_status(status, by)
+        return self._close(thread_id, question_id, status.value, by, answer, at)
+
+    def begin_send(
+        self,
+        thread_id: str,
+        question_id: str,
+        status: QuestionStatus,
+        *,
+        by: str,
+        answer: Any,
+        message: dict[str, Any],
+        at: datetime | None = None,
+    ) -> Transition:
+        """Close an open question as ``sending``, holding ``message`` (a ``SendingStore``).
+
+        Raises:
+            ValueError: ``status`` is not ``answered`` or ``expired``, or ``by`` is empty.
+            LookupError: No such question.
+        """
+        status = sending_status(status, by, message)
+        return self._close(
+            thread_id, question_id, "sending", by, answer, at, Jsonb(message), status.value
+        )
+
+    def _close(
+        self,
+        thread_id: str,
+        question_id: str,
+        status: str,
+        by: str,
+        answer: Any,
+        at: datetime | None,
+        message: Jsonb | None = None,
+        closes_as: str | None = None,
+    ) -> Transition:
         # Whole seconds, like every timestamp of the contract.
         stamp = moment(at).replace(microsecond=0)
         key = [f"THREAD#{thread_id}", f"WAIT#{question_id}"]
         update = sql.SQL(
-            "UPDATE {} SET status = %s, answered_at = %s, answered_by = %s, answer = %s "
-            "WHERE pk = %s AND sk = %s AND status = 'open'"
+            "UPDATE {} SET status = %s, answered_at = %s, answered_by = %s, answer = %s, "
+            "message = %s, closes_as = %s WHERE pk = %s AND sk = %s AND status = 'open'"
         ).format(self._ident)
-        select = sql.SQL(
-            "SELECT envelope, status, answered_at, answered_by, answer FROM {} "
-            "WHERE pk = %s AND sk = %s"
-        ).format(self._ident)
+        select = sql.SQL("SELECT " + _COLUMNS + " FROM {} WHERE pk = %s AND sk = %s").format(
+            self._ident
+        )
+        values = [status, stamp, by, Jsonb(answer), message, closes_as, *key]
         with self._lock:
             conn = self._connection()
-            won = conn.execute(update, [status.value, stamp, by, Jsonb(answer), *key]).rowcount == 1
+            won = conn.execute(update, values).rowcount == 1
             row = conn.execute(select, key).fetchone()
         if row is None:
             raise LookupError(
@@ -189,7 +231,8 @@ class PostgresQuestionStore:
         """Reopen a question only if it is still exactly as ``closed`` left it."""
         envelope = closed.envelope
         query = sql.SQL(
-            "UPDATE {} SET status = 'open', answered_at = NULL, answered_by = NULL, answer = NULL "
+            "UPDATE {} SET status = 'open', answered_at = NULL, answered_by = NULL, answer = NULL, "
+            "message = NULL, closes_as = NULL "
             "WHERE pk = %s AND sk = %s AND status = %s AND answered_at = %s "
             "AND answered_by = %s AND answer = %s"
         ).format(self._ident)
@@ -201,6 +244,26 @@ class PostgresQuestionStore:
             at,
             closed.answered_by,
             Jsonb(closed.answer),
+        ]
+        with self._lock:
+            return self._connection().execute(query, params).rowcount == 1
+
+    def end_send(self, sending: StoredQuestion) -> bool:
+        """``sending -> closes_as`` if the row is still as ``sending`` left it (a ``SendingStore``)."""
+        if sending.status != QuestionStatus.SENDING or sending.message is None:
+            return False
+        envelope = sending.envelope
+        query = sql.SQL(
+            "UPDATE {} SET status = closes_as, message = NULL, closes_as = NULL "
+            "WHERE pk = %s AND sk = %s AND status = 'sending' AND answered_at = %s "
+            "AND answered_by = %s AND message = %s"
+        ).format(self._ident)
+        params = [
+            f"THREAD#{envelope.thread_id}",
+            f"WAIT#{envelope.question_id}",
+            moment(sending.answered_at) if sending.answered_at else None,
+            sending.answered_by,
+            Jsonb(sending.message),
         ]
         with self._lock:
             return self._connection().execute(query, params).rowcount == 1
@@ -217,13 +280,15 @@ class PostgresQuestionStore:
 
 
 def _stored(row: TupleRow) -> StoredQuestion:
-    envelope, status, answered_at, answered_by, answer = row
+    envelope, status, answered_at, answered_by, answer, message, closes_as = row
     return StoredQuestion(
         envelope=WaitEnvelope.model_validate(_ordered(envelope)),
         status=status,
         answered_at=None if answered_at is None else format_utc(answered_at),
         answered_by=answered_by,
         answer=answer,
+        message=message,
+        closes_as=closes_as,
     )
 
 

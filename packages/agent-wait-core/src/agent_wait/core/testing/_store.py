@@ -3,26 +3,55 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 from ulid import ULID
 
 from agent_wait.core._announce import BaseAnnounce
+from agent_wait.core._answering import (
+    RESEND_AFTER,
+    QuestionClosed,
+    SendUnconfirmed,
+    answer,
+    answer_many,
+    resend,
+    sweep,
+)
 from agent_wait.core._models import Question, WaitEnvelope
 from agent_wait.core._policy import WaitPolicy
 from agent_wait.core._publish import publish
+from agent_wait.core._sqlite_entry import SqliteEntry
 from agent_wait.core._store import (
     QuestionHistory,
     QuestionStatus,
     QuestionStore,
+    SendingStore,
     Transition,
     history_key,
 )
 
 _T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
+
+
+class _TimesOutAfterSending(SqliteEntry):
+    """Fault injection: the message is stored, then the reply is lost (a stalled transport)."""
+
+    stalled = True
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        super().send(message)
+        if self.stalled:
+            raise TimeoutError("the transport did not answer in time")
+
+
+def _sending(store: QuestionStore) -> SendingStore:
+    if not isinstance(store, SendingStore):
+        pytest.skip(f"{type(store).__name__} holds no answer being sent (SendingStore)")
+    return store
 
 
 class StoreContract:
@@ -218,13 +247,13 @@ class StoreContract:
             (asked[2], QuestionStatus.ANSWERED, "bob", {"action": "reject", "reason": "ß"}, 3),
             (asked[3], QuestionStatus.CANCELLED, "carol", None, 2),
         ]
-        for envelope, status, by, answer, minutes in closes:
+        for envelope, status, by, value, minutes in closes:
             contract_store.transition(
                 thread,
                 envelope.question_id,
                 status,
                 by=by,
-                answer=answer,
+                answer=value,
                 at=_T0 + timedelta(days=400, minutes=minutes),  # after any other test's closes
             )
         # Two closed in the same second are ordered by thread, then question id, descending.
@@ -250,3 +279,174 @@ class StoreContract:
         )
         with pytest.raises(ValueError, match="limit: expected a positive integer, got 0"):
             contract_store.closed_questions(0)
+
+    def test_an_answer_being_sent_keeps_every_other_close_out(
+        self, contract_store: QuestionStore
+    ) -> None:
+        """If this fails, a second answer can follow one whose send had an unknown outcome."""
+        store = _sending(contract_store)
+        [envelope] = self._ask(store, default={"action": "reject"})
+        ids = (envelope.thread_id, envelope.question_id)
+        message = {**envelope.reply_with.model_dump(), "answer": {"action": "approve", "x": 1.5}}
+        moment = _T0 + timedelta(minutes=5)
+        held = store.begin_send(
+            *ids,
+            QuestionStatus.ANSWERED,
+            by="alice",
+            answer={"action": "approve", "x": 1.5},
+            message=message,
+            at=moment,
+        )
+        assert held.won
+        question = held.question
+        assert (question.status, question.closes_as, question.answered_by) == (
+            "sending",
+            "answered",
+            "alice",
+        )
+        assert (question.message, question.answered_at) == (message, "2026-09-11T09:05:00Z")
+        assert store.find(envelope.question_id) == [question]
+        assert envelope.question_id in {q.envelope.question_id for q in store.sending_questions()}
+        assert envelope.question_id not in {q.envelope.question_id for q in store.open_questions()}
+        past = {q.envelope.question_id for q in store.open_questions_past("2099-01-01T00:00:00Z")}
+        assert envelope.question_id not in past, "the sweeper would send the default too"
+        for status in QuestionStatus.ANSWERED, QuestionStatus.EXPIRED, QuestionStatus.CANCELLED:
+            late = store.transition(*ids, status, by="bob", answer={"action": "reject"})
+            assert (late.won, late.question) == (False, question)
+        again = store.begin_send(
+            *ids, QuestionStatus.ANSWERED, by="bob", answer=2, message={**message, "answer": 2}
+        )
+        assert (again.won, again.question) == (False, question)
+        assert store.end_send(question)
+        [settled] = store.find(envelope.question_id)
+        assert (settled.status, settled.answer, settled.message, settled.closes_as) == (
+            "answered",
+            {"action": "approve", "x": 1.5},
+            None,
+            None,
+        )
+        assert not store.end_send(question), "settled twice"
+        assert envelope.question_id not in {
+            q.envelope.question_id for q in store.sending_questions()
+        }
+
+    def test_a_send_refused_before_it_left_reopens_the_question(
+        self, contract_store: QuestionStore
+    ) -> None:
+        """If this fails, an answer that never left holds its question for good."""
+        store = _sending(contract_store)
+        [envelope] = self._ask(store)
+        message = {**envelope.reply_with.model_dump(), "answer": 1}
+        held = store.begin_send(
+            envelope.thread_id,
+            envelope.question_id,
+            QuestionStatus.EXPIRED,
+            by="sweeper",
+            answer=1,
+            message=message,
+        )
+        assert store.reopen(held.question)
+        [question] = store.find(envelope.question_id)
+        assert (question.status, question.message, question.closes_as) == ("open", None, None)
+        assert not store.end_send(held.question), "settled a question reopened meanwhile"
+        with pytest.raises(ValueError, match="status: expected one of"):
+            store.begin_send(
+                envelope.thread_id,
+                envelope.question_id,
+                QuestionStatus.CANCELLED,
+                by="carol",
+                answer=None,
+                message=message,
+            )
+
+    def test_racing_sends_have_one_winner(self, contract_store: QuestionStore) -> None:
+        """If this fails, two approvers racing on one question can both send."""
+        store = _sending(contract_store)
+        [envelope] = self._ask(store)
+        barrier = threading.Barrier(self.racers)
+        results: dict[int, Transition] = {}
+
+        def race(index: int) -> None:
+            barrier.wait()
+            results[index] = store.begin_send(
+                envelope.thread_id,
+                envelope.question_id,
+                QuestionStatus.ANSWERED,
+                by=f"approver-{index}",
+                answer=index,
+                message={**envelope.reply_with.model_dump(), "answer": index},
+            )
+
+        threads = [threading.Thread(target=race, args=(i,)) for i in range(self.racers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(results) == self.racers, "a racing send raised"
+        winners = [index for index, result in results.items() if result.won]
+        assert len(winners) == 1, f"{len(winners)} winners: {winners}"
+        assert all(r.question == results[winners[0]].question for r in results.values())
+
+    def test_a_send_with_an_unknown_outcome_answers_exactly_once(
+        self, contract_store: QuestionStore, tmp_path: Path
+    ) -> None:
+        """If this fails, a timed-out send lets a second approver answer after the first's arrived.
+
+        The agent would apply one answer and the store record another.
+        """
+        store = _sending(contract_store)
+        thread = f"store-contract-{ULID()}"
+        first, second = self._ask(store, count=2, thread_id=thread)
+        moment = _T0 + timedelta(minutes=5)
+        with _TimesOutAfterSending(tmp_path / "entry.sqlite3") as entry:
+            with pytest.raises(SendUnconfirmed) as caught:
+                answer_many(
+                    {first.question_id: {"action": "approve"}, second.question_id: "later"},
+                    by="alice",
+                    thread_id=thread,
+                    store=store,
+                    entry=entry,
+                    at=moment,
+                )
+            received = entry.receive(10)
+            assert [r.message for r in received] == [caught.value.message], "nothing delivered"
+            for copy in received:
+                entry.ack(copy)
+            with pytest.raises(QuestionClosed, match="being sent") as refused:
+                answer(
+                    first.question_id,
+                    "reject",
+                    by="bob",
+                    thread_id=thread,
+                    store=store,
+                    entry=entry,
+                )
+            assert refused.value.question.answered_by == "alice"
+            # The send may still be in flight: the sweeper leaves it alone until RESEND_AFTER.
+            assert sweep(store=store, entry=entry, now=moment, announce=()).resent == []
+            report = sweep(store=store, entry=entry, now=moment + RESEND_AFTER, announce=())
+            assert len(report.failed) == 2, "a send that times out again must be reported"
+            assert report.resent == []
+            entry.stalled = False
+            report = sweep(store=store, entry=entry, now=moment + RESEND_AFTER, announce=())
+            assert sorted(q.envelope.question_id for q in report.resent) == sorted(
+                [first.question_id, second.question_id]
+            )
+            assert report.failed == []
+            for envelope, value in ((first, {"action": "approve"}), (second, "later")):
+                [settled] = store.find(envelope.question_id, thread)
+                assert (settled.status, settled.answered_by, settled.answer) == (
+                    "answered",
+                    "alice",
+                    value,
+                )
+            with pytest.raises(QuestionClosed, match="already answered by alice"):
+                answer(first.question_id, "reject", by="bob", thread_id=thread, store=store)
+            # Every copy the entry point got is the one message: one answer per question.
+            copies = [r.message for r in entry.receive(10)]
+            assert copies, "the held message was not sent again"
+            assert all(c == caught.value.message for c in copies)
+            # A resend of a settled question sends its recorded answer, as always.
+            assert resend(first.question_id, thread_id=thread, store=store, entry=entry)[
+                "answer"
+            ] == {"action": "approve"}
