@@ -33,7 +33,7 @@ def configure(monkeypatch: pytest.MonkeyPatch, *entries: dict[str, Any]) -> None
 @pytest.mark.parametrize(
     ("value", "types"),
     [
-        (True, BOTH),
+        (True, BOTH | {"wait.answer_refused"}),
         (False, frozenset()),
         (["wait.expired"], frozenset({"wait.expired"})),
         (["wait.answered", "wait.expired"], BOTH),
@@ -55,7 +55,7 @@ def test_a_bad_value_is_refused_naming_the_option_and_the_value(value: object) -
         announcer("memory", lifecycle_events=value)
     assert str(refused.value) == (
         "announcer 'memory': option 'lifecycle_events': expected true, false or a list of "
-        "distinct event types out of 'wait.answered', 'wait.expired' "
+        "distinct event types out of 'wait.answered', 'wait.expired', 'wait.answer_refused' "
         f"(got {value!r})"
     )
 

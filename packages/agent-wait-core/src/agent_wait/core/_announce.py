@@ -137,9 +137,9 @@ class BaseAnnounce(Closing):
         return None
 
     def with_lifecycle_events(self, *types: str) -> Self:
-        """Opt in to lifecycle events (``"wait.answered"``, ``"wait.expired"``); returns self.
+        """Opt in to lifecycle events of the given types; returns self.
 
-        Off by default: a consumer written for question envelopes alone would take an event for
+        ``"wait.answered"``, ``"wait.expired"``, ``"wait.answer_refused"``. Off by default: a consumer written for question envelopes alone would take an event for
         a question. Only announcers that implement :meth:`deliver_event` can opt in.
 
         Raises:

@@ -134,6 +134,14 @@ def canonical_json(value: object) -> str:
     return _dumps(to_jsonable(value))
 
 
+def answer_digest(answer: object) -> str:
+    """``"sha256:<hex>"`` of the answer's canonical JSON, to name an answer without its content.
+
+    The same however a store gives the answer back (``1.0`` or ``1``, any key order).
+    """
+    return "sha256:" + hashlib.sha256(canonical_json(answer).encode("utf-8")).hexdigest()
+
+
 def derive_question_id(thread_id: str, function: str, args: Mapping[str, object]) -> str:
     """Derive the async-mode question id: ``sha256(thread_id | function | canonical JSON of args)``.
 

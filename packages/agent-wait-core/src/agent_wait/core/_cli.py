@@ -448,7 +448,12 @@ def _cmd_inbox(args: argparse.Namespace) -> int:
     if args.json:
         _print(
             json.dumps(
-                [{"status": i.status, "envelope": i.envelope.to_dict()} for i in items], indent=2
+                [
+                    {"status": i.status, "envelope": i.envelope.to_dict()}
+                    | ({"refusal": i.refusal} if i.refusal else {})
+                    for i in items
+                ],
+                indent=2,
             )
         )
         return 0
@@ -468,9 +473,12 @@ def _cmd_inbox(args: argparse.Namespace) -> int:
             )
         )
     widths = [max(len(row[column]) for row in rows) for column in range(4)]
+    refusals = {item.envelope.question_id: item.refusal for item in items}
     for row in rows:
         padded = [cell.ljust(width) for cell, width in zip(row[:4], widths, strict=True)]
         _print("  ".join([*padded, row[4]]))
+        if refused := refusals.get(row[2]):
+            _print(f"  the agent refused this answer: {refused.get('reason')}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The ``agent-wait answer``, ``cancel``, ``resend``, ``sweep`` and ``dead-letters`` commands."""
+"""The ``agent-wait answer``, ``show``, ``cancel``, ``resend``, ``sweep`` and ``dead-letters`` commands."""
 
 from __future__ import annotations
 
@@ -77,6 +77,14 @@ def _answers(args: argparse.Namespace) -> dict[str, Any]:
     return answers
 
 
+def _say_refusals(store: SqliteQuestionStore, question_ids: list[str], thread: str | None) -> None:
+    """Tell the person answering again why the agent refused the answer given before."""
+    for question_id in question_ids:
+        for question in store.find(question_id, thread):
+            if note := question.describe_refusal():
+                _error(f"{question_id} (thread {question.envelope.thread_id}): {note}")
+
+
 def _cmd_answer(args: argparse.Namespace) -> int:
     from agent_wait.core._answering import answer_many
 
@@ -84,6 +92,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
         answers = _answers(args)
         store = _store(args)
         try:
+            _say_refusals(store, list(answers), args.thread)
             result = answer_many(
                 answers, by=args.by, thread_id=args.thread, force=args.force, store=store
             )
@@ -143,6 +152,34 @@ def _cmd_resend(args: argparse.Namespace) -> int:
         f"{message['question_id']} (thread {message['thread_id']}) sent again: "
         f"{json.dumps(message['answer'], ensure_ascii=False)}"
     )
+    return 0
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from agent_wait.core._answering import _lookup  # pyright: ignore[reportPrivateUsage]
+
+    try:
+        store = _store(args)
+        try:
+            question = _lookup(store, args.question_id, args.thread)
+        finally:
+            store.close()
+    except (AgentWaitError, ValueError) as error:
+        _error(str(error))
+        return 1
+    envelope = question.envelope
+    print(f"{envelope.question_id} (thread {envelope.thread_id}) {question.describe_close()}")
+    print(f"question: {json.dumps(envelope.question, ensure_ascii=False)}")
+    if envelope.allowed_actions:
+        print(f"allowed_actions: {', '.join(envelope.allowed_actions)}")
+    print(f"expires_at: {envelope.expires_at or '-'}")
+    if question.answer is not None:
+        print(f"answer: {json.dumps(question.answer, ensure_ascii=False)}")
+    if question.refusal is not None:
+        print(question.describe_refusal())
+        refused = json.dumps(question.refusal.get("answer"), ensure_ascii=False)
+        by = question.refusal.get("by") or "unknown"
+        print(f"refused answer: {refused} (by {by}, refused at {question.refusal.get('at')})")
     return 0
 
 
@@ -263,7 +300,7 @@ def _seconds(text: str) -> float:
 
 
 def add_commands(commands: Any) -> None:
-    """Add ``answer``, ``cancel``, ``resend``, ``sweep`` and ``dead-letters`` to the ``agent-wait`` sub-command parser."""
+    """Add ``answer``, ``show``, ``cancel``, ``resend``, ``sweep`` and ``dead-letters`` to the ``agent-wait`` sub-command parser."""
     from agent_wait.core._answering import SWEEPER
 
     def store_options(parser: argparse.ArgumentParser) -> None:
@@ -341,6 +378,18 @@ def add_commands(commands: Any) -> None:
     again.add_argument("--thread", help="the thread, if several threads asked QUESTION_ID")
     store_options(again)
     again.set_defaults(handler=_cmd_resend)
+
+    show = commands.add_parser(
+        "show",
+        help="show one question: what it asks, its state, and why the agent refused an answer",
+        description="Print QUESTION_ID's question, allowed actions, deadline and state (open, "
+        "sending, answered...; who and when), its recorded answer, and, when the agent refused "
+        "the answer given and the question was opened again, the agent's reason.",
+    )
+    show.add_argument("question_id", metavar="QUESTION_ID")
+    show.add_argument("--thread", help="the thread, if several threads asked QUESTION_ID")
+    store_options(show)
+    show.set_defaults(handler=_cmd_show)
 
     dead = commands.add_parser(
         "dead-letters",

@@ -31,6 +31,7 @@ from typing import Any, Protocol, Self, TypeVar, cast, overload
 
 from agent_wait.core import _hooks
 from agent_wait.core._announce import Delivery, PublishReport
+from agent_wait.core._canonical import answer_digest
 from agent_wait.core._errors import AgentWaitError, AnnounceFailed, InvalidAnswer
 from agent_wait.core._lifecycle import (
     apublish_events,
@@ -39,6 +40,7 @@ from agent_wait.core._lifecycle import (
     publish_events,
 )
 from agent_wait.core._models import (
+    ANSWER_REFUSED_TYPE,
     ANSWERED_TYPE,
     Answer,
     LifecycleEvent,
@@ -111,8 +113,12 @@ class Handled:
         detail: A human-readable explanation for the non-running outcomes.
         error: The exception of a failed resume (:attr:`Outcome.RESUME_FAILED`), else None.
         answered: The question ids this message answered (resumed or held), in publish order.
-        events: The ``wait.answered`` lifecycle event deliveries, one per opted-in announcer
-            and answered question (empty when none opted in); failures are here, not raised.
+        events: The ``wait.answered`` and ``wait.answer_refused`` lifecycle event deliveries,
+            one per opted-in announcer and question (empty when none opted in); failures are
+            here, not raised.
+        refused: The question ids whose answers in this message the host refused
+            (:attr:`Outcome.INVALID_ANSWER`, or :attr:`Outcome.RESUME_FAILED` with the
+            question still pending): each is still pending and takes a corrected answer.
     """
 
     outcome: Outcome
@@ -122,6 +128,7 @@ class Handled:
     error: Exception | None = None
     answered: tuple[str, ...] = ()
     events: tuple[Delivery, ...] = ()
+    refused: tuple[str, ...] = ()
 
     @property
     def ran(self) -> bool:
@@ -364,6 +371,8 @@ def _answer(
         return (yield from _not_pending(host, thread, waiting, entries[0]))
     answers: dict[str, Any] = {}
     resumed_detail = None
+    # The whole message is refused with any of its answers: every one stays pending.
+    refusing = tuple(e.question_id for e in pending)
     for entry in pending:
         vetted = _vet(host, thread, waiting, entry, trust, clock)
         if isinstance(vetted, Handled):
@@ -373,6 +382,8 @@ def _answer(
                         vetted.outcome, waiting.unanswered, answer, detail=vetted.detail
                     )
                 )
+            if vetted.outcome is Outcome.INVALID_ANSWER:
+                return replace(vetted, refused=refusing)
             return vetted
         value, late_detail = vetted
         answers[entry.question_id] = value
@@ -410,14 +421,16 @@ def _answer(
         detail = f"{where} was answered meanwhile by another handler; nothing ran"
         return Handled(Outcome.DUPLICATE, detail=detail)
     except InvalidAnswer as error:
-        return _refused(where, error)
+        return replace(_refused(where, error), refused=refusing)
     except AgentWaitError:
         raise  # agent-wait's own refusals (routing, sizes) are the application's to fix
     except Exception as error:  # noqa: BLE001 - reported as resume_failed, with the error
         # The host's resume undid what the framework kept of the answer; whether the thread
         # still waits on the question is read back from the framework.
         after = yield ("load", (thread_id,))
-        return _resume_failed(where, error, pending=first in host.waiting(after).ids)
+        still = host.waiting(after).ids
+        failed = _resume_failed(where, error, pending=first in still)
+        return replace(failed, refused=tuple(i for i in refusing if i in still))
     return (
         yield from _publish(
             Outcome.RESUMED,
@@ -933,10 +946,13 @@ def _only_result(result: list[Any]) -> Any:
 def _answered_events(
     handled: Handled, message: Answer | StartMessage, announce: Announce, clock: Clock | None
 ) -> list[LifecycleEvent]:
-    """One ``wait.answered`` per question the message answered, if an announcer opted in.
+    """The lifecycle events of a handled message, for the announcers that opted in to them.
 
-    ``by`` is the message's ``answered_by``: who the sender says answered, or None.
+    One ``wait.answered`` per question it answered, or one ``wait.answer_refused`` per
+    question whose answer the host refused. ``by`` is the message's ``answered_by``: who the sender says answered, or None.
     """
+    if handled.refused and isinstance(message, Answer):
+        return _refused_events(handled, message, announce, clock)
     if not handled.answered or not event_announcers(announce, ANSWERED_TYPE):
         return []
     at = (clock or utc_now)()
@@ -946,4 +962,30 @@ def _answered_events(
             ANSWERED_TYPE, message.thread_id, i, outcome=handled.outcome.value, by=by, at=at
         )
         for i in handled.answered
+    ]
+
+
+def _refused_events(
+    handled: Handled, message: Answer, announce: Announce, clock: Clock | None
+) -> list[LifecycleEvent]:
+    """One ``wait.answer_refused`` per refused question: why, and a digest of its answer.
+
+    A question store that recorded that answer opens the question again with the reason.
+    """
+    if not event_announcers(announce, ANSWER_REFUSED_TYPE):
+        return []
+    at = (clock or utc_now)()
+    answers = {entry.question_id: entry.answer for entry in message.entries()}
+    return [
+        lifecycle_event(
+            ANSWER_REFUSED_TYPE,
+            message.thread_id,
+            i,
+            outcome=handled.outcome.value,
+            by=message.answered_by,
+            at=at,
+            reason=handled.detail,
+            answer_digest=answer_digest(answers[i]),
+        )
+        for i in handled.refused
     ]

@@ -1,4 +1,6 @@
-"""Lifecycle events: tell the announcers that opted in that a question was answered or expired.
+"""Lifecycle events: tell the announcers that opted in what became of a question.
+
+A question was answered, expired, or had its answer refused by the host.
 
 Like question delivery, a failure is reported (a :class:`Delivery` that is not ok, and a
 WARNING), never raised into the host or the sweeper.
@@ -14,7 +16,7 @@ from time import perf_counter
 from ulid import ULID
 
 from agent_wait.core._announce import BaseAnnounce, Delivery, Receipt
-from agent_wait.core._models import LifecycleEvent, format_utc
+from agent_wait.core._models import REFUSAL_REASON_LIMIT, LifecycleEvent, format_utc
 from agent_wait.core._publish import Announce, resolve_announcers, ulid_text, utc_now
 
 logger = logging.getLogger("agent_wait.publish")
@@ -28,8 +30,16 @@ def lifecycle_event(
     outcome: str,
     by: str | None = None,
     at: datetime | None = None,
+    reason: str | None = None,
+    answer_digest: str | None = None,
 ) -> LifecycleEvent:
-    """A new event (fresh ``event_id``; ``at`` defaults to now)."""
+    """A new event (fresh ``event_id``; ``at`` defaults to now).
+
+    ``reason`` and ``answer_digest`` are a ``wait.answer_refused`` event's; a longer reason
+    than :data:`REFUSAL_REASON_LIMIT` is cut.
+    """
+    if reason is not None and len(reason) > REFUSAL_REASON_LIMIT:
+        reason = reason[: REFUSAL_REASON_LIMIT - 1] + "…"
     return LifecycleEvent.model_validate(
         {
             "type": kind,
@@ -39,6 +49,8 @@ def lifecycle_event(
             "at": format_utc(at or utc_now()),
             "by": by,
             "outcome": outcome,
+            "reason": reason,
+            "answer_digest": answer_digest,
         }
     )
 

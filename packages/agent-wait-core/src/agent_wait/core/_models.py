@@ -307,11 +307,17 @@ class WaitEnvelope(BaseModel):
 
 ANSWERED_TYPE = "wait.answered"
 EXPIRED_TYPE = "wait.expired"
-LIFECYCLE_TYPES = (ANSWERED_TYPE, EXPIRED_TYPE)
+ANSWER_REFUSED_TYPE = "wait.answer_refused"
+LIFECYCLE_TYPES = (ANSWERED_TYPE, EXPIRED_TYPE, ANSWER_REFUSED_TYPE)
+REFUSAL_REASON_LIMIT = 1000
+"""The longest ``reason`` of a ``wait.answer_refused`` event (a longer one is cut)."""
 
 
 class LifecycleEvent(BaseModel):
-    """What became of a question: ``wait.answered`` (a host took its answer) or ``wait.expired``.
+    """What became of a question: ``wait.answered``, ``wait.expired`` or ``wait.answer_refused``.
+
+    ``wait.answered``: a host took its answer; ``wait.expired``: the sweeper sent its default;
+    ``wait.answer_refused``: a host refused an answer and the question stays pending.
 
     Published only to announcers that opted in (``BaseAnnounce.with_lifecycle_events``, or
     ``lifecycle_events`` in their configuration entry): a consumer written for question
@@ -320,9 +326,10 @@ class LifecycleEvent(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    type: Literal["wait.answered", "wait.expired"] = Field(
+    type: Literal["wait.answered", "wait.expired", "wait.answer_refused"] = Field(
         description="wait.answered: a host took an answer; wait.expired: the sweeper sent the "
-        "question's default."
+        "question's default; wait.answer_refused: a host refused an answer (invalid_answer, "
+        "or resume_failed with the question still pending) and still waits for one."
     )
     event_id: str = Field(pattern=_ULID, description="ULID, fresh on every event.")
     thread_id: str = Field(min_length=1, description="The question's thread.")
@@ -335,7 +342,24 @@ class LifecycleEvent(BaseModel):
     outcome: str = Field(
         min_length=1,
         description="What happened: the host's outcome (resumed, held) for wait.answered, "
-        "default_sent for wait.expired.",
+        "default_sent for wait.expired, invalid_answer or resume_failed for "
+        "wait.answer_refused.",
+    )
+    reason: Annotated[str, Field(max_length=REFUSAL_REASON_LIMIT)] | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="wait.answer_refused only: why the host refused the answer, for the person "
+        "who gave it (at most 1000 characters).",
+    )
+    answer_digest: (
+        Annotated[str, Field(pattern=r"^sha256:[0-9a-f]{64}$")] | SkipJsonSchema[None]
+    ) = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="wait.answer_refused only: sha256 of the refused answer's canonical JSON, "
+        "so a store reopens the question only while it still records that answer.",
     )
 
     @property

@@ -24,9 +24,9 @@ from pydantic import BeforeValidator, Field
 
 from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome
 from agent_wait.core._closing import Closing
-from agent_wait.core._models import LifecycleEvent, WaitEnvelope, format_utc
+from agent_wait.core._models import ANSWER_REFUSED_TYPE, LifecycleEvent, WaitEnvelope, format_utc
 from agent_wait.core._options import AnnouncerOptions, Seconds
-from agent_wait.core._store import parse_now
+from agent_wait.core._store import parse_now, refusal_note, refused_here
 
 HOME_ENV = "AGENT_WAIT_HOME"
 DEFAULT_TABLE = "agent_wait_inbox"
@@ -53,7 +53,7 @@ FIELDS = (
 _TEXT_FIELDS = frozenset({"type", "event_id", "thread_id", "question_id", "answer_ttl"})
 _COLUMNS = ("pk", "sk", "status", *FIELDS, "envelope")
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-LIFECYCLE_COLUMNS = ("answered_at", "answered_by", "answer", "message", "closes_as")
+LIFECYCLE_COLUMNS = ("answered_at", "answered_by", "answer", "message", "closes_as", "refusal")
 """Columns the question store fills when a question is closed (added to older files on open)."""
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
@@ -143,10 +143,13 @@ class InboxItem:
     Attributes:
         envelope: The stored envelope (the first publish of the question).
         status: ``"open"`` until a consumer marks it otherwise.
+        refusal: When the host refused the answer given and the question was opened again:
+            why (``reason``), the refused ``answer``, ``by`` and ``at``; else None.
     """
 
     envelope: WaitEnvelope
     status: str
+    refusal: dict[str, Any] | None = None
 
 
 class _Store:
@@ -339,8 +342,14 @@ class SqliteAnnounce(BaseAnnounce):
 
         The row keeps its key and fields: ``status`` becomes ``answered`` or ``expired``, with
         ``answered_at`` and ``answered_by`` from the event; ``answer`` stays empty (the event
-        does not carry it). A row someone closed first, or no row, is left as it is.
+        does not carry it). A row someone closed first, or no row, is left as it is. A
+        ``wait.answer_refused`` event opens the row again with its reason, only while it still
+        records the refused answer (see :func:`reopen_refused`).
         """
+        if event.type == ANSWER_REFUSED_TYPE:
+            with self._store.connect() as connection:
+                reopen_refused(connection, self._store.table, event)
+            return
         status = "answered" if event.type == "wait.answered" else "expired"
         with self._store.connect() as connection:
             connection.execute(
@@ -361,6 +370,36 @@ class SqliteAnnounce(BaseAnnounce):
 
     def __repr__(self) -> str:
         return f"<SqliteAnnounce {self.name!r} path={str(self.path)!r}>"
+
+
+def reopen_refused(connection: sqlite3.Connection, table: str, event: LifecycleEvent) -> bool:
+    """Open a closed question again after the host refused its answer; True if this call did.
+
+    Only while the row still records the refused answer (the event's ``answer_digest``, and its
+    ``by`` when it names one): of several deliveries of the refusal, or refusals racing, exactly
+    one reopens it, and a corrected answer recorded since is left alone. The row keeps the
+    refusal (``reason``, the refused ``answer``, who gave it, when) in ``refusal`` until the
+    question is closed again.
+    """
+    key = (f"THREAD#{event.thread_id}", f"WAIT#{event.question_id}")
+    row = connection.execute(
+        f'SELECT status, answered_at, answered_by, answer FROM "{table}" WHERE pk = ? AND sk = ?',
+        key,
+    ).fetchone()
+    if row is None:
+        return False
+    status, answered_at, answered_by, answer = row
+    recorded = None if answer is None else json.loads(answer)
+    if not refused_here(event, status, answered_by, recorded):
+        return False
+    refusal = refusal_note(event, recorded)
+    cursor = connection.execute(
+        f'UPDATE "{table}" SET status = ?, answered_at = NULL, answered_by = NULL, answer = NULL, '
+        "message = NULL, closes_as = NULL, refusal = ? WHERE pk = ? AND sk = ? AND status = ? "
+        "AND answered_at IS ? AND answered_by IS ? AND answer IS ?",
+        ("open", _json_text(refusal), *key, status, answered_at, answered_by, answer),
+    )
+    return cursor.rowcount == 1
 
 
 class SqliteInbox(Closing):
@@ -396,12 +435,19 @@ class SqliteInbox(Closing):
 
     def _select(self, where: str, params: Sequence[Any]) -> list[InboxItem]:
         query = (
-            f'SELECT envelope, status FROM "{self._store.table}" WHERE {where} '
+            f'SELECT envelope, status, refusal FROM "{self._store.table}" WHERE {where} '
             "ORDER BY expires_at, rowid"
         )
         with self._store.connect() as connection:
             rows = connection.execute(query, tuple(params)).fetchall()
-        return [InboxItem(WaitEnvelope.model_validate_json(text), status) for text, status in rows]
+        return [
+            InboxItem(
+                WaitEnvelope.model_validate_json(text),
+                status,
+                None if refusal is None else json.loads(refusal),
+            )
+            for text, status, refusal in rows
+        ]
 
     def open_questions(self) -> list[InboxItem]:
         """Every question with status ``open``, earliest deadline first (none last)."""

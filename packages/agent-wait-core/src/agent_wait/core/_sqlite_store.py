@@ -10,8 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from agent_wait.core._closing import Closing
-from agent_wait.core._models import WaitEnvelope, format_utc
-from agent_wait.core._sqlite import DEFAULT_TABLE, _Store  # pyright: ignore[reportPrivateUsage]
+from agent_wait.core._models import LifecycleEvent, WaitEnvelope, format_utc
+from agent_wait.core._sqlite import (
+    DEFAULT_TABLE,
+    _Store,  # pyright: ignore[reportPrivateUsage]
+    reopen_refused,
+)
 from agent_wait.core._store import (
     HistoryKey,
     QuestionStatus,
@@ -23,7 +27,9 @@ from agent_wait.core._store import (
     sending_status,
 )
 
-_SELECT = "SELECT envelope, status, answered_at, answered_by, answer, message, closes_as FROM"
+_SELECT = (
+    "SELECT envelope, status, answered_at, answered_by, answer, message, closes_as, refusal FROM"
+)
 
 
 class SqliteQuestionStore(Closing):
@@ -164,7 +170,8 @@ class SqliteQuestionStore(Closing):
         with self._store.connect() as connection:
             cursor = connection.execute(
                 f'UPDATE "{self._table}" SET status = ?, answered_at = ?, answered_by = ?, '
-                "answer = ?, message = ?, closes_as = ? WHERE pk = ? AND sk = ? AND status = ?",
+                "answer = ?, message = ?, closes_as = ?, refusal = NULL "
+                "WHERE pk = ? AND sk = ? AND status = ?",
                 (status, stamp, by, _text(answer), *sending, *key, QuestionStatus.OPEN.value),
             )
             won = cursor.rowcount == 1
@@ -195,6 +202,11 @@ class SqliteQuestionStore(Closing):
                 ),
             )
         return cursor.rowcount == 1
+
+    def reopen_refused(self, event: LifecycleEvent) -> bool:
+        """Open the question again after the host refused its recorded answer (``RefusalStore``)."""
+        with self._store.connect() as connection:
+            return reopen_refused(connection, self._table, event)
 
     def end_send(self, sending: StoredQuestion) -> bool:
         """``sending -> closes_as`` if the row is still as ``sending`` left it (:class:`SendingStore`)."""
@@ -231,7 +243,7 @@ def _text(value: Any) -> str:
 
 
 def _stored(row: tuple[Any, ...]) -> StoredQuestion:
-    envelope, status, answered_at, answered_by, answer, message, closes_as = row
+    envelope, status, answered_at, answered_by, answer, message, closes_as, refusal = row
     return StoredQuestion(
         envelope=WaitEnvelope.model_validate_json(envelope),
         status=status,
@@ -240,4 +252,5 @@ def _stored(row: tuple[Any, ...]) -> StoredQuestion:
         answer=None if answer is None else json.loads(answer),
         message=None if message is None else json.loads(message),
         closes_as=closes_as,
+        refusal=None if refusal is None else json.loads(refusal),
     )

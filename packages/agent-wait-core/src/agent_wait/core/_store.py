@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
-from agent_wait.core._models import WaitEnvelope
+from agent_wait.core._canonical import answer_digest
+from agent_wait.core._models import LifecycleEvent, WaitEnvelope
 
 
 class QuestionStatus(StrEnum):
@@ -55,6 +56,9 @@ class StoredQuestion:
             transport confirms it; else None.
         closes_as: While ``sending``: ``answered`` or ``expired``, what the question becomes
             once the message is confirmed; else None.
+        refusal: On a question opened again because the host refused its answer: ``reason``,
+            ``outcome``, the refused ``answer``, ``by`` and ``at``; None otherwise (cleared
+            when it is closed again).
     """
 
     envelope: WaitEnvelope
@@ -64,6 +68,7 @@ class StoredQuestion:
     answer: Any = None
     message: dict[str, Any] | None = None
     closes_as: str | None = None
+    refusal: dict[str, Any] | None = None
 
     @property
     def is_open(self) -> bool:
@@ -73,7 +78,7 @@ class StoredQuestion:
     def describe_close(self) -> str:
         """``"answered by alice at 2026-09-12T09:00:00Z"``, for messages."""
         if self.is_open:
-            return "open"
+            return "open" if self.refusal is None else f"open ({self.describe_refusal()})"
         by = f" by {self.answered_by}" if self.answered_by else ""
         at = f" at {self.answered_at}" if self.answered_at else ""
         if self.status == QuestionStatus.SENDING:
@@ -82,6 +87,12 @@ class StoredQuestion:
                 "confirmed it yet: the sweeper or agent-wait resend sends it again)"
             )
         return f"{self.status}{by}{at}"
+
+    def describe_refusal(self) -> str | None:
+        """``"the agent refused this answer: <reason>"``, or None when it was not refused."""
+        if self.refusal is None:
+            return None
+        return f"the agent refused this answer: {self.refusal.get('reason')}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,6 +256,51 @@ class SendingStore(QuestionStore, Protocol):
 
     def sending_questions(self) -> list[StoredQuestion]:
         """Every question in ``sending``, earliest deadline first."""
+        ...
+
+
+REOPENABLE = frozenset({QuestionStatus.ANSWERED, QuestionStatus.SENDING})
+"""The states a host's refusal of the recorded answer opens again."""
+
+
+def refused_here(event: LifecycleEvent, status: str, answered_by: str | None, answer: Any) -> bool:
+    """Whether a stored question still records the answer a ``wait.answer_refused`` names.
+
+    Its status is ``answered`` (or ``sending``), its answer has the event's ``answer_digest``,
+    and, when the event says who answered, the same person recorded it.
+    """
+    if status not in REOPENABLE or event.answer_digest is None:
+        return False
+    if event.by is not None and answered_by != event.by:
+        return False
+    return answer_digest(answer) == event.answer_digest
+
+
+def refusal_note(event: LifecycleEvent, answer: Any) -> dict[str, Any]:
+    """What a store keeps of a refusal on the reopened question (:attr:`StoredQuestion.refusal`)."""
+    return {
+        "reason": event.reason or event.outcome,
+        "outcome": event.outcome,
+        "answer": answer,
+        "by": event.by,
+        "at": event.at,
+    }
+
+
+@runtime_checkable
+class RefusalStore(QuestionStore, Protocol):
+    """A question store that opens a question again when the host refused its recorded answer.
+
+    The sqlite, PostgreSQL and DynamoDB stores are all one.
+    """
+
+    def reopen_refused(self, event: LifecycleEvent) -> bool:
+        """Open the event's question again with its reason, if it still records that answer.
+
+        A compare-and-set on the refused answer's identity (:func:`refused_here`): of several
+        deliveries of the refusal, or refusals racing, exactly one reopens it, and a corrected
+        answer recorded since is left alone. True if this call reopened it.
+        """
         ...
 
 

@@ -12,6 +12,7 @@ import boto3
 
 from agent_wait.core import (
     HistoryKey,
+    LifecycleEvent,
     QuestionStatus,
     StoredQuestion,
     Transition,
@@ -19,6 +20,8 @@ from agent_wait.core import (
     closing_status,
     format_utc,
     history_key,
+    refusal_note,
+    refused_here,
     sending_status,
 )
 from agent_wait.dynamodb._announcer import _already_written  # pyright: ignore[reportPrivateUsage]
@@ -181,6 +184,7 @@ class DynamoDbQuestionStore:
         stored = json.loads(json.dumps(answer), parse_float=Decimal)
         update = "SET #s = :s, answered_at = :at, answered_by = :by, answer = :a"
         update += "".join(f", {name} = :{name}" for name in sending)
+        update += " REMOVE refusal"
         try:
             response = self._table.update_item(
                 Key={"pk": f"THREAD#{thread_id}", "sk": f"WAIT#{question_id}"},
@@ -229,6 +233,43 @@ class DynamoDbQuestionStore:
             )
         except ClientError as error:
             if _already_written(error):  # the condition failed: someone changed the row
+                return False
+            raise
+        return True
+
+    def reopen_refused(self, event: LifecycleEvent) -> bool:
+        """Open the question again after the host refused its recorded answer (a ``RefusalStore``).
+
+        Read, checked against the event (:func:`~agent_wait.core.refused_here`), then one
+        conditional ``UpdateItem`` on the item as read: of racing refusals exactly one succeeds.
+        """
+        key = {"pk": f"THREAD#{event.thread_id}", "sk": f"WAIT#{event.question_id}"}
+        item = self._table.get_item(Key=key, ConsistentRead=True).get("Item")
+        if item is None:
+            return False
+        found = _stored(item)
+        if not refused_here(event, found.status, found.answered_by, found.answer):
+            return False
+        note = refusal_note(event, found.answer)
+        try:
+            self._table.update_item(
+                Key=key,
+                UpdateExpression=(
+                    "SET #s = :open, refusal = :r "
+                    "REMOVE answered_at, answered_by, answer, message, closes_as"
+                ),
+                ConditionExpression="#s = :s AND answered_at = :at AND answered_by = :by",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":open": QuestionStatus.OPEN.value,
+                    ":r": _message_text(note),
+                    ":s": found.status,
+                    ":at": found.answered_at,
+                    ":by": found.answered_by,
+                },
+            )
+        except ClientError as error:
+            if _already_written(error):  # the condition failed: someone changed the item
                 return False
             raise
         return True
@@ -295,6 +336,7 @@ def _message_text(message: Mapping[str, Any]) -> str:
 def _stored(item: Mapping[str, Any]) -> StoredQuestion:
     answer = item.get("answer")
     message = item.get("message")
+    refusal = item.get("refusal")
     return StoredQuestion(
         envelope=_envelope(item),
         status=cast("str", item["status"]),
@@ -303,6 +345,7 @@ def _stored(item: Mapping[str, Any]) -> StoredQuestion:
         answer=None if answer is None else _plain(answer),
         message=None if message is None else json.loads(cast("str", message)),
         closes_as=cast("str | None", item.get("closes_as")),
+        refusal=None if refusal is None else json.loads(cast("str", refusal)),
     )
 
 

@@ -224,7 +224,7 @@ def _question_json(question: StoredQuestion) -> dict[str, Any]:
         "answered_by": question.answered_by,
         "answer": question.answer,
         "envelope": question.envelope.to_dict(),
-    }
+    } | ({"refusal": question.refusal} if question.refusal is not None else {})
 
 
 def _page_json(page: Page) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from psycopg.types.json import Jsonb
 from agent_wait.core import (
     ConfigError,
     HistoryKey,
+    LifecycleEvent,
     QuestionStatus,
     StoredQuestion,
     Transition,
@@ -21,6 +22,8 @@ from agent_wait.core import (
     check_limit,
     closing_status,
     format_utc,
+    refusal_note,
+    refused_here,
     sending_status,
 )
 from agent_wait.postgres._options import DEFAULT_TABLE, PostgresOptions
@@ -37,8 +40,11 @@ _LIFECYCLE: dict[str, LiteralString] = {
     "answer": "jsonb",
     "message": "jsonb",
     "closes_as": "text",
+    "refusal": "jsonb",
 }
-_COLUMNS: LiteralString = "envelope, status, answered_at, answered_by, answer, message, closes_as"
+_COLUMNS: LiteralString = (
+    "envelope, status, answered_at, answered_by, answer, message, closes_as, refusal"
+)
 
 
 class PostgresQuestionStore:
@@ -211,7 +217,8 @@ class PostgresQuestionStore:
         key = [f"THREAD#{thread_id}", f"WAIT#{question_id}"]
         update = sql.SQL(
             "UPDATE {} SET status = %s, answered_at = %s, answered_by = %s, answer = %s, "
-            "message = %s, closes_as = %s WHERE pk = %s AND sk = %s AND status = 'open'"
+            "message = %s, closes_as = %s, refusal = NULL "
+            "WHERE pk = %s AND sk = %s AND status = 'open'"
         ).format(self._ident)
         select = sql.SQL("SELECT " + _COLUMNS + " FROM {} WHERE pk = %s AND sk = %s").format(
             self._ident
@@ -248,6 +255,34 @@ class PostgresQuestionStore:
         with self._lock:
             return self._connection().execute(query, params).rowcount == 1
 
+    def reopen_refused(self, event: LifecycleEvent) -> bool:
+        """Open the question again after the host refused its recorded answer (a ``RefusalStore``).
+
+        Read, checked against the event (:func:`~agent_wait.core.refused_here`), then one
+        ``UPDATE`` conditioned on the row read: of racing refusals exactly one changes it.
+        """
+        key = [f"THREAD#{event.thread_id}", f"WAIT#{event.question_id}"]
+        select = sql.SQL(
+            "SELECT status, answered_at, answered_by, answer FROM {} WHERE pk = %s AND sk = %s"
+        ).format(self._ident)
+        update = sql.SQL(
+            "UPDATE {} SET status = 'open', answered_at = NULL, answered_by = NULL, "
+            "answer = NULL, message = NULL, closes_as = NULL, refusal = %s "
+            "WHERE pk = %s AND sk = %s AND status = %s AND answered_at IS NOT DISTINCT FROM %s "
+            "AND answered_by IS NOT DISTINCT FROM %s AND answer = %s"
+        ).format(self._ident)
+        with self._lock:
+            conn = self._connection()
+            row = conn.execute(select, key).fetchone()
+            if row is None:
+                return False
+            status, answered_at, answered_by, answer = row
+            if not refused_here(event, status, answered_by, answer):
+                return False
+            note = Jsonb(refusal_note(event, answer))
+            values = [note, *key, status, answered_at, answered_by, Jsonb(answer)]
+            return conn.execute(update, values).rowcount == 1
+
     def end_send(self, sending: StoredQuestion) -> bool:
         """``sending -> closes_as`` if the row is still as ``sending`` left it (a ``SendingStore``)."""
         if sending.status != QuestionStatus.SENDING or sending.message is None:
@@ -280,7 +315,7 @@ class PostgresQuestionStore:
 
 
 def _stored(row: TupleRow) -> StoredQuestion:
-    envelope, status, answered_at, answered_by, answer, message, closes_as = row
+    envelope, status, answered_at, answered_by, answer, message, closes_as, refusal = row
     return StoredQuestion(
         envelope=WaitEnvelope.model_validate(_ordered(envelope)),
         status=status,
@@ -289,6 +324,7 @@ def _stored(row: TupleRow) -> StoredQuestion:
         answer=answer,
         message=message,
         closes_as=closes_as,
+        refusal=refusal,
     )
 
 

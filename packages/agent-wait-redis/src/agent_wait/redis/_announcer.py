@@ -63,7 +63,8 @@ end
 redis.call('HSET', KEYS[1], 'status', ARGV[1])
 return 1
 """
-_STATUS = {"wait.answered": "answered", "wait.expired": "expired"}
+# A refused answer leaves its question waiting for another.
+_STATUS = {"wait.answered": "answered", "wait.expired": "expired", "wait.answer_refused": "open"}
 
 
 class RedisAnnounce(BaseAnnounce):

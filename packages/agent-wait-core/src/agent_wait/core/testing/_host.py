@@ -12,10 +12,11 @@ import pytest
 from ulid import ULID
 
 from agent_wait.core._announce import BaseAnnounce
+from agent_wait.core._canonical import answer_digest
 from agent_wait.core._errors import AnnounceFailed
 from agent_wait.core._host import Handled, Outcome
 from agent_wait.core._memory import MemoryAnnounce
-from agent_wait.core._models import Answer, WaitEnvelope
+from agent_wait.core._models import ANSWER_REFUSED_TYPE, Answer, WaitEnvelope
 from agent_wait.core._trust import AnswerTrust
 from agent_wait.core.hookspecs import hookimpl
 from agent_wait.core.testing._common import (
@@ -242,6 +243,38 @@ class HostContract:
         assert (refused.result, refused.report.envelopes) == (None, ())
         self._resumed(app, envelope)
         assert self.runs == [("order-4471", 41000)], f"runs: {self.runs}"
+
+    def test_a_refused_answer_is_announced_as_answer_refused(self) -> None:
+        """If this fails, a question store never hears that the host refused an answer.
+
+        The store recorded the answer and closed the question before the host refused it: for
+        :attr:`invalid_answer`, the announcers that opted in to ``wait.answer_refused`` must get
+        one event (the thread, the question, ``outcome`` ``invalid_answer``, the message's
+        ``answered_by``, the ``detail`` as ``reason`` and the answer's digest), and
+        ``Handled.refused`` must name the question. A good answer then announces none.
+        """
+        app = self._app()
+        envelope = self._parked(app)
+        audit = MemoryAnnounce().with_lifecycle_events(ANSWER_REFUSED_TYPE)
+        bad = {**_reply(envelope, self.invalid_answer), "answered_by": "alice"}
+        refused = self.handle(app, bad, [self.inbox, audit])
+        assert refused.outcome is Outcome.INVALID_ANSWER, f"{refused.outcome}: {refused.detail}"
+        assert refused.refused == (envelope.question_id,), f"refused: {refused.refused}"
+        assert [e.ok for e in refused.events] == [True], f"events: {refused.events}"
+        [event] = audit.events
+        assert (event.type, event.thread_id, event.question_id) == (
+            ANSWER_REFUSED_TYPE,
+            envelope.thread_id,
+            envelope.question_id,
+        )
+        assert (event.outcome, event.by) == ("invalid_answer", "alice")
+        assert refused.detail is not None
+        assert event.reason is not None
+        assert refused.detail.startswith(event.reason.removesuffix("…")), "reason is not detail"
+        assert event.answer_digest == answer_digest(self.invalid_answer)
+        resumed = self.handle(app, _reply(envelope, {"action": "approve"}), [self.inbox, audit])
+        assert resumed.outcome is Outcome.RESUMED, f"{resumed.outcome}: {resumed.detail}"
+        assert (resumed.refused, len(audit.events)) == ((), 1)
 
     def test_strict_publish_failure_raises_and_the_redelivery_publishes(self) -> None:
         """If this fails, a question whose strict publish failed can be lost or asked twice.

@@ -21,7 +21,9 @@ from agent_wait.core._answering import (
     resend,
     sweep,
 )
-from agent_wait.core._models import Question, WaitEnvelope
+from agent_wait.core._canonical import answer_digest
+from agent_wait.core._lifecycle import lifecycle_event
+from agent_wait.core._models import ANSWER_REFUSED_TYPE, LifecycleEvent, Question, WaitEnvelope
 from agent_wait.core._policy import WaitPolicy
 from agent_wait.core._publish import publish
 from agent_wait.core._sqlite_entry import SqliteEntry
@@ -29,6 +31,7 @@ from agent_wait.core._store import (
     QuestionHistory,
     QuestionStatus,
     QuestionStore,
+    RefusalStore,
     SendingStore,
     Transition,
     history_key,
@@ -52,6 +55,25 @@ def _sending(store: QuestionStore) -> SendingStore:
     if not isinstance(store, SendingStore):
         pytest.skip(f"{type(store).__name__} holds no answer being sent (SendingStore)")
     return store
+
+
+def _refusing(store: QuestionStore) -> RefusalStore:
+    if not isinstance(store, RefusalStore):
+        pytest.skip(f"{type(store).__name__} does not reopen refused answers (RefusalStore)")
+    return store
+
+
+def _refusal(envelope: WaitEnvelope, answer: Any, by: str | None = "alice") -> LifecycleEvent:
+    return lifecycle_event(
+        ANSWER_REFUSED_TYPE,
+        envelope.thread_id,
+        envelope.question_id,
+        outcome="invalid_answer",
+        by=by,
+        at=_T0 + timedelta(minutes=6),
+        reason="answer.args: ['amont'] are not arguments of 'refund'",
+        answer_digest=answer_digest(answer),
+    )
 
 
 class StoreContract:
@@ -450,3 +472,74 @@ class StoreContract:
             assert resend(first.question_id, thread_id=thread, store=store, entry=entry)[
                 "answer"
             ] == {"action": "approve"}
+
+    def test_a_refused_answer_reopens_its_question_once(
+        self, contract_store: QuestionStore
+    ) -> None:
+        """If this fails, an answer the agent refused strands its question.
+
+        The store would say answered while the thread still waits, and refuse every corrected
+        answer as closed.
+        """
+        store = _refusing(contract_store)
+        [envelope] = self._ask(store)
+        ids = (envelope.thread_id, envelope.question_id)
+        refused = {"action": "approve", "args": {"amont": 1.0}}
+        store.transition(*ids, QuestionStatus.ANSWERED, by="alice", answer=refused)
+        assert not store.reopen_refused(_refusal(envelope, {"action": "other"})), "another answer"
+        assert not store.reopen_refused(_refusal(envelope, refused, by="bob")), "another person"
+        # The digest is of the answer's canonical JSON: 1.0 and 1, any key order, agree.
+        assert store.reopen_refused(_refusal(envelope, {"args": {"amont": 1}, "action": "approve"}))
+        assert not store.reopen_refused(_refusal(envelope, refused)), "reopened twice"
+        [question] = store.find(envelope.question_id)
+        assert question.is_open
+        assert question.refusal is not None
+        assert (question.refusal["reason"], question.refusal["answer"]) == (
+            "answer.args: ['amont'] are not arguments of 'refund'",
+            refused,
+        )
+        assert (question.refusal["by"], question.refusal["outcome"]) == ("alice", "invalid_answer")
+        assert question.describe_refusal() == (
+            "the agent refused this answer: answer.args: ['amont'] are not arguments of 'refund'"
+        )
+        assert envelope.question_id in {q.envelope.question_id for q in store.open_questions()}
+        corrected = store.transition(
+            *ids, QuestionStatus.ANSWERED, by="alice", answer={"action": "approve"}
+        )
+        assert corrected.won
+        assert corrected.question.refusal is None
+        # A late copy of the old refusal leaves the corrected answer alone.
+        assert not store.reopen_refused(_refusal(envelope, refused))
+        assert store.find(envelope.question_id) == [corrected.question]
+
+    def test_racing_refusals_reopen_once(self, contract_store: QuestionStore) -> None:
+        """If this fails, refusals racing (redelivered events, several hosts) reopen twice.
+
+        The second could undo a corrected answer given in between.
+        """
+        store = _refusing(contract_store)
+        [envelope] = self._ask(store)
+        refused = {"action": "approve", "n": 1}
+        store.transition(
+            envelope.thread_id,
+            envelope.question_id,
+            QuestionStatus.ANSWERED,
+            by="alice",
+            answer=refused,
+        )
+        event = _refusal(envelope, refused)
+        barrier = threading.Barrier(self.racers)
+        results: dict[int, bool] = {}
+
+        def race(index: int) -> None:
+            barrier.wait()
+            results[index] = store.reopen_refused(event)
+
+        threads = [threading.Thread(target=race, args=(i,)) for i in range(self.racers)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(results) == self.racers, "a racing refusal raised"
+        assert sum(results.values()) == 1, f"{sum(results.values())} reopened it"
+        assert store.find(envelope.question_id)[0].is_open

@@ -1,0 +1,47 @@
+"""An answer sent from the inbox that the agent then refused: the page says why, and takes another."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from starlette.testclient import TestClient
+
+from agent_wait.core import SqliteAnnounce
+from agent_wait.core._canonical import answer_digest
+from agent_wait.core._lifecycle import lifecycle_event
+from agent_wait.core._models import ANSWER_REFUSED_TYPE
+from tests.inbox.conftest import SECRET, ask, sent
+
+BEARER = {"Authorization": f"Bearer {SECRET}"}
+REASON = "answer.args: ['amonut'] are not arguments of 'issue_refund' (published: ['amount'])"
+
+
+def test_the_question_page_and_api_say_why_the_agent_refused_the_answer(
+    client: TestClient, inbox: Path
+) -> None:
+    ask(inbox, "q1", args={"amount": 5})
+    given = {"action": "approve", "args": {"amonut": 1}}
+    first = client.post("/api/questions/q1/answer", headers=BEARER, json=given)
+    assert first.status_code == 200, first.text
+    [message] = sent(inbox)
+    # What the host announces when it refuses that answer, to the inbox's own table.
+    refusal = lifecycle_event(
+        ANSWER_REFUSED_TYPE,
+        message["thread_id"],
+        message["question_id"],
+        outcome="invalid_answer",
+        by=message["answered_by"],
+        reason=REASON,
+        answer_digest=answer_digest(message["answer"]),
+    )
+    SqliteAnnounce(inbox).deliver_event(refusal)
+    page = client.get("/questions/q1", params={"thread": "order-4471"}, headers=BEARER)
+    assert page.status_code == 200
+    assert "the agent refused this answer: answer.args: [&#39;amonut&#39;]" in page.text
+    shown = client.get("/api/questions", headers=BEARER).json()["questions"]
+    [question] = [q for q in shown if q["envelope"]["question_id"] == "q1"]
+    assert question["status"] == "open"
+    again = client.post("/api/questions/q1/answer", headers=BEARER, json={"action": "approve"})
+    assert again.status_code == 200, again.text
+    assert again.json()["status"] == "answered"
+    assert "refusal" not in again.json()
