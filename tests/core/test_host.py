@@ -30,6 +30,7 @@ from agent_wait.core import (
     WaitEnvelope,
 )
 from agent_wait.core import host as core_host
+from agent_wait.core._canonical import answer_digest
 from agent_wait.core.adapter import question_from_value
 from agent_wait.core.host import AsyncHost, Host, QuestionNotPending, Waiting
 
@@ -437,6 +438,32 @@ async def test_ahandle_message_reports_a_failed_resume_too() -> None:
     )
     assert failed.outcome is Outcome.RESUME_FAILED
     assert "still pending" in (failed.detail or "")
+
+
+async def test_a_failed_resume_with_the_question_pending_is_announced_as_refused() -> None:
+    ledger = Fragile()
+    host = AsyncLedger(ledger)
+    audit = MemoryAnnounce().with_lifecycle_events("wait.answer_refused", "wait.answered")
+    started = await core_host.ahandle_message(host, {"thread_id": "t", "input": "go"}, audit)
+    [question_id] = started.question_ids
+    given = {"reason": "x", "n": 1.0}
+    failed = await core_host.ahandle_message(
+        host, {**reply(question_id, given), "answered_by": "bob"}, audit
+    )
+    assert failed.outcome is Outcome.RESUME_FAILED
+    assert failed.refused == (question_id,)
+    [event] = audit.events
+    assert (event.type, event.question_id, event.by, event.outcome) == (
+        "wait.answer_refused",
+        question_id,
+        "bob",
+        "resume_failed",
+    )
+    assert event.reason == failed.detail
+    assert event.answer_digest == answer_digest({"n": 1, "reason": "x"})
+    resumed = await core_host.ahandle_message(host, reply(question_id), audit)
+    assert (resumed.outcome, resumed.refused) == (Outcome.RESUMED, ())
+    assert [e.type for e in audit.events] == ["wait.answer_refused", "wait.answered"]
 
 
 def test_a_deferred_waiting_builds_its_questions_once_and_only_when_read() -> None:
