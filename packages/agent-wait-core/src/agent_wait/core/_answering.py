@@ -434,7 +434,10 @@ def answer(
         ActionNotAllowed: The action is not allowed and ``force`` is false.
         InvalidAnswer: The answer does not match the question's ``answer_schema`` (the message
             names the place in the answer and what is wrong) and ``force`` is false.
-        QuestionClosed: Someone or something closed it first; it says who, when, and with what.
+        QuestionClosed: Someone or something closed it first (or its answer is being sent); it
+            says who, when, and with what.
+        SendUnconfirmed: The answer was sent but the entry point did not confirm it; the
+            question stays ``sending`` until the same message is sent again.
         ValueError: ``action``, ``answer`` or ``by`` is malformed, or no answer is given.
         AgentWaitError: The question has an ``answer_schema`` and ``jsonschema`` is missing.
     """
@@ -518,6 +521,8 @@ def answer_many(
         ActionNotAllowed: An answer's ``action`` is not allowed and ``force`` is false.
         InvalidAnswer: An answer does not match its question's ``answer_schema``.
         QuestionClosed: One of them was closed first; it says who, when, and with what.
+        SendUnconfirmed: The message was sent but the entry point did not confirm it; the
+            questions stay ``sending`` until the same message is sent again.
         ValueError: ``answers`` is empty, an answer is null, or ``by`` is malformed.
     """
     hooks = plugin_hooks()

@@ -368,11 +368,13 @@ def add_commands(commands: Any) -> None:
 
     again = commands.add_parser(
         "resend",
-        help="send the recorded answer of an answered or expired question again",
+        help="send the recorded answer of a sending, answered or expired question again",
         description='Send {**reply_with, "answer": <the recorded answer>} of QUESTION_ID to the '
-        "entry point again: for a process that died between recording an answer and sending "
-        "it. A second copy of an answer that did arrive is harmless (the host reports a "
-        "duplicate). Exit 1 if the question is open, cancelled or unknown.",
+        "entry point again: for a send that was not confirmed (the question is sending: the "
+        "exact message recorded is sent, and once the entry point takes it the question is "
+        "answered), or a process that died between recording an answer and sending it. A "
+        "second copy of an answer that did arrive is harmless (the host reports a duplicate). "
+        "Exit 1 if the question is open, cancelled or unknown.",
     )
     again.add_argument("question_id", metavar="QUESTION_ID")
     again.add_argument("--thread", help="the thread, if several threads asked QUESTION_ID")
