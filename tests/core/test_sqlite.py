@@ -401,3 +401,65 @@ def test_an_existing_inbox_keeps_its_owners_modes(tmp_path: Path) -> None:
         publish(sample_questions(1), "t", sink, strict=True)
     assert stat.S_IMODE(path.stat().st_mode) == 0o640
     assert stat.S_IMODE(shared.stat().st_mode) == 0o755
+
+
+# Each process opens a fresh file the way one kind of user does, at the parent's signal:
+# a worker's entry point, a publishing host, an answer sent through the entry point, the store.
+_FIRST_OPENER = """
+import sys
+from agent_wait.core import SqliteQuestionStore, publish
+from agent_wait.core._sqlite import SqliteAnnounce
+from agent_wait.core._sqlite_entry import SqliteEntry
+from agent_wait.core.testing import sample_questions
+
+role = int(sys.argv[1])
+print("ready", flush=True)
+for line in sys.stdin:
+    path = line.strip()
+    if role == 0:
+        with SqliteEntry(path) as entry:
+            entry.receive()
+    elif role == 1:
+        publish(sample_questions(1), f"thread-{role}", SqliteAnnounce(path), strict=True)
+    elif role == 2:
+        with SqliteEntry(path) as entry:
+            entry.send({"type": "start", "thread_id": "t", "input": "go"})
+    else:
+        with SqliteQuestionStore(path) as store:
+            store.open_questions()
+    print("done", flush=True)
+"""
+
+
+def test_processes_open_a_fresh_inbox_at_the_same_moment(tmp_path: Path) -> None:
+    # Switching a new file to WAL takes an exclusive lock that SQLite may refuse at once
+    # (busy) without waiting; every opener must ride that out.
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-c", _FIRST_OPENER, str(role % 4)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for role in range(8)
+    ]
+    try:
+        for process in processes:
+            assert process.stdout is not None
+            assert process.stdout.readline() == "ready\n"
+        for round_ in range(25):
+            path = tmp_path / f"inbox-{round_}.sqlite3"
+            for process in processes:
+                assert process.stdin is not None
+                process.stdin.write(f"{path}\n")
+                process.stdin.flush()
+            for process in processes:
+                assert process.stdout is not None
+                line = process.stdout.readline()
+                assert line == "done\n", f"round {round_}: a process failed (exit {process.wait()})"
+    finally:
+        for process in processes:
+            assert process.stdin is not None
+            process.stdin.close()
+        codes = [process.wait(timeout=60) for process in processes]
+    assert codes == [0] * 8

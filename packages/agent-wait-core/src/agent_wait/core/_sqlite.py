@@ -13,6 +13,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -193,8 +194,8 @@ class _Store:
             self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
         try:
-            connection.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
             connection.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
+            _use_wal(connection, self.timeout)
             self._schema(connection, self.table, self.path)
         except BaseException:
             connection.close()
@@ -206,6 +207,26 @@ class _Store:
             if self._connection is not None:
                 self._connection.close()
                 self._connection = None
+
+
+def _use_wal(connection: sqlite3.Connection, timeout: float) -> None:
+    """Put the file in WAL mode (readers never block the writer), waiting up to ``timeout``.
+
+    Switching a new file takes an exclusive lock, and while other processes open the same file
+    SQLite may answer busy at once, without its busy handler: the switch is retried instead.
+    """
+    deadline = time.monotonic() + timeout
+    pause = 0.001
+    while True:
+        try:
+            connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as error:
+            busy = error.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _inbox_schema(connection: sqlite3.Connection, table: str, path: Path) -> None:
