@@ -109,3 +109,66 @@ def test_store_option_serves_another_file(tmp_path: Path) -> None:
         server.stop()
     with SqliteQuestionStore(other) as store:
         assert store.find("elsewhere")[0].is_open
+
+
+def test_forwarded_headers_from_this_host_are_not_believed() -> None:
+    # Anyone on this host could otherwise name the trusted proxy in X-Forwarded-For and the
+    # person in X-Forwarded-User.
+    ask(default_inbox_path(), "q1")
+    server = Server("--trusted-proxy", "10.9.9.9", env={"AGENT_WAIT_INBOX_TOKEN": SECRET})
+    try:
+        forged = {"X-Forwarded-For": "10.9.9.9", "X-Forwarded-User": "mallory"}
+        assert httpx.get(f"{server.url}/api/questions", headers=forged).status_code == 401
+        page = httpx.get(f"{server.url}/", headers=forged)
+        assert page.status_code == 303
+        assert page.headers["location"].startswith("/login")
+    finally:
+        server.stop()
+
+
+def test_a_proxy_on_this_host_named_trusted_identifies_people() -> None:
+    ask(default_inbox_path(), "q1")
+    server = Server("--trusted-proxy", "127.0.0.1", env={"AGENT_WAIT_INBOX_TOKEN": SECRET})
+    # What nginx or oauth2-proxy sends: the client's own X-Forwarded-For with the address the
+    # proxy was reached from appended.
+    relayed = {"X-Forwarded-For": "203.0.113.9, 198.51.100.7", "X-Forwarded-User": "carol"}
+    try:
+        with httpx.Client(base_url=server.url, headers=relayed) as proxy:
+            listed = proxy.get("/api/questions")
+            assert listed.status_code == 200
+            assert [q["envelope"]["question_id"] for q in listed.json()["questions"]] == ["q1"]
+            detail = proxy.get("/questions/q1", params={"thread": "order-4471"})
+            done = proxy.post(
+                "/questions/q1/answer",
+                params={"thread": "order-4471"},
+                data={"csrf": csrf_of(detail.text), "action": "approve"},
+                follow_redirects=True,
+            )
+            assert "answered by carol at" in done.text
+            # Without the user header nobody is named, and the failed login is logged with
+            # the client's address: the nearest one the trusted proxy did not add itself.
+            anonymous = httpx.Client(
+                base_url=server.url, headers={"X-Forwarded-For": relayed["X-Forwarded-For"]}
+            )
+            with anonymous:
+                login = anonymous.get("/login")
+                failed = anonymous.post(
+                    "/login", data={"csrf": csrf_of(login.text), "name": "x", "token": "guess"}
+                )
+                assert failed.status_code == 401
+    finally:
+        logged = server.stop()
+    with SqliteQuestionStore(default_inbox_path()) as store:
+        assert store.find("q1")[0].answered_by == "carol"
+    assert "failed inbox login from 198.51.100.7" in logged
+
+
+def test_no_auth_refuses_a_request_a_local_proxy_relays_from_elsewhere() -> None:
+    server = Server("--no-auth")
+    try:
+        relayed = {"X-Forwarded-For": "198.51.100.7"}
+        assert httpx.get(f"{server.url}/api/questions", headers=relayed).status_code == 403
+        local = {"X-Forwarded-For": "127.0.0.1"}
+        assert httpx.get(f"{server.url}/api/questions", headers=local).status_code == 200
+    finally:
+        server.stop()

@@ -309,10 +309,7 @@ def inbox_app(
         async def run(request: Request) -> Response:
             # Without a login, the Host must be a loopback name too: a page whose own name an
             # attacker re-points at 127.0.0.1 (DNS rebinding) is refused.
-            if auth.no_auth and not (
-                is_loopback(request.client.host if request.client else None)
-                and is_loopback(request.url.hostname)
-            ):
+            if auth.no_auth and not (auth.is_local(request) and is_loopback(request.url.hostname)):
                 return PlainTextResponse(
                     "the inbox without authentication serves loopback only", 403
                 )
@@ -345,9 +342,7 @@ def inbox_app(
             return PlainTextResponse("the form expired; reload the page", 403)
         name = clean_name(fields.get("name", ""))
         if name is None or not auth.check_token(fields.get("token", "")):
-            logger.warning(
-                "failed inbox login from %s", request.client.host if request.client else "?"
-            )
+            logger.warning("failed inbox login from %s", auth.origin(request) or "?")
             return render(
                 request,
                 "login.html",

@@ -49,10 +49,8 @@ def is_loopback(host: str | None) -> bool:
         return False
     if host == "localhost":
         return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+    address = _ip(host)
+    return address is not None and address.is_loopback
 
 
 @dataclass(frozen=True)
@@ -153,21 +151,45 @@ class InboxAuth:
                 links.append((name, str(login_url(next_path))))
         return links
 
+    def trusts(self, host: str | None) -> bool:
+        """True if ``host`` is the address of a trusted proxy."""
+        address = _ip(host)
+        return address is not None and any(address in network for network in self._networks)
+
     def from_proxy(self, connection: HTTPConnection) -> str | None:
-        """The person a trusted proxy names, or None (headers of anyone else are ignored)."""
-        host = connection.client.host if connection.client else None
-        if host is None:
-            return None
-        try:
-            address = ipaddress.ip_address(host)
-        except ValueError:
-            return None
-        if not any(address in network for network in self._networks):
+        """The person a trusted proxy names, or None (headers of anyone else are ignored).
+
+        The proxy is the peer of the connection, so the server must not replace the peer with
+        an address from ``X-Forwarded-For`` (uvicorn: ``proxy_headers=False``).
+        """
+        if not self.trusts(connection.client.host if connection.client else None):
             return None
         name = connection.headers.get("x-forwarded-user") or connection.headers.get(
             "x-forwarded-email"
         )
         return clean_name(name) if name else None
+
+    def origin(self, connection: HTTPConnection) -> str | None:
+        """The address the request comes from: the peer, or behind trusted proxies, their client.
+
+        Each proxy appends the address it was reached from to ``X-Forwarded-For``, so the list
+        is read from the right while its addresses are trusted proxies; the first other one is
+        the client (anything to its left is whatever that client sent).
+        """
+        peer = connection.client.host if connection.client else None
+        if not self.trusts(peer):
+            return peer
+        hops = forwarded_for(connection)
+        for hop in reversed(hops):
+            if not self.trusts(hop):
+                return hop
+        return hops[0] if hops else peer
+
+    def is_local(self, connection: HTTPConnection) -> bool:
+        """True if the request comes from this host, not relayed by a proxy from another."""
+        return is_loopback(self.origin(connection)) and all(
+            is_loopback(hop) for hop in forwarded_for(connection)
+        )
 
     def check_token(self, offered: str) -> bool:
         """Constant-time comparison with the secret."""
@@ -179,6 +201,25 @@ class InboxAuth:
         """True if the request carries ``Authorization: Bearer <the secret>`` (bots)."""
         scheme, _, value = connection.headers.get("authorization", "").partition(" ")
         return scheme.lower() == "bearer" and self.check_token(value.strip())
+
+
+def forwarded_for(connection: HTTPConnection) -> list[str]:
+    """The addresses of ``X-Forwarded-For`` (every such header, in order), left to right."""
+    return [
+        hop.strip()
+        for header in connection.headers.getlist("x-forwarded-for")
+        for hop in header.split(",")
+        if hop.strip()
+    ]
+
+
+def _ip(host: str | None) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    if host is None:
+        return None
+    try:
+        return ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return None
 
 
 def clean_name(name: str) -> str | None:

@@ -87,6 +87,17 @@ def run(args: argparse.Namespace) -> int:
         return 2
     app = inbox_app(store, auth)
     print(f"agent-wait inbox on http://{args.host}:{args.port}/", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", server_header=False)
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level="warning",
+        server_header=False,
+        # The app reads X-Forwarded-* itself, from --trusted-proxy peers only; uvicorn's own
+        # handling (on for 127.0.0.1 by default) would hand it a client address anyone on this
+        # host can choose.
+        proxy_headers=False,
+        forwarded_allow_ips=[],
+    )
     store.close()
     return 0
