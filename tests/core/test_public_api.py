@@ -100,6 +100,7 @@ def test_public_api() -> None:
         "is_answer",
         "lazy_exports",
         "load_config",
+        "log_safe",
         "message_warnings",
         "parse_duration",
         "parse_message",

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from agent_wait.core._hooks import Operation
     from agent_wait.core._host import Handled, Outcome
     from agent_wait.core._jsonl import JsonlAnnounce, JsonlOptions
+    from agent_wait.core._logsafe import log_safe
     from agent_wait.core._memory import LogAnnounce, LogOptions, MemoryAnnounce, MemoryOptions
     from agent_wait.core._models import (
         Answer,
@@ -211,6 +212,7 @@ _LAZY = {
     "hookimpl": ".hookspecs",
     "is_answer": "._models",
     "load_config": "._config",
+    "log_safe": "._logsafe",
     "message_warnings": "._models",
     "parse_duration": "._durations",
     "parse_message": "._models",
@@ -325,6 +327,7 @@ __all__ = [
     "is_answer",
     "lazy_exports",
     "load_config",
+    "log_safe",
     "message_warnings",
     "parse_duration",
     "parse_message",
