@@ -31,7 +31,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Any
 
 from agent_wait.core import (
@@ -45,6 +45,7 @@ from agent_wait.core import (
 )
 from agent_wait.core.transport import Poison, dead_letter, read_message, transport_headers
 from agent_wait.webhook._options import WebhookEntryOptions
+from agent_wait.webhook._server import Reply, Waiter, serve
 from agent_wait.webhook._signing import (
     ID_HEADER,
     Secret,
@@ -71,11 +72,6 @@ def _positive(name: str, value: object, *, integer: bool = False, zero: bool = F
         expected = "a positive whole number" if integer else "seconds"
         bound = " >= 0" if zero else " > 0"
         raise ConfigError(f"{name}: expected {expected}{bound}, got {value!r}")
-
-
-Reply = tuple[int, dict[str, Any]]
-Waiter = Callable[[int, dict[str, Any]], None]
-"""Answers one held HTTP request; called from whichever thread settled its message."""
 
 
 def _asyncio_waiter() -> tuple[Waiter, asyncio.Future[Reply]]:
@@ -131,6 +127,11 @@ class WebhookEntry(EntryPoint):
         delivery_retry_delay: Seconds between those POSTs.
         max_in_flight: POSTs the delivery thread keeps open at once (one per thread at most).
         flush_timeout: Seconds :meth:`close` waits for messages still in the outbox.
+        read_timeout: Seconds the built-in server gives a request to arrive in full (request
+            line, headers and body), an idle connection to send its next one and a reply to be
+            taken; then it closes the connection.
+        max_connections: Connections the built-in server serves at once (each held request
+            keeps one); the next are answered 503, which senders retry.
     """
 
     name = "webhook"
@@ -152,6 +153,8 @@ class WebhookEntry(EntryPoint):
         delivery_retry_delay: float = 5.0,
         max_in_flight: int = 16,
         flush_timeout: float = 30.0,
+        read_timeout: float = 30.0,
+        max_connections: int = 256,
     ) -> None:
         options = WebhookEntryOptions.parse(
             self.name,
@@ -169,6 +172,8 @@ class WebhookEntry(EntryPoint):
                 "delivery_retry_delay": delivery_retry_delay,
                 "max_in_flight": max_in_flight,
                 "flush_timeout": flush_timeout,
+                "read_timeout": read_timeout,
+                "max_connections": max_connections,
             },
         )
         bind = None if listen is None else _parse_listen(listen)
@@ -211,6 +216,8 @@ class WebhookEntry(EntryPoint):
         self._delivery: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._max_in_flight = options.max_in_flight
+        self._read_timeout = float(options.read_timeout)
+        self._max_connections = options.max_connections
         self._wake = threading.Event()
         if bind is not None:
             self._serve(*bind)
@@ -636,47 +643,17 @@ class WebhookEntry(EntryPoint):
     # -- serving and closing ---------------------------------------------------------------
 
     def _serve(self, host: str, port: int) -> None:
-        admit = self._admit
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                if length > MAX_BODY:
-                    self._reply(413, {"error": f"the body is larger than {MAX_BODY} bytes"})
-                    return
-                body = self.rfile.read(length)
-                done: Future[Reply] = Future()
-
-                def answer(status: int, reply: dict[str, Any]) -> None:
-                    if not done.done():
-                        done.set_result((status, reply))
-
-                held = admit(body, dict(self.headers.items()), answer)
-                self._reply(*(held or done.result()))
-
-            def _reply(self, status: int, body: dict[str, Any]) -> None:
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                logger.debug("%s " + format, self.address_string(), *args)
-
         try:
-            server = ThreadingHTTPServer((host, port), Handler)
+            self._server, self._server_thread = serve(
+                host,
+                port,
+                self._admit,
+                max_body=MAX_BODY,
+                read_timeout=self._read_timeout,
+                max_connections=self._max_connections,
+            )
         except OSError as error:
             raise ConfigError(f"listen: cannot serve on {host}:{port}: {error}") from None
-        server.daemon_threads = True
-        thread = threading.Thread(
-            target=server.serve_forever, name="agent-wait-webhook-server", daemon=True
-        )
-        thread.start()
-        self._server, self._server_thread = server, thread
 
     def describe(self) -> dict[str, Any]:
         """``url``: where consumers post (the secret stays in their own configuration).

@@ -165,6 +165,11 @@ class WebhookEntryOptions(EntryOptions):
     """POSTs a sender keeps open at once."""
     flush_timeout: SecondsOrZero = 30.0
     """Seconds ``close`` waits for the host to take what this sender sent."""
+    read_timeout: Seconds = 30.0
+    """Seconds the built-in server gives a request to arrive in full, an idle connection to
+    send its next one and a reply to be taken."""
+    max_connections: PositiveCount = 256
+    """Connections the built-in server serves at once; the next are answered 503."""
 
     @field_validator("url")
     @classmethod
