@@ -756,3 +756,39 @@ def test_mounted_under_a_path_every_link_keeps_the_prefix(inbox: Path) -> None:
         ("q1", {"action": "approve"}),
         ("q2", {"action": "approve"}),
     ]
+
+
+def test_a_session_cookie_copied_before_logout_is_refused_after_it(
+    alice: TestClient, inbox: Path
+) -> None:
+    copied = dict(alice.cookies)
+    page = alice.get("/")
+    assert page.status_code == 200
+    out = alice.post("/logout", data={"csrf": csrf_of(page.text)}, follow_redirects=False)
+    assert out.status_code == 303
+    thief = TestClient(alice.app, base_url="http://127.0.0.1", cookies=copied)
+    assert thief.get("/", follow_redirects=False).status_code == 303
+    assert thief.get("/api/questions").status_code == 401
+    # Logging in again starts a new session, which works.
+    login(alice)
+    assert alice.get("/api/questions").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        ({"tag": "team\x00x:finance"}, "tag: a key cannot hold a NUL character"),
+        ({"q": "x" * 60000}, "q: at most 1000 characters, got 60000"),
+    ],
+)
+def test_a_filter_the_store_cannot_take_is_refused_400_naming_it(
+    alice: TestClient, params: dict[str, str], named: str
+) -> None:
+    page = alice.get("/", params=params)
+    assert page.status_code == 400
+    assert html.escape(named, quote=True) in page.text
+    history = alice.get("/history", params=params)
+    assert history.status_code == 400
+    api = alice.get("/api/questions", params=params)
+    assert api.status_code == 400
+    assert api.json()["error"].startswith(named)

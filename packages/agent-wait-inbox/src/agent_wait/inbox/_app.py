@@ -6,6 +6,8 @@ import asyncio
 import json
 import logging
 import secrets
+import threading
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -67,6 +69,8 @@ _T = TypeVar("_T")
 HERE = Path(__file__).parent
 MAX_BODY = 64 * 1024
 PAGE_SIZE = 50
+SESSION_AGE = 12 * 3600
+"""Seconds a session cookie lives after the last response that set it."""
 MAX_LIMIT = 500
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
@@ -119,6 +123,30 @@ class _Limits:
 
 class _TooLarge(Exception):
     pass
+
+
+class _Sessions:
+    """Sessions logged out of: refused for as long as a copy of their cookie could be valid.
+
+    The cookie is signed, not stored, so it stays valid until it expires; logging out puts
+    its session here instead. Kept in memory, like the default signing key.
+    """
+
+    def __init__(self, age: float) -> None:
+        # A request in flight at the logout may sign the cookie once more: an hour's margin.
+        self._keep = age + 3600
+        self._revoked: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def revoke(self, session: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            self._revoked = {s: until for s, until in self._revoked.items() if until > now}
+            self._revoked[session] = now + self._keep
+
+    def revoked(self, session: str) -> bool:
+        with self._lock:
+            return session in self._revoked
 
 
 Handler = Callable[[Request], Awaitable[Response]]
@@ -264,6 +292,7 @@ def inbox_app(
     templates.filters["when"] = _when
     templates.filters["compact"] = _compact
     templates.filters["function"] = _function_name
+    sessions = _Sessions(SESSION_AGE)
 
     def identity(request: Request) -> str | None:
         if auth.no_auth:
@@ -273,8 +302,13 @@ def inbox_app(
             return named
         if auth.bearer(request):
             return "api"
-        user = request.session.get("user")
-        return user if isinstance(user, str) else None
+        user, session = request.session.get("user"), request.session.get("session")
+        if not isinstance(user, str) or not isinstance(session, str):
+            return None
+        if sessions.revoked(session):
+            request.session.clear()  # the response must not sign it again
+            return None
+        return user
 
     def csrf_token(request: Request) -> str:
         token = request.session.get("csrf")
@@ -354,6 +388,7 @@ def inbox_app(
             )
         request.session.clear()
         request.session["user"] = name
+        request.session["session"] = secrets.token_urlsafe(16)
         return RedirectResponse(_safe_next(request, fields.get("next")), 303)
 
     async def logout(request: Request) -> Response:
@@ -361,6 +396,9 @@ def inbox_app(
         offered = form.get("csrf")
         if not csrf_ok(request, offered if isinstance(offered, str) else None):
             return PlainTextResponse("the form expired; reload the page", 403)
+        session = request.session.get("session")
+        if isinstance(session, str):
+            sessions.revoke(session)
         request.session.clear()
         return RedirectResponse(f"{root(request)}/login", 303)
 
@@ -903,7 +941,7 @@ def inbox_app(
                 session_cookie="agent_wait_inbox",
                 same_site="strict",
                 https_only=auth.secure_cookie,
-                max_age=12 * 3600,
+                max_age=SESSION_AGE,
             ),
         ],
     )

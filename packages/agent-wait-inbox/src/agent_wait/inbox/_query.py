@@ -30,6 +30,8 @@ from agent_wait.core import (
 
 NO_EXPIRY = "9999-12-31T23:59:59Z"
 HISTORY_BATCH = 200
+MAX_SEARCH = 1000
+"""Longest text search (``q``), in characters."""
 
 
 def function_of(envelope: WaitEnvelope) -> str | None:
@@ -60,13 +62,22 @@ class Filters:
         if tag_text:
             key, sep, value = tag_text.partition(":")
             if not sep or not key:
-                raise ValueError(f"tag: expected key:value such as team:finance, got {tag_text!r}")
+                raise ValueError(
+                    f"tag: expected key:value such as team:finance, got {tag_text[:40]!r}"
+                )
+            # The key becomes a JSON path, which SQLite reads up to a NUL.
+            if "\0" in key:
+                raise ValueError(f"tag: a key cannot hold a NUL character, got {key[:40]!r}")
             tag = (key, value)
+        search = (params.get("q") or "").strip() or None
+        # SQLite refuses a LIKE pattern over 50,000 bytes; no one types a search this long.
+        if search is not None and len(search) > MAX_SEARCH:
+            raise ValueError(f"q: at most {MAX_SEARCH} characters, got {len(search)}")
         return cls(
             tag=tag,
             function=(params.get("function") or "").strip() or None,
             thread=(params.get("thread") or "").strip() or None,
-            search=(params.get("q") or "").strip() or None,
+            search=search,
         )
 
     def matches(self, envelope: WaitEnvelope) -> bool:
