@@ -29,6 +29,7 @@ from agent_wait.core._entry import EntryPoint
 from agent_wait.core._errors import AgentWaitError, ConfigError, InvalidAnswer
 from agent_wait.core._hooks import Operating, Operation
 from agent_wait.core._lifecycle import event_announcers, lifecycle_event, publish_events
+from agent_wait.core._logsafe import log_safe
 from agent_wait.core._models import EXPIRED_TYPE, Answer, answerer_problem, format_utc
 from agent_wait.core._plugins import LIFECYCLE_OPTION, question_store
 from agent_wait.core._publish import plugin_hooks
@@ -210,10 +211,10 @@ def _close_and_send(
     for question in outcome:
         logger.info(
             "question %s of thread %s %s by %s; answer sent to %s",
-            question.envelope.question_id,
-            question.envelope.thread_id,
+            log_safe(question.envelope.question_id),
+            log_safe(question.envelope.thread_id),
             status.value,
-            by,
+            log_safe(by),
             entry.name,
         )
     return outcome, message
@@ -308,8 +309,8 @@ def _send_held(
         logger.warning(
             "question %s of thread %s: the send of its answer was not confirmed (%s); left "
             "sending, to be sent again",
-            held[0].envelope.question_id,
-            held[0].envelope.thread_id,
+            log_safe(held[0].envelope.question_id),
+            log_safe(held[0].envelope.thread_id),
             type(error).__name__,
         )
         raise SendUnconfirmed(held, message, error) from error
@@ -655,8 +656,8 @@ def _resend_held(
                 store.end_send(other)
     logger.info(
         "answer to question %s of thread %s sent again to %s; settled",
-        question.envelope.question_id,
-        thread_id,
+        log_safe(question.envelope.question_id),
+        log_safe(thread_id),
         entry.name,
     )
     return message
@@ -801,8 +802,8 @@ def _sweep(
             except Exception as error:  # noqa: BLE001 - one failed send must not stop the sweep
                 logger.error(
                     "question %s of thread %s: its default could not be sent (%s); left %s",
-                    question.envelope.question_id,
-                    question.envelope.thread_id,
+                    log_safe(question.envelope.question_id),
+                    log_safe(question.envelope.thread_id),
                     type(error).__name__,
                     "sending" if isinstance(error, SendUnconfirmed) else "open",
                 )
@@ -860,8 +861,8 @@ def _resend_all_held(
             continue
         logger.error(
             "question %s of thread %s: its held answer could not be sent again (%s); left sending",
-            question.envelope.question_id,
-            question.envelope.thread_id,
+            log_safe(question.envelope.question_id),
+            log_safe(question.envelope.thread_id),
             type(error).__name__,
         )
         report.failed.append((question, f"{type(error).__name__}: {error}"))

@@ -39,6 +39,7 @@ from agent_wait.core._lifecycle import (
     lifecycle_event,
     publish_events,
 )
+from agent_wait.core._logsafe import log_safe
 from agent_wait.core._models import (
     ANSWER_REFUSED_TYPE,
     ANSWERED_TYPE,
@@ -356,8 +357,8 @@ def _answer(
             # The reason names a key id at most: never a secret, never the answer's content.
             logger.warning(
                 "agent-wait host: answer refused as unauthorized (thread %s, question %s): %s",
-                thread_id,
-                entry.question_id,
+                log_safe(thread_id),
+                log_safe(entry.question_id),
                 problem,
             )
             detail = f"{_where(entry)}: {problem}; nothing ran, the question stays answerable"
@@ -511,8 +512,8 @@ def _held_to_trust(
         logger.warning(
             "agent-wait host: answer to question %s of thread %s carries no expires_at; its "
             "lateness cannot be checked, accepted",
-            answer.question_id,
-            answer.thread_id,
+            log_safe(answer.question_id),
+            log_safe(answer.thread_id),
         )
     if trust.expired != "accept" and (late := trust.late(answer, (clock or utc_now)())):
         if trust.expired == "refuse":
@@ -577,8 +578,8 @@ def _answered(answer: Answer, handled: Handled) -> None:
         logger.info(
             "agent-wait host: %s (thread %s, question %s)",
             handled.outcome.value,
-            answer.thread_id,
-            answer.question_id,
+            log_safe(answer.thread_id),
+            log_safe(answer.question_id),
         )
     caller = plugin_hooks().handled
     if caller is not None:

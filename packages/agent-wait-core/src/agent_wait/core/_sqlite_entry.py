@@ -25,6 +25,7 @@ from agent_wait.core._entry import (
     logger,
     read_message,
 )
+from agent_wait.core._logsafe import log_safe
 from agent_wait.core._models import format_utc
 from agent_wait.core._options import EntryOptions, PositiveCount, Seconds, SecondsOrZero
 from agent_wait.core._sqlite import (
@@ -228,7 +229,7 @@ class SqliteEntry(EntryPoint):
         logger.error(
             "message %s of thread %s dead-lettered after %d attempts (%s); kept in %s table %s",
             row_id,
-            thread_id,
+            log_safe(thread_id),
             attempts,
             error.partition(":")[0],
             self.path,
@@ -246,7 +247,7 @@ class SqliteEntry(EntryPoint):
         logger.warning(
             "message %s of thread %s: its lease ran out before it was settled (handed out again)",
             received.id,
-            received.thread_id,
+            log_safe(received.thread_id),
         )
         return False
 

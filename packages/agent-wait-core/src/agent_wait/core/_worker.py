@@ -40,6 +40,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agent_wait.core._entry import EntryPoint, Received
+from agent_wait.core._logsafe import log_safe
 from agent_wait.core._publish import Announce
 
 logger = logging.getLogger("agent_wait.core.serve")
@@ -90,8 +91,8 @@ class _Settler:
         """Acknowledge; True if it was (the thread may go on)."""
         logger.info(
             "message %s of thread %s (attempt %d): %s",
-            received.id,
-            received.thread_id,
+            log_safe(received.id),
+            log_safe(received.thread_id),
             received.attempt,
             _outcome(result),
         )
@@ -109,13 +110,13 @@ class _Settler:
         # The type only at WARNING: an error's text may quote the question or the answer.
         logger.warning(
             "message %s of thread %s (attempt %d) failed: %s%s",
-            received.id,
-            received.thread_id,
+            log_safe(received.id),
+            log_safe(received.thread_id),
             received.attempt,
             type(error).__name__,
             " (malformed, not retried)" if poison else "",
         )
-        logger.debug("message %s failed with", received.id, exc_info=error)
+        logger.debug("message %s failed with", log_safe(received.id), exc_info=error)
         dead = self.entry.fail(received, f"{type(error).__name__}: {error}", retry=not poison)
         with self._lock:
             if dead:
@@ -133,13 +134,16 @@ class _Settler:
                 logger.warning(
                     "message %s of thread %s could not be released (%s); it comes back when its "
                     "lease runs out",
-                    received.id,
-                    received.thread_id,
+                    log_safe(received.id),
+                    log_safe(received.thread_id),
                     type(error).__name__,
                 )
                 continue
             logger.debug(
-                "message %s of thread %s released: %s", received.id, received.thread_id, why
+                "message %s of thread %s released: %s",
+                log_safe(received.id),
+                log_safe(received.thread_id),
+                why,
             )
             if released:
                 with self._lock:
@@ -250,8 +254,8 @@ def _settled(done: Future[bool] | asyncio.Task[bool], received: Received) -> boo
     # Settling itself raised (the entry point was unreachable): the lease runs out.
     logger.warning(
         "message %s of thread %s could not be settled: %s",
-        received.id,
-        received.thread_id,
+        log_safe(received.id),
+        log_safe(received.thread_id),
         "cancelled" if error is None else type(error).__name__,
     )
     return False
@@ -336,7 +340,7 @@ def serve_entry(
                 for future in [f for f in running if f.done()]:
                     received = running.pop(future)
                     later = hand.finished(received, settled=_settled(future, received))
-                    settler.release(later, f"behind {received.id}, which was not settled")
+                    settler.release(later, f"behind {log_safe(received.id)}, which was not settled")
                 start()
 
             def renew() -> None:
@@ -350,7 +354,9 @@ def serve_entry(
                     if hand.holds(received) and not entry.extend(received):
                         # Handed out again: the thread's later held ones must not overtake it.
                         settler.lost()
-                        settler.release(hand.lost(received), f"behind {received.id}, lease lost")
+                        settler.release(
+                            hand.lost(received), f"behind {log_safe(received.id)}, lease lost"
+                        )
 
             try:
                 while not stopped.is_set():
@@ -442,7 +448,7 @@ async def aserve_entry(
             later = hand.finished(received, settled=_settled(task, received))
             if later:
                 await asyncio.to_thread(
-                    settler.release, later, f"behind {received.id}, which was not settled"
+                    settler.release, later, f"behind {log_safe(received.id)}, which was not settled"
                 )
         start()
 
@@ -457,7 +463,9 @@ async def aserve_entry(
             if hand.holds(received) and not await asyncio.to_thread(entry.extend, received):
                 settler.lost()
                 await asyncio.to_thread(
-                    settler.release, hand.lost(received), f"behind {received.id}, lease lost"
+                    settler.release,
+                    hand.lost(received),
+                    f"behind {log_safe(received.id)}, lease lost",
                 )
 
     try:

@@ -45,6 +45,7 @@ from agent_wait.core import (
     answer,
     answer_many,
     default_store,
+    log_safe,
 )
 from agent_wait.inbox._auth import InboxAuth, clean_name, is_loopback, provider_routes
 from agent_wait.inbox._batch import batch_actions, mapping
@@ -564,7 +565,9 @@ def inbox_app(
             return await detail(request, f"Not sent: {error}", 400, whole)
         except Exception as error:  # noqa: BLE001 - the entry point failed; shown, not traced
             logger.error(
-                "answer to %s not sent: %s", question.envelope.question_id, type(error).__name__
+                "answer to %s not sent: %s",
+                log_safe(question.envelope.question_id),
+                type(error).__name__,
             )
             return await detail(
                 request,
@@ -726,7 +729,9 @@ def inbox_app(
         except (AgentWaitError, ValueError) as error:
             return await thread_page(request, f"Not sent: {error}", 400, kept=kept)
         except Exception as error:  # noqa: BLE001 - the entry point failed; shown, not traced
-            logger.error("answers to thread %s not sent: %s", thread_id, type(error).__name__)
+            logger.error(
+                "answers to thread %s not sent: %s", log_safe(thread_id), type(error).__name__
+            )
             return await thread_page(
                 request,
                 f"Not sent: the entry point failed ({type(error).__name__}); try again.",
@@ -839,7 +844,9 @@ def inbox_app(
             return JSONResponse({"error": str(error)}, 400)
         except Exception as error:  # noqa: BLE001 - the entry point failed; reported, not traced
             logger.error(
-                "answer to %s not sent: %s", question.envelope.question_id, type(error).__name__
+                "answer to %s not sent: %s",
+                log_safe(question.envelope.question_id),
+                type(error).__name__,
             )
             return _not_sent(error)
         return JSONResponse(_question_json(result.question))
@@ -872,7 +879,9 @@ def inbox_app(
         except (AgentWaitError, ValueError) as error:
             return JSONResponse({"error": str(error)}, 400)
         except Exception as error:  # noqa: BLE001 - the entry point failed; reported, not traced
-            logger.error("answers to thread %s not sent: %s", thread_id, type(error).__name__)
+            logger.error(
+                "answers to thread %s not sent: %s", log_safe(thread_id), type(error).__name__
+            )
             return _not_sent(error)
         return JSONResponse({"questions": [_question_json(q) for q in result.questions]})
 

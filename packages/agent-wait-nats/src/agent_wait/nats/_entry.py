@@ -27,6 +27,7 @@ from agent_wait.core import (
     EntryPoint,
     Received,
     format_utc,
+    log_safe,
     parse_message,
 )
 from agent_wait.core.options import redact
@@ -313,7 +314,9 @@ class NatsEntry(EntryPoint):
             # The server sent a delivery it did not count while an earlier one is still in
             # hand (a pull request that ended as it was served): the holder keeps the lease,
             # and if it dies the server's counted redelivery comes after ack_wait.
-            logger.debug("message %s of thread %s: sent again while in hand", seq, thread_id)
+            logger.debug(
+                "message %s of thread %s: sent again while in hand", seq, log_safe(thread_id)
+            )
             return None
         attempts, error = int(record.get("attempts", 0)), record.get("error")
         if isinstance(read, Poison):
@@ -370,8 +373,8 @@ class NatsEntry(EntryPoint):
             return entry.revision
         logger.warning(
             "message %s of thread %s: its lease ran out before it was settled (handed out again)",
-            received.id,
-            received.thread_id,
+            log_safe(received.id),
+            log_safe(received.thread_id),
         )
         return None
 
@@ -411,8 +414,8 @@ class NatsEntry(EntryPoint):
             logger.warning(
                 "message %s of thread %s: its lease ran out before it was released "
                 "(handed out again)",
-                received.id,
-                received.thread_id,
+                log_safe(received.id),
+                log_safe(received.thread_id),
             )
             return False
         # No longer held, the attempt counted and an earlier failure's error kept: the next
@@ -489,7 +492,7 @@ class NatsEntry(EntryPoint):
         logger.error(
             "message %s of thread %s dead-lettered after %d attempts (%s); kept in stream %s",
             seq,
-            thread_id,
+            log_safe(thread_id),
             attempts,
             error.partition(":")[0],
             self.dead_stream,

@@ -20,6 +20,7 @@ from agent_wait.core import (
     EntryPoint,
     Received,
     format_utc,
+    log_safe,
     parse_message,
 )
 from agent_wait.core.options import redact
@@ -252,7 +253,7 @@ class PostgresEntry(EntryPoint):
         logger.error(
             "message %s of thread %s dead-lettered after %d attempts (%s); kept in table %s",
             row_id,
-            thread_id,
+            log_safe(thread_id),
             attempts,
             error.partition(":")[0],
             self.table,
@@ -271,8 +272,8 @@ class PostgresEntry(EntryPoint):
             return True
         logger.warning(
             "message %s of thread %s: its lease ran out before it was settled (handed out again)",
-            received.id,
-            received.thread_id,
+            log_safe(received.id),
+            log_safe(received.thread_id),
         )
         return False
 
@@ -313,8 +314,8 @@ class PostgresEntry(EntryPoint):
             logger.warning(
                 "message %s of thread %s: its lease ran out before it was released "
                 "(handed out again)",
-                received.id,
-                received.thread_id,
+                log_safe(received.id),
+                log_safe(received.thread_id),
             )
         return rowcount == 1
 

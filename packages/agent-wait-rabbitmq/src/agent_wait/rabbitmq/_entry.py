@@ -27,6 +27,7 @@ from agent_wait.core import (
     EntryPoint,
     Received,
     format_utc,
+    log_safe,
     parse_message,
 )
 from agent_wait.core.options import redact
@@ -318,8 +319,8 @@ class RabbitMqEntry(EntryPoint):
             return held
         logger.warning(
             "message %s of thread %s: its lease ran out before it was settled (handed out again)",
-            received.id,
-            received.thread_id,
+            log_safe(received.id),
+            log_safe(received.thread_id),
         )
         return None
 
@@ -397,8 +398,8 @@ class RabbitMqEntry(EntryPoint):
         # Only the error's type: its message may quote the message's content.
         logger.error(
             "message %s of thread %s dead-lettered after %d attempts (%s); kept in queue %s",
-            held.id,
-            held.thread_id,
+            log_safe(held.id),
+            log_safe(held.thread_id),
             held.attempts,
             error.partition(":")[0],
             self.dead,

@@ -19,6 +19,7 @@ from agent_wait.core import (
     EntryPoint,
     Received,
     format_utc,
+    log_safe,
     parse_message,
 )
 from agent_wait.core.options import redact
@@ -443,8 +444,8 @@ class RedisEntry(EntryPoint):
     def _lost(self, received: Received) -> bool:
         logger.warning(
             "message %s of thread %s: its lease ran out before it was settled (handed out again)",
-            received.id,
-            received.thread_id,
+            log_safe(received.id),
+            log_safe(received.thread_id),
         )
         return False
 

@@ -21,7 +21,7 @@ from agent_wait.aws import (
     sendable_json,
     string_attributes,
 )
-from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, parse_message
+from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, log_safe, parse_message
 from agent_wait.core.transport import (
     Poison,
     check_body_size,
@@ -302,8 +302,8 @@ class SqsEntry(EntryPoint):
         self._sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=receipt)
         logger.error(
             "message %s of thread %s dead-lettered after %d attempts (%s); kept in %s",
-            message_id,
-            thread_id,
+            log_safe(message_id),
+            log_safe(thread_id),
             attempt,
             error.split(":", 1)[0],
             self.dead_letter_queue_url,

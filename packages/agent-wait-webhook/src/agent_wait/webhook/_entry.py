@@ -41,6 +41,7 @@ from agent_wait.core import (
     Received,
     SqliteEntry,
     format_utc,
+    log_safe,
     parse_message,
 )
 from agent_wait.core.transport import Poison, dead_letter, read_message, transport_headers
@@ -345,7 +346,7 @@ class WebhookEntry(EntryPoint):
             "webhook entry point: message %s of thread %s not taken by the host (%s); "
             "attempt %d, kept in the outbox",
             item.id,
-            item.thread_id,
+            log_safe(item.thread_id),
             outcome,
             item.attempt,
         )
@@ -500,8 +501,8 @@ class WebhookEntry(EntryPoint):
         if held is None or held.receipt != received.receipt or held.lease_until <= time.time():
             logger.warning(
                 "message %s of thread %s: its lease ran out before it was settled",
-                received.id,
-                received.thread_id,
+                log_safe(received.id),
+                log_safe(received.thread_id),
             )
             return None
         return held
@@ -579,8 +580,8 @@ class WebhookEntry(EntryPoint):
         # Only the error's type: its message may quote the message's content.
         logger.error(
             "message %s of thread %s dead-lettered after %d attempts (%s); kept in %s table %s",
-            msg_id,
-            thread_id,
+            log_safe(msg_id),
+            log_safe(thread_id),
             attempts,
             error.partition(":")[0],
             self._dead_path,
