@@ -518,3 +518,37 @@ def test_host_and_port_need_http() -> None:
     )
     assert proc.returncode == 2
     assert "--host and --port apply only with --http" in proc.stderr
+
+
+def test_a_request_the_sdk_cannot_parse_is_answered_not_dropped_over_stdio() -> None:
+    # The SDK's parser refuses integers over 4,300 digits; unanswered, the client would wait
+    # for ever. Over HTTP the SDK itself answers such a body 400.
+    def request(request_id: int | str, method: str, params: str) -> str:
+        return f'{{"jsonrpc":"2.0","id":{json.dumps(request_id)},"method":"{method}","params":{params}}}'
+
+    initialize = {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "1"},
+    }
+    huge = "9" * 4301
+    lines = [
+        request(1, "initialize", json.dumps(initialize)),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        request(2, "tools/call", f'{{"name":"agent_wait","arguments":{{"seconds":{huge}}}}}'),
+        request("three", "tools/call", f'{{"name":"agent_wait","arguments":{{"x":{huge}}}}}'),
+    ]
+    proc = subprocess.run(
+        [SCRIPT],
+        env=_server_env({}),
+        input="".join(line + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    answers = {answer["id"]: answer for answer in map(json.loads, proc.stdout.splitlines())}
+    assert sorted(answers, key=str) == [1, 2, "three"]
+    for refused in (answers[2], answers["three"]):
+        assert refused["error"]["code"] == -32700
+        assert "number out of range" in refused["error"]["message"]
+    assert "Traceback" not in proc.stderr

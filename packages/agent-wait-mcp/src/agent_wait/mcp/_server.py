@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import logging
 import math
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, cast
 
 import anyio
+from pydantic import ValidationError
 
 import mcp.types as types
 from agent_wait.core.pause import (
@@ -35,8 +37,17 @@ from agent_wait.core.pause import (
 from mcp.server import Server, ServerRequestContext
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 
 logger = logging.getLogger(__name__)
+_MAX_ID_DIGITS = 20
+
+
+class _IntegerText(str):
+    """A JSON integer kept as its text."""
+
+    __slots__ = ()
+
 
 # `_meta` keys. The host (chat runtime), not the model, names the user and the turn: a model
 # could otherwise dodge the per-turn caps by inventing a fresh turn id on every call.
@@ -245,8 +256,76 @@ def _version() -> str:
         return "0"
 
 
+class _ScreenedStdin:
+    """The lines of stdin for the SDK, less the requests it cannot read.
+
+    The SDK's stdio transport drops a line its parser refuses (an integer of more than 4,300
+    digits, say) without answering, so the client would wait for ever. Such a request is kept
+    from it here and answered with a JSON-RPC error naming the reason instead, before the next
+    line is read.
+    """
+
+    def __init__(self, lines: AsyncIterable[str]) -> None:
+        self._lines = lines
+        self._send: Callable[[SessionMessage], Awaitable[None]] | None = None
+        self._ready = anyio.Event()
+
+    def answer_with(self, send: Callable[[SessionMessage], Awaitable[None]]) -> None:
+        """Write refusals with ``send`` (the transport's output, known once it is open)."""
+        self._send = send
+        self._ready.set()
+
+    async def __aiter__(self) -> AsyncIterator[str]:
+        async for line in self._lines:
+            refusal = _unreadable(line)
+            if refusal is None:
+                yield line
+                continue
+            await self._ready.wait()
+            assert self._send is not None
+            await self._send(SessionMessage(refusal))
+
+
+def _unreadable(line: str) -> types.JSONRPCError | None:
+    """The error answering a request the SDK cannot read; None if it can, or it has no id."""
+    try:
+        types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+    except ValidationError as error:
+        problem = error.errors()[0]
+    else:
+        return None
+    try:
+        # Integers as text: this read must not fail on the number the SDK's parser refused.
+        raw: Any = json.loads(line, parse_int=_IntegerText, parse_float=str)
+    except ValueError:
+        return None  # not JSON: no id to answer (the SDK logs it)
+    if not isinstance(raw, dict) or "method" not in raw:
+        return None  # a notification or a response: nothing waits for an answer
+    request_id = cast("dict[str, Any]", raw).get("id")
+    if isinstance(request_id, _IntegerText):
+        if len(request_id) > _MAX_ID_DIGITS:
+            return None  # an id no answer could name
+        request_id = int(request_id)
+    elif not isinstance(request_id, str):
+        return None
+    code = types.PARSE_ERROR if problem["type"] == "json_invalid" else types.INVALID_REQUEST
+    logger.warning("agent-wait-mcp: a request could not be read: %s", problem["msg"])
+    return types.JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=types.ErrorData(
+            code=code, message=f"the request could not be read: {problem['msg']}"
+        ),
+    )
+
+
 async def _serve_stdio(server: Server) -> None:
-    async with stdio_server() as (read_stream, write_stream):
+    lines = anyio.wrap_file(io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace"))
+    screened = _ScreenedStdin(lines)
+    # The SDK only iterates its stdin.
+    async with stdio_server(stdin=cast("anyio.AsyncFile[str]", screened)) as streams:
+        read_stream, write_stream = streams
+        screened.answer_with(write_stream.send)
         await server.run(read_stream, write_stream, server.create_initialization_options())
 
 
