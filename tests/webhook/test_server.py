@@ -157,5 +157,5 @@ def test_connections_past_the_cap_are_answered_503_until_one_ends(tmp_path: Path
             with connect(host) as fourth:
                 fourth.sendall(head({"content-length": "2", "connection": "close"}) + b"[]")
                 status, _ = response(fourth)
-        assert status == 422
+        assert status == 202  # served: a body that is no message is dead-lettered at once
         idle.pop().close()
