@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
+import threading
 import time
 from collections.abc import Generator, Mapping, Sequence
 from pathlib import Path
@@ -28,6 +29,8 @@ from agent_wait.core import (
     Outcome,
     PublishReport,
     Question,
+    ServeStatus,
+    SqliteEntry,
     WaitEnvelope,
     WaitPolicy,
     _publish,
@@ -36,6 +39,7 @@ from agent_wait.core import (
     hookimpl,
     hookspecs,
     publish,
+    serve_entry,
 )
 from agent_wait.core._plugins import PluginRegistry, registry
 from agent_wait.core.hookspecs import RegisterTarget
@@ -70,6 +74,8 @@ def test_hookspecs_exist() -> None:
         "register_entry_points",
         "register_identity_providers",
         "register_question_stores",
+        "worker_started",
+        "worker_stopped",
     ]
 
 
@@ -899,3 +905,67 @@ def test_hook_register_question_stores(tmp_path: Path) -> None:
         question_store("copy")
     with pytest.raises(ConfigError, match="not a plain name"):
         question_store("os:system")
+
+
+class Workers:
+    """Records what the worker hooks see, and the worker's figures while it runs."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ServeStatus]] = []
+        self.seen: list[tuple[int, int, bool]] = []
+
+    @hookimpl
+    def worker_started(self, status: ServeStatus) -> None:
+        self.calls.append(("started", status))
+
+    @hookimpl
+    def worker_stopped(self, status: ServeStatus) -> None:
+        self.calls.append(("stopped", status))
+
+
+def test_hook_worker_started(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    recorder = Workers()
+    messages = SqliteEntry(tmp_path / "inbox.sqlite3", poll_interval=0.02)
+    messages.send({"thread_id": "t", "input": None})
+    stop = threading.Event()
+
+    def handle(message: dict[str, Any]) -> None:
+        [(_, status)] = recorder.calls
+        # Read while the message is in hand: one running, none acknowledged yet.
+        recorder.seen.append((status.in_flight, status.report.acknowledged, status.ready))
+        assert status.oldest_waiting() is not None
+        stop.set()
+
+    class Broken:
+        @hookimpl
+        def worker_started(self, status: ServeStatus) -> None:
+            raise RuntimeError("meter down")
+
+    with (
+        caplog.at_level(logging.ERROR, logger="agent_wait"),
+        registered_plugin(recorder, "test-workers"),
+        registered_plugin(Broken(), "test-broken-worker"),
+    ):
+        report = serve_entry(handle, messages, wait=0.05, stop=stop)
+    assert recorder.seen == [(1, 0, True)]
+    [(started, status), (stopped, same)] = recorder.calls
+    assert (started, stopped) == ("started", "stopped")
+    assert status is same
+    assert status.entry is messages
+    assert status.report is report
+    assert report.acknowledged == 1
+    assert status.in_flight == 0
+    assert status.oldest_waiting() is None
+    assert "worker_started hook of plugin 'test-broken-worker' failed" in caplog.text
+
+
+def test_hook_worker_stopped(tmp_path: Path) -> None:
+    class Failing(SqliteEntry):
+        def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Any]:
+            raise ConfigError("entry point 'sqlite': option 'table': no such table")
+
+    recorder = Workers()
+    with registered_plugin(recorder, "test-workers"), pytest.raises(ConfigError):
+        serve_entry(lambda m: None, Failing(tmp_path / "inbox.sqlite3"), wait=0.05)
+    # However the loop ends: a configuration error stops it, and the hook still hears of it.
+    assert [name for name, _ in recorder.calls] == ["started", "stopped"]

@@ -62,6 +62,7 @@ def test_public_api() -> None:
         "SendUnconfirmed",
         "SendingStore",
         "ServeReport",
+        "ServeStatus",
         "Source",
         "SqliteAnnounce",
         "SqliteEntry",

@@ -277,3 +277,92 @@ def test_failures_log_no_content_at_info_or_above(
     assert any("RuntimeError" in r.getMessage() for r in loud)
     assert not any("SECRET-NOTE" in caplog.handler.format(r) for r in loud)
     assert any("SECRET-NOTE" in caplog.handler.format(r) for r in caplog.records)  # at DEBUG
+
+
+class GatedEntry(SqliteEntry):
+    """Renewing a message of thread ``a`` waits for ``gate`` (after setting ``renewing``)."""
+
+    def __init__(self, path: Path, **options: Any) -> None:
+        super().__init__(path, poll_interval=0.02, retry_delay=0.0, **options)
+        self.renewing = threading.Event()
+        self.gate = threading.Event()
+        self.acked: dict[str, bool] = {}
+        self.all_acked = threading.Event()
+
+    def extend(self, received: Any) -> bool:
+        if received.thread_id == "a" and not self.renewing.is_set():
+            self.renewing.set()
+            assert self.gate.wait(60), "the gate was never opened"
+        return super().extend(received)
+
+    def ack(self, received: Any) -> bool:
+        acknowledged = super().ack(received)
+        self.acked[received.thread_id] = acknowledged
+        if received.thread_id == "b":
+            self.gate.set()
+        if len(self.acked) == 2:
+            self.all_acked.set()
+        return acknowledged
+
+
+LOST = "its lease ran out before it was settled"
+
+
+def test_a_renewal_pass_leaves_a_message_acknowledged_during_it_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Renewing a blocks until b was acknowledged; the same pass then comes to b, which was
+    # in flight when it began: it must not be extended, and no lease was lost.
+    entry = GatedEntry(tmp_path / "inbox.sqlite3", visibility_timeout=9.0)
+    entry.send({"thread_id": "a", "input": None})
+    entry.send({"thread_id": "b", "input": None})
+
+    def handle(message: dict[str, Any]) -> str:
+        if message["thread_id"] == "b":
+            assert entry.renewing.wait(60), "no renewal pass began"
+        else:
+            assert entry.gate.wait(60), "b never settled"
+        return "ok"
+
+    stop = threading.Event()
+    watcher = threading.Thread(target=stop_when, args=(entry.all_acked.is_set, stop, 60.0))
+    watcher.start()
+    with caplog.at_level("WARNING", logger="agent_wait"):
+        report = serve_entry(handle, entry, concurrency=2, wait=0.05, stop=stop)
+    watcher.join()
+    assert entry.acked == {"a": True, "b": True}
+    assert (report.acknowledged, report.lost_leases) == (2, 0)
+    assert not [r for r in caplog.records if LOST in r.getMessage()]
+
+
+def test_a_lease_really_lost_is_reported(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # Renewing a blocks until another receiver took a over (its lease lapsed meanwhile).
+    path = tmp_path / "inbox.sqlite3"
+    entry = GatedEntry(path, visibility_timeout=3.0)
+    entry.send({"thread_id": "a", "input": None})
+    taken: list[Any] = []
+
+    def take_over() -> None:
+        assert entry.renewing.wait(60), "no renewal pass began"
+        with SqliteEntry(path, poll_interval=0.02) as other:
+            taken.extend(other.receive(1, wait=60.0))
+        entry.gate.set()
+
+    def handle(message: dict[str, Any]) -> str:
+        assert entry.gate.wait(60), "a was never taken over"
+        return "ok"
+
+    stop = threading.Event()
+    thief = threading.Thread(target=take_over)
+    thief.start()
+    watcher = threading.Thread(target=stop_when, args=(lambda: "a" in entry.acked, stop, 60.0))
+    watcher.start()
+    with caplog.at_level("WARNING", logger="agent_wait"):
+        report = serve_entry(handle, entry, concurrency=1, wait=0.05, stop=stop)
+    thief.join()
+    watcher.join()
+    [again] = taken
+    assert again.attempt == 2
+    assert entry.acked == {"a": False}
+    assert report.lost_leases == 1
+    assert [r for r in caplog.records if LOST in r.getMessage()]

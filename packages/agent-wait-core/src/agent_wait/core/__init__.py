@@ -118,7 +118,7 @@ if TYPE_CHECKING:
         sending_status,
     )
     from agent_wait.core._trust import AnswerTrust
-    from agent_wait.core._worker import ServeReport, aserve_entry, serve_entry
+    from agent_wait.core._worker import ServeReport, ServeStatus, aserve_entry, serve_entry
     from agent_wait.core.hookspecs import hookimpl
 
 # Every name is imported on first access (PEP 562): `import agent_wait.core` costs almost
@@ -181,6 +181,7 @@ _LAZY = {
     "Received": "._entry",
     "ReplyWith": "._models",
     "ServeReport": "._worker",
+    "ServeStatus": "._worker",
     "Source": "._models",
     "SqliteAnnounce": "._sqlite",
     "SqliteEntry": "._sqlite_entry",
@@ -289,6 +290,7 @@ __all__ = [
     "SendUnconfirmed",
     "SendingStore",
     "ServeReport",
+    "ServeStatus",
     "Source",
     "SqliteAnnounce",
     "SqliteEntry",

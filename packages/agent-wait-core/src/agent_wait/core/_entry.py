@@ -262,6 +262,11 @@ class EntryPoint(Closing, ABC):
     def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Received]:
         """Lease up to ``max_messages`` messages, waiting up to ``wait`` seconds for one.
 
+        Like every call of the host side (``ack``, ``fail``, ``extend``, ``release``), it
+        raises ``ConnectionError`` (or ``TimeoutError``) when the transport cannot be reached or
+        did not answer, whatever its SDK raises, so that the worker retries it with backoff;
+        the next call reconnects.
+
         A thread's messages in send order, and none while an earlier one of the thread is
         leased. Several messages of one thread may come in one call: handle them one after
         another, in the order of the list, and give back the rest (:meth:`release`) when one
@@ -295,6 +300,14 @@ class EntryPoint(Closing, ABC):
         done (False), so the message comes back when its lease runs out.
         """
         return False
+
+    def oldest_waiting(self) -> float | None:
+        """Seconds since the oldest message neither acknowledged nor dead-lettered was sent.
+
+        For an operator's lag figure (the OpenTelemetry plugin reads it when metrics are
+        collected). Default: None, the transport cannot tell.
+        """
+        return None
 
     @abstractmethod
     def dead_letters(self) -> list[DeadLetter]:

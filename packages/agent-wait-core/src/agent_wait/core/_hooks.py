@@ -39,8 +39,10 @@ CONTAINED_HOOKS = (
     "operation_started",
     "operation_finished",
     "message_headers",
+    "worker_started",
+    "worker_stopped",
 )
-"""Hooks called during a publish or a host's handling: a failing implementation is logged, never raised."""
+"""Hooks called during a publish, a host's handling or its worker's loop: a failing implementation is logged, never raised."""
 
 
 @dataclass(frozen=True, slots=True)

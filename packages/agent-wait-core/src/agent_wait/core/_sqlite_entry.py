@@ -251,6 +251,16 @@ class SqliteEntry(EntryPoint):
         )
         return False
 
+    def oldest_waiting(self) -> float | None:
+        """Seconds since the oldest message not yet acknowledged or dead-lettered was sent."""
+        with self._store.connect() as connection:
+            [(sent,)] = connection.execute(
+                f'SELECT min(sent_at) FROM "{self._table}" WHERE state = ?', (READY,)
+            ).fetchall()
+        if sent is None:
+            return None
+        return max(0.0, (datetime.now(UTC) - datetime.fromisoformat(sent)).total_seconds())
+
     def ack(self, received: Received) -> bool:
         """Delete the message; False if its lease had run out."""
         return self._leased(received, f'DELETE FROM "{self._table}"', ())

@@ -19,13 +19,25 @@ and a slot are free. When a thread's message is not settled (handed back for a r
 lease ran out), the thread's held messages are released, so the entry point hands them out
 again after it, in order. SIGTERM and SIGINT stop receiving: the held messages are released at
 once, the running ones are finished and settled before the loop returns.
+
+An entry point that cannot be reached raises ``ConnectionError`` (or ``TimeoutError``): the
+receive, settle or renewal that met it is tried again with exponential backoff and jitter, one
+WARNING when the outage starts and one when it ends, until the entry point answers (a settle:
+until the message's lease ran out, after which it is handed out again anyway). Anything else an
+entry point raises is a bug or a configuration error and stops the loop.
+
+Renewal never touches a message whose settling began: a settle waits for a renewal of its message
+in flight, and a renewal skips a message being settled, so a lease found lost really was.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
+import os
+import random
 import signal
 import threading
 import time
@@ -35,7 +47,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -69,6 +81,137 @@ class ServeReport:
     released: int = 0
 
 
+T = TypeVar("T")
+
+_BACKOFF_FIRST = 0.2
+_BACKOFF_LONGEST = 15.0
+_STALE_LOOP = 60.0
+
+
+def is_connection_error(error: BaseException) -> bool:
+    """Whether an entry point's error may pass by itself (the broker unreachable, a timeout)."""
+    return isinstance(error, ConnectionError | TimeoutError)
+
+
+class _Backoff:
+    """Exponential delays with jitter: from ``_BACKOFF_FIRST`` doubling up to ``_BACKOFF_LONGEST``.
+
+    The jitter (each delay drawn from its upper half) keeps a pool of workers that lost the
+    broker together from coming back in step.
+    """
+
+    def __init__(self) -> None:
+        self.attempts = 0
+
+    def next(self) -> float:
+        ceiling = min(_BACKOFF_LONGEST, _BACKOFF_FIRST * 2**self.attempts)
+        self.attempts += 1
+        return random.uniform(ceiling / 2, ceiling)
+
+    def reset(self) -> None:
+        self.attempts = 0
+
+
+class _Link:
+    """Whether the entry point answers: one WARNING when an outage starts, one when it ends."""
+
+    def __init__(self, entry: EntryPoint) -> None:
+        self.entry = entry
+        self.connected = False
+        self.down_since: float | None = None
+        self._lock = threading.Lock()
+
+    def up(self) -> None:
+        with self._lock:
+            self.connected = True
+            since, self.down_since = self.down_since, None
+        if since is not None:
+            logger.warning(
+                "entry point %r reachable again after %.1f s", self.entry, time.monotonic() - since
+            )
+
+    def down(self, error: BaseException, doing: str) -> None:
+        with self._lock:
+            self.connected = False
+            first = self.down_since is None
+            if first:
+                self.down_since = time.monotonic()
+        if first:
+            logger.warning(
+                "entry point %r unreachable while %s (%s: %s); retrying with backoff until it "
+                "is back",
+                self.entry,
+                doing,
+                type(error).__name__,
+                error,
+            )
+
+
+@dataclass
+class _Lease:
+    until: float
+    settling: bool = False
+    renewing: bool = False
+
+
+class _Leases:
+    """The lease of each message in hand, so that renewing and settling one never cross.
+
+    A settle marks its message first and waits for a renewal of it in flight; a renewal skips a
+    marked message. Without that, a renewal pass could extend a message acknowledged a moment
+    before, and the entry point would report its lease lost when it never was.
+    """
+
+    def __init__(self, entry: EntryPoint, link: _Link) -> None:
+        self.entry = entry
+        self.link = link
+        self._leases: dict[tuple[str, str], _Lease] = {}
+        self._changed = threading.Condition()
+
+    def add(self, received: Received) -> None:
+        with self._changed:
+            self._leases[(received.id, received.receipt)] = _Lease(
+                time.monotonic() + self.entry.visibility_timeout
+            )
+
+    def drop(self, received: Received) -> None:
+        with self._changed:
+            self._leases.pop((received.id, received.receipt), None)
+
+    def renew(self, received: Received) -> bool | None:
+        """Extend the lease: True, False if it was lost, None if skipped or unreachable."""
+        with self._changed:
+            lease = self._leases.get((received.id, received.receipt))
+            if lease is None or lease.settling:
+                return None
+            lease.renewing = True
+        try:
+            renewed = self.entry.extend(received)
+        except Exception as error:
+            if not is_connection_error(error):
+                raise
+            self.link.down(error, "renewing leases")
+            return None
+        finally:
+            with self._changed:
+                lease.renewing = False
+                self._changed.notify_all()
+        self.link.up()
+        if renewed:
+            lease.until = time.monotonic() + self.entry.visibility_timeout
+        return renewed
+
+    def settle(self, received: Received) -> float:
+        """Mark the message as being settled; returns when its lease runs out (monotonic)."""
+        with self._changed:
+            lease = self._leases.get((received.id, received.receipt))
+            if lease is None:
+                return time.monotonic() + self.entry.visibility_timeout
+            lease.settling = True
+            self._changed.wait_for(lambda: not lease.renewing)
+            return lease.until
+
+
 def _check_concurrency(concurrency: int) -> None:
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ValueError(f"concurrency: expected a whole number >= 1, got {concurrency!r}")
@@ -79,13 +222,74 @@ def _outcome(result: object) -> str:
     return str(outcome) if outcome is not None else "handled"
 
 
+def failure_cause(error: BaseException) -> str:
+    """One line naming an exception, where it was raised and what it was raised from.
+
+    Never the exceptions' text: it may quote the question or the answer.
+    """
+    parts: list[str] = []
+    current: BaseException | None = error
+    while current is not None and len(parts) < 3:
+        where = ""
+        trace = current.__traceback__
+        if trace is not None:
+            while trace.tb_next is not None:
+                trace = trace.tb_next
+            code = trace.tb_frame.f_code
+            where = f" in {code.co_name} ({os.path.basename(code.co_filename)}:{trace.tb_lineno})"
+        parts.append(f"{type(current).__name__}{where}")
+        current = current.__cause__ or (
+            None if current.__suppress_context__ else current.__context__
+        )
+    return ", raised from ".join(parts)
+
+
 class _Settler:
     """Settles one handled message and counts what happened (shared by both loops)."""
 
     def __init__(self, entry: EntryPoint) -> None:
         self.entry = entry
         self.report = ServeReport()
+        self.link = _Link(entry)
+        self.leases = _Leases(entry, self.link)
+        self.in_flight = 0
         self._lock = threading.Lock()
+
+    @contextmanager
+    def handling(self) -> Generator[None]:
+        """Counts a message as in flight from its handler's start until it is settled."""
+        with self._lock:
+            self.in_flight += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _retrying(self, received: Received, doing: str, call: Callable[[], T]) -> T | None:
+        """``call()``, again after a connection error until its lease runs out (then None)."""
+        until = self.leases.settle(received)
+        backoff = _Backoff()
+        while True:
+            try:
+                result = call()
+            except Exception as error:
+                if not is_connection_error(error):
+                    raise
+                self.link.down(error, doing)
+                delay = backoff.next()
+                if time.monotonic() + delay >= until:
+                    logger.warning(
+                        "message %s of thread %s could not be settled before its lease ran out "
+                        "(the entry point was unreachable); it is handed out again",
+                        log_safe(received.id),
+                        log_safe(received.thread_id),
+                    )
+                    return None
+                time.sleep(delay)  # a backoff in a pool thread: the loop goes on meanwhile
+                continue
+            self.link.up()
+            return result
 
     def done(self, received: Received, result: object) -> bool:
         """Acknowledge; True if it was (the thread may go on)."""
@@ -96,41 +300,49 @@ class _Settler:
             received.attempt,
             _outcome(result),
         )
-        acknowledged = self.entry.ack(received)
+        acknowledged = self._retrying(received, "acknowledging", lambda: self.entry.ack(received))
         with self._lock:
             if acknowledged:
                 self.report.acknowledged += 1
             else:
                 self.report.lost_leases += 1
-        return acknowledged
+        return bool(acknowledged)
 
     def failed(self, received: Received, error: Exception) -> bool:
         """Fail it; True if it was dead-lettered (the thread may go on past it)."""
         poison = isinstance(error, ValidationError)
-        # The type only at WARNING: an error's text may quote the question or the answer.
         logger.warning(
             "message %s of thread %s (attempt %d) failed: %s%s",
             log_safe(received.id),
             log_safe(received.thread_id),
             received.attempt,
-            type(error).__name__,
+            failure_cause(error),
             " (malformed, not retried)" if poison else "",
         )
         logger.debug("message %s failed with", log_safe(received.id), exc_info=error)
-        dead = self.entry.fail(received, f"{type(error).__name__}: {error}", retry=not poison)
+        dead = self._retrying(
+            received,
+            "handing back a failed message",
+            lambda: self.entry.fail(received, f"{type(error).__name__}: {error}", retry=not poison),
+        )
         with self._lock:
-            if dead:
+            if dead is None:
+                self.report.lost_leases += 1
+            elif dead:
                 self.report.dead_lettered += 1
             else:
                 self.report.retried += 1
-        return dead
+        return bool(dead)
 
     def release(self, held: Iterable[Received], why: str) -> None:
         """Give back messages that were held, not started."""
         for received in held:
+            self.leases.drop(received)
             try:
                 released = self.entry.release(received)
             except Exception as error:  # noqa: BLE001 - its lease runs out; it comes back then
+                if is_connection_error(error):
+                    self.link.down(error, "releasing held messages")
                 logger.warning(
                     "message %s of thread %s could not be released (%s); it comes back when its "
                     "lease runs out",
@@ -152,6 +364,93 @@ class _Settler:
     def lost(self) -> None:
         with self._lock:
             self.report.lost_leases += 1
+
+
+class ServeStatus:
+    """A running worker as an operator sees it, read while it runs.
+
+    The health endpoints (``serve(..., health=PORT)``) answer from it, and the
+    ``worker_started`` hook gets it (the OpenTelemetry plugin reads its figures when metrics
+    are collected).
+
+    Attributes:
+        entry: The entry point served.
+        report: What the worker did so far, counted as it goes.
+        health_address: ``(host, port)`` the health endpoints listen on, when they do.
+    """
+
+    def __init__(
+        self,
+        entry: EntryPoint,
+        settler: _Settler,
+        held: Callable[[], int],
+    ) -> None:
+        self.entry = entry
+        self.report = settler.report
+        self.health_address: tuple[str, int] | None = None
+        self._settler = settler
+        self._link = settler.link
+        self._held = held
+        self._turned = time.monotonic()
+
+    def turned(self) -> None:
+        """The loop went round once more."""
+        self._turned = time.monotonic()
+
+    @property
+    def in_flight(self) -> int:
+        """Messages being handled now (from their handler's start until they are settled)."""
+        return self._settler.in_flight
+
+    @property
+    def held(self) -> int:
+        """Messages received and waiting for their thread or a free slot."""
+        return self._held()
+
+    @property
+    def alive(self) -> bool:
+        """The loop turned within the last minute (a receive waits at most ``wait`` seconds)."""
+        return time.monotonic() - self._turned < _STALE_LOOP
+
+    @property
+    def ready(self) -> bool:
+        """The entry point answered its last call (False before the first and in an outage)."""
+        return self._link.connected
+
+    @property
+    def outage(self) -> float | None:
+        """Seconds the entry point has been unreachable, None when it answers."""
+        since = self._link.down_since
+        return None if since is None else time.monotonic() - since
+
+    def oldest_waiting(self) -> float | None:
+        """Seconds the oldest message ready to be handed out has waited, None when unknown."""
+        return self.entry.oldest_waiting()
+
+
+@contextmanager
+def _observed(status: ServeStatus, health: int | str | None) -> Generator[None]:
+    """The health endpoints and the ``worker_started`` / ``worker_stopped`` hooks, around a loop."""
+    from agent_wait.core._health import HealthServer
+    from agent_wait.core._plugins import registry
+
+    server = None if health is None else HealthServer(status, health)
+    if server is not None:
+        status.health_address = server.address
+    hook = registry().manager.hook
+    try:
+        hook.worker_started(status=status)
+    except Exception:
+        logger.exception("worker_started hook call failed")
+    try:
+        yield
+    finally:
+        try:
+            hook.worker_stopped(status=status)
+        except Exception:
+            logger.exception("worker_stopped hook call failed")
+        if server is not None:
+            server.close()
 
 
 class _Hand:
@@ -288,8 +587,13 @@ def serve_entry(
     concurrency: int = 4,
     wait: float = 1.0,
     stop: threading.Event | None = None,
+    health: int | str | None = None,
 ) -> ServeReport:
     """Handle messages from ``entry`` with ``handle`` until stopped (SIGTERM, SIGINT, ``stop``).
+
+    An entry point that cannot be reached (``ConnectionError``, ``TimeoutError``) is tried again
+    with backoff until it is back; only another error of the entry point (a configuration
+    error, a bug) ends the loop early, raised.
 
     Args:
         handle: Handles one message (the received JSON object); raising means "not handled".
@@ -297,6 +601,8 @@ def serve_entry(
         concurrency: How many threads are handled at once.
         wait: Seconds each receive waits for a message (the longest a stop waits for it).
         stop: Set it to stop the loop (from another thread, or when not on the main thread).
+        health: Serve ``/healthz`` and ``/readyz`` over HTTP on this port (``"host:port"``,
+            or a port on every interface) while the loop runs.
 
     Returns:
         What was acknowledged, retried and dead-lettered.
@@ -309,22 +615,28 @@ def serve_entry(
         entry = default_entry()
     stopped = stop or threading.Event()
     settler = _Settler(entry)
+    leases = settler.leases
 
     def run(received: Received) -> bool:
-        try:
-            result = handle(received.message)
-        except Exception as error:  # noqa: BLE001 - every failure is settled by the rules
-            return settler.failed(received, error)
-        return settler.done(received, result)
+        with settler.handling():
+            try:
+                result = handle(received.message)
+            except Exception as error:  # noqa: BLE001 - every failure is settled by the rules
+                return settler.failed(received, error)
+            return settler.done(received, result)
 
     running: dict[Future[bool], Received] = {}
     hand = _Hand()
+    status = ServeStatus(entry, settler, lambda: len(hand))
     beat = time.monotonic()
+    receiving = _Backoff()
+    renewing = _Backoff()
     logger.info("serving %r with concurrency %d", entry, concurrency)
     try:
         with (
             ThreadPoolExecutor(concurrency, "agent-wait-serve") as pool,
             _stop_on_signals(stopped.set),
+            _observed(status, health),
         ):
 
             def start() -> None:
@@ -339,35 +651,60 @@ def serve_entry(
             def reap() -> None:
                 for future in [f for f in running if f.done()]:
                     received = running.pop(future)
+                    leases.drop(received)
                     later = hand.finished(received, settled=_settled(future, received))
                     settler.release(later, f"behind {log_safe(received.id)}, which was not settled")
                 start()
 
             def renew() -> None:
                 nonlocal beat
-                if time.monotonic() - beat <= entry.visibility_timeout / 3:
+                period = entry.visibility_timeout / 3
+                if time.monotonic() - beat <= period:
                     return
                 beat = time.monotonic()
                 for received in list(running.values()):
-                    entry.extend(received)  # a long run keeps its message
+                    if leases.renew(received) is None and settler.link.down_since is not None:
+                        # Unreachable: the next pass comes after a backoff, not a whole period.
+                        beat = time.monotonic() - period + renewing.next()
+                        return
                 for received in hand.held():
-                    if hand.holds(received) and not entry.extend(received):
+                    if not hand.holds(received):
+                        continue
+                    renewed = leases.renew(received)
+                    if renewed is None and settler.link.down_since is not None:
+                        beat = time.monotonic() - period + renewing.next()
+                        return
+                    if renewed is False:
                         # Handed out again: the thread's later held ones must not overtake it.
                         settler.lost()
+                        leases.drop(received)
                         settler.release(
                             hand.lost(received), f"behind {log_safe(received.id)}, lease lost"
                         )
+                renewing.reset()
 
             try:
                 while not stopped.is_set():
+                    status.turned()
                     reap()
                     size = _receive_size(entry, concurrency, len(running), len(hand))
                     got: list[Received] = []
                     if size:
                         # Held messages wait behind running ones: no long poll that would
                         # keep them waiting after their turn came.
-                        got = entry.receive(size, wait=0.0 if len(hand) else wait)
+                        try:
+                            got = entry.receive(size, wait=0.0 if len(hand) else wait)
+                        except Exception as error:
+                            if not is_connection_error(error):
+                                raise
+                            settler.link.down(error, "receiving")
+                            # The running messages finish and settle meanwhile.
+                            stopped.wait(receiving.next())
+                        else:
+                            settler.link.up()
+                            receiving.reset()
                         for received in got:
+                            leases.add(received)
                             hand.add(received)
                         start()
                     if running and (not size or (not got and len(hand))):
@@ -385,11 +722,12 @@ def serve_entry(
                 settler.release(hand.take_all(), "the worker stopped")
             # Finish what is in hand: each message is settled before the pool shuts down.
             while running:
+                status.turned()
                 wait_futures(list(running), timeout=entry.visibility_timeout / 3)
                 for future in [f for f in running if f.done()]:
-                    del running[future]
+                    leases.drop(running.pop(future))
                 for received in list(running.values()):
-                    entry.extend(received)
+                    leases.renew(received)
     finally:
         if own:
             entry.close()
@@ -404,6 +742,7 @@ async def aserve_entry(
     concurrency: int = 4,
     wait: float = 1.0,
     stop: asyncio.Event | None = None,
+    health: int | str | None = None,
 ) -> ServeReport:
     """Async :func:`serve_entry`: ``handle`` is a coroutine function, run as concurrent tasks."""
     _check_concurrency(concurrency)
@@ -414,14 +753,16 @@ async def aserve_entry(
         entry = default_entry()
     stopped = stop or asyncio.Event()
     settler = _Settler(entry)
+    leases = settler.leases
     loop = asyncio.get_running_loop()
 
     async def run(received: Received) -> bool:
-        try:
-            result = await handle(received.message)
-        except Exception as error:  # noqa: BLE001 - every failure is settled by the rules
-            return await asyncio.to_thread(settler.failed, received, error)
-        return await asyncio.to_thread(settler.done, received, result)
+        with settler.handling():
+            try:
+                result = await handle(received.message)
+            except Exception as error:  # noqa: BLE001 - every failure is settled by the rules
+                return await asyncio.to_thread(settler.failed, received, error)
+            return await asyncio.to_thread(settler.done, received, result)
 
     installed: list[signal.Signals] = []
     for sig in _SIGNALS:
@@ -432,7 +773,10 @@ async def aserve_entry(
         installed.append(sig)
     running: dict[asyncio.Task[bool], Received] = {}
     hand = _Hand()
+    status = ServeStatus(entry, settler, lambda: len(hand))
     beat = time.monotonic()
+    receiving = _Backoff()
+    renewing = _Backoff()
 
     def start() -> None:
         while (
@@ -445,6 +789,7 @@ async def aserve_entry(
     async def reap() -> None:
         for task in [t for t in running if t.done()]:
             received = running.pop(task)
+            leases.drop(received)
             later = hand.finished(received, settled=_settled(task, received))
             if later:
                 await asyncio.to_thread(
@@ -454,48 +799,75 @@ async def aserve_entry(
 
     async def renew() -> None:
         nonlocal beat
-        if time.monotonic() - beat <= entry.visibility_timeout / 3:
+        period = entry.visibility_timeout / 3
+        if time.monotonic() - beat <= period:
             return
         beat = time.monotonic()
         for received in list(running.values()):
-            await asyncio.to_thread(entry.extend, received)
+            renewed = await asyncio.to_thread(leases.renew, received)
+            if renewed is None and settler.link.down_since is not None:
+                beat = time.monotonic() - period + renewing.next()
+                return
         for received in hand.held():
-            if hand.holds(received) and not await asyncio.to_thread(entry.extend, received):
+            if not hand.holds(received):
+                continue
+            renewed = await asyncio.to_thread(leases.renew, received)
+            if renewed is None and settler.link.down_since is not None:
+                beat = time.monotonic() - period + renewing.next()
+                return
+            if renewed is False:
                 settler.lost()
+                leases.drop(received)
                 await asyncio.to_thread(
                     settler.release,
                     hand.lost(received),
                     f"behind {log_safe(received.id)}, lease lost",
                 )
+        renewing.reset()
 
     try:
-        try:
-            while not stopped.is_set():
-                await reap()
-                size = _receive_size(entry, concurrency, len(running), len(hand))
-                got: list[Received] = []
-                if size:
-                    got = await entry.areceive(size, 0.0 if len(hand) else wait)
-                    for received in got:
-                        hand.add(received)
-                    start()
-                if running and (not size or (not got and len(hand))):
-                    await asyncio.wait(
-                        list(running),
-                        timeout=min(
-                            wait, max(0.0, beat + entry.visibility_timeout / 3 - time.monotonic())
-                        ),
-                        return_when=asyncio.FIRST_COMPLETED,
-                    )
-                await renew()
-        finally:
-            await asyncio.to_thread(settler.release, hand.take_all(), "the worker stopped")
-        while running:
-            await asyncio.wait(list(running), timeout=entry.visibility_timeout / 3)
-            for task in [t for t in running if t.done()]:
-                del running[task]
-            for received in list(running.values()):
-                await asyncio.to_thread(entry.extend, received)
+        with _observed(status, health):
+            try:
+                while not stopped.is_set():
+                    status.turned()
+                    await reap()
+                    size = _receive_size(entry, concurrency, len(running), len(hand))
+                    got: list[Received] = []
+                    if size:
+                        try:
+                            got = await entry.areceive(size, 0.0 if len(hand) else wait)
+                        except Exception as error:
+                            if not is_connection_error(error):
+                                raise
+                            settler.link.down(error, "receiving")
+                            with contextlib.suppress(TimeoutError):
+                                await asyncio.wait_for(stopped.wait(), receiving.next())
+                        else:
+                            settler.link.up()
+                            receiving.reset()
+                        for received in got:
+                            leases.add(received)
+                            hand.add(received)
+                        start()
+                    if running and (not size or (not got and len(hand))):
+                        await asyncio.wait(
+                            list(running),
+                            timeout=min(
+                                wait,
+                                max(0.0, beat + entry.visibility_timeout / 3 - time.monotonic()),
+                            ),
+                            return_when=asyncio.FIRST_COMPLETED,
+                        )
+                    await renew()
+            finally:
+                await asyncio.to_thread(settler.release, hand.take_all(), "the worker stopped")
+            while running:
+                status.turned()
+                await asyncio.wait(list(running), timeout=entry.visibility_timeout / 3)
+                for task in [t for t in running if t.done()]:
+                    leases.drop(running.pop(task))
+                for received in list(running.values()):
+                    await asyncio.to_thread(leases.renew, received)
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
@@ -535,6 +907,7 @@ def serve_host(
     stop: threading.Event | None = None,
     stream: Callable[[str, Any], object] | None = None,
     stream_message: Callable[..., Iterable[Any]] | None = None,
+    health: int | str | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """A framework's ``serve``: :func:`serve_entry` with its ``handle_message`` bound.
@@ -545,7 +918,7 @@ def serve_host(
     With ``stream``, the framework's ``stream_message`` handles it instead, and
     ``stream(thread_id, event)`` is called with each event as the run makes it; a ``stream``
     that raises stops the run (nothing of it is saved or published) and the message is handed
-    out again.
+    out again. ``health`` serves the health endpoints (see :func:`serve_entry`).
     """
     handle_one = _streaming(stream_message, stream) if stream is not None else handle_message
     with _publishing(entry, host_options) as (entry, host_options):
@@ -553,7 +926,9 @@ def serve_host(
         def handle(message: dict[str, Any]) -> object:
             return handle_one(runnable, message, announce, strict=True, **host_options)
 
-        return serve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+        return serve_entry(
+            handle, entry, concurrency=concurrency, wait=wait, stop=stop, health=health
+        )
 
 
 async def aserve_host(
@@ -567,6 +942,7 @@ async def aserve_host(
     stop: asyncio.Event | None = None,
     stream: Callable[[str, Any], object] | None = None,
     astream_message: Callable[..., AsyncIterable[Any]] | None = None,
+    health: int | str | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """Async :func:`serve_host`: :func:`aserve_entry` with ``ahandle_message`` bound.
@@ -580,7 +956,9 @@ async def aserve_host(
         async def handle(message: dict[str, Any]) -> object:
             return await handle_one(runnable, message, announce, strict=True, **host_options)
 
-        return await aserve_entry(handle, entry, concurrency=concurrency, wait=wait, stop=stop)
+        return await aserve_entry(
+            handle, entry, concurrency=concurrency, wait=wait, stop=stop, health=health
+        )
 
 
 def _streaming(

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from agent_wait.core._hooks import Operation
     from agent_wait.core._host import Handled
     from agent_wait.core._models import Answer, Sent, WaitEnvelope
+    from agent_wait.core._worker import ServeStatus
 
 PROJECT = "agent_wait"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -233,4 +234,33 @@ def answer_handled(answer: Answer, handled: Handled) -> None:
             and, when nothing ran, why.
 
     Added in 0.1.
+    """
+
+
+@hookspec
+def worker_started(status: ServeStatus) -> None:
+    """A worker's loop (``serve``, ``serve_entry`` and their async forms) starts.
+
+    ``status`` stays live until :func:`worker_stopped`: read its figures when you need them
+    (``in_flight``, ``held``, ``ready``, ``report`` counted as it goes, ``oldest_waiting()``),
+    for example from an observable instrument's callback. Called in the thread that runs the
+    loop, before its first receive. Exceptions are logged and ignored.
+
+    Args:
+        status: The running worker.
+
+    Added in 0.2.
+    """
+
+
+@hookspec
+def worker_stopped(status: ServeStatus) -> None:
+    """The worker :func:`worker_started` announced has stopped (its ``report`` is final).
+
+    Called however the loop ended, signal or error. Exceptions are logged and ignored.
+
+    Args:
+        status: The same object ``worker_started`` got.
+
+    Added in 0.2.
     """

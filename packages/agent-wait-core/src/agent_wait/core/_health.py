@@ -1,0 +1,90 @@
+"""The worker's health endpoints: ``/healthz`` and ``/readyz`` over the standard library's HTTP server.
+
+``/healthz`` answers 200 while the worker's loop turns (a liveness probe restarts a process
+whose loop is stuck), ``/readyz`` 200 while its entry point answers (a readiness probe takes a
+worker out of rotation during a broker outage, without restarting it); 503 otherwise. Each
+body is a small JSON object with the figures behind the answer: never a message, an id or a
+credential.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_wait.core._worker import ServeStatus
+
+logger = logging.getLogger("agent_wait.core.serve")
+
+
+def health_address(health: int | str) -> tuple[str, int]:
+    """``(host, port)`` from a port (every interface) or ``"host:port"``.
+
+    Raises:
+        ValueError: Neither; the message names ``health`` and the value.
+    """
+    host, port = "", health
+    if isinstance(health, str):
+        host, _, port = health.rpartition(":")
+        host = host.strip("[]")
+    try:
+        number = int(port)
+    except ValueError:
+        number = -1
+    if isinstance(health, bool) or not 0 <= number <= 65535:
+        raise ValueError(f"health: expected a port or 'host:port', got {health!r}")
+    return host, number
+
+
+class HealthServer:
+    """Serves the endpoints from a daemon thread until :meth:`close`."""
+
+    def __init__(self, status: ServeStatus, health: int | str) -> None:
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                path = self.path.partition("?")[0]
+                if path == "/healthz":
+                    ok = status.alive
+                    body: dict[str, Any] = {"status": "ok" if ok else "stuck"}
+                elif path == "/readyz":
+                    ok = status.ready and status.alive
+                    outage = status.outage
+                    body = {
+                        "status": "ready" if ok else "unavailable",
+                        "entry": status.entry.name,
+                        "in_flight": status.in_flight,
+                    }
+                    if outage is not None:
+                        body["unreachable_for_s"] = round(outage, 1)
+                else:
+                    self.send_error(404)
+                    return
+                data = json.dumps(body).encode()
+                self.send_response(200 if ok else 503)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                logger.debug("health: " + format, *args)
+
+        self._server = ThreadingHTTPServer(health_address(health), Handler)
+        self._server.daemon_threads = True
+        host, port = self._server.server_address[:2]
+        self.address: tuple[str, int] = (str(host), int(port))
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="agent-wait-health", daemon=True
+        )
+        self._thread.start()
+        logger.info("health endpoints on %s:%d (/healthz, /readyz)", *self.address)
+
+    def close(self) -> None:
+        """Stop serving and close the socket."""
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
