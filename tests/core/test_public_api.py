@@ -152,6 +152,7 @@ def test_transport_building_blocks_for_plugins() -> None:
         "RoutingAttributes",
         "check_body_size",
         "chunk",
+        "connection_errors",
         "dead_letter",
         "fit_identifier",
         "read_message",

@@ -24,7 +24,8 @@ import json
 import logging
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, cast
 
@@ -221,6 +222,20 @@ def check_message(message: Mapping[str, Any]) -> dict[str, Any]:
     """
     parse_message(message)
     return dict(message)
+
+
+@contextmanager
+def connection_errors(kinds: tuple[type[BaseException], ...], where: str) -> Generator[None]:
+    """Raise an SDK's connection errors (``kinds``) as ``ConnectionError`` naming ``where``.
+
+    What every entry point's host side raises when its transport cannot be reached, so that the
+    worker retries it with backoff without knowing any SDK. ``where`` names the server, never a
+    credential; the SDK's error is the ``__cause__``.
+    """
+    try:
+        yield
+    except kinds as error:
+        raise ConnectionError(f"{where}: {type(error).__name__}: {error}") from error
 
 
 class EntryPoint(Closing, ABC):

@@ -84,7 +84,7 @@ class ServeReport:
 T = TypeVar("T")
 
 _BACKOFF_FIRST = 0.2
-_BACKOFF_LONGEST = 15.0
+_BACKOFF_LONGEST = 5.0
 _STALE_LOOP = 60.0
 
 
@@ -113,30 +113,42 @@ class _Backoff:
 
 
 class _Link:
-    """Whether the entry point answers: one WARNING when an outage starts, one when it ends."""
+    """Whether the entry point answers: one WARNING when an outage starts, one when it ends.
+
+    A single failure is not an outage yet: a connection dropped while idle fails its next call
+    once, and the call after that reconnects. Two in a row are.
+    """
 
     def __init__(self, entry: EntryPoint) -> None:
         self.entry = entry
         self.connected = False
         self.down_since: float | None = None
+        self._failures = 0
         self._lock = threading.Lock()
 
     def up(self) -> None:
         with self._lock:
             self.connected = True
+            self._failures = 0
             since, self.down_since = self.down_since, None
         if since is not None:
             logger.warning(
                 "entry point %r reachable again after %.1f s", self.entry, time.monotonic() - since
             )
 
+    @property
+    def failing(self) -> bool:
+        """The last call failed."""
+        return self._failures > 0
+
     def down(self, error: BaseException, doing: str) -> None:
         with self._lock:
-            self.connected = False
-            first = self.down_since is None
-            if first:
+            self._failures += 1
+            began = self._failures == 2
+            if began:
+                self.connected = False
                 self.down_since = time.monotonic()
-        if first:
+        if began:
             logger.warning(
                 "entry point %r unreachable while %s (%s: %s); retrying with backoff until it "
                 "is back",
@@ -145,6 +157,8 @@ class _Link:
                 type(error).__name__,
                 error,
             )
+        else:
+            logger.debug("entry point %r failed while %s", self.entry, doing, exc_info=error)
 
 
 @dataclass
@@ -663,7 +677,7 @@ def serve_entry(
                     return
                 beat = time.monotonic()
                 for received in list(running.values()):
-                    if leases.renew(received) is None and settler.link.down_since is not None:
+                    if leases.renew(received) is None and settler.link.failing:
                         # Unreachable: the next pass comes after a backoff, not a whole period.
                         beat = time.monotonic() - period + renewing.next()
                         return
@@ -671,7 +685,7 @@ def serve_entry(
                     if not hand.holds(received):
                         continue
                     renewed = leases.renew(received)
-                    if renewed is None and settler.link.down_since is not None:
+                    if renewed is None and settler.link.failing:
                         beat = time.monotonic() - period + renewing.next()
                         return
                     if renewed is False:
@@ -805,14 +819,14 @@ async def aserve_entry(
         beat = time.monotonic()
         for received in list(running.values()):
             renewed = await asyncio.to_thread(leases.renew, received)
-            if renewed is None and settler.link.down_since is not None:
+            if renewed is None and settler.link.failing:
                 beat = time.monotonic() - period + renewing.next()
                 return
         for received in hand.held():
             if not hand.holds(received):
                 continue
             renewed = await asyncio.to_thread(leases.renew, received)
-            if renewed is None and settler.link.down_since is not None:
+            if renewed is None and settler.link.failing:
                 beat = time.monotonic() - period + renewing.next()
                 return
             if renewed is False:

@@ -4,9 +4,10 @@ Plugins never import each other, so logic that several announcers share lives he
 UTF-8 bytes, batching by count and bytes, the routing attributes an envelope becomes,
 identifiers that fit a transport's character rules, destination templates, the headers plugins
 add (``transport_headers``: a trace context), a long-lived sync/async client pair,
-:class:`ClientAnnounce`, which runs one delivery plan on either client, and what every entry point
+:class:`ClientAnnounce`, which runs one delivery plan on either client, what every entry point
 does with a received body (``read_message``: the message, or :class:`Poison` to dead-letter at
-once; ``dead_letter``: a dead letter from a stored body, readable or not). What only the AWS
+once; ``dead_letter``: a dead letter from a stored body, readable or not), and an entry point's
+connection errors as ``ConnectionError`` (``connection_errors``). What only the AWS
 announcers share (client construction from boto3, AWS error codes, batch requests) lives in
 ``agent_wait.aws`` (the ``agent-wait-aws`` distribution), so core holds no AWS code. Application code does not need this module.
 """
@@ -18,6 +19,7 @@ from agent_wait.core._entry import (
     MAX_MESSAGE_BYTES,
     Poison,
     check_body_size,
+    connection_errors,
     dead_letter,
     read_message,
 )
@@ -40,6 +42,7 @@ __all__ = [
     "RoutingAttributes",
     "check_body_size",
     "chunk",
+    "connection_errors",
     "dead_letter",
     "fit_identifier",
     "read_message",

@@ -34,6 +34,7 @@ from agent_wait.core.options import redact
 from agent_wait.core.transport import (
     Poison,
     check_body_size,
+    connection_errors,
     dead_letter,
     read_message,
     transport_headers,
@@ -60,6 +61,20 @@ _SHORTEST_WAIT = 0.1
 # Statuses that end a pull request without a message and without an error: none there (404),
 # expired (408), ended by the server, as when the consumer changed (409).
 _NO_MESSAGE = frozenset({"404", "408", "409"})
+# What may pass by itself: the connection lost, closed after its reconnect attempts (the next
+# call opens a new one) or reconnecting, and JetStream not answering meanwhile. Timeouts are
+# TimeoutError already.
+_CONNECTION_ERRORS = (
+    OSError,
+    nats.errors.ConnectionClosedError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.ConnectionDrainingError,
+    nats.errors.StaleConnectionError,
+    nats.errors.OutboundBufferLimitError,
+    nats.errors.NoServersError,
+    nats.errors.NoRespondersError,
+    nats.js.errors.ServiceUnavailableError,
+)
 
 
 def _token(thread_id: str) -> str:
@@ -167,7 +182,9 @@ class NatsEntry(EntryPoint):
     def _run(self, action: Any) -> Any:
         if self._runner is None:
             self._runner = _LoopThread()
-        return self._runner.run(self._with_session(action))
+        shown = ", ".join(redact(s) for s in self.servers)
+        with connection_errors(_CONNECTION_ERRORS, f"NATS at {shown}"):
+            return self._runner.run(self._with_session(action))
 
     async def _with_session(self, action: Any) -> Any:
         if self._opening is None:

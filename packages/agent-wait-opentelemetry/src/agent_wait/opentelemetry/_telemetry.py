@@ -29,6 +29,7 @@ from agent_wait.core import (
     Operation,
     PublishReport,
     QuestionStore,
+    ServeStatus,
     StartMessage,
     SweepReport,
     WaitEnvelope,
@@ -287,6 +288,31 @@ class OpenTelemetryPlugin:
             unit="{answer}",
             description="Answers handled by handle_message, by outcome.",
         )
+        self._workers = _Workers()
+        meter.create_observable_counter(
+            "agent_wait.worker.messages",
+            [self._workers.messages],
+            unit="{message}",
+            description="Messages a worker settled, by entry point and outcome.",
+        )
+        meter.create_observable_up_down_counter(
+            "agent_wait.worker.in_flight",
+            [self._workers.in_flight],
+            unit="{message}",
+            description="Messages being handled by the workers, by entry point.",
+        )
+        meter.create_observable_gauge(
+            "agent_wait.worker.ready",
+            [self._workers.ready],
+            unit="1",
+            description="1 while every worker of the entry point reaches it, else 0.",
+        )
+        meter.create_observable_gauge(
+            "agent_wait.worker.oldest_waiting",
+            [self._workers.oldest_waiting],
+            unit="s",
+            description="Age of the oldest message not yet settled, where the entry point tells.",
+        )
 
     @hookimpl
     def operation_started(self, operation: Operation) -> None:
@@ -460,6 +486,16 @@ class OpenTelemetryPlugin:
             attributes["agent_wait.question"] = json.dumps(envelope.question, default=str)
 
     @hookimpl(optionalhook=True)
+    def worker_started(self, status: ServeStatus) -> None:
+        """Read the worker's figures from now on, when metrics are collected."""
+        self._workers.start(status)
+
+    @hookimpl(optionalhook=True)
+    def worker_stopped(self, status: ServeStatus) -> None:
+        """Keep the stopped worker's final counts; stop reading its live figures."""
+        self._workers.stop(status)
+
+    @hookimpl(optionalhook=True)
     def answer_handled(self, answer: Answer, handled: Any) -> None:
         """One CONSUMER span per answer handled, linked to the asking span; counted by outcome."""
         outcome = str(getattr(handled.outcome, "value", handled.outcome))
@@ -590,3 +626,89 @@ def install_log_correlation() -> None:
 
     factory.agent_wait_otel = True  # type: ignore[attr-defined]
     logging.setLogRecordFactory(factory)
+
+
+_WORKER_OUTCOMES = (
+    ("acknowledged", "acknowledged"),
+    ("retried", "retried"),
+    ("dead_lettered", "dead_lettered"),
+    ("lost_leases", "lease_lost"),
+    ("released", "released"),
+)
+"""``ServeReport`` fields and the ``agent_wait.outcome`` each is counted under."""
+
+
+class _Workers:
+    """The workers running in this process, read when metrics are collected.
+
+    A stopped worker's counts are kept, so the counters stay monotonic across restarts of the
+    loop in one process.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._live: list[ServeStatus] = []
+        self._finished: dict[_Key, int] = {}
+
+    def start(self, status: ServeStatus) -> None:
+        with self._lock:
+            self._live.append(status)
+
+    def stop(self, status: ServeStatus) -> None:
+        with self._lock:
+            if status not in self._live:
+                return
+            self._live.remove(status)
+            for key, count in _report_counts(status):
+                self._finished[key] = self._finished.get(key, 0) + count
+
+    def live(self) -> list[ServeStatus]:
+        with self._lock:
+            return list(self._live)
+
+    def messages(self, _options: CallbackOptions) -> Iterable[Observation]:
+        with self._lock:
+            totals = dict(self._finished)
+            live = list(self._live)
+        for status in live:
+            for key, count in _report_counts(status):
+                totals[key] = totals.get(key, 0) + count
+        return [
+            Observation(total, {"agent_wait.entry": entry, "agent_wait.outcome": outcome})
+            for (entry, outcome), total in totals.items()
+        ]
+
+    def in_flight(self, _options: CallbackOptions) -> Iterable[Observation]:
+        figures: dict[str, int] = {}
+        for status in self.live():
+            name = status.entry.name
+            figures[name] = figures.get(name, 0) + status.in_flight
+        return [Observation(value, {"agent_wait.entry": name}) for name, value in figures.items()]
+
+    def ready(self, _options: CallbackOptions) -> Iterable[Observation]:
+        figures: dict[str, int] = {}
+        for status in self.live():
+            name = status.entry.name
+            figures[name] = min(figures.get(name, 1), int(status.ready))
+        return [Observation(value, {"agent_wait.entry": name}) for name, value in figures.items()]
+
+    def oldest_waiting(self, _options: CallbackOptions) -> Iterable[Observation]:
+        figures: dict[str, float] = {}
+        for status in self.live():
+            try:
+                age = status.oldest_waiting()
+            except Exception:  # an entry point that cannot be read must not break the export
+                logger.exception("agent-wait-opentelemetry: could not read %r", status.entry)
+                continue
+            if age is not None:
+                name = status.entry.name
+                figures[name] = max(figures.get(name, 0.0), age)
+        return [Observation(value, {"agent_wait.entry": name}) for name, value in figures.items()]
+
+
+def _report_counts(status: ServeStatus) -> list[tuple[_Key, int]]:
+    report = status.report
+    return [
+        ((status.entry.name, outcome), getattr(report, field))
+        for field, outcome in _WORKER_OUTCOMES
+    ]

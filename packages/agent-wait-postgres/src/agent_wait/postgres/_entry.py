@@ -9,6 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Any
 
 import psycopg
@@ -24,7 +25,13 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.options import redact
-from agent_wait.core.transport import Poison, check_body_size, dead_letter, read_message
+from agent_wait.core.transport import (
+    Poison,
+    check_body_size,
+    connection_errors,
+    dead_letter,
+    read_message,
+)
 from agent_wait.postgres._options import (
     DEFAULT_MESSAGES_CHANNEL,
     DEFAULT_MESSAGES_TABLE,
@@ -108,8 +115,13 @@ class PostgresEntry(EntryPoint):
         self._conn: Connection[TupleRow] | None = None
         self._listener: Connection[TupleRow] | None = None
         self._lock = threading.Lock()
+        self._where = redact(self.url) if self.url else "the PG* environment's server"
 
     # -- connections -----------------------------------------------------------------------
+
+    def _reachable(self) -> AbstractContextManager[None]:
+        # A broken connection is opened again by the next call (see _connection).
+        return connection_errors((psycopg.OperationalError,), f"PostgreSQL at {self._where}")
 
     def _connect(self) -> Connection[TupleRow]:
         return psycopg.connect(
@@ -158,7 +170,7 @@ class PostgresEntry(EntryPoint):
         """Insert the message and notify waiting receivers (one transaction)."""
         body = _check(message)
         text = check_body_size(json.dumps(body, ensure_ascii=False, separators=(",", ":")))
-        with self._lock:
+        with self._lock, self._reachable():
             conn = self._connection()
             with conn.transaction():
                 conn.execute(
@@ -181,16 +193,18 @@ class PostgresEntry(EntryPoint):
         deadline = time.monotonic() + max(wait, 0.0)
         if wait > 0:
             # Listen before the first claim, so a message sent in between wakes us.
-            self._listen()
+            with self._reachable():
+                self._listen()
         while True:
             received = self._claim(max_messages)
             remaining = deadline - time.monotonic()
             if received or remaining <= 0:
                 return received
-            for _ in self._listen().notifies(
-                timeout=min(self.poll_interval, remaining), stop_after=1
-            ):
-                pass
+            with self._reachable():
+                for _ in self._listen().notifies(
+                    timeout=min(self.poll_interval, remaining), stop_after=1
+                ):
+                    pass
 
     def _claim(self, limit: int) -> list[Received]:
         heads = sql.SQL(
@@ -206,7 +220,7 @@ class PostgresEntry(EntryPoint):
         ).format(self._ident)
         count = sql.SQL("UPDATE {} SET attempts = attempts + 1 WHERE id = %s").format(self._ident)
         claimed: list[Received] = []
-        with self._lock:
+        with self._lock, self._reachable():
             conn = self._connection()
             while len(claimed) < limit:
                 buried = 0
@@ -262,7 +276,7 @@ class PostgresEntry(EntryPoint):
     # -- settling --------------------------------------------------------------------------
 
     def _leased(self, received: Received, update: sql.Composed, params: list[Any]) -> bool:
-        with self._lock:
+        with self._lock, self._reachable():
             rowcount = (
                 self._connection()
                 .execute(update, [*params, int(received.id), received.receipt])
@@ -279,6 +293,21 @@ class PostgresEntry(EntryPoint):
 
     def _where_mine(self) -> sql.SQL:
         return sql.SQL("WHERE id = %s AND receipt = %s AND state = 'ready'")
+
+    def oldest_waiting(self) -> float | None:
+        """Seconds since the oldest message not yet acknowledged or dead-lettered was sent."""
+        with self._lock, self._reachable():
+            row = (
+                self._connection()
+                .execute(
+                    sql.SQL(
+                        "SELECT extract(epoch FROM clock_timestamp() - min(sent_at)) FROM {} "
+                        "WHERE state = 'ready'"
+                    ).format(self._ident)
+                )
+                .fetchone()
+            )
+        return None if row is None or row[0] is None else max(0.0, float(row[0]))
 
     def ack(self, received: Received) -> bool:
         """Delete the message; False if its lease had run out."""
@@ -298,7 +327,7 @@ class PostgresEntry(EntryPoint):
 
     def release(self, received: Received) -> bool:
         """Visible again at once, its attempt kept; False if its lease had run out."""
-        with self._lock:
+        with self._lock, self._reachable():
             conn = self._connection()
             with conn.transaction():
                 rowcount = conn.execute(
@@ -322,7 +351,7 @@ class PostgresEntry(EntryPoint):
     def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
         """Hand the message out again after a backoff, or dead-letter it."""
         if not retry or received.attempt >= self.max_attempts:
-            with self._lock:
+            with self._lock, self._reachable():
                 conn = self._connection()
                 with conn.transaction():
                     mine = conn.execute(
@@ -351,7 +380,7 @@ class PostgresEntry(EntryPoint):
 
     def dead_letters(self) -> list[DeadLetter]:
         """Every dead-lettered message, oldest first."""
-        with self._lock:
+        with self._lock, self._reachable():
             rows = (
                 self._connection()
                 .execute(
@@ -377,7 +406,7 @@ class PostgresEntry(EntryPoint):
             row_id = int(message_id)
         except ValueError:
             return False
-        with self._lock:
+        with self._lock, self._reachable():
             conn = self._connection()
             with conn.transaction():
                 rowcount = conn.execute(

@@ -222,9 +222,16 @@ class RabbitMqEntry(EntryPoint):
         with self._lock:
             try:
                 return action()
-            except (pika.exceptions.AMQPConnectionError, pika.exceptions.StreamLostError):
+            except (
+                pika.exceptions.AMQPConnectionError,
+                pika.exceptions.ChannelWrongStateError,
+            ) as error:
+                # The broker requeues what this connection held: it is handed out again, and
+                # settling those deliveries now reports their lease lost.
                 self._drop()
-                raise
+                raise ConnectionError(
+                    f"RabbitMQ at {redact(self.url)}: {type(error).__name__}: {error}"
+                ) from error
 
     # -- the consumer side --
 
@@ -329,10 +336,13 @@ class RabbitMqEntry(EntryPoint):
         return self._locked(lambda: self._ack(received))
 
     def _ack(self, received: Received) -> bool:
+        # The channel first: reopening it forgets the deliveries of the old one, whose tags
+        # mean nothing on the new one.
+        channel = self._consuming()
         held = self._mine(received)
         if held is None:
             return False
-        self._consuming().basic_ack(held.tag)
+        channel.basic_ack(held.tag)
         del self._held[held.id]
         return True
 
@@ -341,6 +351,7 @@ class RabbitMqEntry(EntryPoint):
         return self._locked(lambda: self._extend(received))
 
     def _extend(self, received: Received) -> bool:
+        self._consuming()  # a closed channel's deliveries were requeued: none is held any more
         held = self._mine(received)
         if held is None:
             return False
@@ -356,6 +367,7 @@ class RabbitMqEntry(EntryPoint):
     def _release(self, received: Received) -> bool:
         # Kept in hand rather than requeued: a requeued message goes behind what this host
         # already holds, and its thread's later messages would overtake it.
+        self._consuming()
         held = self._mine(received)
         if held is None:
             return False
@@ -368,6 +380,7 @@ class RabbitMqEntry(EntryPoint):
         return self._locked(lambda: self._fail(received, error, retry))
 
     def _fail(self, received: Received, error: str, retry: bool) -> bool:
+        self._consuming()
         held = self._mine(received)
         if held is None:
             return False
@@ -392,8 +405,12 @@ class RabbitMqEntry(EntryPoint):
             letter["raw"] = base64.b64encode(held.raw).decode()  # kept byte for byte
         # Stored (confirmed) first, then acknowledged: a crash in between keeps two copies,
         # never none.
+        channel = self._consuming()
         self._publish(self.dead, _encode(letter), held.id, DEAD_LETTER_TYPE)
-        self._consuming().basic_ack(held.tag)
+        if channel is not self._consumer:
+            # The connection was opened again to publish: the broker requeued the message.
+            raise pika.exceptions.ConnectionWrongStateError("connection lost while dead-lettering")
+        channel.basic_ack(held.tag)
         del self._held[held.id]
         # Only the error's type: its message may quote the message's content.
         logger.error(

@@ -10,6 +10,7 @@ import socket
 import time
 import uuid
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, cast
 
@@ -26,6 +27,7 @@ from agent_wait.core.options import redact
 from agent_wait.core.transport import (
     Poison,
     check_body_size,
+    connection_errors,
     dead_letter,
     read_message,
     transport_headers,
@@ -41,6 +43,9 @@ from redis.commands.core import Script
 logger = logging.getLogger("agent_wait.redis.entry")
 
 _ENTRY_ID = re.compile(r"^\d+-\d+$")
+# What may pass by itself: the server unreachable, a dropped connection, a reply too slow (the
+# next command takes a fresh connection from the pool).
+_CONNECTION_ERRORS = (redis.ConnectionError, redis.TimeoutError)
 _OWN_FIELDS = frozenset({"thread", "body"})
 
 # Every step that reads and changes the queue is one script, so concurrent hosts never see it
@@ -341,9 +346,13 @@ class RedisEntry(EntryPoint):
             self._client = client
         return self._client
 
+    def _reachable(self) -> AbstractContextManager[None]:
+        return connection_errors(_CONNECTION_ERRORS, f"Redis at {redact(self.url)}")
+
     def _run(self, script: str, *args: str | int) -> Any:
-        self._redis()
-        return self._scripts[script](keys=[self.stream], args=[self.group, *args])
+        with self._reachable():
+            self._redis()
+            return self._scripts[script](keys=[self.stream], args=[self.group, *args])
 
     def send(self, message: Mapping[str, Any]) -> None:
         """Add the message to the stream, or to its thread's backlog if the thread has one there.
@@ -375,9 +384,10 @@ class RedisEntry(EntryPoint):
                 return received
             # Block for a new entry; lapsed leases are looked for again after poll_interval.
             block = max(1, int(min(self.poll_interval, remaining) * 1000))
-            fresh = self._redis().xreadgroup(
-                self.group, self.consumer, {self.stream: ">"}, count=max_messages, block=block
-            )
+            with self._reachable():
+                fresh = self._redis().xreadgroup(
+                    self.group, self.consumer, {self.stream: ">"}, count=max_messages, block=block
+                )
             entries = cast("list[tuple[str, list[tuple[str, dict[str, str]]]]]", fresh or [])
             if entries and entries[0][1]:
                 received = self._read(
@@ -495,9 +505,10 @@ class RedisEntry(EntryPoint):
 
     def dead_letters(self) -> list[DeadLetter]:
         """Every entry of the dead-letter stream, oldest first (ids are that stream's)."""
-        entries = cast(
-            "list[tuple[str, dict[str, str]]]", self._redis().xrange(f"{self.stream}:dead")
-        )
+        with self._reachable():
+            entries = cast(
+                "list[tuple[str, dict[str, str]]]", self._redis().xrange(f"{self.stream}:dead")
+            )
         return [
             dead_letter(
                 entry_id,
