@@ -12,13 +12,24 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from agent_wait.core import SqliteEntry, aserve_entry, parse_message, serve_entry
+from agent_wait.core import (
+    ServeStatus,
+    SqliteEntry,
+    aserve_entry,
+    hookimpl,
+    parse_message,
+    serve_entry,
+)
+from agent_wait.core.testing import registered_plugin
+from tests.serving import until
 
 
 def make_entry(path: Path, **options: Any) -> SqliteEntry:
@@ -366,3 +377,116 @@ def test_a_lease_really_lost_is_reported(tmp_path: Path, caplog: pytest.LogCaptu
     assert entry.acked == {"a": False}
     assert report.lost_leases == 1
     assert [r for r in caplog.records if LOST in r.getMessage()]
+
+
+class FlakyEntry(SqliteEntry):
+    """Every receive raises ConnectionError while ``down`` is set, as a broker gone away."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path, poll_interval=0.02)
+        self.down = threading.Event()
+
+    def receive(self, max_messages: int = 1, wait: float = 0.0) -> list[Any]:
+        if self.down.is_set():
+            raise ConnectionError("broker at 127.0.0.1:1: Connection refused")
+        return super().receive(max_messages, wait)
+
+
+def probe(address: tuple[str, int], path: str) -> tuple[int, dict[str, Any]]:
+    try:
+        with urllib.request.urlopen(f"http://{address[0]}:{address[1]}{path}", timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+def test_health_endpoints_follow_the_loop_and_the_entry_point(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    entry = FlakyEntry(tmp_path / "inbox.sqlite3")
+    statuses: list[ServeStatus] = []
+
+    class Started:
+        @hookimpl
+        def worker_started(self, status: ServeStatus) -> None:
+            statuses.append(status)
+
+    stop = threading.Event()
+    seen: dict[str, tuple[int, dict[str, Any]]] = {}
+
+    def operator() -> None:
+        try:
+            [status] = until(lambda: statuses, "the worker started")
+            address = status.health_address
+            assert address is not None
+            until(lambda: probe(address, "/readyz")[0] == 200, "ready")
+            seen["healthz"] = probe(address, "/healthz")
+            seen["ready"] = probe(address, "/readyz")
+            seen["missing"] = probe(address, "/metrics")
+            entry.down.set()
+            seen["outage"] = until(
+                lambda: (r := probe(address, "/readyz"))[0] == 503 and r, "not ready"
+            )
+            seen["alive in the outage"] = probe(address, "/healthz")
+            entry.down.clear()
+            until(lambda: probe(address, "/readyz")[0] == 200, "ready again")
+        finally:
+            stop.set()
+
+    watcher = threading.Thread(target=operator)
+    watcher.start()
+    with (
+        registered_plugin(Started(), "test-started"),
+        caplog.at_level("WARNING", logger="agent_wait"),
+    ):
+        serve_entry(lambda m: None, entry, wait=0.05, stop=stop, health="127.0.0.1:0")
+    watcher.join()
+    assert seen["healthz"] == (200, {"status": "ok"})
+    assert seen["ready"] == (200, {"status": "ready", "entry": "sqlite", "in_flight": 0})
+    assert seen["missing"][0] == 404  # the two paths only
+    code, body = seen["outage"]
+    assert code == 503
+    assert body["status"] == "unavailable"
+    assert body["unreachable_for_s"] >= 0
+    assert seen["alive in the outage"][0] == 200
+    lines = [r.getMessage() for r in caplog.records]
+    assert len([line for line in lines if "unreachable while receiving" in line]) == 1
+    assert len([line for line in lines if "reachable again after" in line]) == 1
+    # The endpoints are gone with the worker.
+    with pytest.raises(OSError):
+        probe(statuses[0].health_address or ("", 0), "/healthz")
+
+
+@pytest.mark.parametrize("health", ["nowhere", "127.0.0.1:99999", True])
+def test_a_bad_health_address_names_the_option(tmp_path: Path, health: Any) -> None:
+    with pytest.raises(ValueError, match=r"health: expected a port or 'host:port', got"):
+        serve_entry(lambda m: None, make_entry(tmp_path / "x.sqlite3"), health=health)
+
+
+def test_a_failure_logs_where_it_was_raised_and_the_traceback_at_debug(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    entry = make_entry(tmp_path / "inbox.sqlite3", max_attempts=1)
+    entry.send({"thread_id": "t", "input": None})
+
+    def charge(message: dict[str, Any]) -> None:
+        try:
+            {}["card"]
+        except KeyError as error:
+            raise RuntimeError("payment failed") from error
+
+    stop = threading.Event()
+    watcher = threading.Thread(target=stop_when, args=(lambda: entry.dead_letters(), stop))
+    watcher.start()
+    with caplog.at_level("DEBUG", logger="agent_wait"):
+        serve_entry(charge, entry, wait=0.05, stop=stop)
+    watcher.join()
+    [failed] = [r for r in caplog.records if "failed:" in r.getMessage()]
+    assert failed.levelno == logging.WARNING
+    assert failed.getMessage().startswith(
+        "message 1 of thread t (attempt 1) failed: RuntimeError in charge (test_worker.py:"
+    )
+    assert "raised from KeyError in charge (test_worker.py:" in failed.getMessage()
+    assert "\n" not in failed.getMessage()
+    assert failed.exc_info is None
+    assert [r for r in caplog.records if r.levelno == logging.DEBUG and r.exc_info]

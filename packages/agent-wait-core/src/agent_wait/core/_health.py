@@ -47,9 +47,11 @@ class HealthServer:
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 path = self.path.partition("?")[0]
+                body: dict[str, Any]
                 if path == "/healthz":
                     ok = status.alive
-                    body: dict[str, Any] = {"status": "ok" if ok else "stuck"}
+                    body = {"status": "ok" if ok else "stuck"}
+                    code = 200 if ok else 503
                 elif path == "/readyz":
                     ok = status.ready and status.alive
                     outage = status.outage
@@ -60,11 +62,11 @@ class HealthServer:
                     }
                     if outage is not None:
                         body["unreachable_for_s"] = round(outage, 1)
+                    code = 200 if ok else 503
                 else:
-                    self.send_error(404)
-                    return
+                    body, code = {"status": "not found", "paths": ["/healthz", "/readyz"]}, 404
                 data = json.dumps(body).encode()
-                self.send_response(200 if ok else 503)
+                self.send_response(code)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
