@@ -26,6 +26,7 @@ def serve(
     wait: float = 1.0,
     stop: threading.Event | None = None,
     stream: Callable[[str, Any], object] | None = None,
+    health: int | str | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """Run a LangGraph host: receive from ``entry``, :func:`handle_message`, acknowledge.
@@ -48,6 +49,7 @@ def serve(
             then handled with :func:`stream_message` (``stream_mode`` and ``subgraphs`` among
             ``host_options``). A ``stream`` that raises stops that run; nothing of it is
             published and the message is handed out again.
+        health: Serve ``/healthz`` and ``/readyz`` on this port (or ``"host:port"``).
         host_options: ``reply_to``, ``config``, ``clock``, ``trust``, ``interrupt_before``,
             ``interrupt_after`` (and with ``stream``, ``stream_mode``, ``subgraphs``): passed to
             :func:`handle_message`.
@@ -69,6 +71,7 @@ def serve(
         stop=stop,
         stream=stream,
         stream_message=stream_message,
+        health=health,
         **host_options,
     )
 
@@ -82,6 +85,7 @@ async def aserve(
     wait: float = 1.0,
     stop: asyncio.Event | None = None,
     stream: Callable[[str, Any], object] | None = None,
+    health: int | str | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """Async :func:`serve` with :func:`ahandle_message` (async checkpointers, nodes and tools).
@@ -100,6 +104,7 @@ async def aserve(
         stop=stop,
         stream=stream,
         astream_message=astream_message,
+        health=health,
         **host_options,
     )
 

@@ -31,6 +31,10 @@ What it records:
   ``agent_wait.answers`` (outcome), the histogram ``agent_wait.delivery.duration`` (s), and with
   :func:`observe_store` the gauges ``agent_wait.questions.open`` and
   ``agent_wait.questions.overdue``;
+- for every running worker (``serve``), ``agent_wait.worker.messages`` (entry point, outcome:
+  acknowledged, retried, dead-lettered, lease lost, released), ``agent_wait.worker.in_flight``,
+  ``agent_wait.worker.ready`` and ``agent_wait.worker.oldest_waiting`` (s, where the entry
+  point tells);
 - ``otelTraceID`` / ``otelSpanID`` on every ``agent_wait`` log record.
 
 No question content, answer or error message is recorded: ids, names and outcomes only.

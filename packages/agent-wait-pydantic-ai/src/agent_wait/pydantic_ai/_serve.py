@@ -73,6 +73,7 @@ def serve(
     stop: threading.Event | None = None,
     stream: Callable[[str, Any], object] | None = None,
     user_prompt: UserPrompt = None,
+    health: int | str | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """Run a Pydantic AI host: receive from ``entry``, :func:`handle_message`, acknowledge.
@@ -100,6 +101,7 @@ def serve(
             (``handle_message(..., user_prompt=...)``): text for every answer, or a function
             of the answer message (a dict) returning the text or None. Start messages carry
             their own prompt and get none.
+        health: Serve ``/healthz`` and ``/readyz`` on this port (or ``"host:port"``).
         host_options: ``reply_to``, ``clock``, ``trust`` and run options for
             :func:`handle_message`.
 
@@ -117,6 +119,7 @@ def serve(
         stop=stop,
         stream=stream,
         stream_message=_prompted(stream_message, user_prompt),
+        health=health,
         history=history,
         **host_options,
     )
@@ -133,6 +136,7 @@ async def aserve(
     stop: asyncio.Event | None = None,
     stream: Callable[[str, Any], object] | None = None,
     user_prompt: UserPrompt = None,
+    health: int | str | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """Async :func:`serve` with :func:`ahandle_message`.
@@ -151,6 +155,7 @@ async def aserve(
         stop=stop,
         stream=stream,
         astream_message=_prompted(astream_message, user_prompt),
+        health=health,
         history=history,
         **host_options,
     )

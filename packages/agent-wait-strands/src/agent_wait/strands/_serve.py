@@ -28,6 +28,7 @@ def serve(
     wait: float = 1.0,
     stop: threading.Event | None = None,
     stream: Callable[[str, Any], object] | None = None,
+    health: int | str | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """Run a Strands host: receive from ``entry``, :func:`handle_message`, acknowledge.
@@ -49,6 +50,7 @@ def serve(
         stream: ``stream(thread_id, event)`` for every Strands event of every run: each
             message is then handled with :func:`stream_message`. A ``stream`` that raises
             stops that run; nothing of it is published and the message is handed out again.
+        health: Serve ``/healthz`` and ``/readyz`` on this port (or ``"host:port"``).
         host_options: ``reply_to``, ``clock``, ``trust``, ``prompt``, ``session_repository``,
             ``agent_id``: passed to :func:`handle_message`.
     """
@@ -62,6 +64,7 @@ def serve(
         stop=stop,
         stream=stream,
         stream_message=stream_message,
+        health=health,
         **host_options,
     )
 
@@ -75,6 +78,7 @@ async def aserve(
     wait: float = 1.0,
     stop: asyncio.Event | None = None,
     stream: Callable[[str, Any], object] | None = None,
+    health: int | str | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """Async :func:`serve` with :func:`ahandle_message` (``agent_factory`` may be async).
@@ -92,5 +96,6 @@ async def aserve(
         stop=stop,
         stream=stream,
         astream_message=astream_message,
+        health=health,
         **host_options,
     )
