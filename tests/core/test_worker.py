@@ -490,3 +490,41 @@ def test_a_failure_logs_where_it_was_raised_and_the_traceback_at_debug(
     assert "\n" not in failed.getMessage()
     assert failed.exc_info is None
     assert [r for r in caplog.records if r.levelno == logging.DEBUG and r.exc_info]
+
+
+def test_the_async_loop_rides_out_an_outage(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    entry = FlakyEntry(tmp_path / "inbox.sqlite3")
+    entry.send({"thread_id": "t", "input": None, "n": 0})
+    handled: list[int] = []
+
+    async def handle(message: dict[str, Any]) -> None:
+        handled.append(message["n"])
+        if message["n"] == 0:
+            entry.down.set()  # the broker goes away while the first message is in hand
+
+    async def main() -> Any:
+        stop = asyncio.Event()
+
+        async def operator() -> None:
+            while not [r for r in caplog.records if "unreachable while" in r.getMessage()]:
+                await asyncio.sleep(0.02)
+            entry.send({"thread_id": "t", "input": None, "n": 1})
+            entry.down.clear()
+            while handled != [0, 1]:
+                await asyncio.sleep(0.02)
+            stop.set()
+
+        watcher = asyncio.create_task(operator())
+        report = await asyncio.wait_for(aserve_entry(handle, entry, wait=0.05, stop=stop), 60)
+        await watcher
+        return report
+
+    with caplog.at_level("WARNING", logger="agent_wait"):
+        report = asyncio.run(main())
+    assert handled == [0, 1]
+    assert report.acknowledged == 2
+    lines = [r.getMessage() for r in caplog.records]
+    assert len([line for line in lines if "unreachable while receiving" in line]) == 1
+    assert len([line for line in lines if "reachable again after" in line]) == 1
