@@ -23,6 +23,13 @@ class TestNatsEntry(EntryContract):
     visibility_timeout = 3.0
 
     @pytest.fixture(autouse=True)
+    def _nowhere(self, closed_port: int) -> None:
+        self.closed_port = closed_port
+
+    def make_unreachable_entry(self) -> EntryPoint:
+        return NatsEntry(f"nats://127.0.0.1:{self.closed_port}", timeout=1.0)
+
+    @pytest.fixture(autouse=True)
     def _server(self, nats_url: str, admin: Admin) -> Iterator[None]:
         self.url = nats_url
         self.streams: list[str] = []

@@ -27,6 +27,17 @@ def entry_table(conn: psycopg.Connection) -> Iterator[str]:
 
 class TestPostgresEntry(EntryContract):
     @pytest.fixture(autouse=True)
+    def _nowhere(self, closed_port: int) -> None:
+        self.closed_port = closed_port
+
+    def make_unreachable_entry(self) -> EntryPoint:
+        return PostgresEntry(
+            f"postgresql://postgres@127.0.0.1:{self.closed_port}/test",
+            table=self.table,
+            timeout=1.0,
+        )
+
+    @pytest.fixture(autouse=True)
     def _server(self, postgres_url: str, entry_table: str) -> None:
         self.url = postgres_url
         self.table = entry_table

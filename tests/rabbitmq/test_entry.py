@@ -33,6 +33,17 @@ def queue(amqp_url: str) -> Iterator[str]:
 
 class TestRabbitMqEntry(EntryContract):
     @pytest.fixture(autouse=True)
+    def _nowhere(self, closed_port: int) -> None:
+        self.closed_port = closed_port
+
+    def make_unreachable_entry(self) -> EntryPoint:
+        return RabbitMqEntry(
+            f"amqp://guest:guest@127.0.0.1:{self.closed_port}/",
+            queue="agent-wait-unreachable",
+            timeout=1.0,
+        )
+
+    @pytest.fixture(autouse=True)
     def _broker(self, amqp_url: str) -> Iterator[None]:
         self.url = amqp_url
         self.queues: list[str] = []

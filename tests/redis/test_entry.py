@@ -15,6 +15,15 @@ from agent_wait.redis import RedisEntry
 
 class TestRedisEntry(EntryContract):
     @pytest.fixture(autouse=True)
+    def _nowhere(self, closed_port: int) -> None:
+        self.closed_port = closed_port
+
+    def make_unreachable_entry(self) -> EntryPoint:
+        return RedisEntry(
+            f"redis://127.0.0.1:{self.closed_port}/0", stream=self.stream, timeout=1.0
+        )
+
+    @pytest.fixture(autouse=True)
     def _server(self, redis_url: str, names: tuple[str, str]) -> None:
         self.url = redis_url
         self.stream = names[0]

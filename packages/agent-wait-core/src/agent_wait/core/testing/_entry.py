@@ -52,6 +52,13 @@ class EntryContract:
         """Build a fresh entry point with these settings (abstract)."""
         raise NotImplementedError(f"{type(self).__name__} must implement make_entry()")
 
+    def make_unreachable_entry(self) -> EntryPoint | None:
+        """An entry point whose server cannot be reached (a port nothing listens on).
+
+        Default: None, and the kit skips its check of connection errors.
+        """
+        return None
+
     @pytest.fixture
     def contract_entry(self) -> Iterator[EntryPoint]:
         """A fresh entry point (3 attempts, no retry delay), closed after the test."""
@@ -96,6 +103,24 @@ class EntryContract:
         is called, and ``agent-wait plugins --json`` prints its JSON Schema.
         """
         assert_options_model_matches(type(contract_entry), EntryOptions)
+
+    def test_an_unreachable_server_raises_connection_error(self) -> None:
+        """If this fails, a worker takes a broker outage for a bug, and stops.
+
+        Every call of the host side raises ``ConnectionError`` (or ``TimeoutError``) when the
+        transport cannot be reached, whatever the SDK raises, and the next call reconnects:
+        wrap the SDK's connection errors with
+        :func:`agent_wait.core.transport.connection_errors`. Return such an entry point from
+        :meth:`make_unreachable_entry` to run this check.
+        """
+        unreachable = self.make_unreachable_entry()
+        if unreachable is None:
+            pytest.skip("make_unreachable_entry() returns None: no unreachable server to try")
+        try:
+            with pytest.raises((ConnectionError, TimeoutError)):
+                unreachable.receive(1, wait=0.0)
+        finally:
+            unreachable.close()
 
     def test_send_then_receive_round_trips(self, contract_entry: EntryPoint) -> None:
         """If this fails, a message is changed between the consumer and the host."""
