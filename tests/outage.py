@@ -43,11 +43,14 @@ class Effects:
             self.count_changed.notify_all()
         return "handled"
 
-    def wait_for(self, runs: int, timeout: float = 180.0) -> None:
+    def wait_for(self, runs: int, workers: list[threading.Thread], timeout: float = 90.0) -> None:
+        """Until ``runs`` messages took effect; fails at once when a worker stopped."""
+        deadline = time.monotonic() + timeout
         with self.lock:
-            assert self.count_changed.wait_for(lambda: self.runs >= runs, timeout), (
-                f"only {self.runs} of {runs} messages handled"
-            )
+            while self.runs < runs:
+                assert all(w.is_alive() for w in workers), "a worker stopped during the outage"
+                assert time.monotonic() < deadline, f"only {self.runs} of {runs} messages handled"
+                self.count_changed.wait(0.5)
 
 
 def check_rides_out_outages(
@@ -78,11 +81,11 @@ def check_rides_out_outages(
             for worker in workers:
                 worker.start()
             for share in (4, 2):
-                effects.wait_for(total // share)
+                effects.wait_for(total // share, workers)
                 proxy.cut()
                 time.sleep(OUTAGE)  # the outage's length: the faults being tested
                 proxy.restore()
-            effects.wait_for(total)
+            effects.wait_for(total, workers)
             assert [w.is_alive() for w in workers] == [True, True], errors
         finally:
             stop.set()

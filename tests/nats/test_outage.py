@@ -27,7 +27,7 @@ def test_workers_ride_out_nats_outages(
             f"nats://127.0.0.1:{port}",
             stream=names[0],
             subject=names[1],
-            visibility_timeout=30.0,
+            visibility_timeout=20.0,
             hold_delay=0.05,
             timeout=2.0,
         )

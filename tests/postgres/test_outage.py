@@ -17,7 +17,7 @@ def test_workers_ride_out_postgres_outages(
             f"postgresql://postgres@127.0.0.1:{port}/test",
             table=entry_table,
             channel=entry_table,
-            visibility_timeout=30.0,
+            visibility_timeout=20.0,
             retry_delay=0.1,
             poll_interval=0.5,
             timeout=2.0,

@@ -26,7 +26,7 @@ def test_workers_ride_out_rabbitmq_outages(
         return RabbitMqEntry(
             f"amqp://guest:guest@127.0.0.1:{port}/",
             queue=queue,
-            visibility_timeout=30.0,
+            visibility_timeout=20.0,
             timeout=2.0,
         )
 

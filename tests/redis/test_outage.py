@@ -15,7 +15,7 @@ def test_workers_ride_out_redis_outages(
         return RedisEntry(
             f"redis://127.0.0.1:{port}/0",
             stream=names[0],
-            visibility_timeout=30.0,
+            visibility_timeout=20.0,
             poll_interval=0.5,
             timeout=2.0,
         )
