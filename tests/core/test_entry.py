@@ -7,6 +7,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -141,20 +142,39 @@ def test_entry_by_name_checks_options(tmp_path: Path, monkeypatch: pytest.Monkey
         entry("sqlite", path_env="MISSING_VAR")
 
 
-def test_an_entry_point_without_an_options_model_is_refused_by_name(tmp_path: Path) -> None:
+def test_an_entry_point_without_an_options_model_is_checked_against_its_constructor(
+    tmp_path: Path,
+) -> None:
     class Unchecked(SqliteEntry):
         options_model = None
+
+    class Unnamed(SqliteEntry):
+        options_model = None
+
+        def __init__(self, **options: Any) -> None:
+            super().__init__(**options)
 
     class Plugin:
         @hookimpl
         def register_entry_points(self, register: RegisterTarget) -> None:
             register("unchecked", Unchecked)
+            register("unnamed", Unnamed)
 
-    with (
-        registered_plugin(Plugin(), "test-unchecked"),
-        pytest.raises(ConfigError, match=r"entry point 'unchecked': .* declares no options model"),
-    ):
-        entry("unchecked", path=tmp_path / "x.sqlite3")
+    with registered_plugin(Plugin(), "test-unchecked"):
+        built = entry("unchecked", path=tmp_path / "x.sqlite3")
+        built.close()
+        assert isinstance(built, Unchecked)
+        with pytest.raises(
+            ConfigError,
+            match=r"entry point 'unchecked': unknown option 'pth'; did you mean 'path'\?",
+        ):
+            entry("unchecked", pth=tmp_path / "x.sqlite3")
+        with pytest.raises(
+            ConfigError,
+            match=r"entry point 'unnamed': .* declares no options model and its constructor "
+            r"takes \*\*kwargs",
+        ):
+            entry("unnamed", path=tmp_path / "y.sqlite3")
 
 
 def test_default_entry_is_sqlite_in_the_inbox_file(

@@ -70,8 +70,9 @@ def entry(name: str, /, **options: Any) -> EntryPoint:
     model = options_model(factory, EntryOptions)
     if model is None:
         raise ConfigError(
-            f"entry point {name!r}: {registration.target!r} declares no options model; set its "
-            "class attribute options_model to an EntryOptions subclass"
+            f"entry point {name!r}: {registration.target!r} declares no options model and its "
+            "constructor takes **kwargs; set its class attribute options_model to an "
+            "EntryOptions subclass"
         )
     built = build_plugin("entry point", name, factory, model, options)
     if not isinstance(built, EntryPoint):

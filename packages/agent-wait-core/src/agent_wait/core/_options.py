@@ -1,6 +1,7 @@
 """Plugin options as pydantic models, and the one routine that hides secrets in what is shown.
 
-Every announcer declares one :class:`AnnouncerOptions` model. Configuration, the constructor,
+Every announcer has one :class:`AnnouncerOptions` model, declared or derived from its
+constructor (:func:`signature_options_model`). Configuration, the constructor,
 ``agent-wait config check`` and ``agent-wait plugins --json`` all go through it, so an option is
 validated, named in errors, redacted and described (JSON Schema) the same way everywhere.
 """
@@ -8,9 +9,12 @@ validated, named in errors, redacted and described (JSON Schema) the same way ev
 from __future__ import annotations
 
 import difflib
+import inspect
 import os
 import re
-from collections.abc import Mapping, Sequence
+import typing
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Annotated, Any, ClassVar, Self, cast, get_args, overload
 
@@ -20,11 +24,14 @@ from pydantic import (
     ConfigDict,
     Field,
     GetJsonSchemaHandler,
+    PydanticUserError,
     SecretBytes,
     SecretStr,
     Strict,
+    TypeAdapter,
     ValidationError,
     WithJsonSchema,
+    create_model,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, ErrorDetails
@@ -420,3 +427,108 @@ class EntryOptions(PluginOptions):
     """
 
     kind: ClassVar[str] = "entry point"
+
+
+_Model = typing.TypeVar("_Model", bound=PluginOptions)
+
+
+def signature_options_model(factory: Callable[..., Any], base: type[_Model]) -> type[_Model] | None:
+    """An options model derived from the constructor of a plugin that declares none.
+
+    A plugin written before options models existed names its options as constructor
+    parameters; this model gives it the same checks and JSON Schema a declared one gives. One
+    field per keyword parameter, typed by its annotation (unannotated: any value), required
+    unless it has a default. A parameter ``X_env`` next to a parameter ``X`` gets no field:
+    :meth:`PluginOptions.resolve` reads it, as for a declared model. The descriptions come from
+    the ``Args:`` section of the class or function docstring.
+
+    Args:
+        factory: The registered class or callable.
+        base: The options base of its kind (:class:`AnnouncerOptions`, :class:`EntryOptions`).
+
+    Returns:
+        The model, or None when the constructor has no signature or takes ``**kwargs`` (its
+        options cannot be named).
+    """
+    try:
+        parameters = inspect.signature(factory).parameters
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return None
+    function = cast(
+        "Callable[..., Any]", factory.__init__ if isinstance(factory, type) else factory
+    )
+    hints = _type_hints(function)
+    described = _documented_arguments(factory)
+    names = {p.name for p in parameters.values()}
+    fields: dict[str, Any] = {}
+    for parameter in parameters.values():
+        if parameter.kind not in (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY):
+            continue
+        if parameter.name.endswith(ENV_SUFFIX) and parameter.name.removesuffix(ENV_SUFFIX) in names:
+            continue
+        default = ... if parameter.default is parameter.empty else parameter.default
+        field = Field(default, description=described.get(parameter.name))
+        fields[parameter.name] = (_schema_safe(hints.get(parameter.name, Any)), field)
+    title = f"{getattr(factory, '__name__', 'Plugin')}Options"
+    try:
+        with warnings.catch_warnings():
+            # A parameter named like a BaseModel attribute (``json``) is still an option.
+            warnings.simplefilter("ignore")
+            return create_model(title, __base__=base, __module__=base.__module__, **fields)
+    except (PydanticUserError, TypeError, NameError):
+        return None
+
+
+def _type_hints(function: Callable[..., Any]) -> dict[str, Any]:
+    try:
+        return typing.get_type_hints(function, include_extras=True)
+    except Exception:  # noqa: BLE001 - a name only imported for type checking: hint by hint
+        pass
+    hints: dict[str, Any] = {}
+    namespace = getattr(function, "__globals__", {})
+    for name, annotation in getattr(function, "__annotations__", {}).items():
+        try:
+            hints[name] = eval(annotation, namespace) if isinstance(annotation, str) else annotation
+        except Exception:  # noqa: BLE001 - unresolvable: any value
+            hints[name] = Any
+    return hints
+
+
+def _schema_safe(annotation: Any) -> Any:
+    # A client object or other arbitrary class validates by isinstance but has no JSON Schema:
+    # shown as "any value" rather than failing `agent-wait plugins --json`.
+    try:
+        TypeAdapter(annotation, config=ConfigDict(arbitrary_types_allowed=True)).json_schema()
+    except Exception:  # noqa: BLE001 - pydantic raises several types for schemaless annotations
+        return Annotated[annotation, WithJsonSchema({})]
+    return annotation
+
+
+_ARGUMENT = re.compile(r"^(?P<name>\w+)(?: \([^)]*\))?: (?P<text>.*)$")
+
+
+def _documented_arguments(factory: object) -> dict[str, str]:
+    """Argument descriptions from a Google-style ``Args:`` section."""
+    lines = inspect.cleandoc(getattr(factory, "__doc__", None) or "").splitlines()
+    found: dict[str, str] = {}
+    current: str | None = None
+    inside = False
+    for line in lines:
+        if line.strip() in ("Args:", "Arguments:"):
+            inside = True
+            continue
+        if not inside:
+            continue
+        if line and not line.startswith(" "):
+            break  # the next section
+        # An argument starts one indent in; its continuation lines are indented further.
+        nested = line.startswith("     ")
+        match = None if nested else _ARGUMENT.match(line.strip())
+        if match:
+            current = str(match["name"])
+            found[current] = str(match["text"]).strip()
+        elif current and line.strip():
+            found[current] += " " + line.strip()
+    return found

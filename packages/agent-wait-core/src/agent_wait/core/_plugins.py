@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import inspect
 import logging
 import os
 import re
@@ -19,7 +18,13 @@ from agent_wait.core._announce import BaseAnnounce, delivers_events
 from agent_wait.core._errors import ConfigError, PluginNotFoundError
 from agent_wait.core._hooks import HookManager
 from agent_wait.core._models import LIFECYCLE_TYPES
-from agent_wait.core._options import ENV_SUFFIX, AnnouncerOptions, PluginOptions, redact
+from agent_wait.core._options import (
+    ENV_SUFFIX,
+    AnnouncerOptions,
+    PluginOptions,
+    redact,
+    signature_options_model,
+)
 from agent_wait.core._store import QuestionStore
 
 logger = logging.getLogger(__name__)
@@ -430,15 +435,24 @@ def _no_events(name: str, announcer_type: type) -> ConfigError:
 def options_model(
     factory: object, base: type[PluginOptions] = AnnouncerOptions
 ) -> type[PluginOptions] | None:
-    """The options model a plugin class (or factory callable) declares, if any.
+    """The options model of a plugin class (or factory callable).
+
+    The one it declares (``options_model``), else one derived from its constructor's signature
+    (:func:`~agent_wait.core._options.signature_options_model`), so a plugin written before
+    options models existed is checked and described the same way.
 
     Args:
         factory: The registered class or callable.
         base: The options base of its kind (:class:`EntryOptions` for entry points).
+
+    Returns:
+        The model; None when the plugin declares none and its constructor takes ``**kwargs``.
     """
     model = getattr(factory, "options_model", None)
     if isinstance(model, type) and issubclass(model, base):
         return model
+    if callable(factory):
+        return signature_options_model(cast("Callable[..., Any]", factory), base)
     return None
 
 
@@ -456,9 +470,8 @@ def build_plugin(
             TypeError or ValueError; the message names the plugin (values redacted).
     """
     if model is None:
-        # An announcer without an options model: its signature names the options.
-        kwargs = _resolve_env_options(name, factory, options)
-        _check_option_names(name, factory, kwargs)
+        # A factory taking **kwargs: it checks its options itself.
+        kwargs = _resolve_env_options(name, options)
     else:
         kwargs = model.resolve(name, options)
         # Validated here too, so a missing or misspelt option is reported as an option error
@@ -481,24 +494,10 @@ def _load_on_demand(reg: PluginRegistry, name: str) -> Registration | None:
     return reg.announcers.get(name)
 
 
-def _accepted_options(factory: Callable[..., Any]) -> list[str] | None:
-    """The keyword options a factory accepts; None when it takes ``**kwargs`` or has no signature."""
-    try:
-        params = inspect.signature(factory).parameters
-    except (TypeError, ValueError):  # builtins without signatures: let the call validate
-        return None
-    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
-        return None
-    return [p.name for p in params.values() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
-
-
-def _resolve_env_options(
-    name: str, factory: Callable[..., Any], options: Mapping[str, Any]
-) -> dict[str, Any]:
-    accepted = _accepted_options(factory) or []
+def _resolve_env_options(name: str, options: Mapping[str, Any]) -> dict[str, Any]:
     resolved = dict(options)
     for key, variable in options.items():
-        if not key.endswith(ENV_SUFFIX) or key == ENV_SUFFIX or key in accepted:
+        if not key.endswith(ENV_SUFFIX) or key == ENV_SUFFIX:
             continue
         target = key.removesuffix(ENV_SUFFIX)
         if target in options:
@@ -516,30 +515,6 @@ def _resolve_env_options(
         del resolved[key]
         resolved[target] = value
     return resolved
-
-
-def _check_option_names(name: str, factory: Callable[..., Any], options: Mapping[str, Any]) -> None:
-    accepted = _accepted_options(factory)
-    if accepted is None:
-        return
-    for option in options:
-        if option not in accepted:
-            close = difflib.get_close_matches(option, accepted, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ConfigError(
-                f"announcer {name!r}: unknown option {option!r}{hint} "
-                f"(accepted: {', '.join(accepted) or 'none'})"
-            )
-    # After the unknown names: a misspelt option explains the missing one better.
-    params = inspect.signature(factory).parameters
-    missing = [
-        n for n in accepted if params[n].default is inspect.Parameter.empty and n not in options
-    ]
-    if missing:
-        raise ConfigError(
-            f"announcer {name!r}: missing required option{'s' if len(missing) > 1 else ''} "
-            f"{', '.join(repr(m) for m in missing)}"
-        )
 
 
 def announcers_from_config(entries: Sequence[Mapping[str, Any]]) -> list[BaseAnnounce]:

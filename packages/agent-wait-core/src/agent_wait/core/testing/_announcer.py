@@ -88,14 +88,15 @@ class AnnouncerContract:
         assert name != "BaseAnnounce"
 
     def test_options_model_matches_the_constructor(self, contract_announcer: BaseAnnounce) -> None:
-        """If this fails, the announcer's options model is missing or out of step with it.
+        """If this fails, the announcer's options model is out of step with its constructor.
 
-        Set a class attribute ``options_model`` to a subclass of
-        :class:`agent_wait.core.AnnouncerOptions` with one field per keyword argument of the
-        constructor (an ``X_env`` argument of a field ``X`` needs no field of its own), and
-        validate the arguments with ``options_model.parse(self.name, {...})``. Configuration
-        is checked against the model before the constructor is called, and
-        ``agent-wait plugins --json`` prints its JSON Schema.
+        A class attribute ``options_model`` (a subclass of
+        :class:`agent_wait.core.AnnouncerOptions`) needs one field per keyword argument of the
+        constructor (an ``X_env`` argument of a field ``X`` needs no field of its own);
+        validate the arguments with ``options_model.parse(self.name, {...})``. Without one,
+        core derives the model from the constructor's annotated parameters, which must then
+        be named (no ``**kwargs``). Configuration is checked against the model before the
+        constructor is called, and ``agent-wait plugins --json`` prints its JSON Schema.
         """
         from agent_wait.core._options import AnnouncerOptions
 
