@@ -9,15 +9,22 @@ from typing import Any
 import pytest
 
 from agent_wait.core import (
+    BaseAnnounce,
     ConfigError,
+    LifecycleEvent,
     MemoryAnnounce,
     SqliteQuestionStore,
+    WaitEnvelope,
     announcer,
     default_announcers,
+    hookimpl,
 )
 from agent_wait.core._announce import delivers_events
-from agent_wait.core._plugins import EVENT_ANNOUNCERS, registry
+from agent_wait.core._models import LIFECYCLE_TYPES
+from agent_wait.core._plugins import event_announcers, registry
+from agent_wait.core.hookspecs import RegisterTarget
 from agent_wait.core.host import handle_message
+from agent_wait.core.testing import registered_plugin
 from tests.core.test_answer import LATER, ask, run
 from tests.core.test_host import Ledger, reply
 from tests.core.test_lifecycle import T1
@@ -68,20 +75,48 @@ def test_an_announcer_without_events_refuses_the_opt_in_by_name(
         announcer("jsonl", path=str(tmp_path / "q.jsonl"), lifecycle_events=value)
     assert str(refused.value) == (
         "announcer 'jsonl': option 'lifecycle_events': JsonlAnnounce does not publish lifecycle "
-        "events (of the first-party announcers, memory, sqlite, sqs, webhook, redis do)"
+        f"events (of the installed announcers, {', '.join(event_announcers())} do)"
     )
     assert not (tmp_path / "q.jsonl").exists()  # refused before anything was built
     # Turning it off is allowed anywhere.
     announcer("jsonl", path=str(tmp_path / "q.jsonl"), lifecycle_events=False).close()
 
 
-def test_the_message_names_exactly_the_announcers_that_publish_events() -> None:
+# The announcers whose classes implement deliver_event; core lists none of them itself.
+PUBLISH_EVENTS = {"memory", "sqlite", "sqs", "webhook", "redis"}
+
+
+def test_the_message_names_exactly_the_installed_announcers_that_publish_events() -> None:
     reg = registry()
     first_party = [*FIRST_PARTY, "webhook", "redis", "nats", "rabbitmq", "postgres"]
-    for name in first_party:
-        if name in reg.announcers:  # each suite runs with its own distribution installed
-            assert delivers_events(reg.announcers[name].resolve()) == (name in EVENT_ANNOUNCERS)
-    assert set(EVENT_ANNOUNCERS) <= set(first_party)
+    installed = [name for name in first_party if name in reg.announcers]
+    # Each suite runs with its own distribution installed.
+    assert {"memory", "sqlite"} <= set(installed)
+    for name in installed:
+        assert delivers_events(reg.announcers[name].resolve()) == (name in PUBLISH_EVENTS)
+    assert set(event_announcers()) & set(first_party) == PUBLISH_EVENTS & set(installed)
+
+
+def test_an_announcer_class_that_publishes_events_is_named_without_a_core_edit() -> None:
+    class Events(BaseAnnounce):
+        name = "events_elsewhere"
+
+        def deliver(self, envelope: WaitEnvelope) -> None:
+            del envelope
+
+        def deliver_event(self, event: LifecycleEvent) -> None:
+            del event
+
+    class Plugin:
+        @hookimpl
+        def register_announcers(self, register: RegisterTarget) -> None:
+            register("events_elsewhere", Events)
+
+    assert "events_elsewhere" not in event_announcers()
+    with registered_plugin(Plugin(), "events-elsewhere"):
+        assert "events_elsewhere" in event_announcers()
+        built = announcer("events_elsewhere", lifecycle_events=True)
+        assert built.lifecycle_events == frozenset(LIFECYCLE_TYPES)
 
 
 def test_config_check_shows_the_opt_in_and_refuses_it_where_it_cannot_be(
@@ -99,8 +134,8 @@ def test_config_check_shows_the_opt_in_and_refuses_it_where_it_cannot_be(
     assert lines[2].startswith("    ok: agent_wait.core._sqlite.SqliteAnnounce")
     assert lines[4] == (
         "    error: ConfigError: announcer 'log': option 'lifecycle_events': LogAnnounce does not "
-        "publish lifecycle events (of the first-party announcers, memory, sqlite, sqs, webhook, "
-        "redis do)"
+        f"publish lifecycle events (of the installed announcers, {', '.join(event_announcers())} "
+        "do)"
     )
     assert "1 of 2 announcers failed to build" in err
 

@@ -214,16 +214,18 @@ def test_unknown_announcer_message() -> None:
     assert "did you mean 'example_file'?" in message
 
 
-def test_unknown_first_party_name_says_what_to_install() -> None:
+def test_an_unknown_name_says_what_to_install_by_the_naming_convention() -> None:
     message = _not_installed("announcer", "webhook", ["jsonl", "log", "memory", "sqlite", "sqs"])
     assert message == (
-        "unknown announcer 'webhook'; installed: jsonl, log, memory, sqlite, sqs; "
-        "'webhook' is provided by agent-wait-webhook (pip install agent-wait-webhook)"
+        "unknown announcer 'webhook'; installed: jsonl, log, memory, sqlite, sqs; a plugin "
+        "providing 'webhook' is named agent-wait-webhook by convention "
+        "(pip install agent-wait-webhook)"
     )
-    # Each part is its own clause, the suggestion last.
-    assert _not_installed("announcer", "sns", ["memory", "sqs"]) == (
-        "unknown announcer 'sns'; installed: memory, sqs; 'sns' is provided by agent-wait-sns "
-        "(pip install agent-wait-sns); did you mean 'sqs'?"
+    # Each part is its own clause, the suggestion last; underscores become hyphens.
+    assert _not_installed("adapter", "pydantic_ai", ["langgraph", "pydantic-ai"]) == (
+        "unknown adapter 'pydantic_ai'; installed: langgraph, pydantic-ai; a plugin providing "
+        "'pydantic_ai' is named agent-wait-pydantic-ai by convention "
+        "(pip install agent-wait-pydantic-ai); did you mean 'pydantic-ai'?"
     )
 
 

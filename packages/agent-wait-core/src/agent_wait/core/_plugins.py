@@ -32,25 +32,15 @@ logger = logging.getLogger(__name__)
 DISABLE_AUTOLOAD_ENV = "AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD"
 # Entry-point style names only: a config value must never become an import path.
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")
-# First-party kinds, so an unknown name can say which distribution provides it.
-KNOWN_DISTRIBUTIONS = {
-    name: f"agent-wait-{name.replace('_', '-')}"
-    for name in (
-        "sns",
-        "sqs",
-        "eventbridge",
-        "dynamodb",
-        "webhook",
-        "redis",
-        "nats",
-        "rabbitmq",
-        "postgres",
-        "langgraph",
-        "pydantic_ai",
-        "strands",
-        "mcp",
-    )
-}
+
+
+def conventional_distribution(name: str) -> str:
+    """The distribution a plugin named ``name`` is published as, by convention.
+
+    ``agent-wait-<name>``, underscores as hyphens (``pydantic_ai`` is ``agent-wait-pydantic-ai``):
+    the hint an unknown name gets, so core lists no plugin.
+    """
+    return f"agent-wait-{name.replace('_', '-')}"
 
 
 @dataclass(frozen=True)
@@ -79,7 +69,7 @@ class Registration:
         try:
             module = importlib.import_module(module_name)
         except ImportError as error:
-            dist = self.distribution or KNOWN_DISTRIBUTIONS.get(self.name, "its distribution")
+            dist = self.distribution or conventional_distribution(self.plugin)
             raise ImportError(
                 f"{self.name!r} needs a module that is not importable ({error}); "
                 f"reinstall it: pip install {dist}"
@@ -261,9 +251,8 @@ def registry() -> PluginRegistry:
 def _not_installed(kind: str, name: str, installed: Iterable[str]) -> str:
     names = sorted(installed)
     parts = [f"unknown {kind} {name!r}", f"installed: {', '.join(names) or 'none'}"]
-    dist = KNOWN_DISTRIBUTIONS.get(name)
-    if dist:
-        parts.append(f"{name!r} is provided by {dist} (pip install {dist})")
+    dist = conventional_distribution(name)
+    parts.append(f"a plugin providing {name!r} is named {dist} by convention (pip install {dist})")
     close = difflib.get_close_matches(name, names, n=1)
     if close:
         parts.append(f"did you mean {close[0]!r}?")
@@ -383,9 +372,6 @@ def announcer(name: str, /, **options: Any) -> BaseAnnounce:
 LIFECYCLE_OPTION = "lifecycle_events"
 """The option of every ``[[announce]]`` entry that opts the announcer in to lifecycle events."""
 
-EVENT_ANNOUNCERS = ("memory", "sqlite", "sqs", "webhook", "redis")
-"""The first-party announcers that publish lifecycle events, named when another one is asked to."""
-
 LIFECYCLE_OPTION_SCHEMA: dict[str, Any] = {
     "anyOf": [
         {"type": "boolean"},
@@ -427,9 +413,29 @@ def lifecycle_option(name: str, value: object) -> tuple[str, ...]:
 def _no_events(name: str, announcer_type: type) -> ConfigError:
     return ConfigError(
         f"announcer {name!r}: option {LIFECYCLE_OPTION!r}: {announcer_type.__name__} does not "
-        "publish lifecycle events (of the first-party "
-        f"announcers, {', '.join(EVENT_ANNOUNCERS)} do)"
+        f"publish lifecycle events (of the installed announcers, {', '.join(event_announcers())} "
+        "do)"
     )
+
+
+def event_announcers() -> list[str]:
+    """The installed announcers that publish lifecycle events, by name.
+
+    Each announcer class says so itself, by implementing :meth:`BaseAnnounce.deliver_event`
+    (see :func:`~agent_wait.core._announce.delivers_events`). One whose plugin cannot import
+    its transport library is left out.
+    """
+    names: list[str] = []
+    for name, registration in sorted(registry().announcers.items()):
+        try:
+            factory = registration.resolve()
+        except ImportError:
+            continue
+        if not (isinstance(factory, type) and issubclass(factory, BaseAnnounce)):
+            continue  # a factory function: its class is known only once built
+        if delivers_events(factory):
+            names.append(name)
+    return names
 
 
 def options_model(
