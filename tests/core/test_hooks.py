@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 import re
 import sys
 import threading
 import time
 from collections.abc import Generator, Mapping, Sequence
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any, cast
 
@@ -969,3 +971,17 @@ def test_hook_worker_stopped(tmp_path: Path) -> None:
         serve_entry(lambda m: None, Failing(tmp_path / "inbox.sqlite3"), wait=0.05)
     # However the loop ends: a configuration error stops it, and the hook still hears of it.
     assert [name for name, _ in recorder.calls] == ["started", "stopped"]
+
+
+def test_hook_docs_give_released_versions() -> None:
+    # "Added in X" never names a version later than core's own.
+    core = tuple(int(part) for part in version("agent-wait-core").split(".")[:2])
+    sources = {
+        "docs/plugins/hooks.md": HOOKS_DOC.read_text(encoding="utf-8"),
+        "hookspecs": inspect.getsource(hookspecs),
+    }
+    for where, text in sources.items():
+        added = re.findall(r"[Aa]dded in (\d+)\.(\d+)\b", text)
+        assert added, where
+        for major, minor in added:
+            assert (int(major), int(minor)) <= core, f"{where} names {major}.{minor}"

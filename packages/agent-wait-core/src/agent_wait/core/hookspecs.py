@@ -74,7 +74,7 @@ def register_entry_points(register: RegisterTarget) -> None:
     Args:
         register: The callback.
 
-    Added in 0.2.
+    Added in 0.1.
     """
 
 
@@ -94,7 +94,7 @@ def register_commands(register: RegisterTarget) -> None:
     Args:
         register: The callback.
 
-    Added in 0.2.
+    Added in 0.1.
     """
 
 
@@ -111,7 +111,7 @@ def register_question_stores(register: RegisterTarget) -> None:
     Args:
         register: The callback.
 
-    Added in 0.2.
+    Added in 0.1.
     """
 
 
@@ -131,7 +131,7 @@ def register_identity_providers(register: RegisterTarget) -> None:
     Args:
         register: The callback.
 
-    Added in 0.2.
+    Added in 0.1.
     """
 
 
@@ -165,7 +165,7 @@ def delivery_outcome(delivery: Delivery, envelope: WaitEnvelope, announcer: Base
         envelope: The envelope that was (or was not) delivered.
         announcer: The announcer that was called (its ``destination`` names where it sends).
 
-    Added in 0.1; ``announcer`` in 0.2.
+    Added in 0.1.
     """
 
 
@@ -180,7 +180,7 @@ def operation_started(operation: Operation) -> None:
     Args:
         operation: What starts; the same object is given to ``operation_finished``.
 
-    Added in 0.2.
+    Added in 0.1.
     """
 
 
@@ -195,7 +195,7 @@ def operation_finished(operation: Operation, result: object, error: BaseExceptio
         error: The exception it raised (``AnnounceFailed`` of a strict publish carries its
             report), else None.
 
-    Added in 0.2.
+    Added in 0.1.
     """
 
 
@@ -215,7 +215,7 @@ def message_headers(envelope: Sent) -> dict[str, str] | None:
             (``answer()``, ``agent-wait answer``, the sweeper). Check its type before reading
             fields only one of them has.
 
-    Added in 0.2.
+    Added in 0.1.
     """
 
 
