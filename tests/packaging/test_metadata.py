@@ -130,7 +130,12 @@ def test_pyright_checks_every_package_src() -> None:
     # nox -s typecheck and a plain `pyright` both read this list; a package missing from it
     # would go unchecked by both.
     root = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    expected = sorted(f"packages/{p.name}/src" for p in PACKAGES)
-    assert sorted(root["tool"]["pyright"]["include"]) == expected
+    pyright = root["tool"]["pyright"]
+    # A glob, so a new package is checked with no edit; only the template is left out.
+    assert pyright["include"] == ["packages/**/src"]
+    assert [p for p in pyright["exclude"] if p.startswith("packages/")] == ["packages/_template"]
+    assert {p.parent.name for p in ROOT.glob("packages/*/src")} - {"_template"} == {
+        p.name for p in PACKAGES
+    }
     noxfile = (ROOT / "noxfile.py").read_text(encoding="utf-8")
     assert 'session.run("pyright", "--pythonpath"' in noxfile
