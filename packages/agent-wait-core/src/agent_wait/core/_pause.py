@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from agent_wait.core._errors import ConfigError
+from agent_wait.core._errors import AgentWaitError, ConfigError
 from agent_wait.core._models import format_utc
 
 RefusalCode = Literal[
@@ -55,7 +55,7 @@ class PauseConfigError(ConfigError):
     """
 
 
-class InvalidPauseRequest(ValueError):
+class InvalidPauseRequest(AgentWaitError, ValueError):
     """A wait request is malformed (missing, wrongly typed or out-of-range field).
 
     Attributes:
@@ -67,7 +67,7 @@ class InvalidPauseRequest(ValueError):
         self.field = field
 
 
-class PauseRefused(Exception):
+class PauseRefused(AgentWaitError):
     """The policy refused a wait; the message tells the model what to do instead.
 
     Attributes:
