@@ -249,7 +249,7 @@ def worker_started(status: ServeStatus) -> None:
     Args:
         status: The running worker.
 
-    Added in 0.2.
+    Added in 0.1.
     """
 
 
@@ -262,5 +262,5 @@ def worker_stopped(status: ServeStatus) -> None:
     Args:
         status: The same object ``worker_started`` got.
 
-    Added in 0.2.
+    Added in 0.1.
     """
