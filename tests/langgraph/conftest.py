@@ -100,14 +100,24 @@ def check_envelope(
     """Check every field of a published envelope against the message formats, in order.
 
     ``answer_schema`` and ``context`` are optional: present (last, in that order) only when
-    the question has them. A ``context`` value may be a pattern (a namespace holds task ids).
+    the question has them; a ``@wait`` question (``source`` given) always has its derived
+    schema: its actions, and its arguments as ``args``. A ``context`` value may be a pattern (a
+    namespace holds task ids).
     """
     data = json.loads(envelope.to_json())
+    derived = source is not None and answer_schema is None
     optional = [
-        name for name, value in (("answer_schema", answer_schema), ("context", context)) if value
+        name
+        for name, value in (("answer_schema", answer_schema or derived), ("context", context))
+        if value
     ]
     assert list(data) == ENVELOPE_FIELDS + optional
-    assert data.get("answer_schema") == answer_schema
+    if derived:
+        properties = data["answer_schema"]["properties"]
+        assert properties["action"] == {"enum": allowed_actions}
+        assert list(properties["args"]["properties"]) == list(question["args"])
+    else:
+        assert data.get("answer_schema") == answer_schema
     if context is not None:
         assert set(data["context"]) == set(context)
         for key, expected in context.items():

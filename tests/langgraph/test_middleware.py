@@ -16,6 +16,7 @@ from langgraph.types import Command
 
 from agent_wait.core import MemoryAnnounce, Outcome
 from agent_wait.langgraph import handle_message
+from agent_wait.langgraph._adapter import batch_schema
 from tests.langgraph.conftest import ScriptedChat, answer, calls, check_envelope, model, namespace
 
 INTERRUPT_ON: dict[str, Any] = {
@@ -88,6 +89,7 @@ def test_batch_is_one_question_with_its_actions(inbox: MemoryAnnounce) -> None:
         },
         allowed_actions=ALL_DECISIONS,
         source=None,
+        answer_schema=batch_schema(envelope.question["actions"]),
         context={
             "node": "HumanInTheLoopMiddleware.after_model",
             "namespace": namespace("HumanInTheLoopMiddleware.after_model"),

@@ -23,12 +23,15 @@ def test_adapter_is_registered_and_resolves() -> None:
     from pydantic_ai import DeferredToolRequests
     from pydantic_ai.messages import ToolCallPart
 
+    from agent_wait.pydantic_ai._adapter import approval_schema
+
     requests = DeferredToolRequests(approvals=[ToolCallPart("t", {"a": 1}, tool_call_id="c1")])
     assert adapter.questions_in(requests) == [
         Question(
             question_id="c1",
             question={"function": "t", "args": {"a": 1}},
             context=CallContext(tool="t", tool_call_id="c1"),
+            answer_schema=approval_schema({"a": 1}),
         )
     ]
 

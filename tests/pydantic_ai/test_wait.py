@@ -88,8 +88,13 @@ def test_park_publishes_the_contract_envelope_field_by_field(
     assert report.question_ids == [call.tool_call_id] == ["issue_refund-1-0"]
     [envelope] = inbox.envelopes
     data = json.loads(envelope.to_json())
-    # The optional context follows the contract's fields: the tool call that asked.
-    assert list(data) == [*ENVELOPE_FIELDS, "context"]
+    # The optional fields follow the contract's: the answer it takes, the tool call that asked.
+    assert list(data) == [*ENVELOPE_FIELDS, "answer_schema", "context"]
+    assert data["answer_schema"]["properties"]["action"] == {"enum": ["approve", "reject"]}
+    assert data["answer_schema"]["properties"]["args"]["properties"] == {
+        "order_id": {"type": "string"},
+        "amount": {"type": "integer"},
+    }
     assert data["context"] == {"tool": "issue_refund", "tool_call_id": "issue_refund-1-0"}
     assert data["type"] == "wait.created"
     assert re.fullmatch(r"[0-7][0-9A-HJKMNP-TV-Z]{25}", data["event_id"])

@@ -86,8 +86,13 @@ def test_park_envelope_matches_the_contract_then_approve_runs_once(
     [interrupt] = result.interrupts or []
 
     data = json.loads(envelope.to_json())
-    # The optional context follows the contract's fields: the tool call that asked.
-    assert list(data) == [*ENVELOPE_FIELDS, "context"]
+    # The optional fields follow the contract's: the answer it takes, the tool call that asked.
+    assert list(data) == [*ENVELOPE_FIELDS, "answer_schema", "context"]
+    assert data["answer_schema"]["properties"]["action"] == {"enum": ["approve", "reject"]}
+    assert data["answer_schema"]["properties"]["args"]["properties"] == {
+        "order_id": {"type": "string"},
+        "amount": {"type": "integer"},
+    }
     assert data["context"] == {"tool": "issue_refund", "tool_call_id": "call_1_0"}
     assert data["type"] == "wait.created"
     assert re.fullmatch(r"[0-7][0-9A-HJKMNP-TV-Z]{25}", data["event_id"])

@@ -32,9 +32,10 @@ if TYPE_CHECKING:
         PublishReport,
         Receipt,
     )
-    from agent_wait.core._answer_schema import schema_problem
+    from agent_wait.core._answer_schema import answer_problem, example_answer, schema_problem
     from agent_wait.core._answering import (
         ActionNotAllowed,
+        AnswerNotAccepted,
         AnswerResult,
         AnswersResult,
         NothingToResend,
@@ -125,6 +126,7 @@ if TYPE_CHECKING:
 # nothing, and a plugin's entry-point module that imports `hookimpl` loads only the hook specs.
 _LAZY = {
     "ActionNotAllowed": "._answering",
+    "AnswerNotAccepted": "._answering",
     "AgentWaitConfig": "._config",
     "AgentWaitError": "._errors",
     "Announce": "._publish",
@@ -230,6 +232,8 @@ _LAZY = {
     "AnswersResult": "._answering",
     "answer_many": "._answering",
     "schema_problem": "._answer_schema",
+    "answer_problem": "._answer_schema",
+    "example_answer": "._answer_schema",
     "LifecycleEvent": "._models",
     "CallContext": "._models",
 }
@@ -243,6 +247,7 @@ __all__ = [
     "AnnounceFailed",
     "AnnouncerOptions",
     "Answer",
+    "AnswerNotAccepted",
     "AnswerResult",
     "AnswerTrust",
     "AnswersResult",
@@ -308,6 +313,7 @@ __all__ = [
     "announcers_from_config",
     "answer",
     "answer_many",
+    "answer_problem",
     "apublish",
     "aserve_entry",
     "build_envelope",
@@ -322,6 +328,7 @@ __all__ = [
     "default_store",
     "derive_question_id",
     "entry",
+    "example_answer",
     "format_utc",
     "history_key",
     "hookimpl",

@@ -16,12 +16,12 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, cast
+from typing import Any
 
 from pydantic import ValidationError
 
 from agent_wait.core._announce import BaseAnnounce, Delivery
-from agent_wait.core._answer_schema import schema_problem
+from agent_wait.core._answer_schema import answer_problem, example_answer
 from agent_wait.core._config import load_config
 from agent_wait.core._durations import parse_duration
 from agent_wait.core._entries import default_entry, reply_entry
@@ -56,7 +56,30 @@ class QuestionNotFound(AgentWaitError, LookupError):
     """No stored question has that id (in that thread), or several threads have one."""
 
 
-class ActionNotAllowed(AgentWaitError, ValueError):
+class AnswerNotAccepted(InvalidAnswer):
+    """The question does not take this answer; nothing was recorded or sent.
+
+    The message names the place in the answer, what is wrong, and a valid answer built from
+    the question's ``answer_schema``.
+
+    Attributes:
+        question: The question, still open.
+        problem: What is wrong, naming the place in the answer (``answer.args.amount: ...``).
+        example: A valid answer (see :func:`~agent_wait.core.example_answer`).
+    """
+
+    def __init__(self, question: StoredQuestion, problem: str) -> None:
+        envelope = question.envelope
+        self.question = question
+        self.problem = problem
+        self.example = example_answer(envelope.answer_schema)
+        super().__init__(
+            f"question {envelope.question_id} (thread {envelope.thread_id}): {problem}; nothing "
+            f"sent. A valid answer: {json.dumps(self.example, ensure_ascii=False)}"
+        )
+
+
+class ActionNotAllowed(AnswerNotAccepted):
     """The action is not one of the question's ``allowed_actions`` (pass ``force`` to send it)."""
 
 
@@ -350,32 +373,32 @@ def reply_all(
 
 
 def _check(question: StoredQuestion, value: Any, force: bool) -> None:
-    """Refuse an answer the question says it does not take, before anything is recorded."""
+    """Refuse an answer the question does not take, before anything is recorded.
+
+    ``force`` skips ``allowed_actions`` and ``answer_schema``, never what no framework can keep.
+    """
     if not question.is_open:
         raise QuestionClosed(question)
-    if force:
-        return
     envelope = question.envelope
-    where = f"question {envelope.question_id} (thread {envelope.thread_id})"
-    allowed = envelope.allowed_actions
-    # An empty list states no actions (a foreign interrupt): nothing to refuse against.
-    if allowed and isinstance(value, Mapping) and "action" in value:
-        action = cast("Mapping[str, Any]", value)["action"]
-        if action not in allowed:
-            raise ActionNotAllowed(
-                f"{where}: action {action!r} is not one of the question's allowed_actions "
-                f"{allowed}; pass force=True (--force) to send it anyway"
-            )
-    if envelope.answer_schema is None:
+    if force:
+        problem = answer_problem(envelope.model_copy(update=_UNCHECKED), value)
+    else:
+        try:
+            problem = answer_problem(envelope, value)
+        except AgentWaitError as error:
+            raise AgentWaitError(
+                f"question {envelope.question_id} (thread {envelope.thread_id}): {error}; or "
+                "pass force=True (--force) to send the answer unchecked"
+            ) from None
+    if problem is None:
         return
-    try:
-        problem = schema_problem(envelope.answer_schema, value)
-    except AgentWaitError as error:
-        raise AgentWaitError(
-            f"{where}: {error}; or pass force=True (--force) to send the answer unchecked"
-        ) from None
-    if problem:
-        raise InvalidAnswer(f"{where}: {problem}; nothing sent")
+    if problem.startswith("answer.action:"):
+        raise ActionNotAllowed(question, f"{problem}; pass force=True (--force) to send it anyway")
+    raise AnswerNotAccepted(question, problem)
+
+
+# What force=True leaves unchecked: the question's actions and schema.
+_UNCHECKED: dict[str, Any] = {"allowed_actions": [], "answer_schema": None}
 
 
 def _lookup_all(

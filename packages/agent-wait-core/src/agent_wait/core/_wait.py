@@ -19,10 +19,11 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol, TypeVar, cast, overload
+from typing import Any, Literal, Protocol, TypeVar, cast, get_type_hints, overload
 
+from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from agent_wait.core._announce import PublishReport
@@ -117,15 +118,93 @@ class FrameworkAdapter(Protocol):
         ...
 
 
-def wait_payload(question: Any, policy: WaitPolicy, source: Source | None) -> dict[str, Any]:
-    """The value a ``@wait`` question parks on."""
-    return {
-        "question": question,
-        PAYLOAD_KEY: {
-            "policy": policy.model_dump(mode="json"),
-            "source": None if source is None else source.model_dump(),
-        },
+def wait_payload(
+    question: Any,
+    policy: WaitPolicy,
+    source: Source | None,
+    answer_schema: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The value a ``@wait`` question parks on; ``answer_schema`` travels with it when given."""
+    meta: dict[str, Any] = {
+        "policy": policy.model_dump(mode="json"),
+        "source": None if source is None else source.model_dump(),
     }
+    if answer_schema is not None:
+        meta["answer_schema"] = answer_schema
+    return {"question": question, PAYLOAD_KEY: meta}
+
+
+def wait_answer_schema(
+    function: Callable[..., Any],
+    parameters: Iterable[inspect.Parameter],
+    allowed_actions: Sequence[str],
+) -> dict[str, Any]:
+    """The JSON Schema of an answer to a ``@wait`` call of ``function``.
+
+    An object whose ``action`` is one of ``allowed_actions``; ``args`` (with approve: the
+    arguments to change) limited to ``parameters`` (the published ones), each of its JSON type
+    as pydantic reads the annotation; ``reason``, why. Other fields (a ``note``) are free.
+    """
+    try:
+        hints = get_type_hints(function, include_extras=True)
+    except Exception:  # noqa: BLE001 - an unresolvable annotation only loses the type check
+        hints = {}
+    args: dict[str, Any] = {}
+    defs: dict[str, Any] = {}
+    for parameter in parameters:
+        annotation = hints.get(parameter.name, parameter.annotation)
+        args[parameter.name] = _json_type(annotation, defs)
+    schema: dict[str, Any] = {
+        "type": "object",
+        "description": f"An action of allowed_actions; with approve, args changes arguments of "
+        f"{function.__name__}() (each keeps its JSON type); reason says why.",
+        "properties": {
+            "action": {"enum": list(allowed_actions)},
+            "args": {"type": "object", "properties": args, "additionalProperties": False},
+            "reason": {"type": "string"},
+        },
+        "required": ["action"],
+    }
+    if defs:
+        schema["$defs"] = defs
+    return schema
+
+
+# The JSON Schema type of a published argument's value, by its Python type (bool before int).
+_JSON_TYPES: tuple[tuple[type | tuple[type, ...], str], ...] = (
+    (bool, "boolean"),
+    ((int, float), "number"),
+    (str, "string"),
+    (list, "array"),
+    (Mapping, "object"),
+)
+
+
+def edited_args_schema(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of edited arguments of a call published with ``args``.
+
+    For a question that states no parameter types (a foreign tool's call): only the names of
+    ``args``, each keeping the JSON type of its published value (a number stays a number; a
+    null was asked as anything).
+    """
+    properties: dict[str, Any] = {}
+    for name, value in args.items():
+        kind = next((k for t, k in _JSON_TYPES if isinstance(value, t)), None)
+        properties[name] = {} if kind is None else {"type": kind}
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+def _json_type(annotation: Any, defs: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of one parameter's values; ``{}`` (anything) when it cannot be told."""
+    if annotation is inspect.Parameter.empty or annotation is Any or isinstance(annotation, str):
+        return {}
+    try:
+        schema = TypeAdapter[Any](annotation).json_schema()
+    except Exception:  # noqa: BLE001 - a type pydantic cannot describe is checked by the host
+        return {}
+    defs.update(schema.pop("$defs", {}))
+    schema.pop("title", None)
+    return schema
 
 
 def question_from_value(question_id: str, value: Any) -> Question:
@@ -151,11 +230,15 @@ def question_from_value(question_id: str, value: Any) -> Question:
                     question_id,
                 )
             else:
+                schema = fields.get("answer_schema")
                 return Question(
                     question_id=question_id,
                     question=parked["question"],
                     policy=policy,
                     source=source,
+                    answer_schema=(
+                        cast("dict[str, Any]", schema) if isinstance(schema, dict) else None
+                    ),
                 )
     return Question(question_id=question_id, question=value, policy=UNSTATED)
 
@@ -247,6 +330,17 @@ class _Wait:
         self._positional = tuple(p.name for p in params if p.kind is _NAMED)
         self._keyword_only = tuple(p.name for p in params if p.kind is _KEYWORD_ONLY)
         self._defaults = {p.name: p.default for p in params if p.default is not p.empty}
+        self._answer_schema: dict[str, Any] | None = None
+
+    @property
+    def answer_schema(self) -> dict[str, Any]:
+        """The answer schema of every question this function asks, built when first asked."""
+        if self._answer_schema is None:
+            published = [p for p in self.signature.parameters.values() if p.name not in self.hidden]
+            self._answer_schema = wait_answer_schema(
+                self.function, published, self.policy.allowed_actions
+            )
+        return self._answer_schema
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """All arguments by name in signature order, defaults applied.
@@ -303,7 +397,8 @@ class _Wait:
         bound = inspect.BoundArguments(self.signature, arguments)
         json_args = to_jsonable(published, f"{self.name}()")
         question = {"function": self.name, "args": json_args}
-        payload = wait_payload(question, self.policy, Source(function=self.name))
+        schema = self.answer_schema
+        payload = wait_payload(question, self.policy, Source(function=self.name), schema)
         call = WaitCall(
             self.function, self.name, bound, json_args, self.policy, payload, self.decision
         )
@@ -336,7 +431,7 @@ class _Wait:
                 "policy": self.policy,
                 "asked_at": None,
                 "source": Source(function=self.name),
-                "answer_schema": None,
+                "answer_schema": call.payload[PAYLOAD_KEY].get("answer_schema"),
                 "context": None,
             },
         )
@@ -369,6 +464,7 @@ class _Wait:
             question=call.payload["question"],
             policy=self.policy,
             source=Source(function=self.name),
+            answer_schema=self.answer_schema,
         )
         return question, thread_id
 

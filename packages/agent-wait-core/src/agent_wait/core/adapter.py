@@ -8,7 +8,8 @@ becomes a :class:`~agent_wait.core.Question`, how an answer is checked) and expo
 
 :func:`wait_payload` is the value a ``@wait`` call parks on (its :data:`PAYLOAD_KEY` entry
 carries the policy), :func:`question_from_value` turns a parked value back into a question, and
-:func:`apply_answer` runs a call's body with an answer. The host side (``handle_message``) is
+:func:`apply_answer` runs a call's body with an answer; :func:`edited_args_schema` states
+which edited arguments a foreign tool's call takes. The host side (``handle_message``) is
 :mod:`agent_wait.core.host`. Application code does not need this module; see
 docs/writing-a-plugin.md ("Writing a framework adapter").
 """
@@ -21,6 +22,7 @@ from agent_wait.core._wait import (
     WaitCall,
     WaitDecorator,
     apply_answer,
+    edited_args_schema,
     make_publish_interrupts,
     make_wait,
     question_from_value,
@@ -33,6 +35,7 @@ __all__ = [
     "WaitCall",
     "WaitDecorator",
     "apply_answer",
+    "edited_args_schema",
     "make_publish_interrupts",
     "make_wait",
     "question_from_value",

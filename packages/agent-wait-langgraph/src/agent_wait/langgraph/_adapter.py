@@ -10,7 +10,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolArg
 
 from agent_wait.core import CallContext, Question, WaitPolicy
-from agent_wait.core.adapter import WaitCall, question_from_value
+from agent_wait.core.adapter import WaitCall, edited_args_schema, question_from_value
 from agent_wait.langgraph._routing import apark, as_mapping, park
 from langgraph.config import get_config
 from langgraph.prebuilt import ToolRuntime
@@ -101,6 +101,55 @@ def batch_actions(value: Mapping[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return actions
+
+
+def _decision_schema(kind: str, action: Mapping[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of one middleware decision of ``kind`` on ``action``."""
+    properties: dict[str, Any] = {"type": {"const": kind}}
+    required = ["type"]
+    if kind == "edit":
+        args = cast("Mapping[str, Any]", as_mapping(action.get("args")) or {})
+        properties["edited_action"] = {
+            "type": "object",
+            "properties": {
+                "name": {"const": action.get("name")},
+                "args": edited_args_schema(args),
+            },
+            "required": ["name", "args"],
+        }
+        required.append("edited_action")
+    elif kind in ("reject", "respond"):
+        properties["message"] = {"type": "string"}
+        if kind == "respond":
+            required.append("message")
+    return {"type": "object", "properties": properties, "required": required}
+
+
+def batch_schema(actions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The JSON Schema of the answer to a middleware batch: one allowed decision per action.
+
+    ``{"decisions": [...]}``, in the actions' order; each decision one of its action's
+    ``allowed_decisions``; an edit names the action and its arguments (each keeps its JSON type),
+    a respond carries the reply text, a reject may carry one.
+    """
+    items = [
+        {"oneOf": [_decision_schema(kind, action) for kind in action["allowed_decisions"]]}
+        for action in actions
+    ]
+    return {
+        "type": "object",
+        "description": "One decision per action, in order, each of the action's allowed_decisions.",
+        "properties": {
+            "decisions": {
+                "type": "array",
+                "prefixItems": items,
+                "minItems": len(items),
+                "maxItems": len(items),
+            },
+            "action": {"type": "string"},
+        },
+        "required": ["decisions"],
+    }
 
 
 # Agent Inbox's ``HumanInterruptConfig`` switches and the ``HumanResponse.type`` each allows,
@@ -284,6 +333,7 @@ def _question_of(item: Interrupt) -> Question:
         actions = batch_actions(value)
         allowed = list(dict.fromkeys(d for a in actions for d in a["allowed_decisions"]))
         asked = question_from_value(item.id, {"actions": actions})
+        asked = asked.model_copy(update={"answer_schema": batch_schema(actions)})
     elif is_tool_approval(value):
         allowed = _decision_types(item.response_schema)
         asked = question_from_value(item.id, value)
@@ -295,7 +345,9 @@ def _question_of(item: Interrupt) -> Question:
         asked = question_from_value(item.id, value)
         schema = None if asked.source is not None else answer_schema_of(item)
         return asked if schema is None else asked.model_copy(update={"answer_schema": schema})
-    update: dict[str, Any] = {"answer_schema": answer_schema_of(item)}
+    update: dict[str, Any] = {}
+    if asked.answer_schema is None:
+        update["answer_schema"] = answer_schema_of(item)
     if allowed:
         update["policy"] = WaitPolicy(allowed_actions=tuple(allowed))
     return asked.model_copy(update=update)

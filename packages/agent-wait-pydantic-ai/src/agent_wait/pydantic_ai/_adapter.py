@@ -14,7 +14,12 @@ from collections.abc import Mapping
 from typing import Any, cast, get_origin
 
 from agent_wait.core import CallContext, Question, to_jsonable
-from agent_wait.core.adapter import PAYLOAD_KEY, WaitCall, question_from_value
+from agent_wait.core.adapter import (
+    PAYLOAD_KEY,
+    WaitCall,
+    edited_args_schema,
+    question_from_value,
+)
 from pydantic_ai import AgentRunResult, ApprovalRequired, DeferredToolRequests, RunContext
 from pydantic_ai.messages import ToolCallPart
 
@@ -111,8 +116,9 @@ def question_of(
     A ``@wait`` payload gives its question, policy and source; any other call (a
     ``requires_approval`` tool, ``CallDeferred``) is ``{"function", "args"}`` plus its
     ``metadata`` if it has one, with no source. An approval is answered approve or reject (the
-    default policy); an ``external`` (``CallDeferred``) call is answered with its result, so it
-    states no allowed actions. Each carries its tool call as ``context``: the tool's name and
+    default policy; its ``answer_schema`` is :func:`approval_schema`); an ``external``
+    (``CallDeferred``) call is answered with its result, so it states no allowed actions (its
+    ``answer_schema`` is :data:`EXTERNAL_RESULT_SCHEMA`). Each carries its tool call as ``context``: the tool's name and
     the model's tool call id.
     """
     context = CallContext(tool=call.tool_name, tool_call_id=call.tool_call_id)
@@ -127,9 +133,63 @@ def question_of(
             question["metadata"] = to_jsonable(metadata, f"{call.tool_name}().metadata")
         if not external:
             # Built with its context, not copied to add it: every answer to the thread rebuilds it.
-            return Question(question_id=call.tool_call_id, question=question, context=context)
+            return Question(
+                question_id=call.tool_call_id,
+                question=question,
+                context=context,
+                answer_schema=approval_schema(question["args"]),
+            )
         asked = question_from_value(call.tool_call_id, question)
+        return asked.model_copy(
+            update={"context": context, "answer_schema": EXTERNAL_RESULT_SCHEMA}
+        )
     return asked.model_copy(update={"context": context})
+
+
+def approval_schema(args: Mapping[str, Any]) -> dict[str, Any]:
+    """The answers an approval call (``requires_approval``, ``ApprovalRequired``) takes.
+
+    Pydantic AI's own: ``true`` approves, ``false`` denies; ``{"action": "approve"}`` approves,
+    with ``args`` changing the call's arguments (``ToolApproved(override_args=...)``);
+    ``{"action": "reject", "reason": ...}`` or a text denies (``ToolDenied``), and the model
+    reads it.
+    """
+    return {
+        "description": "Approve or deny the call: true or {action: approve} (args changes its "
+        "arguments) approve; false, {action: reject} or a text the model reads deny.",
+        "anyOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "action": {"enum": ["approve", "reject"]},
+                    "args": edited_args_schema(args),
+                    "reason": {"type": "string"},
+                },
+                "required": ["action"],
+            },
+            {"type": "boolean"},
+            {"type": "string", "minLength": 1},
+        ],
+    }
+
+
+EXTERNAL_RESULT_SCHEMA: dict[str, Any] = {
+    "description": "The call's result (any JSON but null), which the model receives; or "
+    "{kind: model-retry, message} to ask the model to try again, {kind: tool-failed, message} "
+    "to fail the call.",
+    "anyOf": [
+        {"not": {"type": "null"}, "examples": ["the call's result"]},
+        {
+            "type": "object",
+            "properties": {
+                "kind": {"enum": ["model-retry", "tool-failed"]},
+                "message": {"type": "string"},
+            },
+            "required": ["kind", "message"],
+        },
+    ],
+}
+"""The answers a ``CallDeferred`` (external) call takes: its result, or a retry or failure."""
 
 
 class PydanticAIAdapter:
