@@ -179,7 +179,7 @@ def test_a_race_lost_while_closing_reopens_the_others_and_sends_nothing(inbox: P
             ],
             400,
             "question q2: answer.action: 'escalate' is not one of the question's allowed_actions "
-            "(approve, reject); nothing sent",
+            """['approve', 'reject']; a valid answer: {"action": "approve"}; nothing sent""",
         ),
         (
             [{"question_id": "q1", "action": "approve", "answer": {"args": {"amout": 5}}}],
@@ -200,7 +200,7 @@ def test_a_race_lost_while_closing_reopens_the_others_and_sends_nothing(inbox: P
             ],
             400,
             "question q3: answer.choice: 'diners' is not one of ['visa', 'amex'] (the question's "
-            "answer_schema); nothing sent",
+            """answer_schema); a valid answer: {"choice": "visa"}; nothing sent""",
         ),
         (
             [
@@ -277,7 +277,8 @@ def test_every_refused_answer_is_named_with_its_question(client: TestClient, inb
     assert body["question_id"] == "q1"
     assert [p["question_id"] for p in body["problems"]] == ["q1", "q3"]
     assert body["problems"][1]["error"] == (
-        "question q3: answer: 'amex' is not of type 'object' (the question's answer_schema)"
+        "question q3: answer: 'amex' is not of type 'object' (the question's answer_schema); "
+        'a valid answer: {"choice": "visa"}'
     )
     assert all_sent(inbox) == []
 

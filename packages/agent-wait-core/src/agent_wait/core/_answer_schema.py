@@ -105,14 +105,17 @@ def answer_problem(envelope: WaitEnvelope, answer: Any) -> str | None:
     return None
 
 
-def example_answer(schema: Mapping[str, Any] | None) -> Any:
+def example_answer(schema: Mapping[str, Any] | None, allowed_actions: Sequence[str] = ()) -> Any:
     """A small answer that matches ``schema``, to show a person who gave one that did not.
 
     The first of an ``enum``, ``const`` or ``examples``; the first alternative of ``oneOf`` /
     ``anyOf``; an object with its required properties; an array with its ``prefixItems`` (or
-    ``minItems`` items); a sample value of the type. No schema (no shape stated): ``true``.
+    ``minItems`` items); a sample value of the type. Without a schema: ``{"action": <the first
+    of allowed_actions>}``, or ``true`` when the question states no actions either.
     """
-    return _example(schema or {}, schema or {})
+    if schema is None:
+        return {"action": allowed_actions[0]} if allowed_actions else True
+    return _example(schema, schema)
 
 
 _SAMPLES: dict[str, Any] = {

@@ -72,7 +72,7 @@ class AnswerNotAccepted(InvalidAnswer):
         envelope = question.envelope
         self.question = question
         self.problem = problem
-        self.example = example_answer(envelope.answer_schema)
+        self.example = example_answer(envelope.answer_schema, envelope.allowed_actions)
         super().__init__(
             f"question {envelope.question_id} (thread {envelope.thread_id}): {problem}; nothing "
             f"sent. A valid answer: {json.dumps(self.example, ensure_ascii=False)}"

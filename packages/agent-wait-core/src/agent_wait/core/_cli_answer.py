@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
 import signal
 import sys
 import threading
@@ -13,10 +14,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import ValidationError
 
+from agent_wait.core._answer_schema import example_answer
 from agent_wait.core._errors import AgentWaitError
 
 if TYPE_CHECKING:
     from agent_wait.core._sqlite_store import SqliteQuestionStore
+    from agent_wait.core._store import StoredQuestion
 
 
 def _error(text: str) -> None:
@@ -45,29 +48,36 @@ def _json_option(name: str, text: str) -> Any:
         raise ValueError(f"{name}: not valid JSON ({error.msg} at column {error.colno})") from None
 
 
-def _answers(args: argparse.Namespace) -> dict[str, Any]:
-    """Question id to whole answer, from QUESTION_ID with ACTION/--answer/--json, and --also."""
-    from agent_wait.core._answering import check_answerer, decision
+def _answers(args: argparse.Namespace, store: SqliteQuestionStore) -> dict[str, Any]:
+    """Question id to whole answer, from QUESTION_ID with ACTION/--decision/--json, and --also."""
+    from agent_wait.core._answering import (
+        _lookup,  # pyright: ignore[reportPrivateUsage]
+        check_answerer,
+    )
 
-    if args.question_id is None:
-        raise ValueError("QUESTION_ID: name the question to answer")
     if args.by is not None:
         check_answerer(args.by, "--by")
+    given = [
+        name
+        for name, value in (("ACTION", args.action), ("--decision", args.decision))
+        if value is not None
+    ]
     if args.json is not None:
-        if args.action is not None or args.answer is not None:
+        if given or args.answer is not None:
             raise ValueError("--json is the whole answer: give it without ACTION and --answer")
         first = _json_option("--json", args.json)
-    elif args.action is None:
+    elif not given:
         raise ValueError(
             "ACTION: give an action (such as approve), or the whole answer with --json"
         )
+    elif len(given) > 1:
+        raise ValueError("--decision answers a batch of actions: give it without ACTION")
     else:
-        extra = None if args.answer is None else _json_option("--answer", args.answer)
-        if extra is not None and not isinstance(extra, dict):
-            raise ValueError(
-                f'--answer: expected a JSON object such as \'{{"note": "ok"}}\', got {args.answer}'
-            )
-        first = decision(args.action, cast("dict[str, Any] | None", extra))
+        question = _lookup(store, args.question_id, args.thread)
+        if args.decision is not None:
+            first = _batch_answer(question, cast("list[str]", args.decision))
+        else:
+            first = _action_answer(question, args.action, args.answer, args.force)
     answers: dict[str, Any] = {args.question_id: first}
     also = cast("list[tuple[str, str]]", args.also or [])
     for question_id, text in also:
@@ -85,17 +95,141 @@ def _say_refusals(store: SqliteQuestionStore, question_ids: list[str], thread: s
                 _error(f"{question_id} (thread {question.envelope.thread_id}): {note}")
 
 
+def _action_answer(
+    question: StoredQuestion, action: str, more: str | None, force: bool
+) -> dict[str, Any]:
+    """``{"action": ACTION}`` (with the ``--answer`` fields), when ACTION is an allowed action.
+
+    A question that states no actions (a bare interrupt) reads its whole answer as it likes:
+    ``{"action": "reject"}`` is a truthy object that a yes/no check takes for yes. A batch of
+    actions is answered one decision per action. Either way ACTION is refused and the form the
+    question takes is shown.
+    """
+    from agent_wait.core._answering import decision
+
+    envelope = question.envelope
+    extra = None if more is None else _json_option("--answer", more)
+    if extra is not None and not isinstance(extra, dict):
+        raise ValueError(
+            f'--answer: expected a JSON object such as \'{{"note": "ok"}}\', got {more}'
+        )
+    where = f"question {envelope.question_id} (thread {envelope.thread_id})"
+    actions = batch_actions(envelope.question)
+    if actions is not None and not force:
+        raise AgentWaitError(
+            f"{where} is a batch of {len(actions)} action(s): ACTION {action!r} does not say "
+            f"which decision each takes; give one --decision per action, in order: "
+            f"{_answer_form(question)}"
+        )
+    if not envelope.allowed_actions and not force:
+        raise AgentWaitError(
+            f"{where} states no actions: ACTION {action!r} would send "
+            f"{json.dumps({'action': action})}, which its code reads as it likes (a yes/no check "
+            f"takes any object for yes). Send the answer it takes: {_answer_form(question)}"
+        )
+    return decision(action, cast("dict[str, Any] | None", extra))
+
+
+def _batch_answer(question: StoredQuestion, given: list[str]) -> dict[str, Any]:
+    """``{"decisions": [...]}`` from one ``--decision`` per action of a middleware batch.
+
+    Each is ``approve``, ``reject`` or ``reject:MESSAGE``, ``respond:MESSAGE``, or
+    ``edit:{"arg": ...}`` (the changed arguments, merged into the asked ones); each must be one
+    of its action's ``allowed_decisions``.
+    """
+    envelope = question.envelope
+    actions = batch_actions(envelope.question)
+    where = f"question {envelope.question_id} (thread {envelope.thread_id})"
+    if actions is None:
+        raise AgentWaitError(
+            f"{where} is not a batch of actions: --decision answers one; {_answer_form(question)}"
+        )
+    if len(given) != len(actions):
+        raise ValueError(
+            f"--decision: {where} has {len(actions)} action(s) "
+            f"({', '.join(str(a.get('name')) for a in actions)}), one --decision each in order; "
+            f"got {len(given)}"
+        )
+    decisions: list[dict[str, Any]] = []
+    for index, (text, action) in enumerate(zip(given, actions, strict=True)):
+        label = f"--decision {index + 1} ({action.get('name')})"
+        kind, _, value = text.partition(":")
+        allowed = cast("list[str]", action.get("allowed_decisions") or [])
+        if kind not in allowed:
+            raise ValueError(f"{label}: {kind!r} is not one of its allowed decisions {allowed}")
+        decided: dict[str, Any] = {"type": kind}
+        if kind == "edit":
+            changes = _json_option(label, value) if value else None
+            if not isinstance(changes, dict):
+                raise ValueError(
+                    f"{label}: edit takes the changed arguments, e.g. "
+                    f"edit:{json.dumps(action.get('args') or {}, ensure_ascii=False)}"
+                )
+            asked = cast("dict[str, Any]", action.get("args") or {})
+            args = {**asked, **cast("dict[str, Any]", changes)}
+            decided["edited_action"] = {"name": action.get("name"), "args": args}
+        elif kind == "respond" and not value:
+            raise ValueError(f"{label}: respond takes the reply text: respond:TEXT")
+        elif value and kind in ("reject", "respond"):
+            decided["message"] = value
+        elif value:
+            raise ValueError(f"{label}: {kind} takes no value, got {value!r}")
+        decisions.append(decided)
+    return {"decisions": decisions}
+
+
+def batch_actions(question: Any) -> list[dict[str, Any]] | None:
+    """The actions of a batch question ``{"actions": [{"name", "allowed_decisions", ...}]}``."""
+    actions: object = (
+        cast("dict[str, Any]", question).get("actions") if isinstance(question, dict) else None
+    )
+    if not isinstance(actions, list) or not actions:
+        return None
+    items = cast("list[Any]", actions)
+    if not all(isinstance(a, dict) and "allowed_decisions" in a for a in items):
+        return None
+    return cast("list[dict[str, Any]]", items)
+
+
+def _answer_form(question: StoredQuestion) -> str:
+    """The command that sends a valid answer: built from the question's ``answer_schema``.
+
+    For a batch of actions, each action's first allowed decision.
+    """
+    envelope = question.envelope
+    command = f"agent-wait answer {envelope.question_id}"
+    actions = batch_actions(envelope.question)
+    if actions is not None:
+        firsts = [str((a.get("allowed_decisions") or ["approve"])[0]) for a in actions]
+        return command + "".join(f" --decision {kind}" for kind in firsts)
+    example: object = example_answer(envelope.answer_schema, envelope.allowed_actions)
+    fields = cast("dict[str, Any]", example) if isinstance(example, dict) else {}
+    if set(fields) == {"action"} and envelope.allowed_actions:
+        return f"{command} {fields['action']}"
+    return f"{command} --json {shlex.quote(json.dumps(example, ensure_ascii=False))}"
+
+
 def _cmd_answer(args: argparse.Namespace) -> int:
-    from agent_wait.core._answering import answer_many
+    from agent_wait.core._answering import AnswerNotAccepted, answer_many
 
     try:
-        answers = _answers(args)
+        if args.question_id is None:
+            raise ValueError("QUESTION_ID: name the question to answer")
         store = _store(args)
         try:
-            _say_refusals(store, list(answers), args.thread)
+            asked = [
+                args.question_id,
+                *(q for q, _ in cast("list[tuple[str, str]]", args.also or [])),
+            ]
+            _say_refusals(store, asked, args.thread)
+            answers = _answers(args, store)
             result = answer_many(
                 answers, by=args.by, thread_id=args.thread, force=args.force, store=store
             )
+        except AnswerNotAccepted as refused:
+            raise AgentWaitError(
+                f"{refused}; send it with: {_answer_form(refused.question)}"
+            ) from None
         finally:
             store.close()
     except (AgentWaitError, ValueError, ValidationError) as error:
@@ -316,19 +450,30 @@ def add_commands(commands: Any) -> None:
         help="answer a question: record it and send it to the host's entry point",
         description="Look QUESTION_ID up in the inbox, record the answer (only if the question "
         'is still open) and send {**reply_with, "answer": ...} to the configured entry point. '
-        'The answer is {"action": ACTION}, or the --answer object with ACTION merged in; or, '
-        "with --json, exactly that JSON value (for a question whose allowed_actions are empty, "
-        "asked by code that expects its own answer shape). --also answers more questions of the "
-        "same thread in the same message, so the run resumes once. Each answer is checked "
-        "first: an answer object's action must be one of the question's allowed_actions (when "
-        "it states any) and the answer must match its answer_schema (when it has one; this "
-        "needs the jsonschema package, the agent-wait-core[schema] extra). Exit 1 if a "
-        "question is unknown, already closed (saying by whom and when), or an answer is "
-        "refused (saying where and why); nothing is sent then.",
+        'The answer is {"action": ACTION} (ACTION one of the question\'s allowed_actions), or '
+        "the --answer object with ACTION merged in; for a batch of actions, one --decision per "
+        "action; or, with --json, exactly that JSON value (the answer a question without "
+        "allowed_actions takes, as its answer_schema says). --also answers more questions of "
+        "the same thread in the same message, so the run resumes once. Each answer is checked "
+        "first: against the question's allowed_actions and answer_schema, and for JSON every "
+        "framework keeps (finite numbers, integers within 64 bits, valid Unicode, at most 64 "
+        "KiB). Exit 1 if a question is unknown, already closed (saying by whom and when), or an "
+        "answer is refused (saying where and why, and the command that sends a valid answer); "
+        "nothing is recorded or sent then.",
     )
     answer.add_argument("question_id", metavar="QUESTION_ID", nargs="?")
-    answer.add_argument("action", metavar="ACTION", nargs="?", help="e.g. approve or reject")
+    answer.add_argument(
+        "action", metavar="ACTION", nargs="?", help="one of the question's allowed_actions"
+    )
     answer.add_argument("--answer", help="with ACTION, a JSON object: the rest of the answer")
+    answer.add_argument(
+        "--decision",
+        action="append",
+        metavar="DECISION",
+        help="for a batch of actions, one per action in order: approve, reject or "
+        "reject:MESSAGE, respond:MESSAGE, or edit:JSON (the changed arguments, e.g. "
+        'edit:\'{"to": "ceo@example.com"}\'); each one of its action\'s allowed decisions',
+    )
     answer.add_argument(
         "--json",
         metavar="VALUE",
@@ -348,7 +493,8 @@ def add_commands(commands: Any) -> None:
     answer.add_argument(
         "--force",
         action="store_true",
-        help="send without checking allowed_actions and answer_schema",
+        help="send without checking allowed_actions and answer_schema (what no framework "
+        "can keep is refused anyway)",
     )
     store_options(answer)
     answer.set_defaults(handler=_cmd_answer)

@@ -14,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from agent_wait.core import StoredQuestion, schema_problem
+from agent_wait.core import StoredQuestion, example_answer
+from agent_wait.core import answer_problem as core_answer_problem
 from agent_wait.inbox._batch import (
     batch_actions,
     decisions_from_form,
@@ -112,9 +113,11 @@ def form_answer(question: StoredQuestion, fields: Mapping[str, str], choice: str
 def answer_problem(question: StoredQuestion, value: Any) -> str | None:
     """Why ``value`` would not answer ``question``, or None: checked before anything is recorded.
 
-    An ``action`` outside the question's ``allowed_actions``; for a middleware batch, not one
-    valid decision per action; edited ``args`` naming an argument the question does not have,
-    or changing an argument's JSON type; an answer its ``answer_schema`` refuses.
+    For a middleware batch, not one valid decision per action; edited ``args`` naming an
+    argument the question does not have, or changing an argument's JSON type (each said in the
+    form's terms); then core's check of every answer (:func:`agent_wait.core.answer_problem`:
+    ``allowed_actions``, ``answer_schema``, JSON every framework keeps, size), followed by a
+    valid answer built from the question's ``answer_schema``.
 
     Raises:
         AgentWaitError: The question's ``answer_schema`` cannot be checked (no ``jsonschema``,
@@ -122,27 +125,23 @@ def answer_problem(question: StoredQuestion, value: Any) -> str | None:
     """
     envelope = question.envelope
     fields = mapping(value)
-    allowed = envelope.allowed_actions
-    action = fields.get("action")
-    # Empty allowed_actions state none (a foreign interrupt): nothing to refuse against.
-    if allowed and "action" in fields and action not in allowed:
-        return (
-            f"answer.action: {action!r} is not one of the question's allowed_actions "
-            f"({', '.join(allowed)})"
-        )[:300]
     actions = batch_actions(envelope.question)
     if actions is not None:
         problem = decisions_problem(actions, fields.get("decisions"))
         if problem:
             return problem
     asked = mapping(envelope.question).get("args")
+    allowed = envelope.allowed_actions
     if allowed and "action" in fields and "args" in fields and isinstance(asked, Mapping):
         problem = args_problem(cast("Mapping[str, Any]", asked), fields["args"])
         if problem:
             return problem
-    if envelope.answer_schema is not None:
-        return schema_problem(envelope.answer_schema, value)
-    return None
+    problem = core_answer_problem(envelope, value)
+    if problem is None:
+        return None
+    example = example_answer(envelope.answer_schema, envelope.allowed_actions)
+    example = json.dumps(example, ensure_ascii=False)
+    return f"{problem[:300]}; a valid answer: {example[:300]}"
 
 
 def args_problem(asked: Mapping[str, Any], args: Any) -> str | None:
