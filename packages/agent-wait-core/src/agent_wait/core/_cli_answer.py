@@ -75,7 +75,10 @@ def _answers(args: argparse.Namespace, store: SqliteQuestionStore) -> dict[str, 
     else:
         question = _lookup(store, args.question_id, args.thread)
         if args.decision is not None:
-            first = _batch_answer(question, cast("list[str]", args.decision))
+            try:
+                first = _batch_answer(question, cast("list[str]", args.decision))
+            except ValueError as error:
+                raise ValueError(f"{error}; for example: {_answer_form(question)}") from None
         else:
             first = _action_answer(question, args.action, args.answer, args.force)
     answers: dict[str, Any] = {args.question_id: first}
