@@ -175,19 +175,17 @@ def approval_schema(args: Mapping[str, Any]) -> dict[str, Any]:
 
 EXTERNAL_RESULT_SCHEMA: dict[str, Any] = {
     "description": "The call's result (any JSON but null), which the model receives; or "
-    "{kind: model-retry, message} to ask the model to try again, {kind: tool-failed, message} "
-    "to fail the call.",
-    "anyOf": [
-        {"not": {"type": "null"}, "examples": ["the call's result"]},
-        {
-            "type": "object",
-            "properties": {
-                "kind": {"enum": ["model-retry", "tool-failed"]},
-                "message": {"type": "string"},
-            },
-            "required": ["kind", "message"],
-        },
-    ],
+    "exactly {kind: model-retry, message} to ask the model to try again, {kind: tool-failed, "
+    "message} to fail the call.",
+    "not": {"type": "null"},
+    "if": {
+        "type": "object",
+        "properties": {"kind": {"enum": ["model-retry", "tool-failed"]}},
+        "required": ["kind", "message"],
+        "maxProperties": 2,
+    },
+    "then": {"properties": {"message": {"type": "string"}}},
+    "examples": ["the call's result"],
 }
 """The answers a ``CallDeferred`` (external) call takes: its result, or a retry or failure."""
 
