@@ -201,7 +201,7 @@ class Office:
     def __init__(self) -> None:
         self.runs: list[tuple[str, str]] = []
 
-    def agent(self) -> Any:
+    def agent(self, mode: str = "batched") -> Any:
         office = self
 
         @tool
@@ -221,7 +221,8 @@ class Office:
             interrupt_on={
                 "send_email": True,
                 "delete_file": {"allowed_decisions": ["approve", "reject"]},
-            }
+            },
+            interrupt_mode=mode,  # pyright: ignore[reportArgumentType]
         )
         return create_agent(
             model(turn, AIMessage("done")),

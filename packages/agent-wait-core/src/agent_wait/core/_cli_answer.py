@@ -18,6 +18,7 @@ from agent_wait.core._answer_schema import example_answer
 from agent_wait.core._errors import AgentWaitError
 
 if TYPE_CHECKING:
+    from agent_wait.core._models import WaitEnvelope
     from agent_wait.core._sqlite_store import SqliteQuestionStore
     from agent_wait.core._store import StoredQuestion
 
@@ -78,7 +79,9 @@ def _answers(args: argparse.Namespace, store: SqliteQuestionStore) -> dict[str, 
             try:
                 first = _batch_answer(question, cast("list[str]", args.decision))
             except ValueError as error:
-                raise ValueError(f"{error}; for example: {_answer_form(question)}") from None
+                raise ValueError(
+                    f"{error}; for example: {answer_form(question.envelope)}"
+                ) from None
         else:
             first = _action_answer(question, args.action, args.answer, args.force)
     answers: dict[str, Any] = {args.question_id: first}
@@ -122,13 +125,13 @@ def _action_answer(
         raise AgentWaitError(
             f"{where} is a batch of {len(actions)} action(s): ACTION {action!r} does not say "
             f"which decision each takes; give one --decision per action, in order: "
-            f"{_answer_form(question)}"
+            f"{answer_form(question.envelope)}"
         )
     if not envelope.allowed_actions and not force:
         raise AgentWaitError(
             f"{where} states no actions: ACTION {action!r} would send "
             f"{json.dumps({'action': action})}, which its code reads as it likes (a yes/no check "
-            f"takes any object for yes). Send the answer it takes: {_answer_form(question)}"
+            f"takes any object for yes). Send the answer it takes: {answer_form(question.envelope)}"
         )
     return decision(action, cast("dict[str, Any] | None", extra))
 
@@ -145,7 +148,7 @@ def _batch_answer(question: StoredQuestion, given: list[str]) -> dict[str, Any]:
     where = f"question {envelope.question_id} (thread {envelope.thread_id})"
     if actions is None:
         raise AgentWaitError(
-            f"{where} is not a batch of actions: --decision answers one; {_answer_form(question)}"
+            f"{where} is not a batch of actions: --decision answers one; {answer_form(question.envelope)}"
         )
     if len(given) != len(actions):
         raise ValueError(
@@ -194,12 +197,11 @@ def batch_actions(question: Any) -> list[dict[str, Any]] | None:
     return cast("list[dict[str, Any]]", items)
 
 
-def _answer_form(question: StoredQuestion) -> str:
+def answer_form(envelope: WaitEnvelope) -> str:
     """The command that sends a valid answer: built from the question's ``answer_schema``.
 
     For a batch of actions, each action's first allowed decision.
     """
-    envelope = question.envelope
     command = f"agent-wait answer {envelope.question_id}"
     actions = batch_actions(envelope.question)
     if actions is not None:
@@ -231,7 +233,7 @@ def _cmd_answer(args: argparse.Namespace) -> int:
             )
         except AnswerNotAccepted as refused:
             raise AgentWaitError(
-                f"{refused}; send it with: {_answer_form(refused.question)}"
+                f"{refused}; send it with: {answer_form(refused.question.envelope)}"
             ) from None
         finally:
             store.close()

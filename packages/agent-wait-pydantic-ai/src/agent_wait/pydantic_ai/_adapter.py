@@ -185,7 +185,7 @@ EXTERNAL_RESULT_SCHEMA: dict[str, Any] = {
         "maxProperties": 2,
     },
     "then": {"properties": {"message": {"type": "string"}}},
-    "examples": ["the call's result"],
+    "examples": ["done"],
 }
 """The answers a ``CallDeferred`` (external) call takes: its result, or a retry or failure."""
 
