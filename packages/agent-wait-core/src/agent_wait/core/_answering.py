@@ -434,9 +434,10 @@ def answer(
     ``allowed_actions`` (a foreign interrupt) or an ``answer_schema`` expects. The message sent
     is ``{**reply_with, "answer": ...}``.
 
-    Before anything is recorded, an answer object's ``action`` must be one of the question's
-    ``allowed_actions`` (when it states any), and the answer must match its ``answer_schema``
-    (when it has one; that check needs the ``jsonschema`` package, the ``schema`` extra).
+    Before anything is recorded, the answer passes :func:`~agent_wait.core.answer_problem`:
+    an answer object's ``action`` is one of the question's ``allowed_actions`` (when it states
+    any), the answer matches its ``answer_schema`` (when it has one), and it is JSON every
+    framework keeps (finite numbers, integers within 64 bits, valid Unicode, at most 64 KiB).
 
     Args:
         question_id: The question's id.
@@ -447,7 +448,7 @@ def answer(
             message's ``answered_by`` (1 to 64 characters, no control characters).
         thread_id: The thread, needed only if several threads asked the same id.
         force: Send the answer without checking it against ``allowed_actions`` and
-            ``answer_schema``.
+            ``answer_schema`` (what no framework keeps is refused anyway).
         store: The question store (default: the inbox of the configured sqlite announcer).
         entry: Where to send (default: the question's ``reply_to`` when it names an entry
             point, else the configured entry point).
@@ -456,8 +457,9 @@ def answer(
     Raises:
         QuestionNotFound: No such question, or several threads asked it and no thread was named.
         ActionNotAllowed: The action is not allowed and ``force`` is false.
-        InvalidAnswer: The answer does not match the question's ``answer_schema`` (the message
-            names the place in the answer and what is wrong) and ``force`` is false.
+        AnswerNotAccepted: The answer does not match the question's ``answer_schema`` (and
+            ``force`` is false), or no framework keeps it; the message names the place in the
+            answer, what is wrong, and a valid answer.
         QuestionClosed: Someone or something closed it first (or its answer is being sent); it
             says who, when, and with what.
         SendUnconfirmed: The answer was sent but the entry point did not confirm it; the
@@ -543,7 +545,8 @@ def answer_many(
     Raises:
         QuestionNotFound: An id is unknown or ambiguous, or the questions are in several threads.
         ActionNotAllowed: An answer's ``action`` is not allowed and ``force`` is false.
-        InvalidAnswer: An answer does not match its question's ``answer_schema``.
+        AnswerNotAccepted: An answer does not match its question's ``answer_schema``, or no
+            framework keeps it.
         QuestionClosed: One of them was closed first; it says who, when, and with what.
         SendUnconfirmed: The message was sent but the entry point did not confirm it; the
             questions stay ``sending`` until the same message is sent again.
