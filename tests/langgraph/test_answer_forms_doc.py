@@ -10,6 +10,8 @@ from langgraph.types import interrupt
 
 from agent_wait.core import Question
 from agent_wait.langgraph import questions_in
+from agent_wait.langgraph._breakpoints import Breakpoint
+from agent_wait.langgraph._breakpoints import question_of as breakpoint_question
 from tests.answer_forms import Kind, check_page
 from tests.langgraph.test_answer_check import Office, State, refund_graph, transfer_graph
 
@@ -102,6 +104,11 @@ def kinds() -> list[Kind]:
             [{"type": "approve"}, {"type": "reject", "message": "not to the CFO"}],
         ),
         ("`HumanInTheLoopMiddleware` per call, approve or reject", delete, [{"type": "reject"}]),
+        (
+            "static breakpoint (`interrupt_before` / `interrupt_after`)",
+            breakpoint_question(Breakpoint("q", "before", "pay", ("pay",)), {"amount": 500}),
+            [{"action": "approve"}, {"action": "reject", "reason": "wrong account"}],
+        ),
     ]
 
 
