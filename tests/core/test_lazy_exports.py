@@ -14,6 +14,7 @@ from agent_wait.core import lazy_exports
 
 PACKAGES = [
     "agent_wait.core",
+    "agent_wait.apprise",
     "agent_wait.dynamodb",
     "agent_wait.eventbridge",
     "agent_wait.langgraph",

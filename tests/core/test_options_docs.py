@@ -27,6 +27,7 @@ FIRST_PARTY = (
     "nats",
     "rabbitmq",
     "postgres",
+    "apprise",
 )
 DOCUMENTED = [name for name in FIRST_PARTY if (DOCS / "announcers" / f"{name}.md").is_file()]
 
