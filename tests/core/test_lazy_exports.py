@@ -16,6 +16,7 @@ PACKAGES = [
     "agent_wait.core",
     "agent_wait.apprise",
     "agent_wait.dynamodb",
+    "agent_wait.email",
     "agent_wait.eventbridge",
     "agent_wait.langgraph",
     "agent_wait.mcp",

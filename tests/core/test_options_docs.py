@@ -28,6 +28,7 @@ FIRST_PARTY = (
     "rabbitmq",
     "postgres",
     "apprise",
+    "email",
 )
 DOCUMENTED = [name for name in FIRST_PARTY if (DOCS / "announcers" / f"{name}.md").is_file()]
 
