@@ -105,6 +105,29 @@ def test_lifecycle_events_are_notified(notifications: Notifications) -> None:
     assert "by sweeper" in received["message"]
 
 
+def test_a_refused_answer_is_notified_as_a_failure(notifications: Notifications) -> None:
+    hook = AppriseAnnounce([notifications.url("/refused")]).with_lifecycle_events(
+        "wait.answer_refused"
+    )
+    event = LifecycleEvent.model_validate(
+        {
+            "type": "wait.answer_refused",
+            "event_id": "01JAV9Q4M2T7XK3N8B5RZC1WDF",
+            "thread_id": "t-ref",
+            "question_id": "q-ref",
+            "at": "2026-01-02T03:04:05Z",
+            "by": "alice",
+            "outcome": "refused",
+            "reason": "amount over the limit",
+        }
+    )
+    hook.deliver_event(event)
+
+    (received,) = notifications.at("/refused")
+    assert received["title"] == "Answer refused: q-ref"
+    assert received["type"] == "failure"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [

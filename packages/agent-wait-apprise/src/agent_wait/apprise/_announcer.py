@@ -168,6 +168,10 @@ def _event_text(event: LifecycleEvent) -> tuple[str, str, apprise.NotifyType]:
         title = f"Expired: {event.question_id}"
         body = f"Nobody answered in time{by}; outcome: {event.outcome}."
         kind = apprise.NotifyType.WARNING
+    elif event.type == "wait.answer_refused":
+        title = f"Answer refused: {event.question_id}"
+        body = f"The agent refused the answer{by}; the question is open again."
+        kind = apprise.NotifyType.FAILURE
     else:
         title = f"Answered: {event.question_id}"
         body = f"Answered{by}; outcome: {event.outcome}."
