@@ -5,17 +5,22 @@ from __future__ import annotations
 import json
 import logging
 import re
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from agent_wait.aws import aws_client_pair, aws_receipt, boto3_sdk
-from agent_wait.core import DeliveryOutcome, WaitEnvelope
+from agent_wait.aws import aws_client_pair, aws_receipt, boto3_sdk, client_config
+from agent_wait.core import DeliveryOutcome, LifecycleEvent, WaitEnvelope
 from agent_wait.core.transport import ClientAnnounce, Exchange, utf8_size
 from agent_wait.dynamodb._options import DEFAULT_CONCURRENCY, DEFAULT_TTL_AFTER, DynamoDbOptions
 
+if TYPE_CHECKING:
+    from agent_wait.dynamodb._store import DynamoDbQuestionStore
+
 try:
+    import boto3
     from boto3.dynamodb.types import TypeSerializer
     from botocore.exceptions import ClientError
 except ImportError as error:  # pragma: no cover - the distribution depends on boto3
@@ -80,6 +85,13 @@ class DynamoDbAnnounce(ClientAnnounce):
     are independent: the sync path sends them one after the other, the async path up to
     ``max_concurrency`` at once.
 
+    Opted in to lifecycle events (``with_lifecycle_events``, or ``lifecycle_events`` in its
+    configuration entry), it keeps the rows up to date through its own client:
+    ``wait.answer_refused`` opens the question again with the host's reason
+    (:meth:`DynamoDbQuestionStore.reopen_refused`: exactly once, only while the row still
+    records the refused answer), and ``wait.answered`` / ``wait.expired`` close a row still
+    open (answered some other way).
+
     Args:
         table_name: The table (name or ARN); create it with :func:`create_table`.
         ttl_attribute: Name of the table's TTL attribute; each row gets it as epoch seconds.
@@ -141,6 +153,10 @@ class DynamoDbAnnounce(ClientAnnounce):
         self.clients = aws_client_pair(
             "dynamodb", boto3_sdk("agent-wait-dynamodb"), options, name=self.name
         )
+        self._options = options
+        self._store: DynamoDbQuestionStore | None = None
+        self._store_client: Any = None
+        self._store_lock = threading.Lock()
 
     @property
     def destination(self) -> str:
@@ -151,6 +167,57 @@ class DynamoDbAnnounce(ClientAnnounce):
         """Describe the table (``DescribeTable``; ``agent-wait config check --connect``)."""
         self.clients.sync().describe_table(TableName=self.table_name)
         return True
+
+    def deliver_event(self, event: LifecycleEvent) -> None:
+        """Bring the question's row up to date with a lifecycle event; never write a new one.
+
+        ``wait.answer_refused`` reopens it with the reason, ``wait.answered`` and
+        ``wait.expired`` close it if it is still open.
+        """
+        store = self._question_store()
+        if event.type == "wait.answer_refused":
+            store.reopen_refused(event)
+        else:
+            store.close_as_event(event)
+
+    def _question_store(self) -> DynamoDbQuestionStore:
+        # Imported here: the store module imports this one.
+        from agent_wait.dynamodb._store import DynamoDbQuestionStore
+
+        with self._store_lock:
+            if self._store is None:
+                # The store's own resource client (a resource client converts Python values),
+                # at the region and endpoint of the announcer's client, injected or built.
+                client: Any = self.clients.sync()
+                options = self._options
+                session: Any = boto3.Session(
+                    profile_name=options.profile, region_name=client.meta.region_name
+                )
+                resource: Any = session.resource(
+                    "dynamodb",
+                    endpoint_url=client.meta.endpoint_url,
+                    config=client_config(boto3_sdk("agent-wait-dynamodb"), options.config),
+                )
+                table: Any = resource.Table(self.table_name)
+                self._store = DynamoDbQuestionStore(table)
+                self._store_client = resource.meta.client
+            return self._store
+
+    def _close_store(self) -> None:
+        with self._store_lock:
+            client, self._store, self._store_client = self._store_client, None, None
+        if client is not None:
+            client.close()
+
+    def close(self) -> None:
+        """Close the clients this announcer built (injected ones stay open)."""
+        self._close_store()
+        super().close()
+
+    async def aclose(self) -> None:
+        """Close the async client opened on the running loop, then the sync ones."""
+        self._close_store()
+        await super().aclose()
 
     def plan(
         self, envelopes: Sequence[WaitEnvelope], outcomes: list[DeliveryOutcome]

@@ -274,6 +274,37 @@ class DynamoDbQuestionStore:
             raise
         return True
 
+    def close_as_event(self, event: LifecycleEvent) -> bool:
+        """Close the open question as a ``wait.answered`` or ``wait.expired`` event says.
+
+        ``status``, ``answered_at`` and ``answered_by`` come from the event; ``answer`` stays
+        empty (the event does not carry it). An item closed first, or no item, is left as it
+        is. Returns True if this call closed it.
+        """
+        status = "answered" if event.type == "wait.answered" else "expired"
+        values: dict[str, Any] = {
+            ":s": status,
+            ":at": event.at,
+            ":open": QuestionStatus.OPEN.value,
+        }
+        update = "SET #s = :s, answered_at = :at"
+        if event.by is not None:
+            update += ", answered_by = :by"
+            values[":by"] = event.by
+        try:
+            self._table.update_item(
+                Key={"pk": f"THREAD#{event.thread_id}", "sk": f"WAIT#{event.question_id}"},
+                UpdateExpression=f"{update} REMOVE refusal",
+                ConditionExpression="attribute_exists(pk) AND #s = :open",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as error:
+            if _already_written(error):  # closed first, or no such item
+                return False
+            raise
+        return True
+
     def end_send(self, sending: StoredQuestion) -> bool:
         """``sending -> closes_as`` if the item is still as ``sending`` left it (a ``SendingStore``)."""
         if sending.status != QuestionStatus.SENDING or sending.message is None:

@@ -23,6 +23,7 @@ from agent_wait.core import (
     BatchEntryFailed,
     DeliveryFailed,
     DeliveryOutcome,
+    LifecycleEvent,
     WaitEnvelope,
 )
 from agent_wait.core.transport import ClientPair
@@ -37,6 +38,7 @@ from agent_wait.postgres._schema import (
     row_values,
     table_identifier,
 )
+from agent_wait.postgres._store import PostgresQuestionStore
 
 # Errors about one row's data (bad values, a constraint, an oversized key): that envelope fails
 # alone. Any other error (missing table, privileges, connection) fails the whole batch.
@@ -56,6 +58,12 @@ class PostgresAnnounce(BaseAnnounce):
     ids as JSON (``{"dedupe_key", "thread_id", "question_id"}``), delivered when the
     transaction commits. Several envelopes are inserted in one transaction; an envelope the
     database refuses fails alone.
+
+    Opted in to lifecycle events (``with_lifecycle_events``, or ``lifecycle_events`` in its
+    configuration entry), it keeps the rows up to date: ``wait.answer_refused`` opens the
+    question again with the host's reason (:meth:`PostgresQuestionStore.reopen_refused`: exactly
+    once, only while the row still records the refused answer), and ``wait.answered`` /
+    ``wait.expired`` close a row still open (answered some other way).
 
     Create the table with :func:`agent_wait.postgres.create_schema` (or ``create_table=True``),
     and read overdue questions with :func:`agent_wait.postgres.open_questions_past`.
@@ -110,6 +118,10 @@ class PostgresAnnounce(BaseAnnounce):
         # Connected on first use and reused (reconnecting when broken); an AsyncConnection
         # belongs to the loop it was opened on, so the async path has one per running loop.
         self._clients = ClientPair[_SyncSlot, _AsyncSlot](_SyncSlot, _AsyncSlot)
+        # Lifecycle events go through the store of the same table; it connects on first use.
+        self._store = PostgresQuestionStore(
+            options.url, options.table, options.create_table, options.timeout
+        )
 
     def _connect_args(self) -> dict[str, Any]:
         # autocommit: every write below opens its own explicit transaction, and a reader's
@@ -213,9 +225,21 @@ class PostgresAnnounce(BaseAnnounce):
         if self.channel is not None and new:
             cursor.execute(_NOTIFY, [self.channel, [notify_payload(e) for e in new]])
 
+    def deliver_event(self, event: LifecycleEvent) -> None:
+        """Bring the question's row up to date with a lifecycle event; never insert one.
+
+        ``wait.answer_refused`` reopens it with the reason, ``wait.answered`` and
+        ``wait.expired`` close it if it is still open.
+        """
+        if event.type == "wait.answer_refused":
+            self._store.reopen_refused(event)
+        else:
+            self._store.close_as_event(event)
+
     def close(self) -> None:
-        """Close the sync connection (a later delivery reconnects)."""
+        """Close the sync connections (a later delivery reconnects)."""
         self._clients.close()
+        self._store.close()
 
     # -- async -------------------------------------------------------------------------------
 
@@ -286,8 +310,9 @@ class PostgresAnnounce(BaseAnnounce):
             await cursor.execute(_NOTIFY, [self.channel, [notify_payload(e) for e in new]])
 
     async def aclose(self) -> None:
-        """Close the running loop's async connection, then the sync one."""
+        """Close the running loop's async connection, then the sync ones."""
         await self._clients.aclose()
+        self._store.close()
 
 
 class _SyncSlot:

@@ -283,6 +283,27 @@ class PostgresQuestionStore:
             values = [note, *key, status, answered_at, answered_by, Jsonb(answer)]
             return conn.execute(update, values).rowcount == 1
 
+    def close_as_event(self, event: LifecycleEvent) -> bool:
+        """Close the open question as a ``wait.answered`` or ``wait.expired`` event says.
+
+        ``status``, ``answered_at`` and ``answered_by`` come from the event; ``answer`` stays
+        empty (the event does not carry it). A row closed first, or no row, is left as it is.
+        Returns True if this call closed it.
+        """
+        status = "answered" if event.type == "wait.answered" else "expired"
+        update = sql.SQL(
+            "UPDATE {} SET status = %s, answered_at = %s, answered_by = %s, refusal = NULL "
+            "WHERE pk = %s AND sk = %s AND status = 'open'"
+        ).format(self._ident)
+        key = [f"THREAD#{event.thread_id}", f"WAIT#{event.question_id}"]
+        with self._lock:
+            return (
+                self._connection()
+                .execute(update, [status, moment(event.at), event.by, *key])
+                .rowcount
+                == 1
+            )
+
     def end_send(self, sending: StoredQuestion) -> bool:
         """``sending -> closes_as`` if the row is still as ``sending`` left it (a ``SendingStore``)."""
         if sending.status != QuestionStatus.SENDING or sending.message is None:
