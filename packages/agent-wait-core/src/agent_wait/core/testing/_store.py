@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from ulid import ULID
 
-from agent_wait.core._announce import BaseAnnounce
+from agent_wait.core._announce import BaseAnnounce, delivers_events
 from agent_wait.core._answering import (
     RESEND_AFTER,
     QuestionClosed,
@@ -22,7 +22,7 @@ from agent_wait.core._answering import (
     sweep,
 )
 from agent_wait.core._canonical import answer_digest
-from agent_wait.core._lifecycle import lifecycle_event
+from agent_wait.core._lifecycle import lifecycle_event, publish_events
 from agent_wait.core._models import ANSWER_REFUSED_TYPE, LifecycleEvent, Question, WaitEnvelope
 from agent_wait.core._policy import WaitPolicy
 from agent_wait.core._publish import publish
@@ -511,6 +511,41 @@ class StoreContract:
         # A late copy of the old refusal leaves the corrected answer alone.
         assert not store.reopen_refused(_refusal(envelope, refused))
         assert store.find(envelope.question_id) == [corrected.question]
+
+    def test_its_announcer_told_of_a_refusal_reopens_the_question(
+        self, contract_store: QuestionStore
+    ) -> None:
+        """If this fails, the store's announcer opted in to ``wait.answer_refused`` strands it.
+
+        A deployment that opts its announcer in expects the refusal to reopen the question it
+        wrote without wiring ``reopen_refused`` by hand. Skipped for announcers that publish no
+        lifecycle events.
+        """
+        store = _refusing(contract_store)
+        [envelope] = self._ask(store)
+        refused = {"action": "approve", "n": 1}
+        store.transition(
+            envelope.thread_id,
+            envelope.question_id,
+            QuestionStatus.ANSWERED,
+            by="alice",
+            answer=refused,
+        )
+        announcer = self.make_announcer(store)
+        try:
+            if not delivers_events(type(announcer)):
+                pytest.skip(f"{type(announcer).__name__} publishes no lifecycle events")
+            announcer.with_lifecycle_events(ANSWER_REFUSED_TYPE)
+            event = _refusal(envelope, refused)
+            first, again = publish_events([event, event], announcer)
+        finally:
+            announcer.close()
+        assert (first.ok, again.ok) == (True, True), first.error or again.error
+        [question] = store.find(envelope.question_id)
+        assert question.is_open
+        assert question.describe_refusal() == (
+            "the agent refused this answer: answer.args: ['amont'] are not arguments of 'refund'"
+        )
 
     def test_racing_refusals_reopen_once(self, contract_store: QuestionStore) -> None:
         """If this fails, refusals racing (redelivered events, several hosts) reopen twice.
