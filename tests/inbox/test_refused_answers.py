@@ -40,6 +40,12 @@ def test_the_question_page_and_api_say_why_the_agent_refused_the_answer(
     page = client.get("/questions/q1", params={"thread": "order-4471"}, headers=BEARER)
     assert page.status_code == 200
     assert "the agent refused this answer: answer.args: [&#39;amonut&#39;]" in page.text
+    listed = client.get("/", headers=BEARER)
+    assert listed.status_code == 200
+    assert (
+        '<span class="error refused">the agent refused this answer: answer.args: [&#39;amonut&#39;]'
+        in listed.text
+    )
     shown = client.get("/api/questions", headers=BEARER).json()["questions"]
     [question] = [q for q in shown if q["envelope"]["question_id"] == "q1"]
     assert question["status"] == "open"

@@ -211,6 +211,8 @@ class _ListRow:
     actions: str
     tags: list[tuple[str, str]]
     """``(key: value, link to the list filtered by that tag)``."""
+    refusal: str | None
+    """Why the agent refused the last answer (the question opened again), if it did."""
 
 
 def _list_rows(questions: list[StoredQuestion], root: str, now: str) -> list[_ListRow]:
@@ -241,6 +243,7 @@ def _list_rows(questions: list[StoredQuestion], root: str, now: str) -> list[_Li
                 thread_link=f"{root}/?thread={thread}",
                 actions=", ".join(e.allowed_actions),
                 tags=[(f"{k}: {v}", f"{root}/?tag={q(f'{k}:{v}')}") for k, v in e.tags.items()],
+                refusal=question.describe_refusal(),
             )
         )
     return rows

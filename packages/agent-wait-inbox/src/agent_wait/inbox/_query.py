@@ -136,13 +136,16 @@ def decode_cursor(cursor: str | None, kinds: tuple[type, ...]) -> list[Any] | No
 
 
 def _stored(row: tuple[Any, ...]) -> StoredQuestion:
+    # (envelope, status, answered_at, answered_by, answer, <the cursor's two>, refusal)
     envelope, status, answered_at, answered_by, answer = row[:5]
+    refusal = row[7]
     return StoredQuestion(
         WaitEnvelope.model_validate_json(envelope),
         status,
         answered_at,
         answered_by,
         None if answer is None else json.loads(answer),
+        refusal=None if refusal is None else json.loads(refusal),
     )
 
 
@@ -202,7 +205,8 @@ class Listing:
             clauses.append("(expires_at, rowid) > (?, ?)")
             params += [position[0], position[1]]
         query = (
-            "SELECT envelope, status, answered_at, answered_by, answer, expires_at, rowid "
+            "SELECT envelope, status, answered_at, answered_by, answer, expires_at, rowid, "
+            "refusal "
             f'FROM "{self._sqlite.table}" WHERE {" AND ".join(clauses)} '
             "ORDER BY expires_at, rowid LIMIT ?"
         )
@@ -239,7 +243,7 @@ class Listing:
             params += [position[0], position[0], position[1]]
         query = (
             "SELECT envelope, status, answered_at, answered_by, answer, "
-            "coalesce(answered_at, ''), rowid "
+            "coalesce(answered_at, ''), rowid, refusal "
             f'FROM "{self._sqlite.table}" WHERE {" AND ".join(clauses)} '
             "ORDER BY answered_at DESC, rowid DESC LIMIT ?"
         )
@@ -279,7 +283,7 @@ class Listing:
         return [
             _stored(r)
             for r in self._rows(
-                "SELECT envelope, status, answered_at, answered_by, answer "
+                "SELECT envelope, status, answered_at, answered_by, answer, NULL, NULL, refusal "
                 f'FROM "{self._sqlite.table}" WHERE pk = ? ORDER BY rowid',
                 [f"THREAD#{thread_id}"],
             )
