@@ -83,7 +83,7 @@ def test_an_announcer_without_events_refuses_the_opt_in_by_name(
 
 
 # The announcers whose classes implement deliver_event; core lists none of them itself.
-PUBLISH_EVENTS = {"memory", "sqlite", "sqs", "webhook", "redis"}
+PUBLISH_EVENTS = {"memory", "sqlite", "sqs", "webhook", "redis", "postgres", "dynamodb"}
 
 
 def test_the_message_names_exactly_the_installed_announcers_that_publish_events() -> None:
