@@ -48,12 +48,13 @@ def test_outcome_values_are_the_documented_strings() -> None:
         "unauthorized",
         "stale_approval",
         "expired",
+        "continued",
     ]
 
 
-def test_only_starts_and_resumes_ran() -> None:
+def test_only_starts_resumes_and_continued_runs_ran() -> None:
     ran = {o for o in Outcome if Handled(o).ran}
-    assert ran == {Outcome.STARTED, Outcome.RESUMED}
+    assert ran == {Outcome.STARTED, Outcome.RESUMED, Outcome.CONTINUED}
     # A held answer is stored, not run, and publishes nothing.
     held = Handled(Outcome.HELD, detail="waiting for q2")
     assert not held.ran

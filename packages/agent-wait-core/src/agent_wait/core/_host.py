@@ -101,6 +101,11 @@ class Outcome(StrEnum):
     EXPIRED = "expired"
     """The host refuses late answers and this one came after the question's ``expires_at`` or
     its own ``valid_until``: nothing ran, the question stays answerable."""
+    CONTINUED = "continued"
+    """The message came back to a thread that is not parked but has work left from a run that
+    stopped before its end (a worker killed after a step was saved): the run was continued from
+    its last saved step. A redelivered answer whose resume was cut short, or a start message
+    redelivered after a crash (its input is not applied again)."""
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,7 @@ class Handled:
     @property
     def ran(self) -> bool:
         """True when the agent ran (a start or a resume)."""
-        return self.outcome in (Outcome.STARTED, Outcome.RESUMED)
+        return self.outcome in (Outcome.STARTED, Outcome.RESUMED, Outcome.CONTINUED)
 
     @property
     def parked(self) -> bool:
@@ -239,6 +244,16 @@ class _HostBase(Protocol[_ThreadIn, _ResultIn]):
         """The questions a run parked on (empty when it finished)."""
         ...
 
+    def unfinished(self, thread: _ThreadIn) -> bool:
+        """Whether the loaded thread has work left from a run that stopped before its end (no IO).
+
+        Only asked of a thread that is not parked. True (a step saved, the next not run: a
+        worker killed between them) makes a redelivered answer or start message continue the
+        run (:meth:`Host.proceed`) instead of running nothing. A host that cannot tell keeps
+        the default, False.
+        """
+        return False
+
 
 class Host(_HostBase[ThreadT, ResultT], Protocol[ThreadT, ResultT]):
     """What a framework supplies to :func:`handle_message` (one instance per message is fine)."""
@@ -264,6 +279,13 @@ class Host(_HostBase[ThreadT, ResultT], Protocol[ThreadT, ResultT]):
     def start(self, thread: ThreadT, message: StartMessage) -> ResultT:
         """Run the agent for a start message on a thread that is not parked; save the run."""
         ...
+
+    def proceed(self, thread: ThreadT) -> ResultT:
+        """Continue the run that stopped before its end (see :meth:`unfinished`); save the run.
+
+        Only called when :meth:`unfinished` is true; a host that can say so implements this.
+        """
+        raise TypeError(f"{type(self).__name__} reports unfinished runs but has no proceed()")
 
     def resume(self, thread: ThreadT, answers: Mapping[str, Any]) -> ResultT:
         """Resume with ``answers`` (question id to checked value, in publish order); save the run.
@@ -303,6 +325,10 @@ class AsyncHost(_HostBase[ThreadT, ResultT], Protocol[ThreadT, ResultT]):
         """See :meth:`Host.resume`."""
         ...
 
+    async def proceed(self, thread: ThreadT) -> ResultT:
+        """See :meth:`Host.proceed`."""
+        raise TypeError(f"{type(self).__name__} reports unfinished runs but has no proceed()")
+
 
 def plan(
     host: Host[Any, Any] | AsyncHost[Any, Any],
@@ -314,7 +340,8 @@ def plan(
     """The decision for one message, as a generator of the IO it needs.
 
     Each yielded :data:`Step` is ``(name, args)``: ``"publish"`` with ``(questions, thread_id)``,
-    or the host method to call (``load``, ``asked``, ``hold``, ``start``, ``resume``). Send back
+    or the host method to call (``load``, ``asked``, ``hold``, ``start``, ``resume``,
+    ``proceed``). Send back
     its result, or throw in its exception; the generator returns the :class:`Handled`.
     :func:`handle_message` and :func:`ahandle_message` are the two runners. ``trust`` is what
     an answer must satisfy before anything runs (None: nothing more than being pending);
@@ -332,6 +359,8 @@ def plan(
             return (
                 yield from _publish(Outcome.REPUBLISHED, waiting.unanswered, message, detail=detail)
             )
+        if _unfinished(host, thread):
+            return (yield from _proceed(host, thread, message))
         result = yield ("start", (thread, message))
         return (yield from _publish(Outcome.STARTED, host.questions_in(result), message, result))
     handled = yield from _answer(host, thread, waiting, message, trust or _NO_TRUST, clock)
@@ -340,6 +369,33 @@ def plan(
 
 
 _NO_TRUST = AnswerTrust()
+
+
+def _unfinished(host: Host[Any, Any] | AsyncHost[Any, Any], thread: Any) -> bool:
+    # getattr: a host written before unfinished runs were asked about does not define it.
+    unfinished = getattr(host, "unfinished", None)
+    return bool(unfinished(thread)) if callable(unfinished) else False
+
+
+def _proceed(
+    host: Host[Any, Any] | AsyncHost[Any, Any], thread: Any, message: Answer | StartMessage
+) -> Generator[Step, Any, Handled]:
+    """Continue a run a crash cut short: the redelivery of the message whose run it was."""
+    logger.warning(
+        "agent-wait host: thread %s has an unfinished run (a worker stopped after a saved "
+        "step); continuing it",
+        message.thread_id,
+    )
+    result = yield ("proceed", (thread,))
+    detail = (
+        f"thread {message.thread_id!r} was not parked and had a run left unfinished; it was "
+        "continued from its last saved step"
+    )
+    return (
+        yield from _publish(
+            Outcome.CONTINUED, host.questions_in(result), message, result, detail=detail
+        )
+    )
 
 
 def _answer(
@@ -459,6 +515,9 @@ def _not_pending(
     if not (yield ("asked", (thread, question_id))):
         detail = f"thread {thread_id!r} never asked question {question_id!r}; nothing ran"
         return Handled(Outcome.UNKNOWN_QUESTION, detail=detail)
+    if not waiting.ids and _unfinished(host, thread):
+        # The redelivery of an answer whose run a crash cut short after a saved step.
+        return (yield from _proceed(host, thread, answer))
     # The questions the thread waits on now go out again: this may be the redelivery of an
     # answer whose resume parked on the next question and whose strict publish failed.
     # Consumers deduplicate on question_id.
@@ -559,7 +618,7 @@ def _publish(
     detail: str | None = None,
     answered: tuple[str, ...] = (),
 ) -> Generator[Step, Any, Handled]:
-    if not questions and outcome not in (Outcome.STARTED, Outcome.RESUMED):
+    if not questions and outcome not in (Outcome.STARTED, Outcome.RESUMED, Outcome.CONTINUED):
         return Handled(outcome, result, PublishReport(), detail)
     try:
         report = yield ("publish", (list(questions), message.thread_id))

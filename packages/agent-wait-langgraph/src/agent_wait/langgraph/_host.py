@@ -820,6 +820,11 @@ class _Host:
         }
         return cast("RunnableConfig", {**config, "metadata": metadata})
 
+    def unfinished(self, thread: _Thread) -> bool:
+        # Not parked, yet the latest checkpoint has tasks to run: the run stopped after a saved
+        # step (a worker killed), and nothing would ever run them.
+        return not thread.pending and bool(thread.tasks)
+
     def _command(self, thread: _Thread, answers: Mapping[str, Any]) -> Command[Any]:
         # Several answers (a message with more_answers) resume in one step: each pending
         # task runs once, instead of once per answer.
@@ -915,6 +920,11 @@ class _SyncHost(_Host, StreamingHost[_Thread, Any]):
     def start(self, thread: _Thread, message: StartMessage) -> Any:
         config = thread.indexed(self._asked(thread))
         return self._ran(config, self.graph.invoke(message.input, config, **self.run_options))
+
+    def proceed(self, thread: _Thread) -> Any:
+        # Input None: LangGraph runs the latest checkpoint's pending tasks.
+        config = thread.indexed(self._asked(thread))
+        return self._ran(config, self.graph.invoke(None, config))
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
         if thread.stop is not None:
@@ -1022,6 +1032,10 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, Any]):
         result = await self.graph.ainvoke(message.input, config, **self.run_options)
         return await self._ran(config, result)
 
+    async def proceed(self, thread: _Thread) -> Any:
+        config = thread.indexed(await self._asked(thread))
+        return await self._ran(config, await self.graph.ainvoke(None, config))
+
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Any:
         if thread.stop is not None:
             return await self._past_breakpoint(thread, answers)
@@ -1104,7 +1118,10 @@ def handle_message(
       thread asked it before (answered already, or late; the questions the thread waits on now
       are then published again, so the redelivery of an answer whose publish failed gets the
       next question out), else
-      :attr:`~agent_wait.core.Outcome.UNKNOWN_QUESTION`. An answer the question cannot take (a
+      :attr:`~agent_wait.core.Outcome.UNKNOWN_QUESTION`. An answer or start message that comes
+      back to a thread that is not parked but has tasks left (a worker killed after a step was
+      saved) continues the run with ``graph.invoke(None, config)``
+      (:attr:`~agent_wait.core.Outcome.CONTINUED`). An answer the question cannot take (a
       ``HumanInTheLoopMiddleware`` batch with the wrong decisions, ``@wait`` ``args`` that are
       not its arguments, a per-call decision its schema refuses) is refused before anything is
       saved: :attr:`~agent_wait.core.Outcome.INVALID_ANSWER`.
