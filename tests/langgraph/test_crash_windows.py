@@ -148,3 +148,209 @@ async def test_async_an_answer_redelivered_after_the_step_was_saved_continues_th
         assert refunds.runs == ["refund order-4471 41000", "receipt order-4471"]
         state = await graph.aget_state({"configurable": {"thread_id": "order-4471"}})
         assert state.next == ()
+
+
+@dataclass
+class Gated:
+    """refund (gated, with a kill switch inside and right after the body) -> receipt."""
+
+    graph: Any
+    effects: list[str]
+    kill_in: set[str]
+
+
+def gated(checkpoints: SqliteSaver, *, once: bool = True) -> Gated:
+    effects: list[str] = []
+    kill_in: set[str] = set()
+
+    def die_if_asked(where: str) -> None:
+        if where in kill_in:
+            kill_in.discard(where)
+            raise WorkerKilled(where)
+
+    @wait(WaitPolicy(timeout="PT1H", tags={"approver_group": "finance"}), once=once)
+    def issue_refund(order_id: str, amount: int) -> str:
+        effects.append(f"refund {order_id} {amount}")  # the effect happens first...
+        die_if_asked("body")  # ...then the worker dies before the body returns
+        return f"refunded {amount}"
+
+    def refund(state: State) -> State:
+        result = issue_refund(state["order_id"], state["amount"])
+        die_if_asked("after-body")  # the body returned; the step is not saved yet
+        return {"result": result}
+
+    builder = StateGraph(State)
+    builder.add_node("refund", refund)
+    builder.add_node("receipt", lambda s: {"receipt": f"sent for {s['result']}"})
+    builder.add_edge(START, "refund")
+    builder.add_edge("refund", "receipt")
+    return Gated(builder.compile(checkpointer=checkpoints), effects, kill_in)
+
+
+def approve(question_id: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "thread_id": "order-4471",
+        "question_id": question_id,
+        "answer": {"action": "approve", **extra},
+    }
+
+
+def reply(question_id: str, answer: Any) -> dict[str, Any]:
+    return {"thread_id": "order-4471", "question_id": question_id, "answer": answer}
+
+
+def test_a_body_that_returned_before_the_crash_is_not_run_again(
+    checkpoints: SqliteSaver,
+) -> None:
+    app = gated(checkpoints)
+    [question_id] = handle_message(app.graph, START_MESSAGE, MemoryAnnounce()).question_ids
+    app.kill_in.add("after-body")
+    with pytest.raises(WorkerKilled):
+        handle_message(app.graph, approve(question_id), MemoryAnnounce())
+    # The step was not saved: the thread is still parked on the approval.
+    assert [
+        i.id for i in app.graph.get_state({"configurable": {"thread_id": "order-4471"}}).interrupts
+    ] == [question_id]
+
+    again = handle_message(app.graph, approve(question_id), MemoryAnnounce())
+    assert again.outcome is Outcome.RESUMED, again.detail
+    assert again.result["receipt"] == "sent for refunded 41000"  # the recorded result
+    assert app.effects == ["refund order-4471 41000"]
+
+
+def test_a_crash_inside_the_body_asks_a_person_and_no_runs_it_once(
+    checkpoints: SqliteSaver,
+) -> None:
+    app = gated(checkpoints)
+    announce = MemoryAnnounce()
+    [question_id] = handle_message(app.graph, START_MESSAGE, announce).question_ids
+    app.kill_in.add("body")
+    with pytest.raises(WorkerKilled):
+        handle_message(app.graph, approve(question_id), announce)
+    assert app.effects == ["refund order-4471 41000"]
+
+    # The redelivery runs nothing: whether the refund happened is a person's to say.
+    again = handle_message(app.graph, approve(question_id), announce)
+    assert again.outcome is Outcome.RESUMED, again.detail
+    assert app.effects == ["refund order-4471 41000"]
+    [doubt] = again.report.envelopes
+    assert doubt.question["function"] == "did_it_happen"
+    assert doubt.question["text"].startswith(
+        "did `issue_refund(order_id='order-4471', amount=41000)` happen?"
+    )
+    assert doubt.question["args"] == {
+        "function": "issue_refund",
+        "args": {"order_id": "order-4471", "amount": 41000},
+        "attempt": 0,
+    }
+    assert doubt.allowed_actions == ["yes", "no"]
+    assert doubt.tags == {"approver_group": "finance"}
+    assert doubt.source is not None
+    assert doubt.source.function == "issue_refund"
+    # Another copy of the approval asks nothing new and runs nothing.
+    assert handle_message(app.graph, approve(question_id), announce).outcome is Outcome.DUPLICATE
+    # Neither yes nor no is refused before anything is saved; the question stays answerable.
+    refused = handle_message(app.graph, reply(doubt.question_id, {"action": "approve"}), announce)
+    assert refused.outcome is Outcome.INVALID_ANSWER, refused.detail
+    assert "'yes'" in (refused.detail or "")
+
+    done = handle_message(app.graph, reply(doubt.question_id, {"action": "no"}), announce)
+    assert done.outcome is Outcome.RESUMED, done.detail
+    assert done.result["receipt"] == "sent for refunded 41000"
+    assert app.effects == ["refund order-4471 41000", "refund order-4471 41000"]
+    assert (
+        handle_message(app.graph, reply(doubt.question_id, {"action": "no"}), announce).outcome
+        is Outcome.DUPLICATE
+    )
+    assert len(app.effects) == 2
+
+
+def test_a_crash_inside_the_body_answered_yes_records_it_done_with_the_given_result(
+    checkpoints: SqliteSaver,
+) -> None:
+    app = gated(checkpoints)
+    announce = MemoryAnnounce()
+    [question_id] = handle_message(app.graph, START_MESSAGE, announce).question_ids
+    app.kill_in.add("body")
+    with pytest.raises(WorkerKilled):
+        handle_message(app.graph, approve(question_id), announce)
+    [doubt] = handle_message(app.graph, approve(question_id), announce).report.envelopes
+
+    answered = {"action": "yes", "result": "refunded 41000 (confirmed by hand)"}
+    done = handle_message(app.graph, reply(doubt.question_id, answered), announce)
+    assert done.outcome is Outcome.RESUMED, done.detail
+    assert done.result["receipt"] == "sent for refunded 41000 (confirmed by hand)"
+    assert app.effects == ["refund order-4471 41000"]
+
+
+def test_a_crash_in_the_run_after_no_asks_again_and_never_runs_twice_unasked(
+    checkpoints: SqliteSaver,
+) -> None:
+    app = gated(checkpoints)
+    announce = MemoryAnnounce()
+    [question_id] = handle_message(app.graph, START_MESSAGE, announce).question_ids
+    app.kill_in.add("body")
+    with pytest.raises(WorkerKilled):
+        handle_message(app.graph, approve(question_id), announce)
+    [first] = handle_message(app.graph, approve(question_id), announce).report.envelopes
+    app.kill_in.add("body")  # the run that "no" allows dies inside the body too
+    with pytest.raises(WorkerKilled):
+        handle_message(app.graph, reply(first.question_id, {"action": "no"}), announce)
+    assert len(app.effects) == 2
+
+    again = handle_message(app.graph, reply(first.question_id, {"action": "no"}), announce)
+    assert again.outcome is Outcome.RESUMED, again.detail
+    [second] = again.report.envelopes
+    assert second.question["args"]["attempt"] == 1
+    assert second.question_id != first.question_id
+    assert len(app.effects) == 2
+    done = handle_message(app.graph, reply(second.question_id, {"action": "yes"}), announce)
+    assert done.outcome is Outcome.RESUMED, done.detail
+    assert len(app.effects) == 2
+
+
+def test_once_false_keeps_the_framework_semantics(checkpoints: SqliteSaver) -> None:
+    app = gated(checkpoints, once=False)
+    [question_id] = handle_message(app.graph, START_MESSAGE, MemoryAnnounce()).question_ids
+    app.kill_in.add("body")
+    with pytest.raises(WorkerKilled):
+        handle_message(app.graph, approve(question_id), MemoryAnnounce())
+    again = handle_message(app.graph, approve(question_id), MemoryAnnounce())
+    assert again.outcome is Outcome.RESUMED, again.detail
+    assert app.effects == ["refund order-4471 41000", "refund order-4471 41000"]
+
+
+async def test_async_a_crash_inside_the_body_asks_a_person_and_no_runs_it_once(
+    tmp_path: Path,
+) -> None:
+    effects: list[str] = []
+    kill = {"body"}
+
+    @wait(WaitPolicy(timeout="PT1H"))
+    async def issue_refund(order_id: str, amount: int) -> str:
+        effects.append(f"refund {order_id} {amount}")
+        if kill:
+            kill.clear()
+            raise WorkerKilled("body")
+        return f"refunded {amount}"
+
+    async def refund(state: State) -> State:
+        return {"result": await issue_refund(state["order_id"], state["amount"])}
+
+    builder = StateGraph(State)
+    builder.add_node("refund", refund)
+    builder.add_edge(START, "refund")
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "async.sqlite3")) as saver:
+        graph = builder.compile(checkpointer=saver)
+        announce = MemoryAnnounce()
+        [question_id] = (await ahandle_message(graph, START_MESSAGE, announce)).question_ids
+        with pytest.raises(WorkerKilled):
+            await ahandle_message(graph, approve(question_id), announce)
+        again = await ahandle_message(graph, approve(question_id), announce)
+        [doubt] = again.report.envelopes
+        assert doubt.question["function"] == "did_it_happen"
+        assert effects == ["refund order-4471 41000"]
+        done = await ahandle_message(graph, reply(doubt.question_id, {"action": "no"}), announce)
+        assert done.outcome is Outcome.RESUMED, done.detail
+        assert done.result["result"] == "refunded 41000"
+        assert effects == ["refund order-4471 41000", "refund order-4471 41000"]

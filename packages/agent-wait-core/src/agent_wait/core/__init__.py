@@ -72,6 +72,7 @@ if TYPE_CHECKING:
     from agent_wait.core._hooks import Operation
     from agent_wait.core._host import Handled, Outcome
     from agent_wait.core._jsonl import JsonlAnnounce, JsonlOptions
+    from agent_wait.core._ledger import Execution, ExecutionLedger, SqliteLedger, configured_ledger
     from agent_wait.core._logsafe import log_safe
     from agent_wait.core._memory import LogAnnounce, LogOptions, MemoryAnnounce, MemoryOptions
     from agent_wait.core._models import (
@@ -93,6 +94,7 @@ if TYPE_CHECKING:
     from agent_wait.core._plugins import (
         announcer,
         announcers_from_config,
+        execution_ledger,
         identity_providers,
         question_store,
     )
@@ -228,7 +230,12 @@ _LAZY = {
     "Operation": "._hooks",
     "identity_providers": "._plugins",
     "question_store": "._plugins",
+    "execution_ledger": "._plugins",
     "configured_store": "._answering",
+    "Execution": "._ledger",
+    "ExecutionLedger": "._ledger",
+    "SqliteLedger": "._ledger",
+    "configured_ledger": "._ledger",
     "AnswersResult": "._answering",
     "answer_many": "._answering",
     "schema_problem": "._answer_schema",
@@ -263,6 +270,8 @@ __all__ = [
     "DeliveryOutcome",
     "EntryOptions",
     "EntryPoint",
+    "Execution",
+    "ExecutionLedger",
     "Handled",
     "HistoryKey",
     "InboxItem",
@@ -301,6 +310,7 @@ __all__ = [
     "SqliteEntry",
     "SqliteEntryOptions",
     "SqliteInbox",
+    "SqliteLedger",
     "SqliteOptions",
     "SqliteQuestionStore",
     "StartMessage",
@@ -321,6 +331,7 @@ __all__ = [
     "canonical_json",
     "check_limit",
     "closing_status",
+    "configured_ledger",
     "configured_store",
     "default_announcers",
     "default_approver",
@@ -329,6 +340,7 @@ __all__ = [
     "derive_question_id",
     "entry",
     "example_answer",
+    "execution_ledger",
     "format_utc",
     "history_key",
     "hookimpl",

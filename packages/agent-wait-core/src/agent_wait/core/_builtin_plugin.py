@@ -18,3 +18,9 @@ def register_announcers(register: RegisterTarget) -> None:
 def register_entry_points(register: RegisterTarget) -> None:
     """Register the embedded ``sqlite`` entry point."""
     register("sqlite", "agent_wait.core._sqlite_entry:SqliteEntry")
+
+
+@hookimpl
+def register_execution_ledgers(register: RegisterTarget) -> None:
+    """Register the ``sqlite`` ledger: its own table in the sqlite inbox's file."""
+    register("sqlite", "agent_wait.core._ledger:sqlite_ledger")

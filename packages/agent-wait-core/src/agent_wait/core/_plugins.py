@@ -17,6 +17,7 @@ from agent_wait.core import hookspecs
 from agent_wait.core._announce import BaseAnnounce, delivers_events
 from agent_wait.core._errors import ConfigError, PluginNotFoundError
 from agent_wait.core._hooks import HookManager
+from agent_wait.core._ledger import ExecutionLedger
 from agent_wait.core._models import LIFECYCLE_TYPES
 from agent_wait.core._options import (
     ENV_SUFFIX,
@@ -99,6 +100,7 @@ class PluginRegistry:
         self.commands: dict[str, Registration] = {}
         self.identity_providers: dict[str, Registration] = {}
         self.question_stores: dict[str, Registration] = {}
+        self.execution_ledgers: dict[str, Registration] = {}
         self.failed: dict[str, str] = {}
         self._loaded = False
         self._lock = threading.RLock()
@@ -178,6 +180,12 @@ class PluginRegistry:
                     self.question_stores, "question store", name, distribution, version
                 )
             )
+            caller = hooks("register_execution_ledgers", others)
+            caller(
+                register=self._collector(
+                    self.execution_ledgers, "execution ledger", name, distribution, version
+                )
+            )
             caller = hooks("register_identity_providers", others)
             caller(
                 register=self._collector(
@@ -197,6 +205,7 @@ class PluginRegistry:
                 self.commands,
                 self.identity_providers,
                 self.question_stores,
+                self.execution_ledgers,
             ):
                 for key in [k for k, r in table.items() if r.plugin == name]:
                     del table[key]
@@ -549,4 +558,33 @@ def announcers_from_config(entries: Sequence[Mapping[str, Any]]) -> list[BaseAnn
             built.append(announcer(kind, **options))
         except ConfigError as error:
             raise type(error)(f"announce[{index}]: {error}") from error
+    return built
+
+
+def execution_ledger(name: str, /, **options: Any) -> ExecutionLedger:
+    """Build the execution ledger that shares the storage of the announcer ``name``.
+
+    Args:
+        name: The announcer's registered name (``sqlite``, ``postgres``).
+        options: The announcer's options, as configured.
+
+    Raises:
+        PluginNotFoundError: No installed plugin registers a ledger of that name.
+        ConfigError: An option is invalid (the message names the ledger, redacted).
+    """
+    reg = registry()
+    registration = reg.execution_ledgers.get(name)
+    if registration is None:
+        raise PluginNotFoundError(_not_installed("execution ledger", name, reg.execution_ledgers))
+    try:
+        built = registration.resolve()(**options)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as error:
+        raise ConfigError(f"execution ledger {name!r}: {redact(str(error))}") from error
+    if not isinstance(built, ExecutionLedger):
+        raise ConfigError(
+            f"execution ledger {name!r} factory returned {type(built).__name__}, not an "
+            "ExecutionLedger"
+        )
     return built

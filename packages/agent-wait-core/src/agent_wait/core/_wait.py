@@ -16,9 +16,11 @@ of agent-wait (no ``agent_wait`` key) is still publishable with the default poli
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeVar, cast, get_type_hints, overload
@@ -29,6 +31,7 @@ from pydantic_core import PydanticSerializationError
 from agent_wait.core._announce import PublishReport
 from agent_wait.core._canonical import derive_question_id, to_jsonable
 from agent_wait.core._errors import AnnounceFailed, InvalidAnswer, QuestionTooLarge
+from agent_wait.core._ledger import Execution, ExecutionLedger, configured_ledger
 from agent_wait.core._models import PendingResult, Question, Source, trusted
 from agent_wait.core._policy import UNSTATED, WaitPolicy
 from agent_wait.core._publish import (
@@ -72,6 +75,8 @@ class WaitCall:
         decision: The function's decision parameter, if it has one. Adapters whose framework
             saves an answer before the body runs pass it to :func:`apply_answer` to refuse an
             unusable answer first.
+        check: Raises :class:`InvalidAnswer` for an answer this call cannot take (an in-doubt
+            question takes only ``yes`` or ``no``); :func:`apply_answer` calls it first.
     """
 
     function: Callable[..., Any]
@@ -81,6 +86,7 @@ class WaitCall:
     policy: WaitPolicy
     payload: dict[str, Any]
     decision: str | None = None
+    check: Callable[[Any], None] | None = None
 
 
 class FrameworkAdapter(Protocol):
@@ -116,6 +122,11 @@ class FrameworkAdapter(Protocol):
     def questions_in(self, result: Any) -> list[Question]:
         """The questions a finished (parked) run's result is waiting on, in order."""
         ...
+
+    # Optional (an adapter without it runs approved bodies without an execution record):
+    # ``execution_key(call) -> str | None``, the framework's identity of the question ``call``
+    # was just answered on, the same in every run of that question and different for every
+    # other question; None where the framework cannot tell it.
 
 
 def wait_payload(
@@ -255,6 +266,8 @@ def apply_answer(
     Raises:
         InvalidAnswer: ``answer["args"]`` is not an object or names unknown parameters.
     """
+    if call.check is not None:
+        call.check(answer)
     bound = call.bound
     if decision is not None and decision in bound.signature.parameters:
         bound.arguments[decision] = answer
@@ -276,6 +289,150 @@ def apply_answer(
     return True, bound
 
 
+IN_DOUBT_FUNCTION = "did_it_happen"
+"""``question.function`` of an in-doubt question (see :func:`in_doubt_call`)."""
+IN_DOUBT_ACTIONS = ("yes", "no")
+IN_DOUBT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"action": {"enum": list(IN_DOUBT_ACTIONS)}, "result": {}},
+    "required": ["action"],
+}
+"""What an in-doubt question takes: yes (with the call's result, optionally) or no."""
+
+
+def describe_call(name: str, args: Mapping[str, Any]) -> str:
+    """``issue_refund(order_id='order-4471', amount=41000)``: a call as a person reads it."""
+    return f"{name}({', '.join(f'{k}={v!r}' for k, v in args.items())})"
+
+
+def _in_doubt_answer(answer: Any) -> None:
+    action = (
+        cast("Mapping[str, Any]", answer).get("action") if isinstance(answer, Mapping) else None
+    )
+    if action not in IN_DOUBT_ACTIONS:
+        raise InvalidAnswer(
+            "answer.action: an in-doubt question takes {'action': 'yes'} (it happened; its "
+            "result may be given as answer.result) or {'action': 'no'} (it did not: it runs "
+            f"once), got {answer!r}"
+        )
+
+
+def in_doubt_call(call: WaitCall, found: Execution) -> WaitCall:
+    """The question asked when a run died inside ``call``'s approved body.
+
+    Nothing runs until a person says whether the call had its effect: ``{"action": "yes"}``
+    (optionally with ``"result"``) records it done and the run goes on with that result;
+    ``{"action": "no"}`` runs the body once more. Each attempt asks its own question.
+    """
+    said = describe_call(call.name, call.args)
+    args: dict[str, Any] = {"function": call.name, "args": call.args, "attempt": found.attempt}
+    question = {
+        "function": IN_DOUBT_FUNCTION,
+        "args": args,
+        "text": f"did `{said}` happen? A worker stopped while running it after it was approved",
+    }
+    policy = call.policy.model_copy(update={"allowed_actions": IN_DOUBT_ACTIONS, "default": None})
+    source = Source(function=call.name)
+    parameters = [inspect.Parameter("answer", _NAMED, default=None)]
+    bound = inspect.BoundArguments(inspect.Signature(parameters), {"answer": None})
+    return WaitCall(
+        call.function,
+        call.name,
+        bound,
+        args,
+        policy,
+        wait_payload(question, policy, source, IN_DOUBT_SCHEMA),
+        "answer",
+        _in_doubt_answer,
+    )
+
+
+_UNRECORDABLE = object()
+
+
+def _recordable(name: str, result: Any) -> Any:
+    try:
+        return to_jsonable(result, f"{name}()")
+    except TypeError as error:
+        logger.warning(
+            "@wait %r: its result is not JSON (%s), so no record of the run is kept; a later "
+            "run of the same question runs the body again",
+            name,
+            error,
+        )
+        return _UNRECORDABLE
+
+
+def _finished(ledger: ExecutionLedger, key: str, attempt: int, token: str, recorded: Any) -> None:
+    if recorded is _UNRECORDABLE:
+        ledger.release(key, attempt, token)
+    else:
+        ledger.finish(key, attempt, token, recorded)
+
+
+def run_at_most_once(
+    state: _Wait, call: WaitCall, body: Callable[[], Any], park: Callable[[WaitCall], Any]
+) -> Any:
+    """Run the approved ``body`` of ``call`` unless a record says it ran or may have run."""
+    execution = state.execution(call)
+    if execution is None:
+        return body()
+    key, ledger = execution
+    attempt = 0
+    while True:
+        token = secrets.token_hex(16)
+        found = ledger.claim(key, attempt, token)
+        if found is None:
+            try:
+                result = body()
+            except Exception:
+                ledger.release(key, attempt, token)  # it raised: a retry may run it
+                raise
+            _finished(ledger, key, attempt, token, _recordable(call.name, result))
+            return result
+        if found.done:
+            return found.result
+        reply = cast("Mapping[str, Any]", park(in_doubt_call(call, found)))
+        if reply["action"] == "yes":
+            return ledger.finish(key, attempt, found.token, reply.get("result")).result
+        attempt += 1
+
+
+async def arun_at_most_once(
+    state: _Wait,
+    call: WaitCall,
+    body: Callable[[], Awaitable[Any]],
+    park: Callable[[WaitCall], Awaitable[Any]],
+) -> Any:
+    """Async :func:`run_at_most_once`: the ledger's IO runs in a worker thread."""
+    execution = state.execution(call)
+    if execution is None:
+        return await body()
+    key, ledger = execution
+    attempt = 0
+    while True:
+        token = secrets.token_hex(16)
+        found = await asyncio.to_thread(ledger.claim, key, attempt, token)
+        if found is None:
+            try:
+                result = await body()
+            except Exception:
+                await asyncio.to_thread(ledger.release, key, attempt, token)
+                raise
+            recorded = _recordable(call.name, result)
+            await asyncio.to_thread(_finished, ledger, key, attempt, token, recorded)
+            return result
+        if found.done:
+            return found.result
+        reply = cast("Mapping[str, Any]", await park(in_doubt_call(call, found)))
+        if reply["action"] == "yes":
+            record = await asyncio.to_thread(
+                ledger.finish, key, attempt, found.token, reply.get("result")
+            )
+            return record.result
+        attempt += 1
+
+
 class _Wait:
     """Shared machinery of one decorated function."""
 
@@ -289,6 +446,8 @@ class _Wait:
         decision: str,
         when: Callable[..., Any] | None,
         clock: Clock | None,
+        once: bool = True,
+        ledger: ExecutionLedger | None = None,
     ) -> None:
         if mode not in ("interrupt", "async"):
             raise ValueError(f"mode: expected 'interrupt' or 'async', got {mode!r}")
@@ -305,6 +464,12 @@ class _Wait:
         self.announce = announce
         self.when = when
         self.clock = clock
+        if not isinstance(once, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"once: expected True or False, got {once!r}")
+        if ledger is not None and not isinstance(ledger, ExecutionLedger):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise TypeError(f"ledger: expected an ExecutionLedger or None, got {ledger!r}")
+        self.once = once
+        self.ledger = ledger
         signature = inspect.signature(function)
         self.decision = decision if decision in signature.parameters else None
         if self.decision is not None:
@@ -456,6 +621,16 @@ class _Wait:
         except Exception:  # noqa: BLE001 - no thread id yet: the check leaves room for one
             return None
 
+    def execution(self, call: WaitCall) -> tuple[str, ExecutionLedger] | None:
+        """The key and ledger that keep ``call``'s approved body to one run, or None."""
+        if not self.once:
+            return None
+        key_of = getattr(self.adapter, "execution_key", None)
+        key = key_of(call) if callable(key_of) else None
+        if key is None:
+            return None
+        return str(key), self.ledger if self.ledger is not None else configured_ledger()
+
     def pending(self, call: WaitCall) -> tuple[Question, str]:
         thread_id = self.adapter.thread_id(call)
         question_id = derive_question_id(thread_id, self.name, call.args)
@@ -506,7 +681,14 @@ def _decorate(state: _Wait) -> Callable[..., Any]:
                 return state.pending_result(question, report)
             answer = await state.adapter.apark(prepared)
             run, bound = apply_answer(prepared, answer, state.decision)
-            return await function(*bound.args, **bound.kwargs) if run else answer
+            if not run:
+                return answer
+            return await arun_at_most_once(
+                state,
+                prepared,
+                lambda: function(*bound.args, **bound.kwargs),
+                state.adapter.apark,
+            )
 
         wrapper: Callable[..., Any] = async_wrapper
     else:
@@ -522,7 +704,11 @@ def _decorate(state: _Wait) -> Callable[..., Any]:
                 return state.pending_result(question, report)
             answer = state.adapter.park(prepared)
             run, bound = apply_answer(prepared, answer, state.decision)
-            return function(*bound.args, **bound.kwargs) if run else answer
+            if not run:
+                return answer
+            return run_at_most_once(
+                state, prepared, lambda: function(*bound.args, **bound.kwargs), state.adapter.park
+            )
 
         wrapper = sync_wrapper
     _strip_decision(wrapper, state)
@@ -546,6 +732,8 @@ class WaitDecorator(Protocol):
         decision: str = "decision",
         when: Callable[..., Any] | None = None,
         clock: Clock | None = None,
+        once: bool = True,
+        ledger: ExecutionLedger | None = None,
     ) -> Callable[[F], F]: ...
     def __call__(self, policy: Any = None, /, **options: Any) -> Any: ...
 
@@ -581,6 +769,13 @@ def make_wait(
     - ``when``: a predicate called with the published arguments as keywords; False runs the body
       without asking. It must be deterministic (it runs again on resume); if it raises, the call
       asks anyway.
+    - ``once`` (default True): an approved body runs at most once, across crashes, on a
+      framework whose adapter tells the answered question (``execution_key``): it is recorded
+      ``executing`` in the ``ledger`` (None: :func:`~agent_wait.core.configured_ledger`) before
+      it runs and ``done`` with its JSON result after; a run that finds ``done`` returns the
+      recorded result, one that finds ``executing`` runs nothing and asks a person whether the
+      call happened (:func:`in_doubt_call`). ``once=False``: no record, the framework's own
+      semantics (a run killed inside the body runs it again).
     """
 
     def wait(policy: Any = None, /, **options: Any) -> Any:
@@ -606,7 +801,7 @@ def make_wait(
 
 
 def _defaults(options: Mapping[str, Any]) -> dict[str, Any]:
-    allowed = {"mode", "announce", "decision", "when", "clock"}
+    allowed = {"mode", "announce", "decision", "when", "clock", "once", "ledger"}
     unknown = sorted(set(options) - allowed)
     if unknown:
         raise TypeError(f"wait() got unknown options {unknown}; accepted: {sorted(allowed)}")
@@ -616,6 +811,8 @@ def _defaults(options: Mapping[str, Any]) -> dict[str, Any]:
         "decision": options.get("decision", "decision"),
         "when": options.get("when"),
         "clock": options.get("clock"),
+        "once": options.get("once", True),
+        "ledger": options.get("ledger"),
     }
 
 

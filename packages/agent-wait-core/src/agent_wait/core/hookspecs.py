@@ -116,6 +116,22 @@ def register_question_stores(register: RegisterTarget) -> None:
 
 
 @hookspec
+def register_execution_ledgers(register: RegisterTarget) -> None:
+    """Register execution ledgers by the name of the announcer whose storage they share.
+
+    Call ``register(name, target)`` with an import path or a callable returning an
+    :class:`agent_wait.core.ExecutionLedger`. It is called with the options of the announcer
+    ``name`` as configured, so the records of approved calls live beside the questions (their
+    own table in the same database): ``sqlite`` in core, ``postgres``.
+
+    Args:
+        register: The callback.
+
+    Added in 0.3.
+    """
+
+
+@hookspec
 def register_identity_providers(register: RegisterTarget) -> None:
     """Register identity providers (single sign-on) by name, for web front-ends such as the inbox.
 

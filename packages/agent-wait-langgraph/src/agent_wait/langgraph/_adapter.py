@@ -11,7 +11,7 @@ from langchain_core.tools import BaseTool, InjectedToolArg
 
 from agent_wait.core import CallContext, Question, WaitPolicy
 from agent_wait.core.adapter import WaitCall, edited_args_schema, question_from_value
-from agent_wait.langgraph._routing import apark, as_mapping, park
+from agent_wait.langgraph._routing import apark, as_mapping, execution_key, park
 from langgraph.config import get_config
 from langgraph.prebuilt import ToolRuntime
 from langgraph.types import GraphOutput, Interrupt, PregelTask, Send, StateSnapshot
@@ -421,6 +421,13 @@ class LangGraphAdapter:
     async def apark(self, call: WaitCall) -> Any:
         """Same as :meth:`park`; an asking call first lets its siblings' bodies finish."""
         return await apark(call)
+
+    def execution_key(self, call: WaitCall) -> str | None:
+        """The answered question of ``call``: its task (namespace with the task id) and address.
+
+        A redelivery resumes the same checkpoint, so its task, and this key, are the same.
+        """
+        return execution_key(call)
 
     def thread_id(self, call: WaitCall) -> str:
         """The run's ``configurable.thread_id``."""

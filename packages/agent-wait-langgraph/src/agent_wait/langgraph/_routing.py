@@ -303,11 +303,22 @@ def park(call: WaitCall) -> Any:
         task.entries[index] = _write(own, entry.answer)
         task.save()
         running = _RUNNING.get()
-        if running is not None:
+        # The first answer of the call is the one its body runs on; a second (the in-doubt
+        # question of a body a crash cut short) must not take over its entry.
+        if running is not None and running.task is None:
             running.task, running.index, running.answer, running.to = task, index, entry.answer, own
             running.function = call.name
             run.in_flight += 1
         return answer
+
+
+def execution_key(call: WaitCall) -> str | None:
+    """The key of ``call``'s answered question in the execution ledger (None outside a task)."""
+    task = _task()
+    if task is None:
+        return None
+    own = call_id(task.thread_id, call.payload["question"])
+    return derive_question_id(task.thread_id, task.namespace, {"call": own})
 
 
 async def apark(call: WaitCall) -> Any:
@@ -322,15 +333,18 @@ async def apark(call: WaitCall) -> Any:
     except GraphInterrupt:
         task = _task()
         if task is not None:
+            # A call asking its in-doubt question holds an answer itself: not a sibling.
+            running = _RUNNING.get()
+            own = 1 if running is not None and running.task is not None else 0
             await asyncio.sleep(0)  # siblings started by the same gather reach park() first
-            while _busy(task):
+            while _busy(task, own):
                 await asyncio.sleep(0.005)
         raise
 
 
-def _busy(task: _Task) -> bool:
+def _busy(task: _Task, own: int = 0) -> bool:
     with _LOCK:
-        return task.run.in_flight > 0
+        return task.run.in_flight > own
 
 
 def _finish(running: _Running, *result: Any) -> None:
