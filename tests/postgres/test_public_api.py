@@ -10,6 +10,7 @@ def test_public_api() -> None:
         "PostgresAnnounce",
         "PostgresEntry",
         "PostgresEntryOptions",
+        "PostgresLedger",
         "PostgresOptions",
         "PostgresQuestionStore",
         "acreate_schema",

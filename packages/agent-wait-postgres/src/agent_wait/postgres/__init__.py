@@ -40,6 +40,7 @@ from agent_wait.postgres._options import PostgresEntryOptions, PostgresOptions
 if TYPE_CHECKING:
     from agent_wait.postgres._announcer import PostgresAnnounce
     from agent_wait.postgres._entry import PostgresEntry
+    from agent_wait.postgres._ledger import PostgresLedger
     from agent_wait.postgres._schema import (
         acreate_schema,
         aopen_questions_past,
@@ -52,6 +53,7 @@ __all__ = [
     "PostgresAnnounce",
     "PostgresEntry",
     "PostgresEntryOptions",
+    "PostgresLedger",
     "PostgresOptions",
     "PostgresQuestionStore",
     "acreate_schema",
@@ -66,6 +68,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         "PostgresAnnounce": "._announcer",
         "PostgresEntry": "._entry",
+        "PostgresLedger": "._ledger",
         "PostgresQuestionStore": "._store",
         "acreate_schema": "._schema",
         "aopen_questions_past": "._schema",

@@ -1,4 +1,4 @@
-"""Registers the ``postgres`` announcer, entry point and store; psycopg is imported when used."""
+"""Registers the ``postgres`` announcer, entry point, store and ledger; psycopg is imported when used."""
 
 from __future__ import annotations
 
@@ -22,3 +22,9 @@ def register_entry_points(register: RegisterTarget) -> None:
 def register_question_stores(register: RegisterTarget) -> None:
     """Register the ``postgres`` store: :class:`agent_wait.postgres.PostgresQuestionStore`."""
     register("postgres", "agent_wait.postgres._store:store_from_options")
+
+
+@hookimpl
+def register_execution_ledgers(register: RegisterTarget) -> None:
+    """Register the ``postgres`` ledger: :class:`agent_wait.postgres.PostgresLedger`."""
+    register("postgres", "agent_wait.postgres._ledger:ledger_from_options")

@@ -47,10 +47,11 @@ Subclass :class:`HostContract` to check a framework's ``handle_message`` (built 
         def handle(self, app, message, announce, **options): ...  # handle_message(app, ...)
         async def ahandle(self, app, message, announce, **options): ...
 
-Each test's docstring says what a failure means. :class:`EntryContract` (entry points) and
-:class:`StoreContract` (question stores) are described in docs/writing-a-plugin.md. Each kit
+Each test's docstring says what a failure means. :class:`EntryContract` (entry points),
+:class:`StoreContract` (question stores) and :class:`LedgerContract` (execution ledgers) are
+described in docs/writing-a-plugin.md. Each kit
 lives in its own module of this package (``_announcer``, ``_adapter``, ``_host``, ``_entry``,
-``_store``); import them from here.
+``_store``, ``_ledger``); import them from here.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ from agent_wait.core.testing._announcer import AnnouncerContract
 from agent_wait.core.testing._common import registered_plugin, sample_questions
 from agent_wait.core.testing._entry import EntryContract
 from agent_wait.core.testing._host import HostContract
+from agent_wait.core.testing._ledger import LedgerContract
 from agent_wait.core.testing._store import StoreContract
 
 __all__ = [
@@ -72,6 +74,7 @@ __all__ = [
     "AnnouncerContract",
     "EntryContract",
     "HostContract",
+    "LedgerContract",
     "StoreContract",
     "registered_plugin",
     "sample_questions",
