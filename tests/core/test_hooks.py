@@ -74,6 +74,7 @@ def test_hookspecs_exist() -> None:
         "register_announcers",
         "register_commands",
         "register_entry_points",
+        "register_execution_ledgers",
         "register_identity_providers",
         "register_question_stores",
         "worker_started",
@@ -873,6 +874,42 @@ def test_hook_register_identity_providers() -> None:
             identity_providers()
     assert "corp" not in registry().identity_providers
     assert identity_providers() == {}
+
+
+def test_hook_register_execution_ledgers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from agent_wait.core import PluginNotFoundError, SqliteLedger, configured_ledger
+    from agent_wait.core._plugins import execution_ledger
+
+    def beside(path: str) -> SqliteLedger:
+        return SqliteLedger(f"{path}.ledger")
+
+    class Plugin:
+        @hookimpl
+        def register_announcers(self, register: RegisterTarget) -> None:
+            register("copy", "agent_wait.core._memory:MemoryAnnounce")
+
+        @hookimpl
+        def register_execution_ledgers(self, register: RegisterTarget) -> None:
+            register("copy", beside)
+            register("wrong", lambda **options: object())
+
+    with registered_plugin(Plugin(), "test-ledgers"):
+        assert registry().execution_ledgers["copy"].plugin == "test-ledgers"
+        with execution_ledger("copy", path=str(tmp_path / "a")) as ledger:
+            assert isinstance(ledger, SqliteLedger)
+            assert ledger.path == tmp_path / "a.ledger"
+        with pytest.raises(ConfigError, match=r"execution ledger 'copy': .*unexpected keyword"):
+            execution_ledger("copy", pth="x")
+        with pytest.raises(ConfigError, match="'wrong' factory returned object"):
+            execution_ledger("wrong")
+        # The first configured announcer with a ledger gives it, with its options.
+        entries = f'[{{"use": "log"}}, {{"use": "copy", "path": "{tmp_path / "b"}"}}]'
+        monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", entries)
+        configured = configured_ledger()
+        assert isinstance(configured, SqliteLedger)
+        assert configured.path == tmp_path / "b.ledger"
+    with pytest.raises(PluginNotFoundError, match="unknown execution ledger 'copy'"):
+        execution_ledger("copy")
 
 
 def test_hook_register_question_stores(tmp_path: Path) -> None:
