@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import io
 import sqlite3
 from collections.abc import Iterator
+from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -13,7 +16,19 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import START, StateGraph
 
-from agent_wait.core import MemoryAnnounce, Outcome, WaitPolicy
+from agent_wait.core import (
+    MemoryAnnounce,
+    Outcome,
+    SqliteAnnounce,
+    SqliteEntry,
+    SqliteLedger,
+    SqliteQuestionStore,
+    WaitPolicy,
+    answer,
+    sweep,
+)
+from agent_wait.core._cli import main
+from agent_wait.core._sqlite import default_inbox_path
 from agent_wait.langgraph import ahandle_message, handle_message, wait
 
 START_MESSAGE = {"thread_id": "order-4471", "input": {"order_id": "order-4471", "amount": 41000}}
@@ -354,3 +369,67 @@ async def test_async_a_crash_inside_the_body_asks_a_person_and_no_runs_it_once(
         assert done.outcome is Outcome.RESUMED, done.detail
         assert done.result["result"] == "refunded 41000"
         assert effects == ["refund order-4471 41000", "refund order-4471 41000"]
+
+
+def test_sweep_redrives_an_answer_whose_run_a_crash_left_unfinished_once(
+    refunds: Refunds, checkpoints: SqliteSaver, tmp_path: Path
+) -> None:
+    graph = refunds.builder.compile(checkpointer=checkpoints)
+    inbox, messages_file = tmp_path / "inbox.sqlite3", tmp_path / "messages.sqlite3"
+    [question_id] = handle_message(graph, START_MESSAGE, SqliteAnnounce(inbox)).question_ids
+    answered_at = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
+    with SqliteQuestionStore(inbox) as store, SqliteEntry(messages_file) as messages:
+        answer(question_id, "approve", by="alice", store=store, entry=messages, at=answered_at)
+        # The worker dies after the refund step was saved, and its message is gone with it
+        # (acknowledged by a host that took it for a duplicate, or lost).
+        [received] = messages.receive(1)
+        refunds.kill_in.add("receipt")
+        with pytest.raises(WorkerKilled):
+            handle_message(graph, received.message, SqliteAnnounce(inbox))
+        assert messages.ack(received)
+
+        def swept(minutes: int) -> list[str]:
+            report = sweep(
+                store=store,
+                entry=messages,
+                now=answered_at + timedelta(minutes=minutes),
+                redrive_after="PT5M",
+                ledger=SqliteLedger(inbox),
+            )
+            return [q.envelope.question_id for q in report.redriven]
+
+        assert swept(2) == []  # not yet past the bound
+        assert swept(7) == [question_id]
+        assert swept(8) == []  # once, however often the sweep runs
+        [again] = messages.receive(1)
+        assert again.message["answer"] == {"action": "approve"}
+        handled = handle_message(graph, again.message, SqliteAnnounce(inbox))
+        assert handled.outcome is Outcome.CONTINUED, handled.detail
+        assert refunds.runs == ["refund order-4471 41000", "receipt order-4471"]
+
+
+def test_cli_sweep_redrive_after_reports_what_it_sent_again(
+    refunds: Refunds, checkpoints: SqliteSaver, tmp_path: Path
+) -> None:
+    graph = refunds.builder.compile(checkpointer=checkpoints)
+    inbox = default_inbox_path()
+    [question_id] = handle_message(graph, START_MESSAGE, SqliteAnnounce(inbox)).question_ids
+    answered_at = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
+    with SqliteQuestionStore(inbox) as store, SqliteEntry() as messages:
+        answer(question_id, "approve", by="alice", store=store, entry=messages, at=answered_at)
+        [received] = messages.receive(1)
+        assert messages.ack(received)  # lost before any worker ran it
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["sweep", "--now", "2026-09-11T09:07:00Z", "--redrive-after", "PT5M"])
+    assert code == 0, err.getvalue()
+    assert out.getvalue() == (
+        f"redriven {question_id} (thread order-4471, answered by alice at "
+        "2026-09-11T09:00:00Z): its answer sent again\n"
+    )
+    with redirect_stdout(io.StringIO()), redirect_stderr(err):
+        assert main(["sweep", "--redrive-after", "soon"]) == 2
+    assert "--redrive-after" in err.getvalue()
+    with SqliteEntry() as messages:
+        [again] = messages.receive(1)
+    assert handle_message(graph, again.message, MemoryAnnounce()).outcome is Outcome.RESUMED

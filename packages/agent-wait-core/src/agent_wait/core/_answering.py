@@ -28,6 +28,7 @@ from agent_wait.core._entries import default_entry, reply_entry
 from agent_wait.core._entry import EntryPoint
 from agent_wait.core._errors import AgentWaitError, ConfigError, InvalidAnswer
 from agent_wait.core._hooks import Operating, Operation
+from agent_wait.core._ledger import ExecutionLedger, configured_ledger
 from agent_wait.core._lifecycle import event_announcers, lifecycle_event, publish_events
 from agent_wait.core._logsafe import log_safe
 from agent_wait.core._models import EXPIRED_TYPE, Answer, answerer_problem, format_utc
@@ -35,11 +36,14 @@ from agent_wait.core._plugins import LIFECYCLE_OPTION, question_store
 from agent_wait.core._publish import plugin_hooks
 from agent_wait.core._sqlite_store import SqliteQuestionStore
 from agent_wait.core._store import (
+    HistoryKey,
+    QuestionHistory,
     QuestionStatus,
     QuestionStore,
     SendingStore,
     StoredQuestion,
     Transition,
+    history_key,
     parse_now,
 )
 
@@ -731,12 +735,15 @@ class SweepReport:
         expired: Questions this sweep expired and answered with their ``default``.
         overdue: Open questions past ``expires_at`` without a ``default``: left open.
         failed: Questions whose ``default`` could not be sent (left open, or ``sending`` when
-            the send's outcome is unknown), or whose held message could not be sent again
-            (left ``sending``), with the error.
+            the send's outcome is unknown), whose held message could not be sent again (left
+            ``sending``), or whose answer could not be re-driven (the next sweep tries again),
+            with the error.
         events: The ``wait.expired`` lifecycle event deliveries, one per opted-in announcer
             and expired question; failures are here, not raised.
         resent: ``sending`` questions (a send whose outcome was unknown) whose message this
             sweep sent again and settled (``answered`` or ``expired``).
+        redriven: Answered questions whose recorded answer this sweep sent again (with
+            ``redrive_after``): their runs may have been cut short by a crashed worker.
     """
 
     expired: list[StoredQuestion] = field(default_factory=list[StoredQuestion])
@@ -746,6 +753,7 @@ class SweepReport:
     )
     events: list[Delivery] = field(default_factory=list[Delivery])
     resent: list[StoredQuestion] = field(default_factory=list[StoredQuestion])
+    redriven: list[StoredQuestion] = field(default_factory=list[StoredQuestion])
 
 
 def sweep(
@@ -755,6 +763,8 @@ def sweep(
     now: datetime | str | None = None,
     by: str = SWEEPER,
     announce: Sequence[BaseAnnounce] | None = None,
+    redrive_after: timedelta | str | float | None = None,
+    ledger: ExecutionLedger | None = None,
 ) -> SweepReport:
     """Honour deadlines once: send the ``default`` of every open question past ``expires_at``.
 
@@ -779,12 +789,22 @@ def sweep(
             (:meth:`~agent_wait.core.BaseAnnounce.with_lifecycle_events`) get one event per
             expired question. None (the default): the configured announcers, of which those
             whose entry sets ``lifecycle_events``; ``()`` for none.
+        redrive_after: Also send again, once, the recorded answer of every question answered
+            (or expired) between ``2 * redrive_after`` and ``redrive_after`` before ``now``
+            (ISO 8601 or seconds; None: none). A worker killed after it took an answer can
+            leave the thread's run unfinished; the host continues a run left unfinished and
+            takes the answer of a finished one for a duplicate, so the copy is harmless. Sweep
+            at least every ``redrive_after`` for every question to get its turn. The store must
+            list closed questions (``QuestionHistory``: sqlite, PostgreSQL, DynamoDB).
+        ledger: Where "sent again" is recorded, so each answer is re-sent once however many
+            sweepers run (None: :func:`~agent_wait.core.configured_ledger`).
     """
+    after = None if redrive_after is None else parse_duration(redrive_after, "redrive_after")
     hooks = plugin_hooks()
     if not hooks.operations:
-        return _sweep(store, entry, now, by, announce)
+        return _sweep(store, entry, now, by, announce, after, ledger)
     with Operating(hooks, Operation("sweep")) as operating:
-        report = operating.result = _sweep(store, entry, now, by, announce)
+        report = operating.result = _sweep(store, entry, now, by, announce, after, ledger)
     return report
 
 
@@ -794,6 +814,8 @@ def _sweep(
     now: datetime | str | None,
     by: str,
     announce: Sequence[BaseAnnounce] | None,
+    redrive_after: timedelta | None = None,
+    ledger: ExecutionLedger | None = None,
 ) -> SweepReport:
     moment = parse_now(now)
     check_answerer(by)
@@ -854,6 +876,8 @@ def _sweep(
                 for q in expired
             ]
             report.events.extend(publish_events(events, announce))
+        if redrive_after is not None:
+            _redrive(store, entry, built, moment, redrive_after, ledger, report)
     finally:
         for target in built.values():
             target.close()
@@ -892,6 +916,66 @@ def _resend_all_held(
             type(error).__name__,
         )
         report.failed.append((question, f"{type(error).__name__}: {error}"))
+
+
+_REDRIVE_PAGE = 200
+
+
+def _redrive(
+    store: QuestionStore,
+    entry: EntryPoint | None,
+    built: dict[str, EntryPoint],
+    moment: datetime,
+    after: timedelta,
+    ledger: ExecutionLedger | None,
+    report: SweepReport,
+) -> None:
+    """Send again, once, the answers recorded between ``2 * after`` and ``after`` ago."""
+    if not isinstance(store, QuestionHistory):
+        raise ConfigError(
+            f"redrive_after: the store {type(store).__name__} does not list closed questions "
+            "(closed_questions); use the sqlite, PostgreSQL or DynamoDB store"
+        )
+    ledger = ledger if ledger is not None else configured_ledger()
+    newest, oldest = moment - after, moment - 2 * after
+    page_after: HistoryKey | None = None
+    while page := store.closed_questions(_REDRIVE_PAGE, page_after):
+        page_after = history_key(page[-1])
+        for question in page:
+            closed = parse_now(question.answered_at) if question.answered_at else None
+            if closed is None or closed > newest:
+                continue
+            if closed < oldest:
+                return
+            if question.status not in (QuestionStatus.ANSWERED, QuestionStatus.EXPIRED) or (
+                question.answer is None
+            ):
+                continue  # cancelled, or closed by a host that kept the answer itself
+            envelope = question.envelope
+            key = f"redrive {envelope.thread_id} {envelope.question_id}"
+            if ledger.claim(key, 0, SWEEPER) is not None:
+                continue  # an earlier sweep (or another sweeper) sent it again already
+            try:
+                if entry is not None:
+                    target = entry
+                else:
+                    where = json.dumps(envelope.reply_to, sort_keys=True)
+                    target = built.get(where) or built.setdefault(where, answer_entry(question))
+                resend(
+                    envelope.question_id, thread_id=envelope.thread_id, store=store, entry=target
+                )
+            except Exception as error:  # noqa: BLE001 - one failed send must not stop the sweep
+                ledger.release(key, 0, SWEEPER)  # the next sweep tries again
+                logger.error(
+                    "question %s of thread %s: its answer could not be sent again (%s)",
+                    envelope.question_id,
+                    envelope.thread_id,
+                    type(error).__name__,
+                )
+                report.failed.append((question, f"{type(error).__name__}: {error}"))
+                continue
+            ledger.finish(key, 0, SWEEPER, None)
+            report.redriven.append(question)
 
 
 def _configuration_opts_in() -> bool:

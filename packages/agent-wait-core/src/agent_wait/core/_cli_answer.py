@@ -9,6 +9,7 @@ import shlex
 import signal
 import sys
 import threading
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -359,6 +360,7 @@ def _cmd_dead_letters(args: argparse.Namespace) -> int:
 
 def _sweep_once(args: argparse.Namespace) -> int:
     from agent_wait.core._answering import sweep
+    from agent_wait.core._ledger import SqliteLedger
 
     store = _store(args, must_exist=False)
     if not store.path.is_file():
@@ -366,10 +368,16 @@ def _sweep_once(args: argparse.Namespace) -> int:
         store.close()
         print("no questions yet")
         return 0
+    # The re-sent answers are recorded beside the questions swept, in the same file.
+    ledger = SqliteLedger(store.path) if args.redrive_after is not None else None
     try:
-        report = sweep(store=store, now=args.now, by=args.by)
+        report = sweep(
+            store=store, now=args.now, by=args.by, redrive_after=args.redrive_after, ledger=ledger
+        )
     finally:
         store.close()
+        if ledger is not None:
+            ledger.close()
     for question in report.resent:
         envelope = question.envelope
         print(
@@ -388,7 +396,16 @@ def _sweep_once(args: argparse.Namespace) -> int:
             f"overdue {envelope.question_id} (thread {envelope.thread_id}, due "
             f"{envelope.expires_at}): no default, left open"
         )
+    for question in report.redriven:
+        envelope = question.envelope
+        print(
+            f"redriven {envelope.question_id} (thread {envelope.thread_id}, "
+            f"{question.describe_close()}): its answer sent again"
+        )
     for question, error in report.failed:
+        if question.status in ("answered", "expired"):  # a re-driven answer
+            _error(f"{question.envelope.question_id}: answer not sent again ({error})")
+            continue
         held = question.status == "sending"
         state = "sending" if held or error.startswith("SendUnconfirmed") else "open"
         what = "held answer" if held else "default"
@@ -429,6 +446,19 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     except (AgentWaitError, ValueError) as error:
         _error(str(error))
         return 1
+
+
+def _redrive_after(text: str) -> timedelta:
+    from agent_wait.core._durations import parse_duration
+
+    try:
+        value: str | float = float(text)
+    except ValueError:
+        value = text
+    try:
+        return parse_duration(value, "--redrive-after")
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _seconds(text: str) -> float:
@@ -569,6 +599,14 @@ def add_commands(commands: Any) -> None:
         "--every", type=_seconds, metavar="SECONDS", help="sweep again every SECONDS until stopped"
     )
     sweep.add_argument("--now", help="the time to compare with (RFC 3339; default: now)")
+    sweep.add_argument(
+        "--redrive-after",
+        type=_redrive_after,
+        metavar="DURATION",
+        help="also send again, once, the recorded answer of each question answered between "
+        "2 x DURATION and DURATION ago (ISO 8601 such as PT10M, or seconds), so a run a crashed "
+        "worker left unfinished is continued; sweep at least every DURATION",
+    )
     sweep.add_argument("--by", default=SWEEPER, help=f"the name recorded (default: {SWEEPER})")
     store_options(sweep)
     sweep.set_defaults(handler=_cmd_sweep)
