@@ -8,6 +8,7 @@ import agent_wait.dynamodb
 def test_public_api() -> None:
     assert sorted(agent_wait.dynamodb.__all__) == [
         "DynamoDbAnnounce",
+        "DynamoDbLedger",
         "DynamoDbOptions",
         "DynamoDbQuestionStore",
         "create_table",

@@ -33,11 +33,13 @@ from agent_wait.dynamodb._options import DynamoDbOptions
 
 if TYPE_CHECKING:
     from agent_wait.dynamodb._announcer import DynamoDbAnnounce
+    from agent_wait.dynamodb._ledger import DynamoDbLedger
     from agent_wait.dynamodb._store import DynamoDbQuestionStore
     from agent_wait.dynamodb._table import create_table, open_questions_past
 
 __all__ = [
     "DynamoDbAnnounce",
+    "DynamoDbLedger",
     "DynamoDbOptions",
     "DynamoDbQuestionStore",
     "create_table",
@@ -49,6 +51,7 @@ __getattr__, __dir__ = lazy_exports(
     __name__,
     {
         "DynamoDbAnnounce": "._announcer",
+        "DynamoDbLedger": "._ledger",
         "DynamoDbQuestionStore": "._store",
         "create_table": "._table",
         "open_questions_past": "._table",
