@@ -433,3 +433,39 @@ def test_cli_sweep_redrive_after_reports_what_it_sent_again(
     with SqliteEntry() as messages:
         [again] = messages.receive(1)
     assert handle_message(graph, again.message, MemoryAnnounce()).outcome is Outcome.RESUMED
+
+
+def test_a_body_that_raises_releases_its_record_and_a_retry_runs_it(
+    checkpoints: SqliteSaver, tmp_path: Path
+) -> None:
+    runs: list[str] = []
+    ledger = SqliteLedger(tmp_path / "ledger.sqlite3")
+
+    @wait(WaitPolicy(timeout="PT1H"), ledger=ledger)
+    def issue_refund(order_id: str, amount: int) -> str:
+        runs.append(order_id)
+        if len(runs) == 1:
+            raise ConnectionError("payment service unreachable")
+        return f"refunded {amount}"
+
+    builder = StateGraph(State)
+    builder.add_node("refund", lambda s: {"result": issue_refund(s["order_id"], s["amount"])})
+    builder.add_edge(START, "refund")
+    graph = builder.compile(checkpointer=checkpoints)
+    [question_id] = handle_message(graph, START_MESSAGE, MemoryAnnounce()).question_ids
+    failed = handle_message(graph, approve(question_id), MemoryAnnounce())
+    assert failed.outcome is Outcome.RESUME_FAILED, failed.detail
+    assert ledger.records() == []  # it raised in the open: nothing in doubt
+    done = handle_message(graph, approve(question_id), MemoryAnnounce())
+    assert done.outcome is Outcome.RESUMED, done.detail
+    assert runs == ["order-4471", "order-4471"]
+    [record] = ledger.records()
+    assert (record.attempt, record.done, record.result) == (0, True, "refunded 41000")
+    ledger.close()
+
+
+def test_once_and_ledger_are_checked_when_decorating() -> None:
+    with pytest.raises(TypeError, match="once: expected True or False, got 'yes'"):
+        wait(once="yes")(lambda order_id: order_id)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="ledger: expected an ExecutionLedger or None"):
+        wait(ledger="ledger.sqlite3")(lambda order_id: order_id)  # pyright: ignore[reportArgumentType]
