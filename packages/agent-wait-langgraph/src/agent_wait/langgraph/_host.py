@@ -822,8 +822,12 @@ class _Host:
 
     def unfinished(self, thread: _Thread) -> bool:
         # Not parked, yet the latest checkpoint has tasks to run: the run stopped after a saved
-        # step (a worker killed), and nothing would ever run them.
-        return not thread.pending and bool(thread.tasks)
+        # step (a worker killed), and nothing would ever run them. A breakpoint a person
+        # rejected leaves tasks too, on purpose: the thread stays stopped there.
+        if thread.pending or thread.stop is not None or not thread.tasks:
+            return False
+        metadata: Mapping[str, Any] = {} if thread.latest is None else thread.latest.metadata
+        return REJECTED_KEY not in metadata
 
     def _command(self, thread: _Thread, answers: Mapping[str, Any]) -> Command[Any]:
         # Several answers (a message with more_answers) resume in one step: each pending
