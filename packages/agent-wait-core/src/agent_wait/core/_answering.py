@@ -968,8 +968,8 @@ def _redrive(
                 ledger.release(key, 0, SWEEPER)  # the next sweep tries again
                 logger.error(
                     "question %s of thread %s: its answer could not be sent again (%s)",
-                    envelope.question_id,
-                    envelope.thread_id,
+                    log_safe(envelope.question_id),
+                    log_safe(envelope.thread_id),
                     type(error).__name__,
                 )
                 report.failed.append((question, f"{type(error).__name__}: {error}"))

@@ -384,7 +384,7 @@ def _proceed(
     logger.warning(
         "agent-wait host: thread %s has an unfinished run (a worker stopped after a saved "
         "step); continuing it",
-        message.thread_id,
+        log_safe(message.thread_id),
     )
     result = yield ("proceed", (thread,))
     detail = (
