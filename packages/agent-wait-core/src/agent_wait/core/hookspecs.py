@@ -127,7 +127,7 @@ def register_execution_ledgers(register: RegisterTarget) -> None:
     Args:
         register: The callback.
 
-    Added in 0.2.
+    Added in 0.1.
     """
 
 
