@@ -114,11 +114,6 @@ def test_a_hook_answer_the_agent_refuses_opens_the_question_again_with_why(
     refused_then_corrected(deploy(serve, files), files)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the embedded default inbox does not opt in to wait.answer_refused, so without a "
-    "configuration file a refused answer leaves its question answered",
-)
 def test_on_the_bare_embedded_defaults_a_refused_answer_opens_the_question_again(
     deploy: Deploy, tmp_path: Path
 ) -> None:

@@ -76,10 +76,15 @@ def test_default_is_the_embedded_sqlite_inbox(tmp_path: Path) -> None:
     assert config.location is None
     [entry] = config.announce
     assert entry.use == "sqlite"
-    assert entry.options == {"path": str(tmp_path / "agent-wait-home" / "inbox.sqlite3")}
+    assert entry.options == {
+        "path": str(tmp_path / "agent-wait-home" / "inbox.sqlite3"),
+        "lifecycle_events": ["wait.answer_refused"],
+    }
     [built] = config.build()
     assert isinstance(built, SqliteAnnounce)
     assert built.path == tmp_path / "agent-wait-home" / "inbox.sqlite3"
+    # Told of a refused answer, the inbox opens the question again; nothing else is sent to it.
+    assert built.lifecycle_events == frozenset({"wait.answer_refused"})
 
 
 def test_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -132,7 +137,7 @@ def test_explicit_environ_and_cwd(tmp_path: Path) -> None:
     config = load_config(environ={"AGENT_WAIT_ANNOUNCE": '[{"use": "log"}]'}, cwd=elsewhere)
     assert config.source is ConfigSource.ANNOUNCE_ENV
     default = load_config(environ={"AGENT_WAIT_HOME": "/srv/aw"})
-    assert default.announce[0].options == {"path": "/srv/aw/inbox.sqlite3"}
+    assert default.announce[0].options["path"] == "/srv/aw/inbox.sqlite3"
 
 
 def test_changes_are_seen_without_restarting(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from agent_wait.core._announce import BaseAnnounce
 from agent_wait.core._errors import ConfigError
+from agent_wait.core._models import ANSWER_REFUSED_TYPE
 from agent_wait.core._options import ENV_SUFFIX, REDACTED, SECRET_NAME, redact
 from agent_wait.core._plugins import announcers_from_config
 
@@ -258,9 +259,13 @@ def _default_config(environ: Mapping[str, str]) -> AgentWaitConfig:
     from agent_wait.core._sqlite import default_inbox_path
 
     path = str(default_inbox_path(environ))
+    # The inbox is its own reader: told of a refused answer, it opens the question again.
+    refusals = [ANSWER_REFUSED_TYPE]
     return AgentWaitConfig(
         source=ConfigSource.DEFAULT,
-        announce=(AnnouncerEntry(use="sqlite", options={"path": path}),),
+        announce=(
+            AnnouncerEntry(use="sqlite", options={"path": path, "lifecycle_events": refusals}),
+        ),
     )
 
 
