@@ -49,7 +49,7 @@ class Deployment:
     """The worker, the entry point it serves and the CLI of one ``$AGENT_WAIT_HOME``."""
 
     outcomes: _Outcomes
-    ran: list[Any] = field(default_factory=list[Any])
+    early: list[tuple[str, str]] = field(default_factory=list[tuple[str, str]])
 
     def start(self, thread_id: str, start_input: Any) -> None:
         """Send a start message to the embedded entry point, as an application does."""
@@ -58,10 +58,16 @@ class Deployment:
 
     def handled(self, thread_id: str) -> str:
         """The outcome of the next message of ``thread_id`` the worker settles."""
+        # Threads are handled in parallel: another thread's outcome is kept for its own call.
+        for index, (thread, outcome) in enumerate(self.early):
+            if thread == thread_id:
+                del self.early[index]
+                return outcome
         while True:
             thread, outcome = self.outcomes.seen.get(timeout=HANDLED_WITHIN)
             if thread == thread_id:
                 return outcome
+            self.early.append((thread, outcome))
 
     def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
         """``agent-wait ARGS`` in its own process, with this deployment's environment."""
