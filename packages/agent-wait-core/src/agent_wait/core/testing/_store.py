@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from ulid import ULID
@@ -38,6 +38,7 @@ from agent_wait.core._store import (
 )
 
 _T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
+_R = TypeVar("_R")
 
 
 class _TimesOutAfterSending(SqliteEntry):
@@ -61,6 +62,24 @@ def _refusing(store: QuestionStore) -> RefusalStore:
     if not isinstance(store, RefusalStore):
         pytest.skip(f"{type(store).__name__} does not reopen refused answers (RefusalStore)")
     return store
+
+
+def _race(racers: int, attempt: Callable[[int], _R], what: str) -> dict[int, _R]:
+    """Run ``attempt(index)`` in ``racers`` threads released at once; every one must return."""
+    barrier = threading.Barrier(racers)
+    results: dict[int, _R] = {}
+
+    def race(index: int) -> None:
+        barrier.wait()
+        results[index] = attempt(index)
+
+    threads = [threading.Thread(target=race, args=(i,)) for i in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == racers, f"a racing {what} raised"
+    return results
 
 
 def _refusal(envelope: WaitEnvelope, answer: Any, by: str | None = "alice") -> LifecycleEvent:
@@ -187,12 +206,9 @@ class StoreContract:
     def test_racing_closes_have_one_winner(self, contract_store: QuestionStore) -> None:
         """If this fails, two approvers racing on one question can both win."""
         [envelope] = self._ask(contract_store)
-        barrier = threading.Barrier(self.racers)
-        results: dict[int, Transition] = {}
 
-        def race(index: int) -> None:
-            barrier.wait()
-            results[index] = contract_store.transition(
+        def close(index: int) -> Transition:
+            return contract_store.transition(
                 envelope.thread_id,
                 envelope.question_id,
                 QuestionStatus.ANSWERED,
@@ -200,12 +216,7 @@ class StoreContract:
                 answer={"action": "approve", "by": index},
             )
 
-        threads = [threading.Thread(target=race, args=(i,)) for i in range(self.racers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert len(results) == self.racers, "a racing close raised"
+        results = _race(self.racers, close, "close")
         winners = [index for index, result in results.items() if result.won]
         assert len(winners) == 1, f"{len(winners)} winners: {winners}"
         final = results[winners[0]].question
@@ -385,12 +396,9 @@ class StoreContract:
         """If this fails, two approvers racing on one question can both send."""
         store = _sending(contract_store)
         [envelope] = self._ask(store)
-        barrier = threading.Barrier(self.racers)
-        results: dict[int, Transition] = {}
 
-        def race(index: int) -> None:
-            barrier.wait()
-            results[index] = store.begin_send(
+        def send(index: int) -> Transition:
+            return store.begin_send(
                 envelope.thread_id,
                 envelope.question_id,
                 QuestionStatus.ANSWERED,
@@ -399,12 +407,7 @@ class StoreContract:
                 message={**envelope.reply_with.model_dump(), "answer": index},
             )
 
-        threads = [threading.Thread(target=race, args=(i,)) for i in range(self.racers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert len(results) == self.racers, "a racing send raised"
+        results = _race(self.racers, send, "send")
         winners = [index for index, result in results.items() if result.won]
         assert len(winners) == 1, f"{len(winners)} winners: {winners}"
         assert all(r.question == results[winners[0]].question for r in results.values())
@@ -563,18 +566,6 @@ class StoreContract:
             answer=refused,
         )
         event = _refusal(envelope, refused)
-        barrier = threading.Barrier(self.racers)
-        results: dict[int, bool] = {}
-
-        def race(index: int) -> None:
-            barrier.wait()
-            results[index] = store.reopen_refused(event)
-
-        threads = [threading.Thread(target=race, args=(i,)) for i in range(self.racers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        assert len(results) == self.racers, "a racing refusal raised"
+        results = _race(self.racers, lambda _: store.reopen_refused(event), "refusal")
         assert sum(results.values()) == 1, f"{sum(results.values())} reopened it"
         assert store.find(envelope.question_id)[0].is_open
