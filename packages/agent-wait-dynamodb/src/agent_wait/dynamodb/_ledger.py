@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import boto3
-
 from agent_wait.core import Execution
 from agent_wait.dynamodb._announcer import _already_written  # pyright: ignore[reportPrivateUsage]
-from agent_wait.dynamodb._options import DynamoDbOptions
+from agent_wait.dynamodb._store import table_from_options
 
 try:
     from botocore.exceptions import ClientError
@@ -114,11 +112,4 @@ class DynamoDbLedger:
 
 def ledger_from_options(**options: Any) -> DynamoDbLedger:
     """The ledger in a ``dynamodb`` announcer's table, from that announcer's configured options."""
-    parsed = DynamoDbOptions.parse("dynamodb", options)
-    session: Any = boto3.Session(profile_name=parsed.profile, region_name=parsed.region)
-    if session.region_name is None:
-        raise DynamoDbOptions.option_error(
-            "dynamodb", "region", "no AWS region given or configured; set it or AWS_REGION", None
-        )
-    resource: Any = session.resource("dynamodb", endpoint_url=parsed.endpoint_url)
-    return DynamoDbLedger(resource.Table(parsed.table_name))
+    return DynamoDbLedger(table_from_options(options))

@@ -382,6 +382,11 @@ def _stored(item: Mapping[str, Any]) -> StoredQuestion:
 
 def store_from_options(**options: Any) -> DynamoDbQuestionStore:
     """The store of a ``dynamodb`` announcer, from that announcer's configured options."""
+    return DynamoDbQuestionStore(table_from_options(options))
+
+
+def table_from_options(options: dict[str, Any]) -> Any:
+    """The table of a ``dynamodb`` announcer, from that announcer's configured options."""
     parsed = DynamoDbOptions.parse("dynamodb", options)
     session: Any = boto3.Session(profile_name=parsed.profile, region_name=parsed.region)
     if session.region_name is None:
@@ -389,4 +394,4 @@ def store_from_options(**options: Any) -> DynamoDbQuestionStore:
             "dynamodb", "region", "no AWS region given or configured; set it or AWS_REGION", None
         )
     resource: Any = session.resource("dynamodb", endpoint_url=parsed.endpoint_url)
-    return DynamoDbQuestionStore(resource.Table(parsed.table_name))
+    return resource.Table(parsed.table_name)
