@@ -10,9 +10,9 @@ from psycopg import Connection, sql
 from psycopg.rows import TupleRow
 from psycopg.types.json import Jsonb
 
-from agent_wait.core import ConfigError, Execution
+from agent_wait.core import Execution
 from agent_wait.postgres._options import PostgresOptions
-from agent_wait.postgres._schema import table_identifier
+from agent_wait.postgres._schema import check_timeout, table_identifier
 
 LEDGER_SUFFIX = "_executions"
 
@@ -34,10 +34,7 @@ class PostgresLedger:
         self, url: str, table: str = "agent_wait_executions", timeout: float = 10.0
     ) -> None:
         self._ident = table_identifier(table)
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"postgres option timeout: expected a positive number, got {timeout!r}"
-            )
+        check_timeout(timeout)
         self._url = url
         self._timeout = timeout
         self._conn: Connection[TupleRow] | None = None

@@ -83,6 +83,12 @@ def table_identifier(table: str, option: str = "table") -> sql.Identifier:
     return sql.Identifier(*parts)
 
 
+def check_timeout(timeout: float) -> None:
+    """Refuse a connect ``timeout`` that is not a positive number of seconds."""
+    if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"postgres option timeout: expected a positive number, got {timeout!r}")
+
+
 def check_conninfo(model: type[PluginOptions], name: str, url: str) -> None:
     """Check that ``url`` is a libpq connection string or URI (libpq's parser, no connection).
 

@@ -12,7 +12,6 @@ from psycopg.rows import TupleRow
 from psycopg.types.json import Jsonb
 
 from agent_wait.core import (
-    ConfigError,
     HistoryKey,
     LifecycleEvent,
     QuestionStatus,
@@ -29,6 +28,7 @@ from agent_wait.core import (
 from agent_wait.postgres._options import DEFAULT_TABLE, PostgresOptions
 from agent_wait.postgres._schema import (
     _ordered,  # pyright: ignore[reportPrivateUsage]
+    check_timeout,
     create_schema,
     moment,
     table_identifier,
@@ -72,10 +72,7 @@ class PostgresQuestionStore:
     ) -> None:
         self._ident = table_identifier(table)
         self._table = table
-        if not isinstance(timeout, int | float) or isinstance(timeout, bool) or not timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"postgres option timeout: expected a positive number, got {timeout!r}"
-            )
+        check_timeout(timeout)
         self._url = url
         self._create = create_table
         self._timeout = timeout
