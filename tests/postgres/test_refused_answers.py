@@ -7,18 +7,17 @@ import threading
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 
-from agent_wait.core import MemoryAnnounce, Outcome, SqliteEntry, answer
-from agent_wait.langgraph import handle_message
+from agent_wait.core import SqliteEntry
 from agent_wait.postgres import PostgresAnnounce, PostgresQuestionStore, create_schema
-from tests.langgraph.test_host import START_MESSAGE, Counts, refund_graph
-
-REFUSED = "wait.answer_refused"
+from tests.langgraph.test_host import Counts, refund_graph
+from tests.refusals import REFUSED, answer_another_way, correct_and_resume, refuse_a_misspelt_answer
 
 
 @pytest.fixture
@@ -35,28 +34,12 @@ def test_a_refused_answer_reopens_once_with_the_reason_and_a_corrected_one_resum
     counts = Counts()
     graph = refund_graph(counts)
     inbox = PostgresAnnounce(postgres_url, table=table, channel=None).with_lifecycle_events(REFUSED)
-    audit = MemoryAnnounce().with_lifecycle_events(REFUSED)
     store = PostgresQuestionStore(postgres_url, table=table)
     entry = SqliteEntry(tmp_path / "messages.sqlite3")
-    [question_id] = handle_message(graph, START_MESSAGE, inbox).question_ids
-    bad = {"args": {"amonut": 1}}
-    answer(question_id, "approve", answer=bad, by="alice", force=True, store=store, entry=entry)
-    [sent] = entry.receive(1)
-    assert entry.ack(sent)
-
-    refused = handle_message(graph, sent.message, [inbox, audit])
-    assert refused.outcome is Outcome.INVALID_ANSWER
-    assert [event.ok for event in refused.events] == [True, True]
-    [question] = store.find(question_id)
-    assert question.is_open
-    assert question.refusal is not None
-    assert question.refusal["answer"] == {**bad, "action": "approve"}
-    assert "amonut" in question.refusal["reason"]
-    note = question.describe_refusal()
+    question_id, event, note = refuse_a_misspelt_answer(graph, inbox, store, entry)
 
     # Two more deliveries of the same event race on their own connections: neither reopens
     # again (the row no longer records the refused answer), so the note stays the first one.
-    [event] = audit.events
     racers = [PostgresAnnounce(postgres_url, table=table, channel=None) for _ in range(2)]
     for racer in racers:
         racer.with_lifecycle_events(REFUSED)
@@ -71,21 +54,9 @@ def test_a_refused_answer_reopens_once_with_the_reason_and_a_corrected_one_resum
     [question] = store.find(question_id)
     assert (question.is_open, question.describe_refusal()) == (True, note)
 
-    result = answer(question_id, "approve", by="alice", store=store, entry=entry)
-    assert result.question.refusal is None
-    [corrected] = entry.receive(1)
-    assert entry.ack(corrected)
     # A late copy of the refusal, after the corrected answer, leaves that answer alone.
-    racers[0].deliver_event(event)
-    resumed = handle_message(graph, corrected.message, inbox)
-    assert resumed.outcome is Outcome.RESUMED
-    assert counts.body == 1
-    [question] = store.find(question_id)
-    assert (question.status, question.answer, question.refusal) == (
-        "answered",
-        {"action": "approve"},
-        None,
-    )
+    late_copy = partial(racers[0].deliver_event, event)
+    correct_and_resume(graph, counts, inbox, store, entry, question_id, late_copy)
     for closing in (*racers, inbox, store, entry):
         closing.close()
 
@@ -98,14 +69,7 @@ def test_the_answered_event_closes_a_row_answered_another_way(
     inbox = PostgresAnnounce(postgres_url, table=table, channel=None).with_lifecycle_events(
         "wait.answered"
     )
-    [question_id] = handle_message(graph, START_MESSAGE, inbox).question_ids
-    message = {
-        "thread_id": START_MESSAGE["thread_id"],
-        "question_id": question_id,
-        "answer": {"action": "approve"},
-        "answered_by": "bob",
-    }
-    assert handle_message(graph, message, inbox).outcome is Outcome.RESUMED
+    question_id = answer_another_way(graph, inbox)
     store = PostgresQuestionStore(postgres_url, table=table)
     [question] = store.find(question_id)
     store.close()
