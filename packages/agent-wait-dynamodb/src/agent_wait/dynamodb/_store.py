@@ -216,26 +216,8 @@ class DynamoDbQuestionStore:
     def reopen(self, closed: StoredQuestion) -> bool:
         """Reopen a question only if it is still as ``closed`` left it (status, time, who)."""
         envelope = closed.envelope
-        try:
-            self._table.update_item(
-                Key={"pk": f"THREAD#{envelope.thread_id}", "sk": f"WAIT#{envelope.question_id}"},
-                UpdateExpression=(
-                    "SET #s = :open REMOVE answered_at, answered_by, answer, message, closes_as"
-                ),
-                ConditionExpression="#s = :s AND answered_at = :at AND answered_by = :by",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":open": QuestionStatus.OPEN.value,
-                    ":s": closed.status,
-                    ":at": closed.answered_at,
-                    ":by": closed.answered_by,
-                },
-            )
-        except ClientError as error:
-            if _already_written(error):  # the condition failed: someone changed the row
-                return False
-            raise
-        return True
+        key = {"pk": f"THREAD#{envelope.thread_id}", "sk": f"WAIT#{envelope.question_id}"}
+        return self._reopen_unchanged(key, closed)
 
     def reopen_refused(self, event: LifecycleEvent) -> bool:
         """Open the question again after the host refused its recorded answer (a ``RefusalStore``).
@@ -251,22 +233,32 @@ class DynamoDbQuestionStore:
         if not refused_here(event, found.status, found.answered_by, found.answer):
             return False
         note = refusal_note(event, found.answer)
+        return self._reopen_unchanged(key, found, _message_text(note))
+
+    def _reopen_unchanged(
+        self, key: dict[str, str], closed: StoredQuestion, refusal: str | None = None
+    ) -> bool:
+        """One conditional ``UpdateItem``: open again unless changed since ``closed`` was read."""
+        values: dict[str, Any] = {
+            ":open": QuestionStatus.OPEN.value,
+            ":s": closed.status,
+            ":at": closed.answered_at,
+            ":by": closed.answered_by,
+        }
+        set_refusal = ""
+        if refusal is not None:
+            values[":r"] = refusal
+            set_refusal = ", refusal = :r"
         try:
             self._table.update_item(
                 Key=key,
                 UpdateExpression=(
-                    "SET #s = :open, refusal = :r "
+                    f"SET #s = :open{set_refusal} "
                     "REMOVE answered_at, answered_by, answer, message, closes_as"
                 ),
                 ConditionExpression="#s = :s AND answered_at = :at AND answered_by = :by",
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":open": QuestionStatus.OPEN.value,
-                    ":r": _message_text(note),
-                    ":s": found.status,
-                    ":at": found.answered_at,
-                    ":by": found.answered_by,
-                },
+                ExpressionAttributeValues=values,
             )
         except ClientError as error:
             if _already_written(error):  # the condition failed: someone changed the item
