@@ -146,6 +146,19 @@ class StoreContract:
             announcer.close()
         return list(report.envelopes)
 
+    def _answer_to_refuse(self, store: RefusalStore) -> LifecycleEvent:
+        """Ask a question, record alice's answer and return the host's refusal of that answer."""
+        [envelope] = self._ask(store)
+        refused = {"action": "approve", "n": 1}
+        store.transition(
+            envelope.thread_id,
+            envelope.question_id,
+            QuestionStatus.ANSWERED,
+            by="alice",
+            answer=refused,
+        )
+        return _refusal(envelope, refused)
+
     def test_a_published_question_is_open(self, contract_store: QuestionStore) -> None:
         """If this fails, the store does not see what the announcer published, intact."""
         [envelope] = self._ask(contract_store)
@@ -525,26 +538,17 @@ class StoreContract:
         lifecycle events.
         """
         store = _refusing(contract_store)
-        [envelope] = self._ask(store)
-        refused = {"action": "approve", "n": 1}
-        store.transition(
-            envelope.thread_id,
-            envelope.question_id,
-            QuestionStatus.ANSWERED,
-            by="alice",
-            answer=refused,
-        )
+        event = self._answer_to_refuse(store)
         announcer = self.make_announcer(store)
         try:
             if not delivers_events(type(announcer)):
                 pytest.skip(f"{type(announcer).__name__} publishes no lifecycle events")
             announcer.with_lifecycle_events(ANSWER_REFUSED_TYPE)
-            event = _refusal(envelope, refused)
             first, again = publish_events([event, event], announcer)
         finally:
             announcer.close()
         assert (first.ok, again.ok) == (True, True), first.error or again.error
-        [question] = store.find(envelope.question_id)
+        [question] = store.find(event.question_id)
         assert question.is_open
         assert question.describe_refusal() == (
             "the agent refused this answer: answer.args: ['amont'] are not arguments of 'refund'"
@@ -556,16 +560,7 @@ class StoreContract:
         The second could undo a corrected answer given in between.
         """
         store = _refusing(contract_store)
-        [envelope] = self._ask(store)
-        refused = {"action": "approve", "n": 1}
-        store.transition(
-            envelope.thread_id,
-            envelope.question_id,
-            QuestionStatus.ANSWERED,
-            by="alice",
-            answer=refused,
-        )
-        event = _refusal(envelope, refused)
+        event = self._answer_to_refuse(store)
         results = _race(self.racers, lambda _: store.reopen_refused(event), "refusal")
         assert sum(results.values()) == 1, f"{sum(results.values())} reopened it"
-        assert store.find(envelope.question_id)[0].is_open
+        assert store.find(event.question_id)[0].is_open
