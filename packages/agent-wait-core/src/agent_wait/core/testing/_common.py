@@ -1,15 +1,19 @@
-"""What the conformance kits share: sample questions, a plugin for a block, the kit's policy and clock."""
+"""What the conformance kits share: sample questions, a plugin, the policy, clock and races."""
 
 from __future__ import annotations
 
+import threading
 import uuid
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from typing import TypeVar
 
 from agent_wait.core._models import Question, Source
 from agent_wait.core._plugins import registry
 from agent_wait.core._policy import WaitPolicy
+
+_R = TypeVar("_R")
 
 REPLY_TO = {"kind": "queue", "url": "https://example.invalid/answers"}
 
@@ -84,3 +88,21 @@ KIT_POLICY = WaitPolicy(
 
 def clock() -> datetime:
     return NOW
+
+
+def race(racers: int, attempt: Callable[[int], _R], what: str) -> dict[int, _R]:
+    """Run ``attempt(index)`` in ``racers`` threads released at once; every one must return."""
+    barrier = threading.Barrier(racers)
+    results: dict[int, _R] = {}
+
+    def run(index: int) -> None:
+        barrier.wait()
+        results[index] = attempt(index)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(racers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == racers, f"a racing {what} raised"
+    return results

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 
 import pytest
 
 from agent_wait.core._ledger import ExecutionLedger
+from agent_wait.core.testing._common import race
 
 
 class LedgerContract:
@@ -87,19 +87,10 @@ class LedgerContract:
     def test_racing_claims_have_one_winner(self) -> None:
         """Failure: two workers both claimed one attempt; its body would run twice."""
         ledgers = [self.make_ledger() for _ in range(self.racers)]
-        won: list[int] = []
-        start = threading.Barrier(len(ledgers))
-
-        def claim(index: int) -> None:
-            start.wait()
-            if ledgers[index].claim("raced", 0, f"t{index}") is None:
-                won.append(index)
-
-        threads = [threading.Thread(target=claim, args=(i,)) for i in range(len(ledgers))]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        for ledger in ledgers:
-            ledger.close()
+        try:
+            claims = race(self.racers, lambda i: ledgers[i].claim("raced", 0, f"t{i}"), "claim")
+        finally:
+            for ledger in ledgers:
+                ledger.close()
+        won = [index for index, found in claims.items() if found is None]
         assert len(won) == 1

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 from ulid import ULID
@@ -36,9 +35,9 @@ from agent_wait.core._store import (
     Transition,
     history_key,
 )
+from agent_wait.core.testing._common import race
 
 _T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
-_R = TypeVar("_R")
 
 
 class _TimesOutAfterSending(SqliteEntry):
@@ -62,24 +61,6 @@ def _refusing(store: QuestionStore) -> RefusalStore:
     if not isinstance(store, RefusalStore):
         pytest.skip(f"{type(store).__name__} does not reopen refused answers (RefusalStore)")
     return store
-
-
-def _race(racers: int, attempt: Callable[[int], _R], what: str) -> dict[int, _R]:
-    """Run ``attempt(index)`` in ``racers`` threads released at once; every one must return."""
-    barrier = threading.Barrier(racers)
-    results: dict[int, _R] = {}
-
-    def race(index: int) -> None:
-        barrier.wait()
-        results[index] = attempt(index)
-
-    threads = [threading.Thread(target=race, args=(i,)) for i in range(racers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert len(results) == racers, f"a racing {what} raised"
-    return results
 
 
 def _refusal(envelope: WaitEnvelope, answer: Any, by: str | None = "alice") -> LifecycleEvent:
@@ -229,7 +210,7 @@ class StoreContract:
                 answer={"action": "approve", "by": index},
             )
 
-        results = _race(self.racers, close, "close")
+        results = race(self.racers, close, "close")
         winners = [index for index, result in results.items() if result.won]
         assert len(winners) == 1, f"{len(winners)} winners: {winners}"
         final = results[winners[0]].question
@@ -420,7 +401,7 @@ class StoreContract:
                 message={**envelope.reply_with.model_dump(), "answer": index},
             )
 
-        results = _race(self.racers, send, "send")
+        results = race(self.racers, send, "send")
         winners = [index for index, result in results.items() if result.won]
         assert len(winners) == 1, f"{len(winners)} winners: {winners}"
         assert all(r.question == results[winners[0]].question for r in results.values())
@@ -561,6 +542,6 @@ class StoreContract:
         """
         store = _refusing(contract_store)
         event = self._answer_to_refuse(store)
-        results = _race(self.racers, lambda _: store.reopen_refused(event), "refusal")
+        results = race(self.racers, lambda _: store.reopen_refused(event), "refusal")
         assert sum(results.values()) == 1, f"{sum(results.values())} reopened it"
         assert store.find(event.question_id)[0].is_open
