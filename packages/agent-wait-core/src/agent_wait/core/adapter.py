@@ -17,6 +17,7 @@ docs/writing-a-plugin.md ("Writing a framework adapter").
 from __future__ import annotations
 
 from agent_wait.core._wait import (
+    IN_DOUBT_FUNCTION,
     PAYLOAD_KEY,
     FrameworkAdapter,
     WaitCall,
@@ -30,6 +31,7 @@ from agent_wait.core._wait import (
 )
 
 __all__ = [
+    "IN_DOUBT_FUNCTION",
     "PAYLOAD_KEY",
     "FrameworkAdapter",
     "WaitCall",

@@ -5,11 +5,12 @@ from __future__ import annotations
 import inspect
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, cast
 
-from agent_wait.core import CallContext, Question, to_jsonable
-from agent_wait.core.adapter import WaitCall, question_from_value
+from agent_wait.core import CallContext, Question, derive_question_id, to_jsonable
+from agent_wait.core.adapter import IN_DOUBT_FUNCTION, WaitCall, question_from_value
 from strands.agent.agent_result import AgentResult
 from strands.interrupt import Interrupt
 from strands.multiagent.base import MultiAgentResult, Status
@@ -236,6 +237,10 @@ def questions_in(result: AgentResult | MultiAgentResult) -> list[Question]:
     return questions_of(result.interrupts or (), [result.message])
 
 
+_ASKING: ContextVar[ToolContext[Any] | None] = ContextVar("agent_wait_strands_asking", default=None)
+"""The ToolContext of the ``@wait`` call that parked last in this context (a tool's run)."""
+
+
 class StrandsAdapter:
     """:class:`agent_wait.core.adapter.FrameworkAdapter` for Strands Agents tools.
 
@@ -247,12 +252,42 @@ class StrandsAdapter:
     name = "strands"
 
     def park(self, call: WaitCall) -> Any:
-        """Raise the Strands interrupt, or return its response on resume."""
-        return _tool_context(call).interrupt(interrupt_name(call.name), reason=call.payload)
+        """Raise the Strands interrupt, or return its response on resume.
+
+        An in-doubt question (a run died inside the approved body) parks under a name of its
+        own per attempt: Strands derives the interrupt id from the tool call and the name, and
+        the call's first interrupt, under ``agent_wait:<function>``, holds the approval.
+        """
+        name = interrupt_name(call.name)
+        if call.payload["question"].get("function") == IN_DOUBT_FUNCTION:
+            # Its arguments are the in-doubt question's: the tool call's context is the one
+            # its approval parked with, just before, in this same call of the tool.
+            context = _ASKING.get()
+            if context is None:
+                raise RuntimeError(f"@wait on {call.name!r}: an in-doubt question outside its call")
+            name = f"{name}:{IN_DOUBT_FUNCTION}:{call.args['attempt']}"
+        else:
+            context = _tool_context(call)
+            _ASKING.set(context)
+        return context.interrupt(name, reason=call.payload)
 
     async def apark(self, call: WaitCall) -> Any:
         """Async :meth:`park` (Strands' interrupt is synchronous: it raises or returns)."""
         return self.park(call)
+
+    def execution_key(self, call: WaitCall) -> str | None:
+        """The answered question of ``call``: its session, agent, tool use id and function.
+
+        A redelivery restores the same session and resumes the same tool call, so the key is
+        the same. None for an agent without a session manager: its session id is made up
+        anew by each process, and nothing it ran survives a crash anyway.
+        """
+        context = _tool_context(call)
+        agent: Any = context.agent
+        if getattr(agent, "_session_manager", None) is None:
+            return None
+        where = f"{agent.session_id}|{agent.agent_id}"
+        return derive_question_id(where, call.name, {"tool_use_id": context.tool_use["toolUseId"]})
 
     def thread_id(self, call: WaitCall) -> str:
         """The agent's ``session_id``: the session manager's id, which the host sets to the thread id."""

@@ -39,6 +39,7 @@ from agent_wait.core import (
     storable_problem,
 )
 from agent_wait.core import host as core_host
+from agent_wait.core.adapter import IN_DOUBT_FUNCTION
 from agent_wait.core.host import (
     AnswerTrust,
     AsyncStreamed,
@@ -49,12 +50,19 @@ from agent_wait.core.host import (
     StreamingHost,
     Waiting,
 )
-from agent_wait.strands._adapter import Site, node_questions, questions_in, questions_of
+from agent_wait.strands._adapter import (
+    INTERRUPT_PREFIX,
+    Site,
+    node_questions,
+    question_of,
+    questions_in,
+    questions_of,
+)
 from agent_wait.strands._bridge import aclose, iterate
 from agent_wait.strands._recovery import interrupt_state, responses_cleared_on_failure
 from strands import Agent
 from strands.agent.agent_result import AgentResult
-from strands.hooks import AfterInvocationEvent
+from strands.hooks import AfterInvocationEvent, BeforeInvocationEvent
 from strands.interrupt import Interrupt, _InterruptState  # pyright: ignore[reportPrivateUsage]
 from strands.multiagent.base import MultiAgentBase, MultiAgentResult
 from strands.session.file_session_manager import FileSessionManager
@@ -65,6 +73,10 @@ logger = logging.getLogger(__name__)
 
 ASKED_KEY = "agent_wait_asked"
 """The ``agent.state`` key of the index: the history's tool use ids, one per line."""
+
+RUNNING_KEY = "agent_wait_running"
+"""The ``agent.state`` key set while a run is under way: saved with its first message, removed
+when the run reaches its end (finished or parked). Found in a session, a run was cut short."""
 
 Runner = Agent | MultiAgentBase
 """What a thread runs: one agent, or a multi-agent ``Swarm`` or ``Graph``."""
@@ -206,20 +218,30 @@ def _indexing(runner: Runner) -> Runner:
 
     Strands calls ``AfterInvocationEvent`` callbacks in reverse order of registration: this one,
     added after the session manager's, runs first, so the session manager's own save at the end
-    of the run writes the index with the rest of the agent record (no extra write).
+    of the run writes the index with the rest of the agent record (no extra write). The same
+    state marks a run under way (:data:`RUNNING_KEY`), saved with the run's first message.
     """
     if (
         isinstance(runner, Agent)
         and runner._session_manager is not None  # pyright: ignore[reportPrivateUsage]
         and runner not in _INDEXED
     ):
+        runner.hooks.add_callback(BeforeInvocationEvent, _set_running)
         runner.hooks.add_callback(AfterInvocationEvent, _set_index)
         _INDEXED.add(runner)
     return runner
 
 
+def _set_running(event: BeforeInvocationEvent) -> None:
+    event.agent.state.set(RUNNING_KEY, True)
+
+
 def _set_index(event: AfterInvocationEvent) -> None:
     agent = event.agent
+    if event.result is not None:
+        # The run reached its end. One that raised keeps the mark: it stopped short, as a
+        # killed one does, and its history may have work left (see _Host.unfinished).
+        agent.state.delete(RUNNING_KEY)
     ids = _tool_use_ids(agent)
     # An id with a line break cannot be looked up in the index: without one, read in full.
     if any("\n" in i for i in ids):
@@ -323,8 +345,8 @@ def _from_session(
         return None
     record = _agent_record(repository, thread_id, agent_id)
     index = None if record is None else record[0].get(ASKED_KEY)
-    if record is None or not isinstance(index, str):
-        return None
+    if record is None or not isinstance(index, str) or record[0].get(RUNNING_KEY):
+        return None  # a run cut short: its history says what is left, so build the agent
     data = record[1].get("interrupt_state")
     state = _InterruptState() if data is None else _InterruptState.from_dict(data)
     interrupts = state.interrupts
@@ -361,12 +383,26 @@ class _Host:
         messages = runner.messages if runner is not None else ()
         return Waiting(questions_of(thread.parked.pending, messages))
 
+    def unfinished(self, thread: _Thread) -> bool:
+        # A single agent whose history ends with work for the model (a prompt or tool results
+        # it never answered) or tool calls with no results: a run stopped short (a worker
+        # killed, or a run that raised). Read from the session record, the thread's last run
+        # reached its end (no RUNNING_KEY there). A Swarm or Graph is never reported.
+        agent = thread.agent
+        if not isinstance(agent, Agent) or not agent.messages:
+            return False
+        last = agent.messages[-1]
+        return last["role"] == "user" or any("toolUse" in block for block in last["content"])
+
     def check(self, thread: _Thread, answer: Answer) -> Any:
         if answer.answer is None:
             raise InvalidAnswer(
                 "the answer is null, which Strands treats as no answer (it would ask again); "
                 "send a JSON value"
             )
+        asked = thread.parked.interrupts.get(answer.question_id)
+        if asked is not None and asked.name.startswith(INTERRUPT_PREFIX):
+            _check_in_doubt(question_of(asked), answer.answer)
         return answer.answer
 
     def questions_in(self, result: RunResult) -> list[Question]:
@@ -382,6 +418,26 @@ class _Host:
     def built(self, agent: Runner) -> Runner:
         self.runner = agent
         return agent
+
+
+def _check_in_doubt(question: Question, answer: Any) -> None:
+    # Strands hands the answer to the tool, which takes anything but yes for no: refused here,
+    # before the resume, a wrong answer to an in-doubt question never runs the body again.
+    asked: object = question.question
+    if not isinstance(asked, Mapping):
+        return
+    asked = cast("Mapping[str, Any]", asked)
+    if asked.get("function") != IN_DOUBT_FUNCTION:
+        return
+    action = (
+        cast("Mapping[str, Any]", answer).get("action") if isinstance(answer, Mapping) else None
+    )
+    allowed = question.policy.allowed_actions
+    if action not in allowed:
+        raise InvalidAnswer(
+            f"answer.action: this in-doubt question takes one of {list(allowed)} "
+            f"({{'action': 'yes'}}: it happened, {{'action': 'no'}}: run it once), got {answer!r}"
+        )
 
 
 def sites(runner: MultiAgentBase, path: tuple[str, ...] = ()) -> dict[str, Site]:
@@ -465,6 +521,12 @@ class _SyncHost(_Host, StreamingHost[_Thread, RunResult]):
     def start(self, thread: _Thread, message: StartMessage) -> RunResult:
         return self._runner(thread)(self.prompt(message.input))
 
+    def proceed(self, thread: _Thread) -> RunResult:
+        # No prompt: Strands runs the tool calls the history ends with, else calls the model.
+        agent = self._runner(thread)
+        assert isinstance(agent, Agent)  # unfinished() reports a single agent only
+        return agent(None)
+
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> RunResult:
         agent = self._runner(thread)
         with responses_cleared_on_failure(agent, answers) as checked:
@@ -512,6 +574,11 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, RunResult]):
 
     async def start(self, thread: _Thread, message: StartMessage) -> RunResult:
         return await (await self._runner(thread)).invoke_async(self.prompt(message.input))
+
+    async def proceed(self, thread: _Thread) -> RunResult:
+        agent = await self._runner(thread)
+        assert isinstance(agent, Agent)  # unfinished() reports a single agent only
+        return await agent.invoke_async(None)
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> RunResult:
         agent = await self._runner(thread)
@@ -613,6 +680,10 @@ def handle_message(
       for an id the thread never asked runs nothing
       (``UNKNOWN_QUESTION``); a null answer, which Strands reads as no answer, runs nothing
       (``INVALID_ANSWER``).
+    - An answer or start message that comes back to a thread that is not parked but whose
+      history ends with work left (a prompt, tool results or tool calls the model never
+      answered: a worker killed after the session saved them) continues the run with
+      ``agent(None)`` (``CONTINUED``); a start's input is not added again.
 
     Messages of one thread must be handled one at a time (Strands refuses concurrent calls on
     an agent, and two processes would race on its session).

@@ -64,6 +64,12 @@ Args:
     when: A predicate over the published arguments; False runs the body without asking. It
         runs again on resume, so it must be deterministic; if it raises, the call asks.
     clock: Returns "now" (aware), for ``expires_at`` in async mode.
+    once: True (the default): on an agent with a session manager, an approved body runs at
+        most once across crashes (recorded in the execution ledger under the session, agent id,
+        tool use id and function; a run killed inside it asks a person whether it happened).
+        False keeps no record.
+    ledger: The :class:`~agent_wait.core.ExecutionLedger` (None: beside the configured
+        questions).
 
 Returns:
     The decorated function, or a decorator.
