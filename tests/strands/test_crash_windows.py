@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from strands import Agent, ToolContext, tool
-from strands.hooks import AfterToolCallEvent, HookProvider, HookRegistry
+from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.session import FileSessionManager
 from strands.tools.executors import SequentialToolExecutor
 
@@ -57,20 +57,21 @@ class DyingModel(ScriptedModel):
             yield event
 
 
-class DieAfterTool(HookProvider):
-    """Dies once the tool returned, before Strands saves its result (``"after-body"``)."""
+class DieAroundTool(HookProvider):
+    """Dies before the tool runs (``"before-tool"``: its call is saved, the run has not parked),
+    or once it returned, before Strands saves its result (``"after-body"``)."""
 
     def __init__(self, kill_in: set[str]) -> None:
         self.kill_in = kill_in
 
     def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
-        registry.add_callback(AfterToolCallEvent, self.after)
+        registry.add_callback(BeforeToolCallEvent, lambda _: self.die("before-tool"))
+        registry.add_callback(AfterToolCallEvent, lambda _: self.die("after-body"))
 
-    def after(self, event: AfterToolCallEvent) -> None:
-        del event
-        if "after-body" in self.kill_in:
-            self.kill_in.discard("after-body")
-            raise WorkerKilled("after-body")
+    def die(self, where: str) -> None:
+        if where in self.kill_in:
+            self.kill_in.discard(where)
+            raise WorkerKilled(where)
 
 
 class Refunds:
@@ -124,7 +125,7 @@ class Refunds:
         return Agent(
             model=DyingModel(self.kill_in),
             tools=[self.tool],
-            hooks=[DieAfterTool(self.kill_in)],
+            hooks=[DieAroundTool(self.kill_in)],
             tool_executor=SequentialToolExecutor(),
             session_manager=FileSessionManager(
                 session_id=thread_id, storage_dir=str(self.sessions)
@@ -310,6 +311,27 @@ def test_a_start_message_redelivered_after_a_crash_continues_without_running_twi
     # The prompt was not added a second time, and the thread is parked on the question.
     assert [m["role"] for m in refunds(THREAD).messages] == ["user", "assistant"]
     assert handle_message(refunds, START, announce).outcome is Outcome.REPUBLISHED
+
+
+def test_a_start_message_redelivered_after_the_tool_call_was_saved_runs_it_and_parks(
+    tmp_path: Path,
+) -> None:
+    refunds = Refunds(tmp_path)
+    announce = MemoryAnnounce()
+    refunds.kill_in.add("before-tool")
+    with pytest.raises(WorkerKilled):
+        handle_message(refunds, START, announce)
+    assert [m["role"] for m in refunds(THREAD).messages] == ["user", "assistant"]
+    assert announce.envelopes == []
+
+    again = handle_message(refunds, START, announce)
+    assert again.outcome is Outcome.CONTINUED, again.detail
+    [question] = again.report.envelopes
+    assert question.source is not None
+    assert question.source.function == "issue_refund"
+    done = handle_message(refunds, approve(question), announce)
+    assert done.outcome is Outcome.RESUMED, done.detail
+    assert refunds.effects == ["refund order-4471 41000"]
 
 
 async def test_async_a_crash_inside_the_body_asks_a_person_and_no_runs_it_once(
