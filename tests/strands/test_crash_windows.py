@@ -368,3 +368,21 @@ async def test_async_an_answer_redelivered_after_the_tool_results_were_saved_con
     assert again.outcome is Outcome.CONTINUED, again.detail
     assert str(again.result).strip() == "done: refunded 41000"
     assert refunds.effects == ["refund order-4471 41000"]
+
+
+def test_the_record_is_per_session_though_tool_use_ids_repeat(tmp_path: Path) -> None:
+    refunds = Refunds(tmp_path)
+    announce = MemoryAnnounce()
+    first = parked(refunds, announce)
+    refunds.kill_in.add("body")
+    with pytest.raises(WorkerKilled):
+        handle_message(refunds, approve(first), announce)
+    # Another thread, whose model call gets the same tool use id: its own record.
+    [other] = handle_message(
+        refunds, {"thread_id": "order-4472", "input": "refund"}, announce
+    ).report.envelopes
+    assert other.question_id == first.question_id  # Strands' ids repeat across sessions
+    done = handle_message(refunds, approve(other), announce)
+    assert done.outcome is Outcome.RESUMED, done.detail
+    assert str(done.result).strip() == "done: refunded 41000"
+    assert len(refunds.effects) == 2
