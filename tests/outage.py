@@ -54,7 +54,11 @@ class Effects:
 
 
 def check_rides_out_outages(
-    target: int, make_entry: Callable[[int], EntryPoint], caplog: pytest.LogCaptureFixture
+    target: int,
+    make_entry: Callable[[int], EntryPoint],
+    caplog: pytest.LogCaptureFixture,
+    *,
+    workers_count: int = 2,
 ) -> None:
     """``make_entry(port)`` builds the entry point with the server at 127.0.0.1:``port``."""
     total = THREADS * PER_THREAD
@@ -75,7 +79,7 @@ def check_rides_out_outages(
             raise
 
     with Proxy(target) as proxy, caplog.at_level(logging.WARNING, logger="agent_wait"):
-        entries = [make_entry(proxy.port) for _ in range(2)]
+        entries = [make_entry(proxy.port) for _ in range(workers_count)]
         workers = [threading.Thread(target=work, args=(entry,)) for entry in entries]
         try:
             for worker in workers:
@@ -86,7 +90,7 @@ def check_rides_out_outages(
                 time.sleep(OUTAGE)  # the outage's length: the faults being tested
                 proxy.restore()
             effects.wait_for(total, workers)
-            assert [w.is_alive() for w in workers] == [True, True], errors
+            assert all(w.is_alive() for w in workers), errors
         finally:
             stop.set()
             for worker in workers:
@@ -94,7 +98,7 @@ def check_rides_out_outages(
             for entry in entries:
                 entry.close()
     assert errors == []
-    assert len(reports) == 2
+    assert len(reports) == workers_count
     assert proxy.cuts == 2
     for t in range(THREADS):
         assert effects.done[f"outage-{t}"] == list(range(PER_THREAD))
@@ -109,4 +113,4 @@ def check_rides_out_outages(
     assert outages, "no outage was noticed"
     assert len(back) >= 1
     # Once per outage and worker, not once per failed call.
-    assert len(outages) <= 2 * 2
+    assert len(outages) <= 2 * workers_count

@@ -6,7 +6,9 @@ import json
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -15,6 +17,7 @@ from agent_wait.core.testing import EntryContract
 from agent_wait.core.transport import MAX_MESSAGE_BYTES, fit_identifier
 from agent_wait.sqs import SqsEntry
 from tests.aws_moto import Aws, create_queue
+from tests.proxy import Proxy
 
 pytestmark = pytest.mark.integration
 
@@ -29,8 +32,24 @@ def fifo_with_dead_letters(aws: Aws, name: str, max_receives: int) -> str:
 
 class TestSqsEntry(EntryContract):
     @pytest.fixture(autouse=True)
-    def _aws(self, aws: Aws) -> None:
+    def _aws(self, aws: Aws) -> Iterator[None]:
         self.aws = aws
+        # moto behind a TCP proxy, cut once the entry point is built (it reads its queue's
+        # redrive policy when built): SQS unreachable, as in an outage.
+        self.proxy = Proxy(urlsplit(aws.url).port or 80)
+        yield
+        self.proxy.close()
+
+    def make_unreachable_entry(self) -> EntryPoint:
+        url = fifo_with_dead_letters(self.aws, "unreachable", 3)
+        built = SqsEntry(
+            url,
+            endpoint_url=f"http://127.0.0.1:{self.proxy.port}",
+            region=self.aws.options["region"],
+            config={"retries": {"mode": "standard", "total_max_attempts": 1}},
+        )
+        self.proxy.cut()
+        return built
 
     def make_entry(
         self, *, visibility_timeout: float, max_attempts: int, retry_delay: float

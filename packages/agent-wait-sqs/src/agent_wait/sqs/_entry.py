@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -25,6 +26,7 @@ from agent_wait.core import ConfigError, DeadLetter, EntryPoint, Received, log_s
 from agent_wait.core.transport import (
     Poison,
     check_body_size,
+    connection_errors,
     dead_letter,
     fit_identifier,
     read_message,
@@ -62,6 +64,11 @@ class SqsEntry(EntryPoint):
     ``maxReceiveCount`` (= ``max_attempts``) failed attempts a message is moved there by ``fail``
     with the last error, and a message never acknowledged that often (the host crashed) is
     moved there by SQS itself.
+
+    When SQS cannot be reached (botocore's connection errors and timeouts, after the client's
+    own retries), every call of the host side raises ``ConnectionError``, so that the worker
+    tries it again with backoff; a message's lease is kept until its ``ack``, ``fail`` or
+    ``release`` went through.
 
     Args:
         queue_url: The FIFO queue's URL (``.fifo``), with a redrive policy.
@@ -128,10 +135,11 @@ class SqsEntry(EntryPoint):
             },
         )
         connection = connection.model_copy(update={"region": connection.region_or_default()})
-        self._clients = aws_client_pair(
-            "sqs", boto3_sdk("agent-wait-sqs"), connection, name=self.name
-        )
-        self.dead_letter_queue_url, receives = self._redrive_target()
+        sdk = boto3_sdk("agent-wait-sqs")
+        self._clients = aws_client_pair("sqs", sdk, connection, name=self.name)
+        self._connection_errors = sdk.connection_errors
+        with self._reachable():
+            self.dead_letter_queue_url, receives = self._redrive_target()
         if options.max_attempts is not None and options.max_attempts != receives:
             raise SqsEntryOptions.option_error(
                 self.name,
@@ -147,6 +155,9 @@ class SqsEntry(EntryPoint):
     @property
     def _sqs(self) -> Any:
         return self._clients.sync()
+
+    def _reachable(self) -> AbstractContextManager[None]:
+        return connection_errors(self._connection_errors, f"SQS at {self.queue_url}")
 
     def _redrive_target(self) -> tuple[str, int]:
         attributes = self._sqs.get_queue_attributes(
@@ -171,7 +182,8 @@ class SqsEntry(EntryPoint):
         checked = dict(message)
         body = check_body_size(json.dumps(checked, ensure_ascii=False, sort_keys=True))
         headers = AWS_MESSAGE_ATTRIBUTES.with_headers({}, parsed)
-        self._send(self.queue_url, body, checked["thread_id"], _digest(body), **headers)
+        with self._reachable():
+            self._send(self.queue_url, body, checked["thread_id"], _digest(body), **headers)
 
     def _send(self, url: str, body: str, thread_id: str, dedupe: str, **attributes: str) -> None:
         # SQS refuses characters outside XML 1.0's: escaped in the JSON body (the same value),
@@ -191,16 +203,25 @@ class SqsEntry(EntryPoint):
         while len(received) < max_messages:
             asked = min(_BATCH, max_messages - len(received))
             began = time.monotonic()
-            messages = cast(
-                "list[dict[str, Any]]",
-                self._sqs.receive_message(
-                    QueueUrl=self.queue_url,
-                    MaxNumberOfMessages=asked,
-                    WaitTimeSeconds=0 if received else seconds,
-                    VisibilityTimeout=int(self.visibility_timeout),
-                    MessageSystemAttributeNames=["ApproximateReceiveCount", "MessageGroupId"],
-                ).get("Messages", []),
-            )
+            try:
+                with self._reachable():
+                    messages = cast(
+                        "list[dict[str, Any]]",
+                        self._sqs.receive_message(
+                            QueueUrl=self.queue_url,
+                            MaxNumberOfMessages=asked,
+                            WaitTimeSeconds=0 if received else seconds,
+                            VisibilityTimeout=int(self.visibility_timeout),
+                            MessageSystemAttributeNames=[
+                                "ApproximateReceiveCount",
+                                "MessageGroupId",
+                            ],
+                        ).get("Messages", []),
+                    )
+            except ConnectionError:
+                if not received:
+                    raise
+                break  # those already leased are handled, not left to their lease running out
             for raw in messages:
                 message = read_message(raw["Body"])
                 receipt = str(raw["ReceiptHandle"])
@@ -209,9 +230,15 @@ class SqsEntry(EntryPoint):
                     # Its group (its thread) goes on at once: the next receive may bring the
                     # group's next message.
                     group = str(raw["Attributes"].get("MessageGroupId", ""))
-                    self._bury(
-                        str(raw["MessageId"]), receipt, raw["Body"], group, attempt, message.error
-                    )
+                    with self._reachable():
+                        self._bury(
+                            str(raw["MessageId"]),
+                            receipt,
+                            raw["Body"],
+                            group,
+                            attempt,
+                            message.error,
+                        )
                     continue
                 with self._lock:
                     self._leases[receipt] = began + self.visibility_timeout
@@ -228,60 +255,74 @@ class SqsEntry(EntryPoint):
                 break  # fewer than asked: another request now would most likely be empty
         return received
 
-    def _held(self, received: Received, *, release: bool) -> bool:
+    def _held(self, received: Received) -> bool:
         # SQS accepts an old receipt handle after the message went to another receiver; the
         # lease's end, measured from before the receive, says whether it is still ours.
         with self._lock:
-            end = (
-                self._leases.pop(received.receipt, None)
-                if release
-                else self._leases.get(received.receipt)
-            )
-        return end is not None and time.monotonic() < end
+            end = self._leases.get(received.receipt)
+        if end is not None and time.monotonic() < end:
+            return True
+        self._settled(received)
+        return False
+
+    def _settled(self, received: Received) -> None:
+        # Only once the call went through: after a connection error the worker settles again.
+        with self._lock:
+            self._leases.pop(received.receipt, None)
 
     def ack(self, received: Received) -> bool:
         """Delete the message; False (nothing deleted) if its lease had run out."""
-        if not self._held(received, release=True):
+        if not self._held(received):
             return False
-        self._sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=received.receipt)
+        with self._reachable():
+            self._sqs.delete_message(QueueUrl=self.queue_url, ReceiptHandle=received.receipt)
+        self._settled(received)
         return True
 
     def extend(self, received: Received) -> bool:
         """Another ``visibility_timeout`` of lease; False if it had run out."""
-        if not self._held(received, release=False):
+        if not self._held(received):
             return False
         began = time.monotonic()
-        self._sqs.change_message_visibility(
-            QueueUrl=self.queue_url,
-            ReceiptHandle=received.receipt,
-            VisibilityTimeout=int(self.visibility_timeout),
-        )
+        with self._reachable():
+            self._sqs.change_message_visibility(
+                QueueUrl=self.queue_url,
+                ReceiptHandle=received.receipt,
+                VisibilityTimeout=int(self.visibility_timeout),
+            )
         with self._lock:
             self._leases[received.receipt] = began + self.visibility_timeout
         return True
 
     def release(self, received: Received) -> bool:
         """Visible again at once (the next receive counts another attempt); False if its lease ran out."""
-        if not self._held(received, release=True):
+        if not self._held(received):
             return False
-        self._sqs.change_message_visibility(
-            QueueUrl=self.queue_url, ReceiptHandle=received.receipt, VisibilityTimeout=0
-        )
+        with self._reachable():
+            self._sqs.change_message_visibility(
+                QueueUrl=self.queue_url, ReceiptHandle=received.receipt, VisibilityTimeout=0
+            )
+        self._settled(received)
         return True
 
     def fail(self, received: Received, error: str, *, retry: bool = True) -> bool:
         """Visible again after ``retry_delay``; on the last attempt, to the dead-letter queue."""
-        if not self._held(received, release=True):
+        if not self._held(received):
             return False  # someone else holds it now; the redelivery counts the attempt
-        if retry and received.attempt < self.max_attempts:
-            self._sqs.change_message_visibility(
-                QueueUrl=self.queue_url,
-                ReceiptHandle=received.receipt,
-                VisibilityTimeout=math.ceil(self.retry_delay),
+        with self._reachable():
+            if retry and received.attempt < self.max_attempts:
+                self._sqs.change_message_visibility(
+                    QueueUrl=self.queue_url,
+                    ReceiptHandle=received.receipt,
+                    VisibilityTimeout=math.ceil(self.retry_delay),
+                )
+                self._settled(received)
+                return False
+            body = json.dumps(received.message, ensure_ascii=False, sort_keys=True)
+            self._bury(
+                received.id, received.receipt, body, received.thread_id, received.attempt, error
             )
-            return False
-        body = json.dumps(received.message, ensure_ascii=False, sort_keys=True)
-        self._bury(received.id, received.receipt, body, received.thread_id, received.attempt, error)
+        self._settled(received)
         return True
 
     def _bury(
