@@ -1,17 +1,29 @@
-"""Waiting on a worker: poll until something is true, run serve() in a thread for a block, read
-what an embedded entry point holds, and the check every framework's serve() passes: it parks
-threads and resumes them on their answers."""
+"""Waiting on a worker: poll until something is true, run serve() in a thread for a block, probe
+its health endpoints, read what an embedded entry point holds, and the check every framework's
+serve() passes: it parks threads and resumes them on their answers."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from agent_wait.core import ServeReport, SqliteAnnounce, SqliteEntry, SqliteQuestionStore, answer
+from agent_wait.core import (
+    ServeReport,
+    ServeStatus,
+    SqliteAnnounce,
+    SqliteEntry,
+    SqliteQuestionStore,
+    answer,
+    hookimpl,
+)
+from agent_wait.core.testing import registered_plugin
 
 # A framework's serve() over these, with everything else bound: (entry, announce, stop).
 Serve = Callable[[SqliteEntry, SqliteAnnounce, threading.Event], ServeReport]
@@ -54,6 +66,32 @@ def serving(serve: Callable[[threading.Event], ServeReport]) -> Iterator[list[Se
     finally:
         stop.set()
         worker.join(timeout=60)
+
+
+def probe(address: tuple[str, int], path: str) -> tuple[int, dict[str, Any]]:
+    """GET a health endpoint: its status code and JSON body."""
+    try:
+        with urllib.request.urlopen(f"http://{address[0]}:{address[1]}{path}", timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"{}")
+
+
+@contextmanager
+def health_endpoints(serve: Callable[[threading.Event], ServeReport]) -> Iterator[tuple[str, int]]:
+    """Run ``serve(stop)`` (given ``health="127.0.0.1:0"``) during the block; yields the address
+    its health endpoints listen on."""
+    statuses: list[ServeStatus] = []
+
+    class Started:
+        @hookimpl
+        def worker_started(self, status: ServeStatus) -> None:
+            statuses.append(status)
+
+    with registered_plugin(Started(), "test-health-endpoints"), serving(serve):
+        [status] = until(lambda: statuses, "the worker started")
+        assert status.health_address is not None
+        yield status.health_address
 
 
 def check_serve_parks_and_resumes(

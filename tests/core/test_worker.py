@@ -12,8 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,7 @@ from agent_wait.core import (
     serve_entry,
 )
 from agent_wait.core.testing import registered_plugin
-from tests.serving import until
+from tests.serving import probe, until
 
 
 def make_entry(path: Path, **options: Any) -> SqliteEntry:
@@ -392,14 +390,6 @@ class FlakyEntry(SqliteEntry):
         return super().receive(max_messages, wait)
 
 
-def probe(address: tuple[str, int], path: str) -> tuple[int, dict[str, Any]]:
-    try:
-        with urllib.request.urlopen(f"http://{address[0]}:{address[1]}{path}", timeout=10) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"{}")
-
-
 def test_health_endpoints_follow_the_loop_and_the_entry_point(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -455,6 +445,12 @@ def test_health_endpoints_follow_the_loop_and_the_entry_point(
     # The endpoints are gone with the worker.
     with pytest.raises(OSError):
         probe(statuses[0].health_address or ("", 0), "/healthz")
+
+
+@pytest.mark.parametrize("ready", [lambda: None, {"checkpointer": "sqlite"}, {1: lambda: None}])
+def test_bad_readiness_checks_name_the_option(tmp_path: Path, ready: Any) -> None:
+    with pytest.raises(TypeError, match=r"ready: expected a mapping of names to callables, got"):
+        serve_entry(lambda m: None, make_entry(tmp_path / "x.sqlite3"), ready=ready)
 
 
 @pytest.mark.parametrize("health", ["nowhere", "127.0.0.1:99999", True])

@@ -8,6 +8,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -20,15 +21,24 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import START, StateGraph
 
 from agent_wait.core import (
+    ServeStatus,
     SqliteAnnounce,
     SqliteEntry,
     SqliteQuestionStore,
     WaitPolicy,
     answer,
+    hookimpl,
 )
 from agent_wait.core._sqlite import default_inbox_path
+from agent_wait.core.testing import registered_plugin
 from agent_wait.langgraph import aserve, serve, wait
-from tests.serving import check_serve_parks_and_resumes, serving, until
+from tests.serving import (
+    check_serve_parks_and_resumes,
+    health_endpoints,
+    probe,
+    serving,
+    until,
+)
 from tests.trust_serving import check_serve_runs_only_signed_replies
 
 APP = Path(__file__).with_name("serve_app.py")
@@ -352,3 +362,50 @@ async def eventually(condition: Callable[[], Any], what: str) -> None:
 def test_stream_options_without_stream_are_refused_before_serving(refunds: Refunds) -> None:
     with pytest.raises(TypeError, match=r"\['stream_mode'\]: stream options go with stream="):
         serve(refunds.graph, stream_mode="updates")
+
+
+def test_readyz_reads_through_the_checkpointer_and_names_it_when_it_fails(
+    tmp_path: Path, refunds: Refunds
+) -> None:
+    entry = SqliteEntry(tmp_path / "inbox.sqlite3", poll_interval=0.02)
+    with health_endpoints(
+        lambda stop: serve(refunds.graph, entry, wait=0.05, stop=stop, health="127.0.0.1:0")
+    ) as address:
+        until(lambda: probe(address, "/readyz")[0] == 200, "ready")
+        checkpointer = refunds.graph.checkpointer
+        assert isinstance(checkpointer, SqliteSaver)
+        checkpointer.conn.close()  # the checkpoint database is gone from under the worker
+        code, body = probe(address, "/readyz")
+        assert code == 503
+        assert body["status"] == "unavailable"
+        assert body["down"] == {"checkpointer": "ProgrammingError"}
+        assert probe(address, "/healthz")[0] == 200  # not ready, yet not to be restarted
+
+
+async def test_aserve_readyz_reads_through_an_async_checkpointer(
+    tmp_path: Path, refunds: Refunds
+) -> None:
+    entry = SqliteEntry(tmp_path / "inbox.sqlite3", poll_interval=0.02)
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "cp.sqlite3")) as saver:
+        graph = refunds.graph.copy(update={"checkpointer": saver})
+        stop = asyncio.Event()
+        seen: list[tuple[int, dict[str, Any]]] = []
+
+        def operator(address: tuple[str, int]) -> None:
+            try:
+                seen.append(
+                    until(lambda: (r := probe(address, "/readyz"))[0] == 200 and r, "ready")
+                )
+            finally:
+                loop.call_soon_threadsafe(stop.set)
+
+        loop = asyncio.get_running_loop()
+
+        class Started:
+            @hookimpl
+            def worker_started(self, status: ServeStatus) -> None:
+                threading.Thread(target=operator, args=(status.health_address,)).start()
+
+        with registered_plugin(Started(), "test-aserve-health"):
+            await aserve(graph, entry, wait=0.05, stop=stop, health="127.0.0.1:0")
+    assert seen == [(200, {"status": "ready", "entry": "sqlite", "in_flight": 0})]

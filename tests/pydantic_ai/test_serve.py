@@ -26,7 +26,7 @@ from agent_wait.core.host import AnswerTrust
 from agent_wait.pydantic_ai import SqliteHistory, aserve, serve
 from tests.pydantic_ai.scripted import Script
 from tests.pydantic_ai.test_host import REFUND, Refunds
-from tests.serving import check_serve_parks_and_resumes
+from tests.serving import check_serve_parks_and_resumes, health_endpoints, probe, until
 from tests.trust_serving import check_serve_runs_only_signed_replies
 
 
@@ -42,6 +42,35 @@ def test_serve_parks_and_resumes_threads(tmp_path: Path) -> None:
         lambda: len(refunds.runs),
     )
     assert refunds.runs == [{"order_id": "order-4471", "amount": 41000}] * 3
+
+
+def test_readyz_reads_the_history_store_and_names_it_while_it_cannot_be_opened(
+    tmp_path: Path,
+) -> None:
+    refunds = Refunds(Script(REFUND))
+    directory = tmp_path / "histories"
+    history = SqliteHistory(directory / "history.sqlite3")
+    entry = SqliteEntry(tmp_path / "inbox.sqlite3", poll_interval=0.02)
+    with health_endpoints(
+        lambda stop: serve(
+            refunds.agent, entry, history=history, wait=0.05, stop=stop, health="127.0.0.1:0"
+        )
+    ) as address:
+        until(lambda: probe(address, "/readyz")[0] == 200, "ready")
+        # The store's directory turns into a file: the store cannot open its database.
+        history.close()
+        (directory / "history.sqlite3").unlink()
+        directory.rmdir()
+        directory.write_text("not a directory")
+        code, body = probe(address, "/readyz")
+        assert (code, body["status"], body["down"]) == (
+            503,
+            "unavailable",
+            {"history": "FileExistsError"},
+        )
+        directory.unlink()
+        until(lambda: probe(address, "/readyz")[0] == 200, "ready again")
+    history.close()
 
 
 def test_serve_with_answer_secrets_runs_only_the_replies_it_signed(

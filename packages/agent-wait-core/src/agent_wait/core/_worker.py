@@ -52,6 +52,7 @@ from typing import Any, TypeVar
 from pydantic import ValidationError
 
 from agent_wait.core._entry import EntryPoint, Received
+from agent_wait.core._health import ReadyChecks, check_ready_checks
 from agent_wait.core._logsafe import log_safe
 from agent_wait.core._publish import Announce
 
@@ -443,12 +444,14 @@ class ServeStatus:
 
 
 @contextmanager
-def _observed(status: ServeStatus, health: int | str | None) -> Generator[None]:
+def _observed(
+    status: ServeStatus, health: int | str | None, ready: ReadyChecks | None
+) -> Generator[None]:
     """The health endpoints and the ``worker_started`` / ``worker_stopped`` hooks, around a loop."""
     from agent_wait.core._health import HealthServer
     from agent_wait.core._plugins import registry
 
-    server = None if health is None else HealthServer(status, health)
+    server = None if health is None else HealthServer(status, health, ready)
     if server is not None:
         status.health_address = server.address
     hook = registry().manager.hook
@@ -602,6 +605,7 @@ def serve_entry(
     wait: float = 1.0,
     stop: threading.Event | None = None,
     health: int | str | None = None,
+    ready: ReadyChecks | None = None,
 ) -> ServeReport:
     """Handle messages from ``entry`` with ``handle`` until stopped (SIGTERM, SIGINT, ``stop``).
 
@@ -617,11 +621,17 @@ def serve_entry(
         stop: Set it to stop the loop (from another thread, or when not on the main thread).
         health: Serve ``/healthz`` and ``/readyz`` over HTTP on this port (``"host:port"``,
             or a port on every interface) while the loop runs.
+        ready: What ``handle`` needs besides the entry point, by name (``{"checkpointer":
+            check}``): ``/readyz`` calls each check and answers 503 naming those that raised.
 
     Returns:
         What was acknowledged, retried and dead-lettered.
+
+    Raises:
+        TypeError: ``ready`` is not a mapping of names to callables.
     """
     _check_concurrency(concurrency)
+    checks = check_ready_checks(ready)
     own = entry is None
     if entry is None:
         from agent_wait.core._entries import default_entry
@@ -650,7 +660,7 @@ def serve_entry(
         with (
             ThreadPoolExecutor(concurrency, "agent-wait-serve") as pool,
             _stop_on_signals(stopped.set),
-            _observed(status, health),
+            _observed(status, health, checks),
         ):
 
             def start() -> None:
@@ -757,9 +767,14 @@ async def aserve_entry(
     wait: float = 1.0,
     stop: asyncio.Event | None = None,
     health: int | str | None = None,
+    ready: ReadyChecks | None = None,
 ) -> ServeReport:
-    """Async :func:`serve_entry`: ``handle`` is a coroutine function, run as concurrent tasks."""
+    """Async :func:`serve_entry`: ``handle`` is a coroutine function, run as concurrent tasks.
+
+    The ``ready`` checks are plain callables, called from the health server's thread.
+    """
     _check_concurrency(concurrency)
+    checks = check_ready_checks(ready)
     own = entry is None
     if entry is None:
         from agent_wait.core._entries import default_entry
@@ -840,7 +855,7 @@ async def aserve_entry(
         renewing.reset()
 
     try:
-        with _observed(status, health):
+        with _observed(status, health, checks):
             try:
                 while not stopped.is_set():
                     status.turned()
@@ -922,6 +937,7 @@ def serve_host(
     stream: Callable[[str, Any], object] | None = None,
     stream_message: Callable[..., Iterable[Any]] | None = None,
     health: int | str | None = None,
+    ready: ReadyChecks | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """A framework's ``serve``: :func:`serve_entry` with its ``handle_message`` bound.
@@ -932,7 +948,8 @@ def serve_host(
     With ``stream``, the framework's ``stream_message`` handles it instead, and
     ``stream(thread_id, event)`` is called with each event as the run makes it; a ``stream``
     that raises stops the run (nothing of it is saved or published) and the message is handed
-    out again. ``health`` serves the health endpoints (see :func:`serve_entry`).
+    out again. ``health`` serves the health endpoints, ``ready`` adds readiness checks (the
+    framework's checkpointer; see :func:`serve_entry`).
     """
     handle_one = _streaming(stream_message, stream) if stream is not None else handle_message
     with _publishing(entry, host_options) as (entry, host_options):
@@ -941,7 +958,13 @@ def serve_host(
             return handle_one(runnable, message, announce, strict=True, **host_options)
 
         return serve_entry(
-            handle, entry, concurrency=concurrency, wait=wait, stop=stop, health=health
+            handle,
+            entry,
+            concurrency=concurrency,
+            wait=wait,
+            stop=stop,
+            health=health,
+            ready=ready,
         )
 
 
@@ -957,6 +980,7 @@ async def aserve_host(
     stream: Callable[[str, Any], object] | None = None,
     astream_message: Callable[..., AsyncIterable[Any]] | None = None,
     health: int | str | None = None,
+    ready: ReadyChecks | None = None,
     **host_options: Any,
 ) -> ServeReport:
     """Async :func:`serve_host`: :func:`aserve_entry` with ``ahandle_message`` bound.
@@ -971,7 +995,13 @@ async def aserve_host(
             return await handle_one(runnable, message, announce, strict=True, **host_options)
 
         return await aserve_entry(
-            handle, entry, concurrency=concurrency, wait=wait, stop=stop, health=health
+            handle,
+            entry,
+            concurrency=concurrency,
+            wait=wait,
+            stop=stop,
+            health=health,
+            ready=ready,
         )
 
 

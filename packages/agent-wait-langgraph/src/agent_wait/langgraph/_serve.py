@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from agent_wait.core import Announce, EntryPoint, ServeReport
 from agent_wait.core.host import aserve_host, serve_host
@@ -15,6 +15,23 @@ from agent_wait.langgraph._host import (
     handle_message,
     stream_message,
 )
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+# A thread no run uses: reading it costs one indexed lookup that finds nothing.
+_PROBE_CONFIG: Any = {"configurable": {"thread_id": "agent-wait-readiness", "checkpoint_ns": ""}}
+
+
+def _readiness(graph: Any) -> dict[str, Callable[[], object]]:
+    """``/readyz`` reads a checkpoint through the graph's checkpointer, when it has one.
+
+    The sync read works for the async savers too: called from the health server's thread, they
+    run it on the worker's event loop.
+    """
+    checkpointer = getattr(graph, "checkpointer", None)
+    if not isinstance(checkpointer, BaseCheckpointSaver):
+        return {}
+    saver = cast("BaseCheckpointSaver[Any]", checkpointer)
+    return {"checkpointer": lambda: saver.get_tuple(_PROBE_CONFIG)}
 
 
 def serve(
@@ -49,7 +66,9 @@ def serve(
             then handled with :func:`stream_message` (``stream_mode`` and ``subgraphs`` among
             ``host_options``). A ``stream`` that raises stops that run; nothing of it is
             published and the message is handed out again.
-        health: Serve ``/healthz`` and ``/readyz`` on this port (or ``"host:port"``).
+        health: Serve ``/healthz`` and ``/readyz`` on this port (or ``"host:port"``);
+            ``/readyz`` also reads a checkpoint through the graph's checkpointer, and answers
+            503 naming ``checkpointer`` when that fails.
         host_options: ``reply_to``, ``config``, ``clock``, ``trust``, ``interrupt_before``,
             ``interrupt_after`` (and with ``stream``, ``stream_mode``, ``subgraphs``): passed to
             :func:`handle_message`.
@@ -72,6 +91,7 @@ def serve(
         stream=stream,
         stream_message=stream_message,
         health=health,
+        ready=_readiness(graph),
         **host_options,
     )
 
@@ -105,6 +125,7 @@ async def aserve(
         stream=stream,
         astream_message=astream_message,
         health=health,
+        ready=_readiness(graph),
         **host_options,
     )
 

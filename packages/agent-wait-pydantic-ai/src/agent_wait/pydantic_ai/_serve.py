@@ -9,7 +9,7 @@ from typing import Any
 
 from agent_wait.core import Announce, EntryPoint, ServeReport
 from agent_wait.core.host import aserve_host, serve_host
-from agent_wait.pydantic_ai._history import HistoryStore
+from agent_wait.pydantic_ai._history import HistoryStore, IndexedHistoryStore
 from agent_wait.pydantic_ai._host import (
     ahandle_message,
     astream_message,
@@ -52,6 +52,17 @@ def _aprompted(
         return await host(agent, message, *args, user_prompt=prompt, **options)
 
     return handle
+
+
+# A thread no run uses: reading it finds nothing.
+_PROBE_THREAD = "agent-wait-readiness"
+
+
+def _readiness(history: HistoryStore) -> dict[str, Callable[[], object]]:
+    """``/readyz`` reads a thread from the history store (its index alone, when it keeps one)."""
+    if isinstance(history, IndexedHistoryStore):
+        return {"history": lambda: history.load_index(_PROBE_THREAD)}
+    return {"history": lambda: history.load(_PROBE_THREAD)}
 
 
 def _check_user_prompt(user_prompt: object) -> None:
@@ -101,7 +112,9 @@ def serve(
             (``handle_message(..., user_prompt=...)``): text for every answer, or a function
             of the answer message (a dict) returning the text or None. Start messages carry
             their own prompt and get none.
-        health: Serve ``/healthz`` and ``/readyz`` on this port (or ``"host:port"``).
+        health: Serve ``/healthz`` and ``/readyz`` on this port (or ``"host:port"``);
+            ``/readyz`` also reads a thread from ``history``, and answers 503 naming
+            ``history`` when that fails.
         host_options: ``reply_to``, ``clock``, ``trust`` and run options for
             :func:`handle_message`.
 
@@ -120,6 +133,7 @@ def serve(
         stream=stream,
         stream_message=_prompted(stream_message, user_prompt),
         health=health,
+        ready=_readiness(history),
         history=history,
         **host_options,
     )
@@ -156,6 +170,7 @@ async def aserve(
         stream=stream,
         astream_message=_prompted(astream_message, user_prompt),
         health=health,
+        ready=_readiness(history),
         history=history,
         **host_options,
     )
