@@ -12,6 +12,7 @@ from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.session import FileSessionManager
 
 from agent_wait.core import MemoryAnnounce
+from tests.aws_moto import aws, moto_server  # noqa: F401 - fixtures, registered by import
 from tests.strands.fake_model import ScriptedModel
 
 

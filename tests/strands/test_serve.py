@@ -5,11 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
+from botocore.config import Config
+from strands.session.s3_session_manager import S3SessionManager
 
+from agent_wait.core import SqliteEntry
 from agent_wait.strands import serve
-from tests.serving import check_serve_parks_and_resumes
+from tests.aws_moto import Aws
+from tests.proxy import Proxy
+from tests.serving import check_serve_parks_and_resumes, health_endpoints, probe, until
 from tests.strands.conftest import Threads
 from tests.strands.fake_model import ScriptedModel
 from tests.strands.test_host import REFUND, Tools
@@ -79,3 +85,37 @@ def test_serve_streams_every_run_to_the_stream_callback(
     results = [e["result"] for _, e in events if isinstance(e, dict) and "result" in e]
     assert [r.stop_reason for r in results] == ["interrupt", "end_turn"]
     assert any("current_tool_use" in e for _, e in events if isinstance(e, dict))
+
+
+def test_readyz_reads_the_session_repository_and_names_it_while_storage_is_unreachable(
+    tmp_path: Path, factory: Callable[[ScriptedModel, Sequence[Any]], Threads], aws: Aws
+) -> None:
+    aws.client("s3").create_bucket(Bucket="readiness-sessions")
+    with Proxy(urlsplit(aws.url).port or 80) as proxy:
+        # Sessions in S3 (moto behind a proxy that can cut it); no message is handled here.
+        sessions = S3SessionManager(
+            session_id="worker",
+            bucket="readiness-sessions",
+            boto_session=aws.session,
+            boto_client_config=Config(retries={"mode": "standard", "total_max_attempts": 1}),
+            endpoint_url=f"http://127.0.0.1:{proxy.port}",
+        )
+        threads = factory(ScriptedModel([REFUND]), Tools().all)
+        entry = SqliteEntry(tmp_path / "inbox.sqlite3", poll_interval=0.02)
+        with health_endpoints(
+            lambda stop: serve(
+                threads,
+                entry,
+                session_repository=sessions,
+                wait=0.05,
+                stop=stop,
+                health="127.0.0.1:0",
+            )
+        ) as address:
+            until(lambda: probe(address, "/readyz")[0] == 200, "ready")
+            proxy.cut()
+            code, body = probe(address, "/readyz")
+            assert (code, body["status"]) == (503, "unavailable")
+            assert list(body["down"]) == ["sessions"]
+            proxy.restore()
+            until(lambda: probe(address, "/readyz")[0] == 200, "ready again")

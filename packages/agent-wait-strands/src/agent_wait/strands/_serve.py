@@ -18,6 +18,20 @@ from agent_wait.strands._host import (
     stream_message,
 )
 
+# A session no run uses: reading it finds nothing.
+_PROBE_SESSION = "agent-wait-readiness"
+
+
+def _readiness(host_options: dict[str, Any]) -> dict[str, Callable[[], object]]:
+    """``/readyz`` reads a session from ``session_repository``, when one is given.
+
+    Without it the sessions' storage is the factory's own, out of the worker's sight.
+    """
+    repository = host_options.get("session_repository")
+    if repository is None:
+        return {}
+    return {"sessions": lambda: repository.read_session(_PROBE_SESSION)}
+
 
 def serve(
     agent_factory: Callable[[str], Runner],
@@ -50,7 +64,9 @@ def serve(
         stream: ``stream(thread_id, event)`` for every Strands event of every run: each
             message is then handled with :func:`stream_message`. A ``stream`` that raises
             stops that run; nothing of it is published and the message is handed out again.
-        health: Serve ``/healthz`` and ``/readyz`` on this port (or ``"host:port"``).
+        health: Serve ``/healthz`` and ``/readyz`` on this port (or ``"host:port"``); with a
+            ``session_repository``, ``/readyz`` also reads a session from it, and answers 503
+            naming ``sessions`` when that fails.
         host_options: ``reply_to``, ``clock``, ``trust``, ``prompt``, ``session_repository``,
             ``agent_id``: passed to :func:`handle_message`.
     """
@@ -65,6 +81,7 @@ def serve(
         stream=stream,
         stream_message=stream_message,
         health=health,
+        ready=_readiness(host_options),
         **host_options,
     )
 
@@ -97,5 +114,6 @@ async def aserve(
         stream=stream,
         astream_message=astream_message,
         health=health,
+        ready=_readiness(host_options),
         **host_options,
     )
