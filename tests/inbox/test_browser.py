@@ -300,7 +300,7 @@ def test_two_questions_of_a_thread_answered_in_one_submit_resume_the_agent_once(
     expect(page.locator("fieldset.question")).to_have_count(2)
     refund = page.locator(f"fieldset.question[data-question='{ids['issue_refund']}']")
     close = page.locator(f"fieldset.question[data-question='{ids['close_account']}']")
-    refund.locator("summary").click()
+    refund.locator("summary", has_text="Edit arguments").click()
     refund.locator("input[name$='.arg.amount']").fill("4OO")
     # Editing the arguments chose approve; the script checks the JSON before sending.
     expect(refund.locator("input[value='action:approve']")).to_be_checked()
