@@ -132,6 +132,7 @@ def test_adapter_building_blocks_for_frameworks() -> None:
 
     assert sorted(agent_wait.core.adapter.__all__) == [
         "FrameworkAdapter",
+        "IN_DOUBT_ACTIONS",
         "IN_DOUBT_FUNCTION",
         "PAYLOAD_KEY",
         "WaitCall",

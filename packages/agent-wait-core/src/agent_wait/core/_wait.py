@@ -77,6 +77,9 @@ class WaitCall:
             unusable answer first.
         check: Raises :class:`InvalidAnswer` for an answer this call cannot take (an in-doubt
             question takes only ``yes`` or ``no``); :func:`apply_answer` calls it first.
+        doubts: For an in-doubt question (:func:`in_doubt_call`), the call whose approved run
+            is in doubt: an adapter whose framework context rides in the call's arguments
+            finds it there.
     """
 
     function: Callable[..., Any]
@@ -87,6 +90,7 @@ class WaitCall:
     payload: dict[str, Any]
     decision: str | None = None
     check: Callable[[Any], None] | None = None
+    doubts: WaitCall | None = None
 
 
 class FrameworkAdapter(Protocol):
@@ -344,6 +348,7 @@ def in_doubt_call(call: WaitCall, found: Execution) -> WaitCall:
         wait_payload(question, policy, source, IN_DOUBT_SCHEMA),
         "answer",
         _in_doubt_answer,
+        call,
     )
 
 

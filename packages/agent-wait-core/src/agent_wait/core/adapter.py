@@ -17,6 +17,7 @@ docs/writing-a-plugin.md ("Writing a framework adapter").
 from __future__ import annotations
 
 from agent_wait.core._wait import (
+    IN_DOUBT_ACTIONS,
     IN_DOUBT_FUNCTION,
     PAYLOAD_KEY,
     FrameworkAdapter,
@@ -31,6 +32,7 @@ from agent_wait.core._wait import (
 )
 
 __all__ = [
+    "IN_DOUBT_ACTIONS",
     "IN_DOUBT_FUNCTION",
     "PAYLOAD_KEY",
     "FrameworkAdapter",

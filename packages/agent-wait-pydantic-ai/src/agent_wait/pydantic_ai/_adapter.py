@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Mapping
+from collections.abc import Generator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any, cast, get_origin
 
-from agent_wait.core import CallContext, Question, to_jsonable
+from agent_wait.core import CallContext, Question, derive_question_id, to_jsonable
 from agent_wait.core.adapter import (
+    IN_DOUBT_FUNCTION,
     PAYLOAD_KEY,
     WaitCall,
     edited_args_schema,
     question_from_value,
 )
 from pydantic_ai import AgentRunResult, ApprovalRequired, DeferredToolRequests, RunContext
-from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.messages import ModelResponse, ToolCallPart
 
 """The key of core's parked payload (``agent_wait.core.adapter.wait_payload``) that marks it as ours."""
 DECISION_FLAG = "decision"
@@ -57,15 +60,83 @@ def takes_decision(metadata: object) -> bool:
     )
 
 
+IN_DOUBT = "in_doubt"
+"""The key, in a ``@wait`` payload's ``agent_wait`` section, of an in-doubt question's own
+data (its ``question_id``, ``attempt`` and the approved ``answer`` the call ran on); in the
+metadata that answers it, of ``{"attempt", "reply"}``.
+
+The in-doubt question defers the same tool call a second time, so it cannot take the call's id
+(the approval's question id): it has its own, derived from the call's execution key.
+"""
+
+_RUNNING_THREAD: ContextVar[str | None] = ContextVar("agent_wait_pydantic_ai_thread", default=None)
+
+
+@contextmanager
+def running_thread(thread_id: str) -> Generator[None]:
+    """Name the thread of the runs inside (the host's), for the calls' execution keys."""
+    previous = _RUNNING_THREAD.get()
+    _RUNNING_THREAD.set(thread_id)
+    try:
+        yield
+    finally:
+        # Set back, not reset by token: a stream may be closed from another context.
+        _RUNNING_THREAD.set(previous)
+
+
 def _wrapped_answer(metadata: object) -> Mapping[str, Any] | None:
     if not (
         isinstance(metadata, Mapping) and set(cast("Mapping[str, Any]", metadata)) == {PAYLOAD_KEY}
     ):
         return None
     section = cast("Mapping[str, Any]", metadata)[PAYLOAD_KEY]
-    if isinstance(section, Mapping) and set(cast("Mapping[str, Any]", section)) == {"answer"}:
+    if isinstance(section, Mapping) and set(cast("Mapping[str, Any]", section)) in (
+        {"answer"},
+        {"answer", IN_DOUBT},
+    ):
         return cast("Mapping[str, Any]", section)
     return None
+
+
+def _in_doubt_reply(metadata: object, attempt: object) -> Any:
+    """The reply to the in-doubt question of ``attempt`` that this re-run carries, or None."""
+    wrapped = _wrapped_answer(metadata)
+    data: object = None if wrapped is None else wrapped.get(IN_DOUBT)
+    if isinstance(data, Mapping) and cast("Mapping[str, Any]", data).get("attempt") == attempt:
+        return cast("Mapping[str, Any]", data).get("reply")
+    return None
+
+
+def in_doubt_of(metadata: object) -> Mapping[str, Any] | None:
+    """The in-doubt data of a deferred call's ``@wait`` payload (see :data:`IN_DOUBT`), or None."""
+    if not is_ours(metadata):
+        return None
+    section: object = cast("Mapping[str, Any]", metadata)[PAYLOAD_KEY]
+    data: object = (
+        cast("Mapping[str, Any]", section).get(IN_DOUBT) if isinstance(section, Mapping) else None
+    )
+    return cast("Mapping[str, Any]", data) if isinstance(data, Mapping) else None
+
+
+def question_id_of(call: ToolCallPart, metadata: object) -> str:
+    """The question id of a deferred call: its ``tool_call_id``, or its in-doubt question's."""
+    doubt = in_doubt_of(metadata)
+    if doubt is not None and isinstance(doubt.get("question_id"), str):
+        return cast("str", doubt["question_id"])
+    return call.tool_call_id
+
+
+def in_doubt_metadata(doubt: Mapping[str, Any], reply: Any) -> dict[str, Any]:
+    """The ``DeferredToolResults.metadata`` that answers an in-doubt question with ``reply``.
+
+    It carries the approved answer the call ran on too: the re-run reads both.
+    """
+    return {
+        PAYLOAD_KEY: {
+            "answer": doubt.get("answer"),
+            IN_DOUBT: {"attempt": doubt.get("attempt"), "reply": reply},
+        }
+    }
 
 
 def answer_from_metadata(metadata: object) -> Any:
@@ -123,7 +194,7 @@ def question_of(
     """
     context = CallContext(tool=call.tool_name, tool_call_id=call.tool_call_id)
     if is_ours(metadata):
-        asked = question_from_value(call.tool_call_id, metadata)
+        asked = question_from_value(question_id_of(call, metadata), metadata)
     else:
         question: dict[str, Any] = {
             "function": call.tool_name,
@@ -201,10 +272,51 @@ class PydanticAIAdapter:
 
     def park(self, call: WaitCall) -> Any:
         """Raise ``ApprovalRequired`` with the parked payload, or return the approved answer."""
+        if call.doubts is not None:
+            return self._park_in_doubt(call, call.doubts)
         ctx = self._context(call)
         if ctx.tool_call_approved:
             return answer_from_metadata(ctx.tool_call_metadata)
         raise ApprovalRequired(metadata=self._payload(call))
+
+    def _park_in_doubt(self, call: WaitCall, doubted: WaitCall) -> Any:
+        # Asked from inside an approved re-run: the tool call is deferred again, with the
+        # in-doubt question as its payload, and comes back approved with the reply.
+        ctx = self._context(doubted)
+        attempt = call.args["attempt"]
+        reply = _in_doubt_reply(ctx.tool_call_metadata, attempt)
+        if reply is not None:
+            return reply
+        key = self.execution_key(doubted)
+        doubt = {
+            "question_id": derive_question_id(key or "", IN_DOUBT_FUNCTION, {"attempt": attempt}),
+            "attempt": attempt,
+            "answer": answer_from_metadata(ctx.tool_call_metadata),
+        }
+        section = {**call.payload[PAYLOAD_KEY], IN_DOUBT: doubt}
+        raise ApprovalRequired(metadata={**call.payload, PAYLOAD_KEY: section})
+
+    def execution_key(self, call: WaitCall) -> str | None:
+        """The answered tool call of ``call``: the thread, its response's place, its id.
+
+        A redelivered answer resumes the same stored history, so the call's response is at
+        the same place with the same id; the place tells apart two calls a model gave one id.
+        """
+        ctx = self._context(call)
+        call_id = ctx.tool_call_id
+        if call_id is None:
+            return None
+        place = next(
+            (
+                index
+                for index in range(len(ctx.messages) - 1, -1, -1)
+                if isinstance(message := ctx.messages[index], ModelResponse)
+                and any(part.tool_call_id == call_id for part in message.tool_calls)
+            ),
+            None,
+        )
+        thread = _RUNNING_THREAD.get() or ""
+        return derive_question_id(thread, self.name, {"tool_call_id": call_id, "response": place})
 
     async def apark(self, call: WaitCall) -> Any:
         """Async :meth:`park` (nothing to await: the deferral is an exception)."""

@@ -34,7 +34,13 @@ from agent_wait.core.host import (
     StreamingHost,
     Waiting,
 )
-from agent_wait.pydantic_ai._adapter import deferred_requests, questions_in
+from agent_wait.pydantic_ai._adapter import (
+    deferred_requests,
+    in_doubt_of,
+    question_id_of,
+    questions_in,
+    running_thread,
+)
 from agent_wait.pydantic_ai._history import HistoryStore, IndexedHistoryStore
 from agent_wait.pydantic_ai._results import checked_results
 from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToolResults
@@ -114,13 +120,22 @@ def parked(thread_id: str, messages: Sequence[ModelMessage]) -> Parked | None:
     requests = requests.remaining(resolved)
     if requests is None:
         return None
+    asking = set(_question_ids(requests))
     answers = {
         k: v
         for k, v in cast("Mapping[str, Any]", record.get("answers") or {}).items()
-        if k in pending
+        if k in asking
     }
     prompts = record.get("prompts") or ()
     return Parked(requests, answers, tuple(str(p) for p in cast("Sequence[Any]", prompts)))
+
+
+def _question_ids(requests: DeferredToolRequests) -> list[str]:
+    """The pending calls' question ids, in the order questions_in publishes them."""
+    return [
+        question_id_of(call, requests.metadata.get(call.tool_call_id))
+        for call in (*requests.approvals, *requests.calls)
+    ]
 
 
 def recorded(
@@ -141,19 +156,48 @@ def recorded(
     }
     if prompts:
         record["prompts"] = list(prompts)
+    # An in-doubt question is not one of the response's tool call ids: those it asked stay
+    # listed, so that a late answer to one is a duplicate, not an unknown question.
+    asked = _in_doubt_asked(response)
+    if asked:
+        record[_IN_DOUBT_ASKED] = asked
     history[index] = dataclasses.replace(
         response, metadata={**(response.metadata or {}), PAYLOAD_KEY: record}
     )
     return history
 
 
+_IN_DOUBT_ASKED = "in_doubt_asked"
+
+
+def _in_doubt_asked(response: ModelResponse) -> list[str]:
+    """The in-doubt question ids the response's calls asked, as its record lists them."""
+    record: object = (response.metadata or {}).get(PAYLOAD_KEY)
+    if not isinstance(record, Mapping):
+        return []
+    record = cast("Mapping[str, Any]", record)
+    asked = [str(i) for i in cast("Sequence[Any]", record.get(_IN_DOUBT_ASKED) or ())]
+    pending: object = record.get("pending")
+    payloads: object = (
+        cast("Mapping[str, Any]", pending).get("metadata") if isinstance(pending, Mapping) else None
+    )
+    for payload in (
+        cast("Mapping[str, Any]", payloads).values() if isinstance(payloads, Mapping) else ()
+    ):
+        doubt = in_doubt_of(payload)
+        if doubt is not None and doubt.get("question_id") not in asked:
+            asked.append(str(doubt.get("question_id")))
+    return asked
+
+
 def _call_ids(messages: Sequence[ModelMessage]) -> dict[str, None]:
-    return {
-        call.tool_call_id: None
-        for message in messages
-        if isinstance(message, ModelResponse)
-        for call in message.tool_calls
-    }
+    """The question ids the history asked: its tool call ids and its in-doubt questions'."""
+    ids: dict[str, None] = {}
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            ids.update((call.tool_call_id, None) for call in message.tool_calls)
+            ids.update((asked, None) for asked in _in_doubt_asked(message))
+    return ids
 
 
 def _index(thread_id: str, messages: Sequence[ModelMessage]) -> str | None:
@@ -296,9 +340,9 @@ class _Host:
         if thread.state is None:
             return Waiting()
         requests = thread.state.requests
-        # The order questions_in publishes them in: approvals, then deferred calls.
-        ids = [call.tool_call_id for call in (*requests.approvals, *requests.calls)]
-        return Waiting.deferred(ids, lambda: questions_in(requests), held=thread.state.answers)
+        return Waiting.deferred(
+            _question_ids(requests), lambda: questions_in(requests), held=thread.state.answers
+        )
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         assert thread.state is not None  # only pending questions are checked
@@ -379,13 +423,15 @@ class _SyncHost(_Host, StreamingHost[_Thread, AgentRunResult[Any]]):
     def start(self, thread: _Thread, message: StartMessage) -> AgentRunResult[Any]:
         history = self._messages(thread) or None
         prompt = self._start_prompt(message)
-        result = self.agent.run_sync(prompt, message_history=history, **self.options)
+        with running_thread(thread.thread_id):
+            result = self.agent.run_sync(prompt, message_history=history, **self.options)
         self._save(thread.thread_id, _after_run(result))
         return result
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentRunResult[Any]:
         args = self._run_args(thread, self._messages(thread), answers)
-        result = self.agent.run_sync(**args, **self.options)
+        with running_thread(thread.thread_id):
+            result = self.agent.run_sync(**args, **self.options)
         self._save(thread.thread_id, _after_run(result))
         return result
 
@@ -409,22 +455,24 @@ class _SyncHost(_Host, StreamingHost[_Thread, AgentRunResult[Any]]):
         # Pydantic AI's own sync stream bridge (what run_stream_sync uses): the run goes on the
         # event loop run_sync uses, its context manager and its iteration each stay in one task,
         # and the stream advances only as the caller asks for the next event.
-        bridge = SyncStreamBridge(run(), async_alternative="astream_message")
         result: AgentRunResult[Any] | None = None
         exit_info: tuple[type[BaseException] | None, BaseException | None, TracebackType | None]
         exit_info = (None, None, None)
-        try:
-            # A generator, typed as an iterator: closed here, so it ends before the bridge does.
-            stream = cast("Generator[Any]", bridge.stream_sync(lambda: bridge.stream))
-            with closing(stream) as events:
-                for event in events:
-                    result = _result_of(event, result)
-                    yield event
-        except Exception as error:
-            exit_info = (type(error), error, error.__traceback__)
-            raise
-        finally:
-            bridge.shutdown(exit_info)
+        with running_thread(thread.thread_id):
+            bridge = SyncStreamBridge(run(), async_alternative="astream_message")
+            try:
+                # A generator, typed as an iterator: closed here, so it ends before the bridge
+                # does.
+                stream = cast("Generator[Any]", bridge.stream_sync(lambda: bridge.stream))
+                with closing(stream) as events:
+                    for event in events:
+                        result = _result_of(event, result)
+                        yield event
+            except Exception as error:
+                exit_info = (type(error), error, error.__traceback__)
+                raise
+            finally:
+                bridge.shutdown(exit_info)
         # Saved only once the run ended: a consumer that stops early leaves the history as it
         # was, and an answer's question still pending.
         self._save(thread.thread_id, _after_run(_ran(result)))
@@ -455,13 +503,15 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, AgentRunResult[Any]]):
     async def start(self, thread: _Thread, message: StartMessage) -> AgentRunResult[Any]:
         history = await self._messages(thread) or None
         prompt = self._start_prompt(message)
-        result = await self.agent.run(prompt, message_history=history, **self.options)
+        with running_thread(thread.thread_id):
+            result = await self.agent.run(prompt, message_history=history, **self.options)
         await asyncio.to_thread(self._save, thread.thread_id, _after_run(result))
         return result
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentRunResult[Any]:
         args = self._run_args(thread, await self._messages(thread), answers)
-        result = await self.agent.run(**args, **self.options)
+        with running_thread(thread.thread_id):
+            result = await self.agent.run(**args, **self.options)
         await asyncio.to_thread(self._save, thread.thread_id, _after_run(result))
         return result
 
@@ -470,18 +520,20 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, AgentRunResult[Any]]):
         run = self.agent.run_stream_events(
             self._start_prompt(message), message_history=history, **self.options
         )
-        async with run as events:
-            async for item in self._saved(thread, events):
-                yield item
+        with running_thread(thread.thread_id):
+            async with run as events:
+                async for item in self._saved(thread, events):
+                    yield item
 
     async def astream_resume(
         self, thread: _Thread, answers: Mapping[str, Any]
     ) -> AsyncIterator[Any]:
         args = self._run_args(thread, await self._messages(thread), answers)
         run = self.agent.run_stream_events(**args, **self.options)
-        async with run as events:
-            async for item in self._saved(thread, events):
-                yield item
+        with running_thread(thread.thread_id):
+            async with run as events:
+                async for item in self._saved(thread, events):
+                    yield item
 
     async def _saved(self, thread: _Thread, events: AsyncIterator[Any]) -> AsyncIterator[Any]:
         # The last event carries the run's result; the history is saved from it, as after run().

@@ -8,10 +8,14 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from agent_wait.core import Answer, InvalidAnswer, canonical_json, storable_problem
+from agent_wait.core.adapter import IN_DOUBT_ACTIONS
 from agent_wait.pydantic_ai._adapter import (
     answer_metadata,
     deferred_requests,
+    in_doubt_metadata,
+    in_doubt_of,
     is_ours,
+    question_id_of,
     takes_decision,
 )
 from pydantic_ai import (
@@ -123,11 +127,17 @@ def approval_for(
       ``ToolApproved(override_args=<call args updated with them>)``.
     - Anything else denies: the tool is not called and the model receives the answer, text as
       is (``"Deleting files is not allowed"``), anything else as its JSON.
+    - An in-doubt question (a run died inside the call's approved body) takes ``{"action":
+      "yes"}`` or ``{"action": "no"}`` only; either approves the call's re-run, which reads it.
 
     Raises:
         InvalidAnswer: ``answer["args"]`` (or ``override_args``) is not an object or names
-            arguments the call lacks, or a Pydantic AI form has fields it does not take.
+            arguments the call lacks, a Pydantic AI form has fields it does not take, or an
+            in-doubt question's answer is neither yes nor no.
     """
+    doubt = in_doubt_of(metadata)
+    if doubt is not None:
+        return ToolApproved(), in_doubt_metadata(doubt, _in_doubt_reply(answer))
     native = _pydantic_ai_approval(answer)
     if takes_decision(metadata):
         return ToolApproved(), answer_metadata(answer if native is None else native)
@@ -141,6 +151,19 @@ def approval_for(
             return ToolApproved(), answer_metadata(answer)
         return ToolApproved(override_args={**published, **edited}), answer_metadata(answer)
     return ToolDenied(denial_text(answer)), None
+
+
+def _in_doubt_reply(answer: object) -> Mapping[str, Any]:
+    action = (
+        cast("Mapping[str, Any]", answer).get("action") if isinstance(answer, Mapping) else None
+    )
+    if action not in IN_DOUBT_ACTIONS:
+        raise InvalidAnswer(
+            "answer.action: an in-doubt question takes {'action': 'yes'} (it happened; its "
+            "result may be given as answer.result) or {'action': 'no'} (it did not: it runs "
+            f"once), got {answer!r}"
+        )
+    return cast("Mapping[str, Any]", answer)
 
 
 def _native_approval(
@@ -233,7 +256,7 @@ def deferred_results(
         raise ValueError(
             "pending: the run finished without deferred tool calls; there is nothing to answer"
         )
-    calls = {call.tool_call_id: call for call in (*requests.approvals, *requests.calls)}
+    calls = _by_question(requests)
     results = DeferredToolResults()
     for index, item in enumerate(answers):
         message = _answer_message(index, item)
@@ -248,7 +271,7 @@ def deferred_results(
                 raise ValueError(
                     f"{field}.question_id: {question_id!r} is not pending; pending: {sorted(calls)}"
                 )
-            if question_id in results.approvals or question_id in results.calls:
+            if call.tool_call_id in results.approvals or call.tool_call_id in results.calls:
                 raise ValueError(f"{field}.question_id: {question_id!r} is answered twice")
             problem = storable_problem(entry.answer, f"{field}.answer")
             if problem:
@@ -271,11 +294,19 @@ def checked_results(
     Raises:
         InvalidAnswer: As :func:`approval_for` and :func:`call_result`.
     """
-    calls = {call.tool_call_id: call for call in (*requests.approvals, *requests.calls)}
+    calls = _by_question(requests)
     results = DeferredToolResults()
     for question_id, answer in answers.items():
         _add(results, requests, calls[question_id], answer)
     return results
+
+
+def _by_question(requests: DeferredToolRequests) -> dict[str, ToolCallPart]:
+    """The pending calls by question id (an in-doubt question's is not its call's id)."""
+    return {
+        question_id_of(call, requests.metadata.get(call.tool_call_id)): call
+        for call in (*requests.approvals, *requests.calls)
+    }
 
 
 def _add(
