@@ -47,8 +47,9 @@ class WorkerKilled(BaseException):
 class Refunds:
     """An agent whose model calls ``issue_refund`` once, then reports what the tool returned.
 
-    ``kill_in`` names where the worker dies the next time it gets there: ``body`` (the refund
-    happened, the body did not return), ``report`` (the model's turn after the tool returned).
+    ``kill_in`` names where the worker dies the next time it gets there: ``prompt`` (the model's
+    first turn), ``body`` (the refund happened, the body did not return), ``report`` (the
+    model's turn after the tool returned).
     """
 
     agent: Agent[None, Any] = field(init=False)
@@ -64,6 +65,7 @@ class Refunds:
         last = messages[-1]
         assert isinstance(last, ModelRequest)
         if any(part.part_kind == "user-prompt" for part in last.parts):
+            self.die_if_asked("prompt")
             args = {"order_id": "order-4471", "amount": 41000}
             return ModelResponse(parts=[ToolCallPart("issue_refund", args, tool_call_id="call-1")])
         self.die_if_asked("report")
@@ -126,6 +128,28 @@ def test_a_body_that_returned_before_the_crash_is_not_run_again(ledger: SqliteLe
     assert again.result is not None
     assert json.loads(again.result.output) == ["refunded 41000"]  # the recorded result
     assert app.effects == ["refund order-4471 41000"]
+
+
+def test_a_start_message_redelivered_after_a_crash_runs_from_the_unchanged_history(
+    ledger: SqliteLedger,
+) -> None:
+    app, history = refunds(ledger), InMemoryHistory()
+    app.kill_in.add("prompt")
+    with pytest.raises(WorkerKilled):
+        handle_message(app.agent, START_MESSAGE, history=history)
+    # Nothing was saved (no half-run to continue): the redelivery runs the prompt once.
+    assert history.load(THREAD) == []
+
+    again = handle_message(app.agent, START_MESSAGE, history=history)
+    assert again.outcome is Outcome.STARTED, again.detail
+    assert again.question_ids == ["call-1"]
+    [prompt] = [
+        part
+        for message in history.load(THREAD)
+        for part in message.parts
+        if part.part_kind == "user-prompt"
+    ]
+    assert prompt.content == "refund order-4471"
 
 
 def test_a_crash_inside_the_body_asks_a_person_and_no_runs_it_once(

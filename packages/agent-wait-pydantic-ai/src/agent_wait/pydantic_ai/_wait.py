@@ -50,6 +50,14 @@ Args:
         runs again on the approved re-run, so it must be deterministic; if it raises, the
         call asks.
     clock: Returns "now" (aware), for ``expires_at`` in async mode.
+    once: True (the default): an approved body runs at most once across crashes. It is
+        recorded ``executing`` in the execution ledger before it runs and ``done`` with its
+        JSON result after, keyed by the thread (under ``handle_message``), the place of the
+        call's response in the history and its ``tool_call_id``; a redelivered answer that
+        finds ``done`` returns the recorded result, one that finds ``executing`` defers the
+        call again with an in-doubt question (its own ``question_id``; ``yes`` or ``no``).
+        False: no record (a run killed inside the body runs it again).
+    ledger: The execution ledger (None: ``agent_wait.core.configured_ledger()``).
 
 Returns:
     The decorated function, or a decorator.
