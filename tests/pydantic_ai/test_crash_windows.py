@@ -30,6 +30,7 @@ from agent_wait.core import MemoryAnnounce, Outcome, SqliteLedger, WaitPolicy
 from agent_wait.pydantic_ai import (
     InMemoryHistory,
     ahandle_message,
+    astream_message,
     handle_message,
     stream_message,
     wait,
@@ -304,3 +305,74 @@ async def test_async_a_crash_inside_the_body_asks_a_person_and_no_runs_it_once(
     )
     assert done.outcome is Outcome.RESUMED, done.detail
     assert app.effects == ["refund order-4471 41000", "refund order-4471 41000"]
+
+
+def test_a_crash_inside_one_of_two_approved_bodies_asks_about_that_one_only(
+    ledger: SqliteLedger,
+) -> None:
+    effects: list[str] = []
+    kill_in = {"a"}
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        last = messages[-1]
+        assert isinstance(last, ModelRequest)
+        if any(part.part_kind == "user-prompt" for part in last.parts):
+            return ModelResponse(
+                parts=[
+                    ToolCallPart("refund", {"order_id": "a"}, tool_call_id="call-a"),
+                    ToolCallPart("refund", {"order_id": "b"}, tool_call_id="call-b"),
+                ]
+            )
+        returned = [p.content for p in last.parts if isinstance(p, ToolReturnPart)]
+        return ModelResponse(parts=[TextPart(json.dumps(sorted(returned)))])
+
+    agent = Agent(FunctionModel(respond), output_type=[str, DeferredToolRequests])
+
+    @agent.tool
+    @wait(ledger=ledger)
+    def refund(ctx: RunContext[None], order_id: str) -> str:
+        effects.append(order_id)
+        if order_id in kill_in:
+            kill_in.discard(order_id)
+            raise WorkerKilled(order_id)
+        return f"refunded {order_id}"
+
+    history = InMemoryHistory()
+    first, second = handle_message(agent, START_MESSAGE, history=history).question_ids
+    held = handle_message(agent, reply(second, APPROVE), history=history)
+    assert held.outcome is Outcome.HELD, held.detail
+    with pytest.raises(WorkerKilled):
+        handle_message(agent, reply(first, APPROVE), history=history)
+    assert sorted(effects) == ["a", "b"]
+
+    again = handle_message(agent, reply(first, APPROVE), history=history)
+    assert again.outcome is Outcome.RESUMED, again.detail
+    [doubt] = again.report.envelopes
+    assert doubt.question["args"]["args"] == {"order_id": "a"}
+    assert sorted(effects) == ["a", "b"]  # "b" returned its recorded result
+
+    done = handle_message(agent, reply(doubt.question_id, {"action": "no"}), history=history)
+    assert done.outcome is Outcome.RESUMED, done.detail
+    assert done.result is not None
+    assert json.loads(done.result.output) == ["refunded a", "refunded b"]
+    assert sorted(effects) == ["a", "a", "b"]
+
+
+async def test_async_a_streamed_resume_killed_inside_the_body_asks_on_redelivery(
+    ledger: SqliteLedger,
+) -> None:
+    app, history = refunds(ledger, asynchronous=True), InMemoryHistory()
+    started = await ahandle_message(app.agent, START_MESSAGE, history=history)
+    [question_id] = started.question_ids
+    app.kill_in.add("body")
+    with pytest.raises(WorkerKilled):
+        async for _ in astream_message(app.agent, reply(question_id, APPROVE), history=history):
+            pass
+
+    run = astream_message(app.agent, reply(question_id, APPROVE), history=history)
+    async for _ in run:
+        pass
+    assert run.handled.outcome is Outcome.RESUMED, run.handled.detail
+    [doubt] = run.handled.report.envelopes
+    assert doubt.question["function"] == "did_it_happen"
+    assert app.effects == ["refund order-4471 41000"]
