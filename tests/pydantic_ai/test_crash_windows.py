@@ -319,8 +319,8 @@ def test_a_crash_inside_one_of_two_approved_bodies_asks_about_that_one_only(
         if any(part.part_kind == "user-prompt" for part in last.parts):
             return ModelResponse(
                 parts=[
-                    ToolCallPart("refund", {"order_id": "a"}, tool_call_id="call-a"),
                     ToolCallPart("refund", {"order_id": "b"}, tool_call_id="call-b"),
+                    ToolCallPart("refund", {"order_id": "a"}, tool_call_id="call-a"),
                 ]
             )
         returned = [p.content for p in last.parts if isinstance(p, ToolReturnPart)]
@@ -328,7 +328,8 @@ def test_a_crash_inside_one_of_two_approved_bodies_asks_about_that_one_only(
 
     agent = Agent(FunctionModel(respond), output_type=[str, DeferredToolRequests])
 
-    @agent.tool
+    # One at a time, in call order: "b" returns before the worker dies inside "a".
+    @agent.tool(sequential=True)
     @wait(ledger=ledger)
     def refund(ctx: RunContext[None], order_id: str) -> str:
         effects.append(order_id)
@@ -339,23 +340,23 @@ def test_a_crash_inside_one_of_two_approved_bodies_asks_about_that_one_only(
 
     history = InMemoryHistory()
     first, second = handle_message(agent, START_MESSAGE, history=history).question_ids
-    held = handle_message(agent, reply(second, APPROVE), history=history)
+    held = handle_message(agent, reply(first, APPROVE), history=history)
     assert held.outcome is Outcome.HELD, held.detail
     with pytest.raises(WorkerKilled):
-        handle_message(agent, reply(first, APPROVE), history=history)
-    assert sorted(effects) == ["a", "b"]
+        handle_message(agent, reply(second, APPROVE), history=history)
+    assert effects == ["b", "a"]
 
-    again = handle_message(agent, reply(first, APPROVE), history=history)
+    again = handle_message(agent, reply(second, APPROVE), history=history)
     assert again.outcome is Outcome.RESUMED, again.detail
     [doubt] = again.report.envelopes
     assert doubt.question["args"]["args"] == {"order_id": "a"}
-    assert sorted(effects) == ["a", "b"]  # "b" returned its recorded result
+    assert effects == ["b", "a"]  # "b" returned its recorded result
 
     done = handle_message(agent, reply(doubt.question_id, {"action": "no"}), history=history)
     assert done.outcome is Outcome.RESUMED, done.detail
     assert done.result is not None
     assert json.loads(done.result.output) == ["refunded a", "refunded b"]
-    assert sorted(effects) == ["a", "a", "b"]
+    assert effects == ["b", "a", "a"]
 
 
 async def test_async_a_streamed_resume_killed_inside_the_body_asks_on_redelivery(
