@@ -19,6 +19,7 @@ class Notifications:
         self.received: list[tuple[str, dict[str, Any]]] = []
         self.refuse: set[str] = set()
         self.lock = threading.Lock()
+        self.arrived = threading.Condition(self.lock)
 
     def url(self, path: str) -> str:
         """The Apprise URL of a JSON webhook at ``path`` on this server."""
@@ -28,6 +29,14 @@ class Notifications:
         with self.lock:
             return [body for where, body in self.received if where == path]
 
+    def wait_for(self, path: str, count: int, timeout: float = 120.0) -> list[dict[str, Any]]:
+        """The bodies received at ``path`` once there are ``count`` (another process sends)."""
+        with self.arrived:
+            assert self.arrived.wait_for(
+                lambda: sum(where == path for where, _ in self.received) >= count, timeout
+            ), f"fewer than {count} notifications at {path} within {timeout} s"
+            return [body for where, body in self.received if where == path]
+
 
 @pytest.fixture
 def notifications() -> Iterator[Notifications]:
@@ -35,8 +44,9 @@ def notifications() -> Iterator[Notifications]:
         def do_POST(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length))
-            with state.lock:
+            with state.arrived:
                 state.received.append((self.path, body))
+                state.arrived.notify_all()
             self.send_response(500 if self.path in state.refuse else 200)
             self.send_header("Content-Length", "0")
             self.end_headers()

@@ -7,7 +7,7 @@ import socket
 import pytest
 
 from agent_wait.core import BaseAnnounce, announcer
-from agent_wait.core.testing import AnnouncerContract
+from agent_wait.testing import AnnouncerContract
 from tests.apprise.conftest import Notifications
 
 

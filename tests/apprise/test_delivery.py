@@ -10,11 +10,13 @@ from agent_wait.apprise import AppriseAnnounce
 from agent_wait.core import (
     ConfigError,
     LifecycleEvent,
+    MemoryAnnounce,
     Question,
     WaitPolicy,
     apublish,
     publish,
 )
+from agent_wait.host._lifecycle import lifecycle_event, publish_events
 from tests.apprise.conftest import Notifications
 
 REFUND = Question(
@@ -126,6 +128,51 @@ def test_a_refused_answer_is_notified_as_a_failure(notifications: Notifications)
     (received,) = notifications.at("/refused")
     assert received["title"] == "Answer refused: q-ref"
     assert received["type"] == "failure"
+
+
+@pytest.mark.parametrize(
+    ("kind", "title", "first", "notify_type"),
+    [
+        ("wait.reminder", "Reminder: Approval needed: issue_refund", "order: A-17", "info"),
+        (
+            "wait.escalated",
+            "Escalated: Approval needed: issue_refund",
+            "Escalated to approver_group=finance-leads.",
+            "warning",
+        ),
+        (
+            "wait.last_warning",
+            "Last call: Approval needed: issue_refund",
+            "Unless someone answers by {deadline}, the default decides.",
+            "warning",
+        ),
+    ],
+)
+def test_a_follow_up_repeats_the_question_with_the_inbox_link(
+    notifications: Notifications, kind: str, title: str, first: str, notify_type: str
+) -> None:
+    hook = AppriseAnnounce(
+        [notifications.url("/follow")], inbox_url="https://inbox.example.com"
+    ).with_lifecycle_events(kind)
+    [envelope] = publish([REFUND], thread_id="t-follow", announce=MemoryAnnounce()).envelopes
+    event = lifecycle_event(
+        kind,
+        "t-follow",
+        REFUND.question_id,
+        outcome="reminded",
+        by="sweeper",
+        reminder=1 if kind == "wait.reminder" else None,
+        escalated_to={"approver_group": "finance-leads"} if kind == "wait.escalated" else None,
+        envelope=envelope,
+    )
+    [delivery] = publish_events([event], hook)
+
+    assert delivery.ok, delivery.error
+    (received,) = notifications.at("/follow")
+    lines = received["message"].splitlines()
+    assert (received["title"], received["type"]) == (title, notify_type)
+    assert lines[0] == first.format(deadline=envelope.expires_at)
+    assert lines[-1] == ("Answer: https://inbox.example.com/questions/q-refund%2F1?thread=t-follow")
 
 
 @pytest.mark.parametrize(

@@ -33,9 +33,20 @@ class Mailbox:
     refuse: set[str] = field(default_factory=set[str])
     lock: threading.Lock = field(default_factory=threading.Lock)
 
+    def __post_init__(self) -> None:
+        self.arrived = threading.Condition(self.lock)
+
     def to(self, address: str) -> list[EmailMessage]:
         with self.lock:
             return [m for m in self.messages if m["To"] == address]
+
+    def wait_for(self, count: int, timeout: float = 120.0) -> list[EmailMessage]:
+        """The messages once at least ``count`` have arrived (another process sends them)."""
+        with self.arrived:
+            assert self.arrived.wait_for(lambda: len(self.messages) >= count, timeout), (
+                f"{len(self.messages)} of {count} messages arrived within {timeout} s"
+            )
+            return list(self.messages)
 
 
 class _Handler:
@@ -52,9 +63,10 @@ class _Handler:
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         message = email.message_from_bytes(envelope.content, policy=email.policy.default)
-        with self.box.lock:
+        with self.box.arrived:
             self.box.messages.append(message)
             self.box.envelopes_to.append(list(envelope.rcpt_tos))
+            self.box.arrived.notify_all()
         return "250 Message accepted"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_wait.core import BaseAnnounce, announcer
-from agent_wait.core.testing import AnnouncerContract
+from agent_wait.testing import AnnouncerContract
 from tests.email.conftest import SECRET, Mailbox, free_port
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import ssl
 import subprocess
 from collections.abc import Iterator
@@ -191,4 +192,96 @@ def test_a_wrong_password_is_a_reported_failure(
     (failure,) = publish([QUESTION], "t-bad-login", announcer).failures
     assert "SMTP 535" in str(failure.error)
     assert "wrong-password" not in str(failure.error)
+    assert box.messages == []
+
+
+@pytest.fixture
+def smtps_mailbox(
+    certificate: tuple[Path, Path],
+) -> Iterator[tuple[Mailbox, list[tuple[bytes, bytes]]]]:
+    """An SMTPS server (TLS from the first byte) that requires a login."""
+    cert, key = certificate
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    logins: list[tuple[bytes, bytes]] = []
+
+    def authenticate(
+        server: Any, session: Any, envelope: Any, mechanism: str, data: Any
+    ) -> AuthResult:
+        assert isinstance(data, LoginPassword)
+        logins.append((data.login, data.password))
+        return AuthResult(
+            success=data == LoginPassword(b"agent", b"smtps-password-7"), handled=False
+        )
+
+    box = Mailbox(port=free_port())
+    controller = Controller(
+        _Handler(box),
+        hostname="127.0.0.1",
+        port=box.port,
+        ssl_context=context,
+        authenticator=authenticate,
+        # aiosmtpd counts only STARTTLS as TLS for AUTH; this connection is TLS from the start.
+        auth_require_tls=False,
+    )
+    controller.start()
+    yield box, logins
+    controller.stop()
+
+
+def test_smtps_with_the_password_from_the_environment_logs_no_secret(
+    smtps_mailbox: tuple[Mailbox, list[tuple[bytes, bytes]]],
+    certificate: tuple[Path, Path],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    box, logins = smtps_mailbox
+    monkeypatch.setenv("SMTPS_TEST_PASSWORD", "smtps-password-7")
+    monkeypatch.setenv("EMAIL_TEST_SECRET", SECRET)
+    options = {k: v for k, v in COMMON.items() if k != "secret"}
+    announcer = EmailAnnounce(
+        "127.0.0.1",
+        port=box.port,
+        security="tls",
+        ca_file=str(certificate[0]),
+        username="agent",
+        password_env="SMTPS_TEST_PASSWORD",
+        secret_env="EMAIL_TEST_SECRET",
+        to=["cfo@example.com"],
+        **options,
+    )
+
+    with caplog.at_level("DEBUG"):
+        report = publish([QUESTION], "t-smtps", announcer)
+
+    assert report.ok, report.failures
+    assert logins == [(b"agent", b"smtps-password-7")]
+    [message] = box.messages
+    token = re.search(r"token=([A-Za-z0-9_.~-]+)", message.get_body(("plain",)).get_content())  # type: ignore[union-attr]
+    assert token is not None
+    # Every record of this process but the test server's own (aiosmtpd's mail.log).
+    logged = "\n".join(r.getMessage() for r in caplog.records if not r.name.startswith("mail"))
+    assert "smtps-password-7" not in logged
+    assert token.group(1) not in logged
+    assert SECRET not in logged
+    assert "smtps-password-7" not in repr(announcer)
+
+
+def test_smtps_refuses_a_server_it_cannot_verify(
+    smtps_mailbox: tuple[Mailbox, list[tuple[bytes, bytes]]],
+) -> None:
+    box, logins = smtps_mailbox
+    announcer = EmailAnnounce(
+        "127.0.0.1",
+        port=box.port,
+        security="tls",  # the system's authorities: the self-signed certificate is refused
+        username="agent",
+        password="smtps-password-7",
+        to=["cfo@example.com"],
+        **COMMON,
+    )
+
+    (failure,) = publish([QUESTION], "t-smtps-unverified", announcer).failures
+    assert "1 of 1 recipients not reached" in str(failure.error)
+    assert logins == []  # the password never left
     assert box.messages == []

@@ -147,6 +147,7 @@ def test_get_shows_a_confirmation_and_answers_nothing_then_post_answers_once(
         (sent,) = entry.receive(max_messages=10)
     assert sent.message["answer"] == {"action": "approve"}
     assert sent.message["answered_by"] == "alice@example.com"
+    assert sent.message["identity_source"] == "email-link"
 
     again = client.post("/answer", data={"token": token_of(links["approve"])})
     assert again.status_code == 409
@@ -209,3 +210,27 @@ def test_a_link_expires_with_its_question(inbox: Path, mailbox: Mailbox) -> None
         "approve",
         "alice@example.com",
     )
+
+
+def test_a_recipient_who_is_not_an_approver_is_refused_and_nothing_is_recorded(
+    inbox: Path, mailbox: Mailbox, client: TestClient
+) -> None:
+    only_bob = REFUND.model_copy(
+        update={"policy": REFUND.policy.model_copy(update={"approvers": ("bob@example.com",)})}
+    )
+    publish(
+        [only_bob],
+        "order-4471",
+        [SqliteAnnounce(inbox), email_announcer(mailbox, to=["alice@example.com"])],
+        strict=True,
+    )
+    (message,) = mailbox.to("alice@example.com")
+    refused = client.post("/answer", data={"token": token_of(links_of(message)["approve"])})
+    assert refused.status_code == 409
+    assert (
+        "alice@example.com (email-link) may not answer it: its approvers are bob@example.com"
+        in refused.text
+    )
+    assert status(inbox) == ("open", None)
+    with SqliteEntry(inbox) as entry:
+        assert entry.receive(max_messages=10) == []

@@ -15,7 +15,14 @@ except ImportError as error:  # a broken install: say which distribution brings 
     ) from error
 
 from agent_wait.apprise._options import AppriseOptions
-from agent_wait.core import BaseAnnounce, ConfigError, DeliveryFailed, LifecycleEvent, WaitEnvelope
+from agent_wait.core import (
+    FOLLOW_UP_TYPES,
+    BaseAnnounce,
+    ConfigError,
+    DeliveryFailed,
+    LifecycleEvent,
+    WaitEnvelope,
+)
 
 # A notification is read on a phone: long argument values are cut, and only the first few shown.
 _MAX_ARGUMENTS = 10
@@ -29,7 +36,8 @@ class AppriseAnnounce(BaseAnnounce):
     arguments, the allowed actions, the deadline, the default applied when nobody answers, the
     thread, and, with ``inbox_url``, a link to the question's page in the inbox web app, where
     it is answered. Notify-only: nothing comes back through Apprise. Opted in to lifecycle
-    events (``with_lifecycle_events``), it also says when a question was answered or expired.
+    events (``with_lifecycle_events``), it also says when a question was answered or expired,
+    and repeats it, with the link, for a reminder, an escalation or the last call.
 
     Each URL is notified on its own; a delivery fails when any of them did not take the
     notification, and the error says which (by position and service, never the URL, which
@@ -83,14 +91,35 @@ class AppriseAnnounce(BaseAnnounce):
         await self._anotify(title, body, apprise.NotifyType.INFO)
 
     def deliver_event(self, event: LifecycleEvent) -> None:
-        """Say that a question was answered or expired; raise DeliveryFailed as ``deliver``."""
-        title, body, kind = _event_text(event)
+        """Notify of a follow-up or of what became of a question; raise as ``deliver``."""
+        title, body, kind = self.event_text(event)
         self._notify(title, body, kind)
 
     async def adeliver_event(self, event: LifecycleEvent) -> None:
         """Async :meth:`deliver_event` through Apprise's ``async_notify``."""
-        title, body, kind = _event_text(event)
+        title, body, kind = self.event_text(event)
         await self._anotify(title, body, kind)
+
+    def event_text(self, event: LifecycleEvent) -> tuple[str, str, apprise.NotifyType]:
+        """The title, body and Apprise type of the notification of one lifecycle event.
+
+        A follow-up (``wait.reminder``, ``wait.escalated``, ``wait.last_warning``) repeats the
+        question, with the link to it in the inbox, under a title saying which.
+        """
+        envelope = event.envelope
+        if event.type not in FOLLOW_UP_TYPES or envelope is None:
+            return _event_text(event)
+        title, body = self.question_text(envelope)
+        if event.type == "wait.reminder":
+            return f"Reminder: {title}", body, apprise.NotifyType.INFO
+        if event.type == "wait.escalated":
+            to = ", ".join(f"{k}={v}" for k, v in (event.escalated_to or {}).items())
+            return f"Escalated: {title}", f"Escalated to {to}.\n{body}", apprise.NotifyType.WARNING
+        return (
+            f"Last call: {title}",
+            f"Unless someone answers by {envelope.expires_at}, the default decides.\n{body}",
+            apprise.NotifyType.WARNING,
+        )
 
     def _notify(self, title: str, body: str, kind: apprise.NotifyType) -> None:
         self._settle(

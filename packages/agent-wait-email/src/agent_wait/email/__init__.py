@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_wait.core import lazy_exports
+from agent_wait.email._errors import TokenRefused
 from agent_wait.email._options import EmailOptions
-from agent_wait.email._tokens import LinkSigner, LinkToken, TokenRefused
+from agent_wait.email._tokens import LinkSigner, LinkToken
 
 if TYPE_CHECKING:
     from agent_wait.email._announcer import EmailAnnounce

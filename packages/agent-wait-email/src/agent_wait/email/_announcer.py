@@ -22,7 +22,14 @@ except ImportError as error:  # a broken install: say which distribution brings 
         "pip install agent-wait-email"
     ) from error
 
-from agent_wait.core import BaseAnnounce, DeliveryFailed, Receipt, WaitEnvelope
+from agent_wait.core import (
+    FOLLOW_UP_TYPES,
+    BaseAnnounce,
+    DeliveryFailed,
+    LifecycleEvent,
+    Receipt,
+    WaitEnvelope,
+)
 from agent_wait.email._options import EmailOptions
 from agent_wait.email._summary import call_of, shorten
 from agent_wait.email._tokens import LinkSigner
@@ -47,6 +54,14 @@ class EmailAnnounce(BaseAnnounce):
     ``"<tag>:<value>"``. A question with no recipient fails its delivery (not retryable), as
     does one refused by the SMTP server for any recipient; the error names how many recipients
     failed and the SMTP reply code, never a token or the password.
+
+    Opted in to lifecycle events (``with_lifecycle_events``), it mails a follow-up too:
+    ``wait.reminder`` and ``wait.last_warning`` send the question again, marked as a reminder
+    or the last call, with fresh links; ``wait.escalated`` sends it to the routes of the
+    escalation's tags (``escalated_to``) as well; ``wait.answered``, ``wait.expired`` and
+    ``wait.answer_refused`` send a short note of who answered, the default applied, or why the
+    agent refused the answer. A note whose event does not carry the question (``wait.answered``
+    from a host) goes to ``to`` only.
 
     Args:
         host: The SMTP server's host name.
@@ -135,9 +150,18 @@ class EmailAnnounce(BaseAnnounce):
         return list(dict.fromkeys(found))
 
     def message(
-        self, envelope: WaitEnvelope, recipient: str, now: datetime | None = None
+        self,
+        envelope: WaitEnvelope,
+        recipient: str,
+        now: datetime | None = None,
+        *,
+        event: LifecycleEvent | None = None,
     ) -> EmailMessage:
-        """The message to one recipient, with fresh signed links."""
+        """The message to one recipient, with fresh signed links.
+
+        With a follow-up ``event`` (``wait.reminder``, ``wait.escalated``,
+        ``wait.last_warning``), the question again, marked as such.
+        """
         now = now or datetime.now(UTC)
         expires = now + timedelta(seconds=self._options.link_ttl)
         if envelope.expires_at is not None:
@@ -147,6 +171,7 @@ class EmailAnnounce(BaseAnnounce):
         title = (
             f"Approval needed: {function}" if function else "An agent is waiting for your answer"
         )
+        prefix, notice = _follow_up_notice(event, envelope)
         links = [
             (
                 action,
@@ -162,7 +187,8 @@ class EmailAnnounce(BaseAnnounce):
             for action in envelope.allowed_actions
         ]
         context = {
-            "title": title,
+            "title": prefix + title,
+            "notice": notice,
             "arguments": arguments,
             "deadline": envelope.expires_at or "none",
             "default": None if envelope.default is None else shorten(envelope.default),
@@ -170,18 +196,79 @@ class EmailAnnounce(BaseAnnounce):
             "links": links,
             "recipient": recipient,
         }
-        message = EmailMessage()
-        message["Subject"] = f"{title} ({envelope.thread_id})"
-        message["From"] = self._options.sender
-        message["To"] = recipient
-        message["Date"] = formatdate(localtime=False)
-        message["Message-ID"] = make_msgid(domain=self._options.sender.rsplit("@", 1)[1])
-        message["X-Agent-Wait-Dedupe-Key"] = envelope.dedupe_key
+        message = self._headers(f"{prefix}{title} ({envelope.thread_id})", recipient)
+        key = envelope.dedupe_key if event is None else event.dedupe_key
+        message["X-Agent-Wait-Dedupe-Key"] = key
         message.set_content(self._templates.get_template("email.txt").render(context))
         message.add_alternative(
             self._templates.get_template("email.html").render(context), subtype="html"
         )
         return message
+
+    def event_message(self, event: LifecycleEvent, recipient: str) -> EmailMessage:
+        """The note to one recipient of what became of a question (no links)."""
+        envelope = event.envelope
+        function = None if envelope is None else call_of(envelope)[0]
+        what = function or event.question_id
+        by = f" by {event.by}" if event.by else ""
+        if event.type == "wait.expired":
+            title = f"Expired: {what}"
+            text = f"Nobody answered in time; the default was applied{by}."
+        elif event.type == "wait.answer_refused":
+            title = f"Answer refused: {what}"
+            text = f"The agent refused the answer{by}; the question is open again."
+        else:
+            title = f"Answered: {what}"
+            text = f"Answered{by}; the agent took the answer ({event.outcome})."
+        context = {
+            "title": title,
+            "text": text,
+            "reason": event.reason,
+            "default": None
+            if envelope is None or envelope.default is None
+            else shorten(envelope.default),
+            "expired": event.type == "wait.expired",
+            "question": event.question_id,
+            "thread": event.thread_id,
+            "at": event.at,
+        }
+        message = self._headers(f"{title} ({event.thread_id})", recipient)
+        message["X-Agent-Wait-Dedupe-Key"] = event.dedupe_key
+        message.set_content(self._templates.get_template("event.txt").render(context))
+        message.add_alternative(
+            self._templates.get_template("event.html").render(context), subtype="html"
+        )
+        return message
+
+    def _headers(self, subject: str, recipient: str) -> EmailMessage:
+        message = EmailMessage()
+        message["Subject"] = subject
+        message["From"] = self._options.sender
+        message["To"] = recipient
+        message["Date"] = formatdate(localtime=False)
+        message["Message-ID"] = make_msgid(domain=self._options.sender.rsplit("@", 1)[1])
+        return message
+
+    def event_recipients(self, event: LifecycleEvent) -> list[str]:
+        """Who hears of an event: the question's recipients, and the escalation's routes.
+
+        The routes of ``escalate_to`` join once the question escalated (``wait.escalated``, and
+        every event after the escalation). Without the question in the event: ``to``.
+        """
+        envelope = event.envelope
+        if envelope is None:
+            return list(self._options.to)
+        found = self.recipients(envelope)
+        follow_up = envelope.follow_up
+        if (
+            follow_up is not None
+            and follow_up.escalate_at is not None
+            and follow_up.escalate_to is not None
+            and follow_up.escalate_at <= event.at
+        ):
+            for key, value in follow_up.escalate_to.items():
+                found.extend(self._options.routes.get(f"{key}:{value}", []))
+        return list(dict.fromkeys(found))
 
     def deliver(self, envelope: WaitEnvelope) -> Receipt:
         """Send the question to every recipient; raise DeliveryFailed when any was refused."""
@@ -196,11 +283,37 @@ class EmailAnnounce(BaseAnnounce):
                 f"tags ({', '.join(f'{k}:{v}' for k, v in envelope.tags.items()) or 'it has none'})",
                 retryable=False,
             )
+        await self._send_all([self.message(envelope, r) for r in recipients])
+        logger.debug("email: question sent to %d recipients", len(recipients))
+        return Receipt(attempts=1)
+
+    def deliver_event(self, event: LifecycleEvent) -> Receipt:
+        """Mail a follow-up or a note of the event; raise DeliveryFailed as :meth:`deliver`."""
+        return _run(self.adeliver_event(event))
+
+    async def adeliver_event(self, event: LifecycleEvent) -> Receipt:
+        """Async :meth:`deliver_event` on aiosmtplib."""
+        recipients = self.event_recipients(event)
+        if not recipients:
+            if event.envelope is not None:
+                raise DeliveryFailed(f"no recipient for this {event.type}", retryable=False)
+            # A host's wait.answered does not carry the question's tags: nobody to route to.
+            return Receipt(notes=(f"{event.type} not mailed: no 'to' recipients",))
+        envelope = event.envelope
+        if event.type in FOLLOW_UP_TYPES and envelope is not None:
+            messages = [self.message(envelope, r, event=event) for r in recipients]
+        else:
+            messages = [self.event_message(event, r) for r in recipients]
+        await self._send_all(messages)
+        logger.debug("email: %s sent to %d recipients", event.type, len(recipients))
+        return Receipt(attempts=1)
+
+    async def _send_all(self, messages: list[EmailMessage]) -> None:
         failures: list[str] = []
         retryable = False
-        for recipient in recipients:
+        for message in messages:
             try:
-                await self._send(self.message(envelope, recipient))
+                await self._send(message)
             except aiosmtplib.SMTPResponseException as error:
                 failures.append(f"SMTP {error.code}")
                 retryable = retryable or (error.code >= 400 and error.code < 500)
@@ -209,13 +322,11 @@ class EmailAnnounce(BaseAnnounce):
                 retryable = True
         if failures:
             raise DeliveryFailed(
-                f"{len(failures)} of {len(recipients)} recipients not reached "
+                f"{len(failures)} of {len(messages)} recipients not reached "
                 f"({', '.join(sorted(set(failures)))})",
                 retryable=retryable,
                 attempts=1,
             )
-        logger.debug("email: question sent to %d recipients", len(recipients))
-        return Receipt(attempts=1)
 
     async def _send(self, message: EmailMessage) -> None:
         options = self._options
@@ -233,6 +344,26 @@ class EmailAnnounce(BaseAnnounce):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name!r} {self.destination}>"
+
+
+def _follow_up_notice(
+    event: LifecycleEvent | None, envelope: WaitEnvelope
+) -> tuple[str, str | None]:
+    """The subject prefix and the line above the question of a follow-up mail."""
+    if event is None:
+        return "", None
+    if event.type == "wait.reminder":
+        return "Reminder: ", "This question is still waiting for your answer."
+    if event.type == "wait.escalated":
+        return (
+            "Escalated: ",
+            "Nobody has answered this question yet, so it now goes to you as well.",
+        )
+    default = "" if envelope.default is None else f" ({shorten(envelope.default)})"
+    return (
+        "Last call: ",
+        f"Unless someone answers by {envelope.expires_at}, the default{default} decides.",
+    )
 
 
 def _run(coroutine: Coroutine[Any, Any, _T]) -> _T:

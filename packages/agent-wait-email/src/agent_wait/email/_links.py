@@ -16,18 +16,11 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from agent_wait.core import (
-    AgentWaitError,
-    EntryPoint,
-    QuestionClosed,
-    QuestionNotFound,
-    QuestionStore,
-    StoredQuestion,
-    answer,
-    default_store,
-)
+from agent_wait.core import AgentWaitError, EntryPoint, Identity, QuestionStore, StoredQuestion
+from agent_wait.email._errors import TokenRefused
 from agent_wait.email._summary import call_of
-from agent_wait.email._tokens import LinkSigner, LinkToken, TokenRefused, UsedTokens
+from agent_wait.email._tokens import LinkSigner, LinkToken, UsedTokens
+from agent_wait.host import QuestionClosed, QuestionNotFound, answer, default_store
 
 logger = logging.getLogger(__name__)
 
@@ -65,13 +58,13 @@ def links_app(
     button; it never answers, since mail scanners and link previews fetch every link. The
     button POSTs the token to ``/answer``, which marks the link used (a second use is refused,
     in this process or another sharing ``tokens_path``) and answers through
-    :func:`agent_wait.core.answer` with the link's action, recording the recipient as who
+    :func:`agent_wait.host.answer` with the link's action, recording the recipient as who
     answered. A forged, altered or expired token is refused with a page saying so.
 
     Args:
         secret: The HMAC key the announcer signs links with.
         store: The question store (default: the inbox of the configured sqlite announcer).
-        entry: Where answers are sent (default: as :func:`agent_wait.core.answer` chooses).
+        entry: Where answers are sent (default: as :func:`agent_wait.host.answer` chooses).
         tokens_path: The sqlite file recording used links (default:
             ``$AGENT_WAIT_HOME/email-links.sqlite3``).
     """
@@ -148,7 +141,7 @@ def links_app(
                 lambda: answer(
                     link.question_id,
                     link.action,
-                    by=link.recipient,
+                    identity=Identity(subject=link.recipient, source="email-link"),
                     thread_id=link.thread_id,
                     store=questions,
                     entry=entry,

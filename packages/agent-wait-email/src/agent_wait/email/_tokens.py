@@ -15,19 +15,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from agent_wait.email._errors import TokenRefused
+
 _VERSION = 1
-
-
-class TokenRefused(Exception):
-    """A link token that does not answer: forged, altered, expired or already used.
-
-    Attributes:
-        reason: ``"invalid"``, ``"expired"`` or ``"used"``.
-    """
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 @dataclass(frozen=True, slots=True)
