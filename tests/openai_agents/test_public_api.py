@@ -1,0 +1,47 @@
+"""The public API of agent_wait.openai_agents, pinned."""
+
+from __future__ import annotations
+
+import inspect
+
+import agent_wait.openai_agents as package
+
+
+def test_public_api() -> None:
+    assert sorted(package.__all__) == [
+        "InMemoryRuns",
+        "PostgresRuns",
+        "RunStore",
+        "SqliteRuns",
+        "ThreadRecord",
+        "ahandle_message",
+        "aserve",
+        "astream_message",
+        "handle_message",
+        "questions_in",
+        "serve",
+        "stream_message",
+        "wait",
+    ]
+
+
+def test_every_public_object_is_documented() -> None:
+    for name in package.__all__:
+        assert (getattr(package, name).__doc__ or "").strip(), name
+
+
+def test_the_entry_points_take_the_same_arguments() -> None:
+    entry_points = [
+        package.handle_message,
+        package.ahandle_message,
+        package.stream_message,
+        package.astream_message,
+    ]
+    [parameters] = {
+        str(inspect.signature(f).replace(return_annotation=inspect.Signature.empty))
+        for f in entry_points
+    }
+    assert parameters.startswith("(agent: 'Agent[Any]', message:")
+    assert "*, runs: 'RunStore', strict: 'bool' = False" in parameters
+    assert inspect.iscoroutinefunction(package.ahandle_message)
+    assert not inspect.iscoroutinefunction(package.handle_message)
