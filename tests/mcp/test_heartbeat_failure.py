@@ -28,6 +28,7 @@ class FakeRequestContext:
     meta: dict[str, Any] = field(default_factory=lambda: {"progress_token": 7})
     request: Any = None
     request_id: int = 1
+    protocol_version: str = "2026-07-28"
 
 
 async def test_failed_heartbeat_does_not_end_the_wait(caplog: pytest.LogCaptureFixture) -> None:

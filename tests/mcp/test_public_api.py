@@ -11,14 +11,25 @@ import agent_wait.mcp
 
 def test_public_api() -> None:
     assert sorted(agent_wait.mcp.__all__) == [
+        "ELICIT_ACTIONS",
+        "ElicitationBridge",
+        "InputRequestRefused",
+        "InputRoundsExceeded",
         "InvalidPauseRequest",
+        "MCP_KEY",
         "PauseConfigError",
         "PauseGrant",
         "PauseLimits",
         "PausePolicy",
         "PauseRefused",
         "PauseRequest",
+        "REQUEST_STATE_LIMIT",
+        "answer_schema",
         "build_server",
+        "elicit_result",
+        "elicitation_question",
+        "elicitation_value",
+        "retry_with_answer",
     ]
     for name in agent_wait.mcp.__all__:
         assert getattr(agent_wait.mcp, name).__doc__, name

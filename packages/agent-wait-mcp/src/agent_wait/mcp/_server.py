@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import json
 import logging
 import math
 import sys
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any, cast
 
@@ -16,7 +18,8 @@ import anyio
 from pydantic import ValidationError
 
 import mcp.types as types
-from agent_wait.core.pause import (
+from agent_wait.core import format_utc
+from agent_wait.pause import (
     ANONYMOUS_USER,
     INPUT_SCHEMA,
     TOOL_NAME,
@@ -28,19 +31,24 @@ from agent_wait.core.pause import (
     PausePolicy,
     PauseRefused,
     PauseRequest,
+    audit_finished,
     audit_invalid,
     audit_refused,
     await_grant,
     checked_id,
+    pause_result,
     tool_description,
 )
 from mcp.server import Server, ServerRequestContext
+from mcp.server.request_state import RequestStateBoundary, RequestStateSecurity
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
 
 logger = logging.getLogger(__name__)
 _MAX_ID_DIGITS = 20
+MULTI_ROUND_TRIP_VERSION = "2026-07-28"
+"""From this protocol version on, a pause is rounds of ``InputRequiredResult`` (see below)."""
 
 
 class _IntegerText(str):
@@ -162,7 +170,7 @@ class _AgentWaitHandlers:
 
     async def call_tool(
         self, ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         if params.name != TOOL_NAME:
             raise MCPError(
                 types.INVALID_PARAMS,
@@ -177,12 +185,56 @@ class _AgentWaitHandlers:
         except InvalidPauseRequest as exc:
             audit_invalid(exc.field, user, turn, logger)
             return _refusal(str(exc), "invalid_input")
+        # Protocol versions are dates (YYYY-MM-DD): their text sorts in time order. A call that
+        # asks for progress is held open with heartbeats, as before that version.
+        multi_round_trip = (
+            ctx.protocol_version >= MULTI_ROUND_TRIP_VERSION and meta.get("progress_token") is None
+        )
+        if multi_round_trip and params.request_state is not None:
+            return await self._next_round(request, params.request_state)
         try:
             grant = self._policy.admit(request, user=user, turn=turn)
         except PauseRefused as exc:
             audit_refused(exc, request, user, turn, logger)
             return _refusal(str(exc), exc.code, exc.retry_after_seconds)
+        if multi_round_trip:
+            now = self._policy.now()
+            state = {"grant": dataclasses.asdict(grant), "start": now}
+            return await self._round(request, grant, state)
         return await self._wait(ctx, meta.get("progress_token"), request, grant)
+
+    async def _next_round(
+        self, request: PauseRequest, request_state: str
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        # The SDK's request-state boundary sealed this state and has verified it: it is ours,
+        # unchanged, and younger than its time limit. Admission ran on the first round.
+        state = json.loads(request_state)
+        grant = PauseGrant(**state["grant"])
+        return await self._round(request, grant, state)
+
+    async def _round(
+        self, request: PauseRequest, grant: PauseGrant, state: dict[str, Any]
+    ) -> types.CallToolResult | types.InputRequiredResult:
+        """Wait one heartbeat interval (or the rest), then ask to be called again or finish."""
+        start: float = state["start"]
+        deadline = start + grant.granted_seconds
+        now = self._policy.now()
+        await anyio.sleep(max(0.0, min(deadline - now, self._policy.limits.heartbeat_interval)))
+        now = self._policy.now()
+        if now < deadline:
+            remaining = deadline - now
+            return types.InputRequiredResult(
+                request_state=json.dumps(state),
+                _meta={META_REMAINING: math.ceil(remaining), META_WAIT_UNTIL: _wall(remaining)},
+            )
+        waited = now - start
+        self._policy.finish(grant, waited)
+        audit_finished("completed", grant, waited, request.reason, logger)
+        result = pause_result(grant, waited)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=json.dumps(result))],
+            structured_content=result,
+        )
 
     async def _wait(
         self,
@@ -215,6 +267,11 @@ class _AgentWaitHandlers:
         )
 
 
+def _wall(remaining: float) -> str:
+    """The wall-clock time ``remaining`` seconds from now, as the heartbeats state it."""
+    return format_utc(datetime.now(UTC) + timedelta(seconds=remaining))
+
+
 def _progress(token: str | int, beat: PauseHeartbeat) -> types.ProgressNotification:
     """A heartbeat as the MCP progress notification of the ``tools/call`` it reports on."""
     return types.ProgressNotification(
@@ -234,12 +291,16 @@ def build_server(policy: PausePolicy) -> Server:
     Args:
         policy: The caps and the state of budgets and rate counters (one per process).
 
+    Under protocol 2026-07-28 a call without a ``progressToken`` is answered in rounds of
+    ``InputRequiredResult`` carrying a sealed ``requestState``; any other call is held open
+    for the whole wait, with progress heartbeats when asked for.
+
     Returns:
         A low-level MCP server; run it with ``Server.run`` over stdio or mount
         ``Server.streamable_http_app()`` in an ASGI server.
     """
     handlers = _AgentWaitHandlers(policy)
-    return Server(
+    server = Server(
         "agent-wait",
         version=_version(),
         title="agent-wait pause",
@@ -247,6 +308,15 @@ def build_server(policy: PausePolicy) -> Server:
         on_list_tools=handlers.list_tools,
         on_call_tool=handlers.call_tool,
     )
+    # Seals the multi round-trip state (a key of this process, a time limit): a client cannot
+    # forge a grant, and a state outlives neither the process nor the limit.
+    security = RequestStateSecurity.ephemeral(ttl=_STATE_TTL_SECONDS, audience="agent-wait")
+    server.middleware.append(RequestStateBoundary(security, default_audience="agent-wait"))
+    return server
+
+
+# A round lasts a heartbeat interval (at most a minute); an hour covers a slow client's retry.
+_STATE_TTL_SECONDS = 3600.0
 
 
 def _version() -> str:
