@@ -18,6 +18,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from agent_wait.core import (
+    CallContext,
     EntryPoint,
     Question,
     QuestionStore,
@@ -46,6 +47,7 @@ def ask(
     args: dict[str, Any] | None = None,
     asked: datetime | None = None,
     question: Any = None,
+    context: CallContext | None = None,
     **policy: Any,
 ) -> None:
     body = question if question is not None else {"function": function, "args": args or {}}
@@ -56,6 +58,7 @@ def ask(
                 question=body,
                 policy=WaitPolicy(**policy),
                 source=Source(function=function),
+                context=context,
             )
         ],
         thread_id,

@@ -132,7 +132,7 @@ def test_the_list_is_earliest_deadline_first_with_overdue_marked(
     assert positions == sorted(positions)
     rows = text.split("<tr")
     late_row = next(r for r in rows if "/questions/late?" in r)
-    assert 'class="overdue"' in late_row
+    assert 'class="row overdue"' in late_row
     assert "overdue</strong>" in late_row
     assert "overdue" not in next(r for r in rows if "/questions/soon?" in r)
 

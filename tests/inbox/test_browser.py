@@ -76,12 +76,12 @@ def test_approve_with_an_edited_amount_resumes_the_graph_then_reject(
         refund = until(lambda: open_question("issue_refund"), "the graph to park on the refund")
         log_in(page, served.url, "alice", SECRET)
         page.click(f"a[href^='/questions/{refund}?']")
-        expect(page.locator("h1")).to_have_text("issue_refund")
-        expect(page.locator("table.args")).to_contain_text("41000")
+        expect(page.locator("h1 .function")).to_have_text("issue_refund")
+        expect(page.locator("table.args")).to_contain_text("41,000")
         page.fill("input[name='arg.amount']", "35000")
         page.click("button[value=approve]")
         expect(page.locator("#result")).to_have_text("Answer sent.")
-        expect(page.locator("#status")).to_contain_text("answered by alice at")
+        expect(page.locator("#status")).to_contain_text("answered by alice (shared-secret) at")
         # The serve worker resumed the run with the edited amount.
         until(lambda: "refund order-4471 35000" in runs.read_text(), "the resumed refund")
         assert "41000" not in runs.read_text()
@@ -204,7 +204,7 @@ def test_a_middleware_batch_gets_one_decision_per_action_and_the_agent_resumes(
     page.fill("textarea[name='action.1.message']", "keep the spreadsheet")
     page.click("button:has-text('Send decisions')")
     expect(page.locator("#result")).to_have_text("Answer sent.")
-    expect(page.locator("#status")).to_contain_text("answered by alice at")
+    expect(page.locator("#status")).to_contain_text("answered by alice (shared-secret) at")
 
     with SqliteEntry() as entry:
         [received] = entry.receive(10)
@@ -254,7 +254,7 @@ def test_a_foreign_question_is_answered_in_its_answer_box_and_the_graph_resumes(
     page.fill("textarea[name=whole]", '{"choice": "amex"}')
     page.click("button[value=whole]")
     expect(page.locator("#result")).to_have_text("Answer sent.")
-    expect(page.locator("#status")).to_contain_text("answered by alice at")
+    expect(page.locator("#status")).to_contain_text("answered by alice (shared-secret) at")
 
     with SqliteEntry() as entry:
         [received] = entry.receive(10)
@@ -314,7 +314,7 @@ def test_two_questions_of_a_thread_answered_in_one_submit_resume_the_agent_once(
     page.click("button:has-text('Send as one message')")
     expect(page.locator("#result")).to_contain_text("Sent 2 answers in one message")
     expect(page.locator("ul.sent li")).to_have_count(2)
-    expect(page.locator("ul.sent")).to_contain_text("answered by alice at")
+    expect(page.locator("ul.sent")).to_contain_text("answered by alice (shared-secret) at")
     expect(page.locator("fieldset.question")).to_have_count(0)
 
     # One message for both: the first question shown is its answer, the other in more_answers.

@@ -26,9 +26,9 @@ from agent_wait.core import (
     WaitPolicy,
     publish,
     question_store,
-    sweep,
 )
 from agent_wait.core._policy import UNSTATED
+from agent_wait.host import sweep
 from tests.aws_moto import Aws, aws, moto_server  # noqa: F401 - fixtures, registered by import
 from tests.inbox.conftest import AGENT_WAIT, SECRET, Server, app_client, csrf_of, login, sent
 from tests.serving import all_sent
@@ -126,16 +126,20 @@ def test_history_shows_who_answered_or_expired_what_and_when(
 
         page = client.get("/history").text
         assert "This question store lists open questions only." not in page
-        rows = re.findall(r"<tr>\s*<td>(.*?)</td><td>(\w+)</td><td>(.*?)</td>", page)
+        rows = re.findall(
+            r'<span class="status (\w+)">\w+</span> by ([^<]*)</td>\s*'
+            r'<td data-label="Closed"><time datetime="([^"]+)"',
+            page,
+        )
         # Most recently closed first: the sweep ran "in 2099"; refund2 was answered after
         # refund1 (or in the same second, and then its thread sorts first, descending).
-        assert [(status, by) for _, status, by in rows] == [
+        assert [(status, by) for status, by, _ in rows] == [
             ("expired", "sweeper"),
-            ("answered", "api"),
-            ("answered", "alice"),
+            ("answered", "api (api-token)"),
+            ("answered", "alice (shared-secret)"),
         ]
-        assert rows[0][0] == "2099-01-01T00:00:00Z"
-        assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", when) for when, _, _ in rows)
+        assert rows[0][2] == "2099-01-01T00:00:00Z"
+        assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", when) for _, _, when in rows)
         assert "still-open" not in page
         # What was sent, as JSON (PostgreSQL's JSONB keeps no key order).
         assert "&#34;args&#34;: {&#34;amount&#34;: 5}" in page
@@ -192,7 +196,7 @@ def test_question_page_lists_the_threads_closed_questions_too(backend: Backend) 
     others = re.findall(
         r"<li><a href=\"/questions/(\w+)\?thread=[^\"]*\">[^<]*</a>: ([^<]*)</li>", page
     )
-    assert others == [("first", "answered by alice"), ("second", "open")]
+    assert others == [("first", "answered by alice (shared-secret)"), ("second", "open")]
 
 
 def test_serve_store_names_a_configured_postgres_announcer() -> None:

@@ -110,3 +110,67 @@ def test_the_change_marker_moves_on_every_new_and_closed_question(tmp_path: Path
     # Another listing (another worker process, say) computes the same marker for the same state:
     # the live-update stream compares a page's marker with its own.
     assert Listing(SqliteQuestionStore(path)).change_marker() == listing.change_marker()
+
+
+class _Through:
+    """The same store, read only through the question store protocol (not as sqlite)."""
+
+    def __init__(self, store: SqliteQuestionStore) -> None:
+        self._store = store
+
+    # Spelled out: since Python 3.12 a runtime protocol check looks attributes up statically,
+    # so names reached only through __getattr__ would not make this a QuestionHistory.
+    def open_questions(self) -> Any:
+        return self._store.open_questions()
+
+    def closed_questions(self, limit: int, after: Any = None) -> Any:
+        return self._store.closed_questions(limit, after)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+@pytest.mark.parametrize("through", [False, True], ids=["sql", "protocol"])
+def test_filters_by_approver_group_and_state(tmp_path: Path, through: bool) -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from agent_wait.core import SqliteEntry
+    from agent_wait.host import answer, cancel
+
+    path = tmp_path / "inbox.sqlite3"
+    past = datetime.now(UTC) - timedelta(days=2)
+
+    def ask(question_id: str, group: str, timeout: str, clock: Any = None) -> None:
+        policy = WaitPolicy(timeout=timeout, tags={"approver_group": group})
+        question = Question(question_id=question_id, question=1, policy=policy)
+        publish([question], f"t-{question_id}", SqliteAnnounce(path), strict=True, clock=clock)
+
+    ask("late", "finance", "P1D", clock=lambda: past)
+    ask("soon", "finance", "PT1H")
+    ask("gdpr", "privacy", "PT1H")
+    ask("done", "finance", "PT1H")
+    ask("gone", "privacy", "PT1H")
+    store = SqliteQuestionStore(path)
+    with SqliteEntry(path) as entry:
+        answer("done", "approve", by="alice", store=store, entry=entry)
+    cancel("gone", by="bob", store=store)
+    listing = Listing(_Through(store) if through else store)  # pyright: ignore[reportArgumentType]
+
+    def listed(page: Any) -> set[str]:
+        return {q.envelope.question_id for q in page.questions}
+
+    def open_of(**params: str) -> set[str]:
+        return listed(listing.open_page(Filters.parse(params), None, 50))
+
+    def closed_of(**params: str) -> set[str]:
+        return listed(listing.history_page(Filters.parse(params), None, 50))
+
+    assert open_of(group="finance") == {"late", "soon"}
+    assert open_of(state="overdue") == {"late"}
+    assert open_of(group="privacy", state="overdue") == set()
+    assert closed_of(state="answered") == {"done"}
+    assert closed_of(state="cancelled", group="privacy") == {"gone"}
+    assert closed_of(group="finance") == {"done"}
+    with pytest.raises(ValueError, match="state: expected one of overdue, answered, expired"):
+        Filters.parse({"state": "open-ish"})
+    store.close()

@@ -10,8 +10,8 @@ from starlette.testclient import TestClient
 
 from agent_wait.core import SqliteAnnounce, SqliteEntry, SqliteQuestionStore
 from agent_wait.core._canonical import answer_digest
-from agent_wait.core._lifecycle import lifecycle_event
 from agent_wait.core._models import ANSWER_REFUSED_TYPE
+from agent_wait.host._lifecycle import lifecycle_event
 from tests.inbox.conftest import SECRET, app_client, ask, sent
 
 BEARER = {"Authorization": f"Bearer {SECRET}"}

@@ -47,7 +47,7 @@ def test_login_answer_and_history_over_http(served: Server) -> None:
             },
         )
         assert "Answer sent." in done.text
-        assert "answered by alice at" in done.text
+        assert "answered by alice (shared-secret) at" in done.text
         assert "alice" in browser.get("/history").text
     with SqliteEntry() as entry:
         [received] = entry.receive(10)
@@ -144,7 +144,7 @@ def test_a_proxy_on_this_host_named_trusted_identifies_people() -> None:
                 data={"csrf": csrf_of(detail.text), "action": "approve"},
                 follow_redirects=True,
             )
-            assert "answered by carol at" in done.text
+            assert "answered by carol (proxy) at" in done.text
             # Without the user header nobody is named, and the failed login is logged with
             # the client's address: the nearest one the trusted proxy did not add itself.
             anonymous = httpx.Client(

@@ -16,8 +16,8 @@ from starlette.testclient import TestClient
 
 from agent_wait.core import ConfigError, SqliteEntry, SqliteQuestionStore, hookimpl
 from agent_wait.core.hookspecs import RegisterTarget
-from agent_wait.core.testing import registered_plugin
 from agent_wait.inbox import IdentityProvider, InboxAuth, inbox_app
+from agent_wait.testing import registered_plugin
 from tests.inbox.conftest import ask, csrf_of, sent
 
 IDP_SECRET = b"shared with the identity provider"

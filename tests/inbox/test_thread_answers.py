@@ -11,7 +11,7 @@ import pytest
 from httpx import Response
 from starlette.testclient import TestClient
 
-import agent_wait.core as core
+import agent_wait.host as host
 from agent_wait.core import (
     QuestionStatus,
     SqliteAnnounce,
@@ -52,7 +52,7 @@ def three(inbox: Path) -> None:
 def answer_elsewhere(inbox: Path, question_id: str, action: str) -> None:
     """Bob answers, from another inbox page or the command line."""
     with SqliteQuestionStore(inbox) as store, SqliteEntry(inbox) as entry:
-        core.answer(question_id, action, by="bob", store=store, entry=entry)
+        host.answer(question_id, action, by="bob", store=store, entry=entry)
 
 
 def post_answers(client: TestClient, body: Any, thread: str = THREAD) -> Response:
@@ -96,6 +96,7 @@ def test_the_api_answers_several_questions_in_one_message(client: TestClient, in
             "answer": {"args": {"amount": 35000}, "action": "approve"},
             # The bearer token's identity: who answered, for the host's wait.answered.
             "answered_by": "api",
+            "identity_source": "api-token",
             "more_answers": [{"question_id": "q3", "answer": {"choice": "amex"}}],
         }
     ]
@@ -471,6 +472,7 @@ def test_the_form_sends_the_chosen_answers_in_one_message(alice: TestClient, inb
             "question_id": "q1",
             "answer": {"args": {"order_id": THREAD, "amount": 35000}, "action": "approve"},
             "answered_by": "alice",
+            "identity_source": "shared-secret",
             "more_answers": [{"question_id": "q3", "answer": {"choice": "visa"}}],
         }
     ]
@@ -480,8 +482,8 @@ def test_the_form_sends_the_chosen_answers_in_one_message(alice: TestClient, inb
         r'<li data-question="(\w+)"><strong>[^<]*</strong> <code>\w+</code>: ([^<]*)<code>', result
     )
     assert [(i, re.sub(r"\S+Z:", "T:", text)) for i, text in shown] == [
-        ("q1", "answered by alice at T: "),
-        ("q3", "answered by alice at T: "),
+        ("q1", "answered by alice (shared-secret) at T: "),
+        ("q3", "answered by alice (shared-secret) at T: "),
     ]
     assert ids_in_form(result) == ["q2"]  # still open, still offered
 

@@ -163,8 +163,15 @@ def test_json_api_takes_a_whole_answer_and_checks_it(client: TestClient, inbox: 
             "question_id": "f1",
             "answer": {"choice": "visa"},
             "answered_by": "api",
+            "identity_source": "api-token",
         },
-        {"thread_id": "order-4472", "question_id": "f2", "answer": "y", "answered_by": "api"},
+        {
+            "thread_id": "order-4472",
+            "question_id": "f2",
+            "answer": "y",
+            "answered_by": "api",
+            "identity_source": "api-token",
+        },
     ]
 
 
@@ -188,6 +195,12 @@ def test_without_an_entry_point_answers_follow_the_questions_reply_to(
             done = answer_form(client, "f1", "order-4471", whole="y", whole_as="text", send="whole")
             assert done.status_code == 303, done.text
     assert sent(agent) == [
-        {"thread_id": "order-4471", "question_id": "f1", "answer": "y", "answered_by": "alice"}
+        {
+            "thread_id": "order-4471",
+            "question_id": "f1",
+            "answer": "y",
+            "answered_by": "alice",
+            "identity_source": "shared-secret",
+        }
     ]
     assert sent(inbox) == []

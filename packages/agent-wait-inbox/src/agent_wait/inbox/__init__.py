@@ -8,5 +8,6 @@ from __future__ import annotations
 
 from agent_wait.inbox._app import inbox_app
 from agent_wait.inbox._auth import IdentityProvider, InboxAuth
+from agent_wait.inbox._oidc import OidcSignIn
 
-__all__ = ["IdentityProvider", "InboxAuth", "inbox_app"]
+__all__ = ["IdentityProvider", "InboxAuth", "OidcSignIn", "inbox_app"]

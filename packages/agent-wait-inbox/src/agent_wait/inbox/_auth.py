@@ -1,4 +1,4 @@
-"""Who is asking: a login, a trusted proxy, a plugin's single sign-on, or (loopback) nobody."""
+"""Who is asking: OIDC, a trusted proxy, a plugin's sign-on, a shared secret, or nobody (loopback)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from typing import Protocol, runtime_checkable
 from starlette.requests import HTTPConnection
 from starlette.routing import BaseRoute
 
-from agent_wait.core import ConfigError, identity_providers
+from agent_wait.core import ConfigError, Identity, identity_providers
+from agent_wait.inbox._oidc import OidcSignIn
 
 TOKEN_ENV = "AGENT_WAIT_INBOX_TOKEN"
 MAX_NAME = 64
@@ -32,8 +33,12 @@ class IdentityProvider(Protocol):
     (a sign-in callback, for example).
     """
 
-    def identify(self, request: HTTPConnection) -> str | None:
-        """The name of the person making the request, or None if it carries no identity."""
+    def identify(self, request: HTTPConnection) -> str | Identity | None:
+        """The person making the request, or None if it carries no identity.
+
+        A name is recorded with ``identity_source`` ``sso``; an :class:`Identity` as it says
+        (with its groups, for ``group:`` approvers).
+        """
         ...
 
 
@@ -58,11 +63,14 @@ class InboxAuth:
     """How the inbox web app knows who answers. Authentication is on unless ``no_auth``.
 
     Args:
-        token: The shared secret people log in with (and bots send as ``Authorization: Bearer``).
+        token: The shared secret: a name typed beside it is recorded unverified, so it is for a
+            single-user setup (and bots, which send it as ``Authorization: Bearer``).
         token_env: The environment variable holding the secret when ``token`` is not given
             (default ``AGENT_WAIT_INBOX_TOKEN``).
         trusted_proxies: Addresses or networks of reverse proxies whose ``X-Forwarded-User`` /
-            ``X-Forwarded-Email`` headers name the person; the headers of anyone else are ignored.
+            ``X-Forwarded-Email`` headers name the person (and ``X-Forwarded-Groups``, comma
+            separated, their groups); the headers of anyone else are ignored.
+        oidc: Sign people in through an OpenID Connect provider (see :class:`OidcSignIn`).
         no_auth: Serve without authentication; every request must then come from a loopback
             address, and answers are recorded as ``local_user``.
         local_user: The name recorded with ``no_auth``.
@@ -74,8 +82,8 @@ class InboxAuth:
             none.
 
     Raises:
-        ConfigError: No secret, no trusted proxy and no identity provider while authentication
-            is on, a proxy address that is not an address or network, or a provider without
+        ConfigError: No secret, no trusted proxy, no OpenID Connect and no identity provider
+            while authentication is on, a proxy address that is not an address or network, or a provider without
             ``identify``.
     """
 
@@ -87,6 +95,7 @@ class InboxAuth:
     session_secret: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
     secure_cookie: bool = False
     identity_providers: Mapping[str, IdentityProvider] | None = None
+    oidc: OidcSignIn | None = None
     _networks: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = field(
         default=(), init=False, repr=False
     )
@@ -117,12 +126,13 @@ class InboxAuth:
                     f"{type(provider).__name__}"
                 )
         object.__setattr__(self, "identity_providers", providers)
-        if not self.no_auth and not self.token and not networks and not providers:
+        if not self.no_auth and not (self.token or networks or providers or self.oidc):
             raise ConfigError(
-                f"the inbox needs a login secret: set {self.token_env} (or pass token_env=/"
-                "--token-env naming another variable), trust a reverse proxy (trusted_proxies="
-                "/--trusted-proxy), install a single sign-on plugin, or on a loopback address "
-                "only, pass no_auth=True (--no-auth)"
+                "the inbox needs a way to know who answers: sign in through OpenID Connect "
+                "(oidc=/--oidc-issuer), trust a reverse proxy (trusted_proxies=/--trusted-proxy), "
+                f"install a single sign-on plugin, set {self.token_env} (a shared secret, for a "
+                "single-user setup; token_env=/--token-env names another variable), or on a "
+                "loopback address only, pass no_auth=True (--no-auth)"
             )
 
     @property
@@ -130,7 +140,7 @@ class InboxAuth:
         """The identity providers in use, by name."""
         return self.identity_providers or {}
 
-    def from_provider(self, connection: HTTPConnection) -> str | None:
+    def from_provider(self, connection: HTTPConnection) -> Identity | None:
         """The person the first identity provider that knows the request names, or None."""
         for name, provider in self.providers.items():
             try:
@@ -138,8 +148,10 @@ class InboxAuth:
             except Exception:  # a broken provider identifies nobody
                 logger.exception("identity provider %r failed; the request is not identified", name)
                 continue
+            if isinstance(named, Identity):
+                return named
             if isinstance(named, str) and (cleaned := clean_name(named)):
-                return cleaned
+                return Identity(subject=cleaned, source="sso")
         return None
 
     def login_links(self, next_path: str) -> list[tuple[str, str]]:
@@ -156,18 +168,28 @@ class InboxAuth:
         address = _ip(host)
         return address is not None and any(address in network for network in self._networks)
 
-    def from_proxy(self, connection: HTTPConnection) -> str | None:
+    def from_proxy(self, connection: HTTPConnection) -> Identity | None:
         """The person a trusted proxy names, or None (headers of anyone else are ignored).
 
         The proxy is the peer of the connection, so the server must not replace the peer with
         an address from ``X-Forwarded-For`` (uvicorn: ``proxy_headers=False``).
+        ``X-Forwarded-Groups`` (comma separated) gives their groups.
         """
         if not self.trusts(connection.client.host if connection.client else None):
             return None
         name = connection.headers.get("x-forwarded-user") or connection.headers.get(
             "x-forwarded-email"
         )
-        return clean_name(name) if name else None
+        cleaned = clean_name(name) if name else None
+        if cleaned is None:
+            return None
+        groups = {
+            group.strip()
+            for header in connection.headers.getlist("x-forwarded-groups")
+            for group in header.split(",")
+            if group.strip()
+        }
+        return Identity(subject=cleaned, groups=frozenset(groups), source="proxy")
 
     def origin(self, connection: HTTPConnection) -> str | None:
         """The address the request comes from: the peer, or behind trusted proxies, their client.

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
 from agent_wait.inbox._auth import TOKEN_ENV, is_loopback
+
+OIDC_SECRET_ENV = "AGENT_WAIT_INBOX_OIDC_SECRET"
 
 # A plain name (``postgres``) names a configured announcer's store; anything else is a path.
 _STORE_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -23,9 +26,34 @@ def setup(parser: argparse.ArgumentParser) -> None:
         "(postgres, dynamodb) (default: the configured sqlite announcer's inbox)",
     )
     parser.add_argument(
+        "--oidc-issuer",
+        metavar="URL",
+        help="sign people in through this OpenID Connect provider (its issuer URL)",
+    )
+    parser.add_argument("--oidc-client-id", metavar="ID", help="the inbox's client id there")
+    parser.add_argument(
+        "--oidc-client-secret-env",
+        default=OIDC_SECRET_ENV,
+        metavar="NAME",
+        help=f"environment variable holding its client secret (default: {OIDC_SECRET_ENV})",
+    )
+    parser.add_argument(
+        "--oidc-subject-claim",
+        default="email",
+        metavar="CLAIM",
+        help="the ID token claim recorded as who answered (default: email)",
+    )
+    parser.add_argument(
+        "--oidc-groups-claim",
+        default="groups",
+        metavar="CLAIM",
+        help="the ID token claim listing the person's groups (default: groups)",
+    )
+    parser.add_argument(
         "--token-env",
         default=TOKEN_ENV,
-        help=f"environment variable holding the login secret (default: {TOKEN_ENV})",
+        help=f"environment variable holding the shared login secret, for a single-user setup "
+        f"(default: {TOKEN_ENV})",
     )
     parser.add_argument(
         "--trusted-proxy",
@@ -50,16 +78,11 @@ def run(args: argparse.Namespace) -> int:
     """Build the app from the arguments and serve it until Ctrl-C or SIGTERM."""
     import uvicorn
 
-    from agent_wait.core import (
-        AgentWaitError,
-        QuestionStore,
-        SqliteQuestionStore,
-        configured_store,
-        default_approver,
-        default_store,
-    )
+    from agent_wait.core import AgentWaitError, ConfigError, QuestionStore, SqliteQuestionStore
+    from agent_wait.host import configured_store, default_approver, default_store
     from agent_wait.inbox._app import inbox_app
     from agent_wait.inbox._auth import InboxAuth
+    from agent_wait.inbox._oidc import OidcSignIn
 
     if args.no_auth and not is_loopback(args.host):
         print(
@@ -68,7 +91,21 @@ def run(args: argparse.Namespace) -> int:
         )
         return 2
     try:
+        if args.oidc_issuer and not args.oidc_client_id:
+            raise ConfigError("--oidc-issuer: give the inbox's --oidc-client-id too")
+        oidc = (
+            OidcSignIn(
+                issuer=args.oidc_issuer,
+                client_id=args.oidc_client_id,
+                client_secret=os.environ.get(args.oidc_client_secret_env) or None,
+                subject_claim=args.oidc_subject_claim,
+                groups_claim=args.oidc_groups_claim,
+            )
+            if args.oidc_issuer
+            else None
+        )
         auth = InboxAuth(
+            oidc=oidc,
             token_env=args.token_env,
             trusted_proxies=args.trusted_proxy,
             no_auth=args.no_auth,

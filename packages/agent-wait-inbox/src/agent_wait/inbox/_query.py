@@ -16,6 +16,7 @@ import threading
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from agent_wait.core import (
@@ -25,6 +26,7 @@ from agent_wait.core import (
     SqliteQuestionStore,
     StoredQuestion,
     WaitEnvelope,
+    format_utc,
     history_key,
 )
 
@@ -45,14 +47,22 @@ def function_of(envelope: WaitEnvelope) -> str | None:
     return None
 
 
+GROUP_TAG = "approver_group"
+"""The tag naming the approvers a question is for (the ``group`` filter)."""
+STATES = ("overdue", "answered", "expired", "cancelled")
+"""The ``state`` filter: overdue for the open list; the others for the history."""
+
+
 @dataclass(frozen=True, slots=True)
 class Filters:
-    """What a list shows: all open questions, or those with a tag, function, thread or text."""
+    """What a list shows: the questions with a tag, function, thread, group, state or text."""
 
     tag: tuple[str, str] | None = None
     function: str | None = None
     thread: str | None = None
     search: str | None = None
+    group: str | None = None
+    state: str | None = None
 
     @classmethod
     def parse(cls, params: Any) -> Filters:
@@ -73,11 +83,16 @@ class Filters:
         # SQLite refuses a LIKE pattern over 50,000 bytes; no one types a search this long.
         if search is not None and len(search) > MAX_SEARCH:
             raise ValueError(f"q: at most {MAX_SEARCH} characters, got {len(search)}")
+        state = (params.get("state") or "").strip() or None
+        if state is not None and state not in STATES:
+            raise ValueError(f"state: expected one of {', '.join(STATES)}, got {state[:40]!r}")
         return cls(
             tag=tag,
             function=(params.get("function") or "").strip() or None,
             thread=(params.get("thread") or "").strip() or None,
             search=search,
+            group=(params.get("group") or "").strip() or None,
+            state=state,
         )
 
     def matches(self, envelope: WaitEnvelope) -> bool:
@@ -88,7 +103,18 @@ class Filters:
             return False
         if self.thread is not None and envelope.thread_id != self.thread:
             return False
+        if self.group is not None and envelope.tags.get(GROUP_TAG) != self.group:
+            return False
         return self.search is None or self.search.lower() in envelope.to_json().decode().lower()
+
+    def keeps(self, question: StoredQuestion, now: str) -> bool:
+        """True if the question is in the ``state`` filtered on (for stores without SQL)."""
+        if self.state is None:
+            return True
+        if self.state == "overdue":
+            expires = question.envelope.expires_at
+            return question.is_open and expires is not None and expires < now
+        return question.status == self.state
 
     def query(self) -> dict[str, str]:
         """Back to query parameters (for links to the next page)."""
@@ -101,6 +127,10 @@ class Filters:
             out["thread"] = self.thread
         if self.search:
             out["q"] = self.search
+        if self.group:
+            out["group"] = self.group
+        if self.state:
+            out["state"] = self.state
         return out
 
 
@@ -136,9 +166,10 @@ def decode_cursor(cursor: str | None, kinds: tuple[type, ...]) -> list[Any] | No
 
 
 def _stored(row: tuple[Any, ...]) -> StoredQuestion:
-    # (envelope, status, answered_at, answered_by, answer, <the cursor's two>, refusal)
+    # (envelope, status, answered_at, answered_by, answer, <the cursor's two>, refusal, votes,
+    # identity_source)
     envelope, status, answered_at, answered_by, answer = row[:5]
-    refusal = row[7]
+    refusal, votes, identity_source = row[7:10]
     return StoredQuestion(
         WaitEnvelope.model_validate_json(envelope),
         status,
@@ -146,6 +177,8 @@ def _stored(row: tuple[Any, ...]) -> StoredQuestion:
         answered_by,
         None if answer is None else json.loads(answer),
         refusal=None if refusal is None else json.loads(refusal),
+        votes=() if votes is None else tuple(json.loads(votes)),
+        identity_source=identity_source,
     )
 
 
@@ -187,6 +220,15 @@ class Listing:
         if filters.thread is not None:
             clauses.append("pk = ?")
             params.append(f"THREAD#{filters.thread}")
+        if filters.group is not None:
+            clauses.append(f"json_extract(tags, '$.{GROUP_TAG}') = ?")
+            params.append(filters.group)
+        if filters.state == "overdue":
+            clauses.append("expires_at < ?")
+            params.append(format_utc(datetime.now(UTC)))
+        elif filters.state is not None:
+            clauses.append("status = ?")
+            params.append(filters.state)
         if filters.search is not None:
             escaped = filters.search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             clauses.append("envelope LIKE ? ESCAPE '\\'")
@@ -206,7 +248,7 @@ class Listing:
             params += [position[0], position[1]]
         query = (
             "SELECT envelope, status, answered_at, answered_by, answer, expires_at, rowid, "
-            "refusal "
+            "refusal, votes, identity_source "
             f'FROM "{self._sqlite.table}" WHERE {" AND ".join(clauses)} '
             "ORDER BY expires_at, rowid LIMIT ?"
         )
@@ -222,8 +264,14 @@ class Listing:
             q.envelope.thread_id,
             q.envelope.question_id,
         )
+        now = format_utc(datetime.now(UTC))
         found = sorted(
-            (q for q in self.store.open_questions() if filters.matches(q.envelope)), key=key
+            (
+                q
+                for q in self.store.open_questions()
+                if filters.matches(q.envelope) and filters.keeps(q, now)
+            ),
+            key=key,
         )
         if position is not None:
             found = found[position[1] :]
@@ -243,7 +291,7 @@ class Listing:
             params += [position[0], position[0], position[1]]
         query = (
             "SELECT envelope, status, answered_at, answered_by, answer, "
-            "coalesce(answered_at, ''), rowid, refusal "
+            "coalesce(answered_at, ''), rowid, refusal, votes, identity_source "
             f'FROM "{self._sqlite.table}" WHERE {" AND ".join(clauses)} '
             "ORDER BY answered_at DESC, rowid DESC LIMIT ?"
         )
@@ -264,7 +312,8 @@ class Listing:
         # to know there is a next page) is full or the history ends.
         while len(found) <= limit:
             batch = self.store.closed_questions(max(limit + 1, 50), after)
-            found += [q for q in batch if filters.matches(q.envelope)]
+            now = format_utc(datetime.now(UTC))
+            found += [q for q in batch if filters.matches(q.envelope) and filters.keeps(q, now)]
             if len(batch) < max(limit + 1, 50):
                 break
             after = history_key(batch[-1])
@@ -283,8 +332,8 @@ class Listing:
         return [
             _stored(r)
             for r in self._rows(
-                "SELECT envelope, status, answered_at, answered_by, answer, NULL, NULL, refusal "
-                f'FROM "{self._sqlite.table}" WHERE pk = ? ORDER BY rowid',
+                "SELECT envelope, status, answered_at, answered_by, answer, NULL, NULL, refusal, "
+                f'votes, identity_source FROM "{self._sqlite.table}" WHERE pk = ? ORDER BY rowid',
                 [f"THREAD#{thread_id}"],
             )
         ]
