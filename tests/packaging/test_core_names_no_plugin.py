@@ -19,8 +19,18 @@ ROOT = Path(__file__).resolve().parents[2]
 CORE = ROOT / "packages" / "agent-wait-core"
 # Core's own words that a plugin also uses as its name.
 CORE_OWN = {
-    # `agent-wait inbox` lists the embedded sqlite inbox; the inbox plugin serves a web app.
-    ("agent_wait/core/_cli.py", "inbox"),
+    # Names that moved out of core into agent-wait-host still resolve from agent_wait.core for one
+    # release, with a deprecation warning naming where they live now (loaded by name, not imported).
+    ("agent_wait/core/__init__.py", "agent_wait.host"),
+    ("agent_wait/core/__init__.py", "agent-wait-host"),
+    ("agent_wait/core/host.py", "agent_wait.host"),
+    ("agent_wait/core/host.py", "agent-wait-host"),
+    ("agent_wait/core/adapter.py", "agent_wait.host.adapter"),
+    ("agent_wait/core/adapter.py", "agent-wait-host"),
+    ("agent_wait/core/pause.py", "agent_wait.pause"),
+    ("agent_wait/core/pause.py", "agent-wait-pause"),
+    ("agent_wait/core/testing.py", "agent_wait.testing"),
+    ("agent_wait/core/testing.py", "agent-wait-testing"),
 }
 
 

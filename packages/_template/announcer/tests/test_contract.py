@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent_wait.core import BaseAnnounce, announcer
-from agent_wait.core.testing import AnnouncerContract
+from agent_wait.testing import AnnouncerContract
 
 
 class TestTemplateAnnounce(AnnouncerContract):
