@@ -77,7 +77,12 @@ class Deployment:
             text=True,
             # The embedded defaults need no third-party plugin; loading them all would double
             # each command's start-up.
-            env={**os.environ, "AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD": "1"},
+            # --by names the person answering (a shared account's setting).
+            env={
+                **os.environ,
+                "AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD": "1",
+                "AGENT_WAIT_ALLOW_BY": "1",
+            },
             timeout=HANDLED_WITHIN,
             check=False,
         )

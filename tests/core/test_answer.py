@@ -18,33 +18,35 @@ from typing import Any
 import pytest
 
 from agent_wait.core import (
-    ActionNotAllowed,
     AgentWaitError,
     Answer,
     InvalidAnswer,
-    NothingToResend,
     Operation,
     Question,
-    QuestionClosed,
-    QuestionNotFound,
     QuestionStatus,
-    SendUnconfirmed,
     SqliteAnnounce,
     SqliteEntry,
     SqliteQuestionStore,
     WaitPolicy,
+    hookimpl,
+    publish,
+)
+from agent_wait.core._policy import UNSTATED
+from agent_wait.core._sqlite import default_inbox_path
+from agent_wait.host import (
+    ActionNotAllowed,
+    NothingToResend,
+    QuestionClosed,
+    QuestionNotFound,
+    SendUnconfirmed,
     answer,
     answer_many,
     cancel,
-    hookimpl,
-    publish,
     resend,
     sweep,
 )
-from agent_wait.core._cli import main
-from agent_wait.core._policy import UNSTATED
-from agent_wait.core._sqlite import default_inbox_path
-from agent_wait.core.testing import registered_plugin
+from agent_wait.host._cli import main
+from agent_wait.testing import registered_plugin
 from tests.serving import all_sent
 
 T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
@@ -59,6 +61,12 @@ def ask(path: Path, question_id: str = "q1", *, thread_id: str = "t1", **policy:
         strict=True,
         clock=lambda: T0,
     )
+
+
+@pytest.fixture(autouse=True)
+def _names_given_with_by(monkeypatch: pytest.MonkeyPatch) -> None:
+    # These tests name who answers with --by; the configuration must allow it.
+    monkeypatch.setenv("AGENT_WAIT_ALLOW_BY", "1")
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -89,6 +97,7 @@ def test_answer_records_then_sends_reply_with_and_the_answer(inbox: Path) -> Non
         "question_id": "q1",
         "answer": {"note": "ok", "action": "approve"},
         "answered_by": "alice",
+        "identity_source": "claimed",
     }
     assert result.message == expected
     assert (result.question.status, result.question.answered_by) == ("answered", "alice")
@@ -174,6 +183,7 @@ def test_cli_answer_with_the_default_inbox_and_entry() -> None:
             "question_id": "q1",
             "answer": {"note": "fine", "action": "approve"},
             "answered_by": "alice",
+            "identity_source": "claimed",
         }
     ]
     code, _, err = run("answer", "q1", "reject", "--by", "bob")
@@ -209,7 +219,7 @@ def test_cli_answer_without_an_inbox(tmp_path: Path) -> None:
     assert "no inbox at" in err
 
 
-CLI = [sys.executable, "-m", "agent_wait.core._cli"]
+CLI = [sys.executable, "-m", "agent_wait.host._cli"]
 
 
 def test_racing_approvers_send_exactly_one_answer(tmp_path: Path) -> None:
@@ -337,7 +347,8 @@ def test_cancel_closes_without_sending_and_the_sweeper_skips_it(inbox: Path) -> 
     assert all_sent(inbox) == []
 
 
-def test_cli_cancel() -> None:
+def test_cli_cancel(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENT_WAIT_ALLOW_BY", "1")  # --by names who cancels: a claimed name
     ask(default_inbox_path())
     code, out, _ = run("cancel", "q1", "--by", "carol")
     assert code == 0
@@ -515,6 +526,7 @@ def test_a_whole_answer_is_sent_as_it_is(inbox: Path) -> None:
         "question_id": "q1",
         "answer": "y",
         "answered_by": "alice",
+        "identity_source": "claimed",
     }
     assert (first.question.answer, first.question.answered_by) == ("y", "alice")
     assert second.question.answer == [{"type": "accept", "args": None}]
@@ -600,6 +612,7 @@ def test_answer_many_sends_one_message_and_closes_every_question(inbox: Path) ->
         "question_id": "q1",
         "answer": {"action": "reject", "reason": "dup"},
         "answered_by": "alice",
+        "identity_source": "claimed",
         "more_answers": [{"question_id": "q2", "answer": {"approved": True}}],
     }
     assert result.message == expected
@@ -714,6 +727,7 @@ def test_cli_answer_with_json_and_also() -> None:
             "question_id": "q1",
             "answer": "y",
             "answered_by": "alice",
+            "identity_source": "claimed",
             "more_answers": [
                 {"question_id": "q2", "answer": {"approved": True}},
                 {"question_id": "q3", "answer": {"action": "approve"}},

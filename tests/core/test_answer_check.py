@@ -10,22 +10,20 @@ import pytest
 from pydantic import BaseModel
 
 from agent_wait.core import (
-    AnswerNotAccepted,
     Question,
     SqliteAnnounce,
     SqliteEntry,
     SqliteQuestionStore,
     WaitPolicy,
-    _wait,
-    answer,
     answer_problem,
     build_envelope,
     example_answer,
     publish,
 )
 from agent_wait.core._policy import UNSTATED
-from agent_wait.core._wait import wait_answer_schema
-from agent_wait.core.adapter import make_wait, question_from_value
+from agent_wait.host import AnswerNotAccepted, _wait, answer
+from agent_wait.host._wait import wait_answer_schema
+from agent_wait.host.adapter import make_wait, question_from_value
 from tests.core.test_wait import FakeAdapter, Parked
 
 

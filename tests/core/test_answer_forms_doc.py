@@ -6,7 +6,7 @@ import inspect
 
 from agent_wait.core import Question, WaitPolicy
 from agent_wait.core._policy import UNSTATED
-from agent_wait.core._wait import wait_answer_schema
+from agent_wait.host._wait import wait_answer_schema
 from tests.answer_forms import check_page
 
 CARD = {

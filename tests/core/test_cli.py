@@ -16,11 +16,21 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_wait.core import BaseAnnounce, Question, WaitPolicy, hookimpl, publish
-from agent_wait.core._cli import main, schema_text
+from agent_wait.core import (
+    BaseAnnounce,
+    CallContext,
+    ContextMessage,
+    Question,
+    WaitPolicy,
+    hookimpl,
+    publish,
+    started_by,
+)
 from agent_wait.core._sqlite import SqliteAnnounce
 from agent_wait.core.hookspecs import RegisterTarget
-from agent_wait.core.testing import registered_plugin, sample_questions
+from agent_wait.host._answering import default_approver
+from agent_wait.host._cli import main, schema_text
+from agent_wait.testing import registered_plugin, sample_questions
 from tests.core._installed import needs_example_plugin
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "schema" / "examples"
@@ -154,6 +164,7 @@ def test_schema_of_an_entry_points_options() -> None:
         "max_attempts",
         "retry_delay",
         "poll_interval",
+        "busy_poll_interval",
         "timeout",
     }
     code, out, err = run("schema", "--entry", "sqlit")
@@ -176,7 +187,7 @@ def test_schema_defaults_to_envelope() -> None:
 def test_validate_the_documented_messages(tmp_path: Path) -> None:
     code, out, err = run("validate", write_json(tmp_path / "e.json", DOC_ENVELOPE))
     assert (code, err) == (0, "")
-    assert "valid envelope (wait.created:order-4471:a1b2c3d4e5f60718" in out
+    assert "valid envelope (wait.created:order-4471:a1b2c3d4e5f60718293a4b5c6d7e8f90" in out
     answer = {
         **DOC_ENVELOPE["reply_with"],
         "answer": {"action": "approve"},
@@ -192,7 +203,10 @@ def test_validate_the_documented_messages(tmp_path: Path) -> None:
     event = EXAMPLES / "lifecycle.json"
     code, out, err = run("validate", str(event))
     assert (code, err) == (0, "")
-    assert out == f"{event}: valid lifecycle event (wait.answered:order-4471:a1b2c3d4e5f60718)\n"
+    assert (
+        out
+        == f"{event}: valid lifecycle event (wait.answered:order-4471:a1b2c3d4e5f60718293a4b5c6d7e8f90)\n"
+    )
     late = {**json.loads(event.read_text()), "at": "yesterday"}
     code, _, err = run("validate", "-", stdin=json.dumps(late).encode())
     assert code == 1
@@ -544,21 +558,20 @@ def _inbox(path: Path) -> None:
 def test_inbox(tmp_path: Path) -> None:
     path = tmp_path / "inbox.sqlite3"
     _inbox(path)
-    code, out, _ = run("inbox", "--path", str(path))
+    code, out, _ = run("inbox", "--path", str(path), "--now", "2026-01-01T00:00:00Z")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split() == [
-        "EXPIRES_AT",
-        "THREAD_ID",
-        "QUESTION_ID",
-        "SOURCE",
-        "ALLOWED_ACTIONS",
-    ]
-    assert [line.split()[2] for line in lines[1:]] == ["overdue", "plain-0", "later"]
-    assert lines[1].split() == ["2026-01-01T01:00:00Z", "order-1", "overdue", "-", "approve,reject"]
+    assert lines[0].split() == ["QUESTION_ID", "THREAD_ID", "ACTIONS", "DEADLINE", "CALL"]
+    assert [line.split()[0] for line in lines[1:]] == ["overdue", "plain-0", "later"]
+    # The deadline in words, measured from --now; the call as the web list shows it.
+    assert lines[1].split()[:3] == ["overdue", "order-1", "approve,reject"]
+    assert "in 1 h (01:00 UTC)" in lines[1]
+    assert lines[1].endswith("  1")  # a question that is a bare number, as it is
+    assert "in 30 d (Jan 31, 00:00 UTC)" in lines[3]
     code, out, _ = run("inbox", "--path", str(path), "--overdue", "--now", "2026-01-02T00:00:00Z")
     assert code == 0
-    assert [line.split()[2] for line in out.splitlines()[1:]] == ["overdue"]
+    assert [line.split()[0] for line in out.splitlines()[1:]] == ["overdue"]
+    assert "23 h overdue (Jan 1, 01:00 UTC)" in out
     code, out, _ = run("inbox", "--path", str(path), "--json")
     items = json.loads(out)
     assert [i["status"] for i in items] == ["open"] * 3
@@ -574,8 +587,83 @@ def test_inbox_columns_stay_apart_when_every_source_is_empty(tmp_path: Path) -> 
     code, out, _ = run("inbox", "--path", str(path))
     assert code == 0
     header, row = out.splitlines()
-    assert header.split() == ["EXPIRES_AT", "THREAD_ID", "QUESTION_ID", "SOURCE", "ALLOWED_ACTIONS"]
-    assert row.split()[-2:] == ["-", "approve,reject"]
+    assert header.split() == ["QUESTION_ID", "THREAD_ID", "ACTIONS", "DEADLINE", "CALL"]
+    assert row.split()[:3] == ["bare", "t", "approve,reject"]
+    assert row.endswith("no deadline  ok?")
+
+
+def test_inbox_shows_the_call_with_its_arguments(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    question = Question(
+        question_id="big",
+        question={"function": "issue_refund", "args": {"order_id": "order-4471", "amount": 125000}},
+    )
+    assert publish([question], "order-4471", SqliteAnnounce(path=str(path))).ok
+    code, out, _ = run("inbox", "--path", str(path))
+    assert code == 0
+    assert out.splitlines()[1].endswith("issue_refund(order_id=order-4471, amount=125,000)")
+
+
+def test_inbox_and_show_say_who_asked_and_show_the_shared_conversation(tmp_path: Path) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    context = CallContext(
+        tool="send_voucher",
+        framework="pydantic_ai",
+        agent="support",
+        messages=[
+            ContextMessage(role="user", text="My vase broke.\nCan I get something back?"),
+            ContextMessage(role="assistant", text="A 25 EUR voucher, then."),
+        ],
+    )
+    asked = Question(question_id="voucher", question={"function": "send_voucher"}, context=context)
+    with started_by("carol"):
+        assert publish([asked], "order-4471", SqliteAnnounce(path=str(path))).ok
+    assert publish([Question(question_id="bare", question="ok?")], "t", SqliteAnnounce(path)).ok
+    code, out, _ = run("inbox", "--path", str(path))
+    assert code == 0
+    lines = out.splitlines()
+    # Below its row, indented: who asked. A question that tells nothing has no such line.
+    voucher = next(i for i, line in enumerate(lines) if line.startswith("voucher "))
+    assert lines[voucher + 1] == (
+        "  asked by agent support (Pydantic AI) · tool send_voucher · started by carol"
+    )
+    assert not any(line.startswith("  ") for line in lines[1:] if line is not lines[voucher + 1])
+    code, out, _ = run("show", "voucher", "--path", str(path))
+    assert code == 0
+    assert "asked by: agent support (Pydantic AI) · tool send_voucher · started by carol" in out
+    # The conversation's messages, one line each.
+    assert out.split("last messages:\n", 1)[1].splitlines()[:2] == [
+        "  user: My vase broke. Can I get something back?",
+        "  assistant: A 25 EUR voucher, then.",
+    ]
+    code, out, _ = run("show", "bare", "--path", str(path))
+    assert "asked by" not in out
+    assert "last messages" not in out
+
+
+def test_a_unique_id_prefix_names_the_question_and_an_ambiguous_one_is_refused(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "inbox.sqlite3"
+    ids = ["0a31e2c3ec0e462b535904be2378fa53", "0a31e2c3ffff462b535904be2378fa53"]
+    ids.append("7f3e5d2c1b0a99887f3e5d2c1b0a9988")
+    questions = [Question(question_id=i, question=i[:4]) for i in ids]
+    assert publish(questions, "order-1", SqliteAnnounce(path=str(path))).ok
+    code, out, err = run("show", ids[2][:8], "--path", str(path))
+    assert (code, err) == (0, "")
+    assert out.startswith(f"{ids[2]} (thread order-1) ")
+    code, _, err = run("show", ids[0][:8], "--path", str(path))
+    assert code == 1
+    assert f"0a31e2c3 starts several question ids ({ids[0]}, {ids[1]})" in err
+    code, out, _ = run("show", ids[0][:10], "--path", str(path))
+    assert (code, out.split()[0]) == (0, ids[0])
+    # Fewer than 8 characters is no prefix: looked up as the whole id, and not found.
+    code, _, err = run("show", ids[2][:7], "--path", str(path))
+    assert code == 1
+    assert "no question 7f3e5d2" in err
+    code, out, err = run("answer", ids[2][:12], "approve", "--path", str(path))
+    assert (code, err) == (0, "")
+    assert out.startswith(f"{ids[2]} (thread order-1) answered by {default_approver()}")
 
 
 def test_inbox_default_path_and_errors(tmp_path: Path) -> None:

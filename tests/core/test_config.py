@@ -31,7 +31,7 @@ from agent_wait.core._jsonl import JsonlAnnounce
 from agent_wait.core._sqlite import SqliteAnnounce
 from agent_wait.core.hookspecs import RegisterTarget
 from agent_wait.core.options import SensitiveUrl, redact
-from agent_wait.core.testing import registered_plugin, sample_questions
+from agent_wait.testing import registered_plugin, sample_questions
 
 
 class SecretOptions(AnnouncerOptions):
@@ -386,11 +386,11 @@ def test_publish_without_announce_uses_the_configuration(
 
 
 def test_publish_with_default_configuration_writes_the_embedded_inbox(tmp_path: Path) -> None:
-    from agent_wait.core._sqlite import SqliteInbox
+    from agent_wait.core._sqlite_store import SqliteQuestionStore
 
     report = publish(sample_questions(1), "t-1")
     assert report.ok
-    with SqliteInbox() as inbox:
+    with SqliteQuestionStore() as inbox:
         assert inbox.path == tmp_path / "agent-wait-home" / "inbox.sqlite3"
         assert [i.envelope.event_id for i in inbox.open_questions()] == [
             report.envelopes[0].event_id

@@ -30,6 +30,25 @@ def test_plugin_example_runs(example: str, printed: str) -> None:
     assert printed in done.stdout
 
 
+def test_the_governance_example_refuses_then_records_a_verified_approver() -> None:
+    done = subprocess.run(
+        [sys.executable, str(EXAMPLES / "governance_approvers.py")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == (
+        "refused mallory@example.com: its approvers are group:finance\n"
+        "refused bob@example.com: they started the run that asked it, and its policy does not "
+        "allow self-approval (allow_self_approval)\n"
+        "answered by alice@example.com (oidc)\n"
+    )
+    page = (EXAMPLES.parent / "governance.md").read_text(encoding="utf-8")
+    assert '--8<-- "examples/governance_approvers.py"' in page
+
+
 def test_writing_a_plugin_includes_every_plugin_example() -> None:
     page = (EXAMPLES.parent / "writing-a-plugin.md").read_text(encoding="utf-8")
     for example in sorted(EXAMPLES.glob("plugin_*.py")):

@@ -73,9 +73,9 @@ def test_every_package_has_an_api_reference_page_in_the_nav() -> None:
     modules = [f"agent_wait.{name}" for name in _packages()]
     modules += [
         "agent_wait.core.transport",
-        "agent_wait.core.testing",
+        "agent_wait.testing",
         "agent_wait.core.hookspecs",
-        "agent_wait.core.pause",
+        "agent_wait.pause",
     ]
     for module in modules:
         pages = [

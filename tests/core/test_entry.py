@@ -6,6 +6,7 @@ import json
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,13 @@ from agent_wait.core._entries import default_entry, load_entry_config
 from agent_wait.core._entry import SHOWN_BODY_LENGTH, EntryPoint
 from agent_wait.core._sqlite import DEFAULT_TABLE, SqliteAnnounce, default_inbox_path
 from agent_wait.core.hookspecs import RegisterTarget
-from agent_wait.core.testing import EntryContract, registered_plugin, sample_questions
 from agent_wait.core.transport import MAX_MESSAGE_BYTES, Poison, dead_letter, read_message
+from agent_wait.testing import EntryContract, registered_plugin, sample_questions
 
 
 class TestSqliteEntry(EntryContract):
+    tells_oldest_waiting = True
+
     @pytest.fixture(autouse=True)
     def _directory(self, tmp_path: Path) -> None:
         self.path = tmp_path / "inbox.sqlite3"
@@ -80,6 +83,33 @@ with SqliteEntry(sys.argv[1], poll_interval=0.01) as messages:
             idle = time.monotonic()
 print(json.dumps(seen))
 """
+
+
+def test_sqlite_polls_soon_after_a_message_and_less_often_while_idle(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import agent_wait.core._sqlite_entry as module
+
+    pauses: list[float] = []
+    real_sleep = time.sleep
+
+    def sleep(seconds: float) -> None:
+        pauses.append(round(seconds, 6))
+        real_sleep(seconds)
+
+    # Records the pauses the receiver asks for (and still takes them): their lengths, not
+    # their timing, are what is checked.
+    monkeypatch.setattr(module.time, "sleep", sleep)
+    entry = SqliteEntry(tmp_path / "inbox.sqlite3", busy_poll_interval=0.01, poll_interval=0.04)
+    assert entry.receive(wait=1.0) == []
+    assert pauses[:5] == [0.01, 0.02, 0.04, 0.04, 0.04]  # idle: no more often than poll_interval
+    entry.send({"thread_id": "t-1", "answer": {"action": "approve"}})
+    [received] = entry.receive(wait=0.2)
+    entry.ack(received)
+    pauses.clear()
+    assert entry.receive(wait=0.5) == []
+    assert pauses[:2] == [0.01, 0.02]  # right after a message: short again
+    assert SqliteEntry(tmp_path / "x.sqlite3", poll_interval=0.02).busy_poll_interval == 0.02
 
 
 def test_processes_receiving_together_each_message_once_in_thread_order(tmp_path: Path) -> None:

@@ -10,9 +10,9 @@ from agent_wait.core import AgentWaitError
 
 PUBLIC_MODULES = [
     "agent_wait.core",
-    "agent_wait.core.adapter",
-    "agent_wait.core.host",
-    "agent_wait.core.pause",
+    "agent_wait.host.adapter",
+    "agent_wait.host",
+    "agent_wait.pause",
     "agent_wait.core.transport",
 ]
 
@@ -38,7 +38,7 @@ def test_every_exported_exception_is_an_agent_wait_error(module_name: str) -> No
 
 
 def test_pause_errors_keep_their_bases() -> None:
-    from agent_wait.core.pause import InvalidPauseRequest, PauseRefused
+    from agent_wait.pause import InvalidPauseRequest, PauseRefused
 
     # Existing `except ValueError` around a parse keeps catching a malformed request.
     assert issubclass(InvalidPauseRequest, ValueError)

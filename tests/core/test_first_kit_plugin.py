@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from agent_wait.core import BaseAnnounce, ConfigError, WaitEnvelope, announcer, hookimpl
-from agent_wait.core._cli import main
 from agent_wait.core.hookspecs import RegisterTarget
-from agent_wait.core.testing import AnnouncerContract, registered_plugin
+from agent_wait.host._cli import main
+from agent_wait.testing import AnnouncerContract, registered_plugin
 
 
 class FirstKitFileAnnounce(BaseAnnounce):

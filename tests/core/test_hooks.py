@@ -25,29 +25,32 @@ from agent_wait.core import (
     ConfigError,
     Delivery,
     Handled,
+    Identity,
     LifecycleEvent,
     MemoryAnnounce,
+    NotAnApprover,
     Operation,
     Outcome,
     PublishReport,
     Question,
-    ServeStatus,
+    SqliteAnnounce,
     SqliteEntry,
+    SqliteQuestionStore,
     WaitEnvelope,
     WaitPolicy,
+    _plugins,
     _publish,
     announcer,
     entry,
     hookimpl,
     hookspecs,
     publish,
-    serve_entry,
 )
 from agent_wait.core._plugins import PluginRegistry, registry
 from agent_wait.core.hookspecs import RegisterTarget
-from agent_wait.core.host import handle_message
-from agent_wait.core.testing import registered_plugin
 from agent_wait.core.transport import AttributeRules
+from agent_wait.host import ServeStatus, answer, handle_message, serve_entry
+from agent_wait.testing import registered_plugin
 from tests.core.test_host import Ledger, reply
 
 HOOKS_DOC = Path(__file__).resolve().parents[2] / "docs" / "plugins" / "hooks.md"
@@ -65,6 +68,7 @@ def hook_names() -> list[str]:
 def test_hookspecs_exist() -> None:
     assert hook_names() == [
         "adjust_envelope",
+        "agent_wait_approvers",
         "answer_handled",
         "delivery_outcome",
         "message_headers",
@@ -76,6 +80,7 @@ def test_hookspecs_exist() -> None:
         "register_entry_points",
         "register_execution_ledgers",
         "register_identity_providers",
+        "register_inbox_routes",
         "register_question_stores",
         "worker_started",
         "worker_stopped",
@@ -768,9 +773,9 @@ def test_hook_monitoring_sees_publish_hooks() -> None:
 def test_no_hook_lookup_per_question_without_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
     """With no publish hook registered nothing hook-related runs per question or per publish."""
     # A registry of its own: the workspace installs a test plugin that implements publish hooks.
+    monkeypatch.setenv("AGENT_WAIT_DISABLE_PLUGIN_AUTOLOAD", "1")
     plugins = PluginRegistry()
-    plugins.load([])
-    monkeypatch.setattr(_publish, "_manager", plugins.manager)
+    monkeypatch.setattr(_plugins, "_registry", plugins)
     sink = MemoryAnnounce()
     publish([question()], "t-1", sink)  # caches the lookup
     lookups: list[str] = []
@@ -805,7 +810,7 @@ def test_hook_register_commands(
 ) -> None:
     import argparse
 
-    from agent_wait.core._cli import main
+    from agent_wait.host._cli import main
 
     def setup(parser: argparse.ArgumentParser) -> None:
         """Count the open questions loudly."""
@@ -876,6 +881,34 @@ def test_hook_register_identity_providers() -> None:
     assert identity_providers() == {}
 
 
+def test_hook_register_inbox_routes() -> None:
+    from agent_wait.core import inbox_routes
+
+    seen: list[dict[str, Any]] = []
+
+    def routes(**arguments: Any) -> list[str]:
+        seen.append(arguments)
+        return ["/callback"]
+
+    class Plugin:
+        @hookimpl
+        def register_inbox_routes(self, register: RegisterTarget) -> None:
+            register("chat", routes)
+            register("broken", "agent_wait_no_such_module:routes")
+
+    installed = set(inbox_routes())  # agent-wait-slack's, when it is installed
+    with registered_plugin(Plugin(), "test-inbox-routes"):
+        assert registry().inbox_routes["chat"].plugin == "test-inbox-routes"
+        found = inbox_routes()
+        assert [name for name in found if name not in installed] == ["broken", "chat"]
+        assert found["chat"](store="the store", entry=None) == ["/callback"]
+        assert seen == [{"store": "the store", "entry": None}]
+        # A plugin that cannot import fails only its own routes, when they are built.
+        with pytest.raises(ImportError, match="agent_wait_no_such_module"):
+            found["broken"](store="the store", entry=None)
+    assert set(inbox_routes()) == installed
+
+
 def test_hook_register_execution_ledgers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from agent_wait.core import PluginNotFoundError, SqliteLedger, configured_ledger
     from agent_wait.core._plugins import execution_ledger
@@ -913,12 +946,8 @@ def test_hook_register_execution_ledgers(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_hook_register_question_stores(tmp_path: Path) -> None:
-    from agent_wait.core import (
-        PluginNotFoundError,
-        SqliteQuestionStore,
-        configured_store,
-        question_store,
-    )
+    from agent_wait.core import PluginNotFoundError, SqliteQuestionStore, question_store
+    from agent_wait.host import configured_store
 
     def sqlite_copy(path: str, table: str = "inbox") -> SqliteQuestionStore:
         return SqliteQuestionStore(path, table=table)
@@ -1022,3 +1051,40 @@ def test_hook_docs_give_released_versions() -> None:
         assert added, where
         for major, minor in added:
             assert (int(major), int(minor)) <= core, f"{where} names {major}.{minor}"
+
+
+def test_hook_agent_wait_approvers(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    class Directory:
+        @hookimpl
+        def agent_wait_approvers(self, question: WaitEnvelope) -> list[str] | None:
+            seen.append(question.question_id)
+            return ["carol@example.com"] if question.tags.get("team") == "payments" else None
+
+    class OldPlugin:
+        """A plugin written before the hook: it does not implement it."""
+
+        @hookimpl
+        def adjust_envelope(self, envelope: WaitEnvelope) -> None:
+            return None
+
+    inbox = tmp_path / "inbox.sqlite3"
+    for question_id, tags in (("paid", {"team": "payments"}), ("free", {})):
+        publish(
+            [Question(question_id=question_id, question={}, policy=WaitPolicy(tags=tags))],
+            "t",
+            SqliteAnnounce(inbox),
+            strict=True,
+        )
+    bob = Identity(subject="bob@example.com", source="proxy")
+    with (
+        registered_plugin(Directory(), "test-directory"),
+        registered_plugin(OldPlugin(), "test-old-plugin"),
+        SqliteQuestionStore(inbox) as store,
+        SqliteEntry(inbox) as to_host,
+    ):
+        with pytest.raises(NotAnApprover, match=r"its approvers are carol@example\.com"):
+            answer("paid", "approve", identity=bob, store=store, entry=to_host)
+        answer("free", "approve", identity=bob, store=store, entry=to_host)
+    assert seen == ["paid", "free"]

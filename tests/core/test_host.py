@@ -1,9 +1,9 @@
 """The host state machine in core: every outcome, both runners, on a host without a framework.
 
-``Ledger`` is a complete :class:`~agent_wait.core.host.Host` kept in memory: a run asks
+``Ledger`` is a complete :class:`~agent_wait.host.Host` kept in memory: a run asks
 ``asks`` questions one after the other (``<thread>-q<n>``), or several at once with
 ``together``; answers must be JSON objects. The framework packages run the same machine on
-their real runtimes through :class:`~agent_wait.core.testing.HostContract`.
+their real runtimes through :class:`~agent_wait.testing.HostContract`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+import agent_wait.host as core_host
 from agent_wait.core import (
     AnnounceFailed,
     Answer,
@@ -29,10 +30,9 @@ from agent_wait.core import (
     StartMessage,
     WaitEnvelope,
 )
-from agent_wait.core import host as core_host
 from agent_wait.core._canonical import answer_digest
-from agent_wait.core.adapter import question_from_value
-from agent_wait.core.host import AsyncHost, Host, QuestionNotPending, Waiting
+from agent_wait.host import AsyncHost, Host, QuestionNotPending, Waiting
+from agent_wait.host.adapter import question_from_value
 
 
 def test_outcome_values_are_the_documented_strings() -> None:
@@ -64,28 +64,55 @@ def test_only_starts_resumes_and_continued_runs_ran() -> None:
 
 def test_public_module() -> None:
     assert sorted(core_host.__all__) == [
+        "ActionNotAllowed",
+        "AlreadyVoted",
+        "AnswerNotAccepted",
+        "AnswerResult",
         "AnswerTrust",
+        "AnswersResult",
         "AsyncHost",
         "AsyncStreamed",
         "AsyncStreamingHost",
         "Clock",
+        "FRAMEWORKS",
         "Handled",
         "Host",
         "Message",
+        "NothingToResend",
         "Outcome",
+        "QuestionClosed",
+        "QuestionDecided",
+        "QuestionNotFound",
         "QuestionNotPending",
+        "QuorumNotSupported",
         "Ran",
+        "SendUnconfirmed",
+        "ServeReport",
+        "ServeStatus",
+        "SqliteThreadTable",
         "Step",
         "Streamed",
         "StreamingHost",
+        "SweepReport",
         "Waiting",
         "ahandle_message",
+        "answer",
+        "answer_many",
+        "aserve_entry",
         "aserve_host",
         "astream_message",
+        "cancel",
+        "configured_store",
+        "default_approver",
+        "default_store",
+        "describe_asker",
         "handle_message",
         "plan",
+        "resend",
+        "serve_entry",
         "serve_host",
         "stream_message",
+        "sweep",
     ]
     assert core_host.Handled is Handled
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent_wait.core import MemoryAnnounce, Outcome, StartMessage
-from agent_wait.core.host import Ran, astream_message, stream_message
+from agent_wait.host import Ran, astream_message, stream_message
 from tests.core.test_host import Ledger, Result, Thread
 
 

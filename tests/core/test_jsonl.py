@@ -16,7 +16,7 @@ import pytest
 
 from agent_wait.core import BaseAnnounce, Question, WaitEnvelope, announcer, publish
 from agent_wait.core._jsonl import JsonlAnnounce
-from agent_wait.core.testing import AnnouncerContract, sample_questions
+from agent_wait.testing import AnnouncerContract, sample_questions
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:
@@ -120,7 +120,7 @@ _WRITER = """
 import sys
 from agent_wait.core import publish
 from agent_wait.core._jsonl import JsonlAnnounce
-from agent_wait.core.testing import sample_questions
+from agent_wait.testing import sample_questions
 sink = JsonlAnnounce(sys.argv[1])
 for _ in range(5):
     publish(sample_questions(4), "proc-" + sys.argv[2], sink, strict=True)

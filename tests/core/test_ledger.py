@@ -8,7 +8,7 @@ import pytest
 
 from agent_wait.core import ExecutionLedger, SqliteLedger, configured_ledger
 from agent_wait.core._sqlite import default_inbox_path
-from agent_wait.core.testing import LedgerContract
+from agent_wait.testing import LedgerContract
 
 
 class TestSqliteLedger(LedgerContract):

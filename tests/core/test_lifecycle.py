@@ -18,20 +18,25 @@ from agent_wait.core import (
     JsonlAnnounce,
     LifecycleEvent,
     MemoryAnnounce,
-    NothingToResend,
     Outcome,
     QuestionStatus,
     SqliteAnnounce,
     SqliteEntry,
     SqliteQuestionStore,
     StoredQuestion,
-    SweepReport,
     WaitEnvelope,
+)
+from agent_wait.host import (
+    NothingToResend,
+    SweepReport,
+    ahandle_message,
     answer,
+    astream_message,
+    handle_message,
     resend,
+    stream_message,
     sweep,
 )
-from agent_wait.core.host import ahandle_message, astream_message, handle_message, stream_message
 from tests.core.test_answer import LATER, ask
 from tests.core.test_host import AsyncLedger, Ledger, reply
 from tests.core.test_host_stream import AsyncStreamingLedger, StreamingLedger

@@ -20,11 +20,11 @@ from agent_wait.core import (
     hookimpl,
 )
 from agent_wait.core._announce import delivers_events
-from agent_wait.core._models import LIFECYCLE_TYPES
+from agent_wait.core._models import CLOSING_TYPES
 from agent_wait.core._plugins import event_announcers, registry
 from agent_wait.core.hookspecs import RegisterTarget
-from agent_wait.core.host import handle_message
-from agent_wait.core.testing import registered_plugin
+from agent_wait.host import handle_message
+from agent_wait.testing import registered_plugin
 from tests.core.test_answer import LATER, ask, run
 from tests.core.test_host import Ledger, reply
 from tests.core.test_lifecycle import T1
@@ -62,7 +62,8 @@ def test_a_bad_value_is_refused_naming_the_option_and_the_value(value: object) -
         announcer("memory", lifecycle_events=value)
     assert str(refused.value) == (
         "announcer 'memory': option 'lifecycle_events': expected true, false or a list of "
-        "distinct event types out of 'wait.answered', 'wait.expired', 'wait.answer_refused' "
+        "distinct event types out of 'wait.answered', 'wait.expired', 'wait.answer_refused', "
+        "'wait.reminder', 'wait.escalated', 'wait.last_warning' "
         f"(got {value!r})"
     )
 
@@ -116,7 +117,7 @@ def test_an_announcer_class_that_publishes_events_is_named_without_a_core_edit()
     with registered_plugin(Plugin(), "events-elsewhere"):
         assert "events_elsewhere" in event_announcers()
         built = announcer("events_elsewhere", lifecycle_events=True)
-        assert built.lifecycle_events == frozenset(LIFECYCLE_TYPES)
+        assert built.lifecycle_events == frozenset(CLOSING_TYPES)
 
 
 def test_config_check_shows_the_opt_in_and_refuses_it_where_it_cannot_be(

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from agent_wait.core import SqliteEntry, log_safe, serve_entry
+from agent_wait.core import SqliteEntry, log_safe
+from agent_wait.host import serve_entry
 
 
 @pytest.mark.parametrize(

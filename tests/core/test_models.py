@@ -57,7 +57,16 @@ def test_envelope_has_exactly_the_contract_fields_in_order() -> None:
     envelope = build_envelope(refund_question(), "order-4471", now=NOW)
     assert list(json.loads(envelope.to_json())) == ENVELOPE_FIELDS
     # Optional fields follow the contract's, and appear only when they have a value.
-    assert list(WaitEnvelope.model_fields) == [*ENVELOPE_FIELDS, "answer_schema", "context"]
+    assert list(WaitEnvelope.model_fields) == [
+        *ENVELOPE_FIELDS,
+        "answer_schema",
+        "context",
+        "approvers",
+        "allow_self_approval",
+        "started_by",
+        "quorum",
+        "follow_up",
+    ]
 
 
 def test_an_answer_schema_appears_only_when_the_question_states_one() -> None:

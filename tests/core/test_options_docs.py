@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_wait.core._cli import options_schema_text
 from agent_wait.core._options import ENV_SUFFIX, EntryOptions
 from agent_wait.core._plugins import options_model, registry
+from agent_wait.host._cli import options_schema_text
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 FIRST_PARTY = (
@@ -29,6 +29,7 @@ FIRST_PARTY = (
     "postgres",
     "apprise",
     "email",
+    "slack",
 )
 DOCUMENTED = [name for name in FIRST_PARTY if (DOCS / "announcers" / f"{name}.md").is_file()]
 

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from agent_wait.core.pause import (
+from agent_wait.pause import (
     HEARTBEAT_TYPE,
     PauseHeartbeat,
     PauseLimits,

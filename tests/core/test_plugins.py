@@ -25,7 +25,7 @@ from agent_wait.core import (
 )
 from agent_wait.core._config import load_config
 from agent_wait.core._plugins import PluginRegistry, _not_installed, registry
-from agent_wait.core.testing import AnnouncerContract
+from agent_wait.testing import AnnouncerContract
 from tests.core._installed import needs_example_plugin
 
 # SDKs that loading plugins must never import (each plugin imports its SDK only when used).
@@ -39,6 +39,7 @@ HEAVY = [
     "langchain_core",
     "pydantic_ai",
     "strands",
+    "agents",
     "mcp",
     "redis",
     "nats",

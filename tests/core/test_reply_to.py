@@ -16,12 +16,11 @@ from agent_wait.core import (
     SqliteEntry,
     SqliteQuestionStore,
     WaitPolicy,
-    answer,
     publish,
-    sweep,
 )
 from agent_wait.core._reply_to import check_reply_to
-from agent_wait.core._worker import serve_host
+from agent_wait.host import answer, sweep
+from agent_wait.host._worker import serve_host
 
 T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
 
@@ -130,6 +129,7 @@ def test_answer_sends_to_the_reply_to_not_the_configured_entry(
             "question_id": "q1",
             "answer": {"action": "approve"},
             "answered_by": "alice",
+            "identity_source": "claimed",
         }
     ]
     assert _drain(inbox, "agent_wait_messages") == []

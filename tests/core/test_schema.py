@@ -18,8 +18,8 @@ from agent_wait.core import (
     WaitEnvelope,
     publish,
 )
-from agent_wait.core._cli import json_schema, schema_text
-from agent_wait.core.testing import sample_questions
+from agent_wait.host._cli import json_schema, schema_text
+from agent_wait.testing import sample_questions
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "docs" / "schema"
 

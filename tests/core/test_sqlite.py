@@ -1,4 +1,4 @@
-"""The embedded sqlite announcer and its consumer side (SqliteInbox)."""
+"""The embedded sqlite announcer and its deprecated reader (SqliteInbox; SqliteQuestionStore is the API)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,11 @@ from agent_wait.core._sqlite import (
     SqliteInbox,
     default_inbox_path,
 )
-from agent_wait.core.testing import AnnouncerContract, sample_questions
+from agent_wait.testing import AnnouncerContract, sample_questions
+
+# SqliteInbox is deprecated (SqliteQuestionStore reads the same table): its behaviour is still
+# tested for the release that keeps it.
+pytestmark = pytest.mark.filterwarnings("ignore:SqliteInbox is deprecated:DeprecationWarning")
 
 T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
 
@@ -234,7 +238,7 @@ _WRITER = """
 import sys
 from agent_wait.core import publish
 from agent_wait.core._sqlite import SqliteAnnounce
-from agent_wait.core.testing import sample_questions
+from agent_wait.testing import sample_questions
 sink = SqliteAnnounce(sys.argv[1])
 for _ in range(10):
     publish(sample_questions(5), "proc-" + sys.argv[2], sink, strict=True)
@@ -410,7 +414,7 @@ import sys
 from agent_wait.core import SqliteQuestionStore, publish
 from agent_wait.core._sqlite import SqliteAnnounce
 from agent_wait.core._sqlite_entry import SqliteEntry
-from agent_wait.core.testing import sample_questions
+from agent_wait.testing import sample_questions
 
 role = int(sys.argv[1])
 print("ready", flush=True)
@@ -463,3 +467,9 @@ def test_processes_open_a_fresh_inbox_at_the_same_moment(tmp_path: Path) -> None
             process.stdin.close()
         codes = [process.wait(timeout=60) for process in processes]
     assert codes == [0] * 8
+
+
+@pytest.mark.filterwarnings("default")
+def test_sqlite_inbox_warns_that_it_is_deprecated(tmp_path: Path) -> None:
+    with pytest.warns(DeprecationWarning, match="use agent_wait.core.SqliteQuestionStore"):
+        SqliteInbox(tmp_path / "inbox.sqlite3").close()

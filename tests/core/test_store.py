@@ -15,7 +15,7 @@ from agent_wait.core import BaseAnnounce, Question, WaitPolicy, publish
 from agent_wait.core._sqlite import DEFAULT_TABLE, SqliteAnnounce, default_inbox_path
 from agent_wait.core._sqlite_store import SqliteQuestionStore
 from agent_wait.core._store import QuestionStatus, QuestionStore
-from agent_wait.core.testing import StoreContract
+from agent_wait.testing import StoreContract
 
 T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
 
@@ -186,3 +186,55 @@ def test_bad_transitions_name_the_field(tmp_path: Path, status: str, by: str, me
     ask(path)
     with SqliteQuestionStore(path) as store, pytest.raises(ValueError, match=message):
         store.transition("t1", "q1", QuestionStatus(status), by=by)
+
+
+KILLED_AFTER_ANSWER = """
+import os, signal, sys
+from agent_wait.core._audit import audit_log_of
+from agent_wait.core._sqlite_store import SqliteQuestionStore
+from agent_wait.core._store import QuestionStatus
+store = SqliteQuestionStore(sys.argv[1])
+store.transition("t1", "q1", QuestionStatus.ANSWERED, by="ana", answer={"action": "approve"})
+log = audit_log_of(store)
+assert log is not None
+log.append("t1", "q1", "answered", {"by": "ana"})
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_an_answer_committed_before_the_process_is_killed_is_kept(tmp_path: Path) -> None:
+    # The store and its audit log commit without a file sync each (synchronous=NORMAL in WAL
+    # mode): a process killed right after its commits, connections never closed, loses none.
+    path = tmp_path / "inbox.sqlite3"
+    ask(path)
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_AFTER_ANSWER, str(path)], capture_output=True, check=False
+    )
+    assert killed.returncode == -9, killed.stderr.decode()
+    with SqliteQuestionStore(path) as store:
+        (question,) = store.find("q1", "t1")
+        entries = store.audit_log().entries("q1", "t1")
+    assert question.status == QuestionStatus.ANSWERED
+    assert question.answer == {"action": "approve"}
+    assert [e.kind for e in entries][-1] == "answered"
+
+
+def test_the_store_and_audit_log_skip_the_sync_per_commit_the_ledger_keeps(tmp_path: Path) -> None:
+    from agent_wait.core._ledger import SqliteLedger
+
+    path = tmp_path / "inbox.sqlite3"
+    ask(path)
+    with SqliteQuestionStore(path) as store:
+        store.find("q1", "t1")
+        log = store.audit_log()
+        log.entries("q1", "t1")
+        with store._store.connect() as connection:  # pyright: ignore[reportPrivateUsage]
+            assert connection.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+        with log._store.connect() as connection:  # pyright: ignore[reportPrivateUsage]
+            assert connection.execute("PRAGMA synchronous").fetchone() == (1,)
+    ledger = SqliteLedger(path)
+    try:
+        with ledger._store.connect() as connection:  # pyright: ignore[reportPrivateUsage]
+            assert connection.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+    finally:
+        ledger.close()

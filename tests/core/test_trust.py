@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+import agent_wait.host as core_host
 from agent_wait.core import (
     Answer,
     MemoryAnnounce,
@@ -24,13 +25,9 @@ from agent_wait.core import (
     SqliteQuestionStore,
     WaitEnvelope,
     WaitPolicy,
-    answer,
-    answer_many,
     publish,
-    resend,
 )
-from agent_wait.core import host as core_host
-from agent_wait.core.host import AnswerTrust, Handled, Waiting
+from agent_wait.host import AnswerTrust, Handled, Waiting, answer, answer_many, resend
 from tests.core.test_host import AsyncLedger, Ledger, Thread
 
 NEW = "n" * 40
@@ -420,7 +417,9 @@ def test_agent_wait_answer_carries_the_token_and_its_answer_ttl_as_valid_until(
         assert too_old.outcome is Outcome.EXPIRED
         assert "valid_until 2026-09-14T09:20:00Z has passed" in (too_old.detail or "")
         assert entry.ack(received)
-        # A resend carries the same valid_until: the recorded answer does not get younger.
+        # A resend carries the same valid_until: the recorded answer does not get younger; and
+        # the same answered_by and identity_source, which the store keeps beside it.
+        assert "identity_source" in result.message
         assert resend("t-q1", store=store, entry=entry) == result.message
         [again] = entry.receive(1)
         assert handle(again.message, T0 + timedelta(minutes=19)).outcome is Outcome.RESUMED

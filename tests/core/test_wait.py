@@ -19,7 +19,7 @@ from agent_wait.core import (
     derive_question_id,
     publish,
 )
-from agent_wait.core.adapter import (
+from agent_wait.host.adapter import (
     WaitCall,
     make_publish_interrupts,
     make_wait,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from agent_wait.core.adapter import WaitCall, make_wait
+from agent_wait.host.adapter import WaitCall, make_wait
 
 
 class Adapter:

@@ -18,15 +18,9 @@ from typing import Any
 
 import pytest
 
-from agent_wait.core import (
-    ServeStatus,
-    SqliteEntry,
-    aserve_entry,
-    hookimpl,
-    parse_message,
-    serve_entry,
-)
-from agent_wait.core.testing import registered_plugin
+from agent_wait.core import SqliteEntry, hookimpl, parse_message
+from agent_wait.host import ServeStatus, aserve_entry, serve_entry
+from agent_wait.testing import registered_plugin
 from tests.serving import probe, until
 
 
@@ -221,7 +215,8 @@ def test_async_loop(tmp_path: Path) -> None:
 WORKER = """
 import sys, time
 from pathlib import Path
-from agent_wait.core import SqliteEntry, serve_entry
+from agent_wait.core import SqliteEntry
+from agent_wait.host import serve_entry
 path, log = sys.argv[1], Path(sys.argv[2])
 def handle(message):
     with log.open("a") as out:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from agent_wait.core import BaseAnnounce, WaitEnvelope, publish
-from agent_wait.core.testing import AnnouncerContract
 from agent_wait.dynamodb import DynamoDbAnnounce, create_table
+from agent_wait.testing import AnnouncerContract
 from tests.aws_moto import Aws, questions
 
 
@@ -25,7 +25,8 @@ def _as_envelope(row: dict[str, Any]) -> dict[str, Any]:
 
 def _rows(aws: Aws, table: str) -> list[dict[str, Any]]:
     resource = aws.session.resource("dynamodb", endpoint_url=aws.url)
-    return resource.Table(table).scan()["Items"]
+    items = resource.Table(table).scan()["Items"]
+    return [item for item in items if item["sk"].startswith("WAIT#")]  # not the audit entries
 
 
 class TestDynamoDbContract(AnnouncerContract):

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from agent_wait.core import ExecutionLedger, configured_ledger
-from agent_wait.core.testing import LedgerContract
 from agent_wait.dynamodb import DynamoDbLedger, DynamoDbQuestionStore, create_table
+from agent_wait.testing import LedgerContract
 from tests.aws_moto import Aws
 
 

@@ -8,6 +8,7 @@ import agent_wait.dynamodb
 def test_public_api() -> None:
     assert sorted(agent_wait.dynamodb.__all__) == [
         "DynamoDbAnnounce",
+        "DynamoDbAuditLog",
         "DynamoDbLedger",
         "DynamoDbOptions",
         "DynamoDbQuestionStore",

@@ -9,8 +9,8 @@ import pytest
 from psycopg import sql
 
 from agent_wait.core import BaseAnnounce
-from agent_wait.core.testing import AnnouncerContract
 from agent_wait.postgres import PostgresAnnounce
+from agent_wait.testing import AnnouncerContract
 
 from .conftest import Names
 

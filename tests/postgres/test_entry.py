@@ -13,8 +13,8 @@ import pytest
 from psycopg import sql
 
 from agent_wait.core import ConfigError, EntryPoint, entry
-from agent_wait.core.testing import EntryContract
 from agent_wait.postgres import PostgresEntry
+from agent_wait.testing import EntryContract
 
 
 @pytest.fixture
@@ -26,6 +26,8 @@ def entry_table(conn: psycopg.Connection) -> Iterator[str]:
 
 
 class TestPostgresEntry(EntryContract):
+    tells_oldest_waiting = True
+
     @pytest.fixture(autouse=True)
     def _nowhere(self, closed_port: int) -> None:
         self.closed_port = closed_port

@@ -11,8 +11,8 @@ import pytest
 from psycopg import sql
 
 from agent_wait.core import ExecutionLedger, configured_ledger
-from agent_wait.core.testing import LedgerContract
 from agent_wait.postgres import PostgresLedger
+from agent_wait.testing import LedgerContract
 
 
 class TestPostgresLedger(LedgerContract):

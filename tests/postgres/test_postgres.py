@@ -28,7 +28,6 @@ from agent_wait.core import (
     default_announcers,
     publish,
 )
-from agent_wait.core.testing import sample_questions
 from agent_wait.postgres import (
     PostgresAnnounce,
     acreate_schema,
@@ -36,6 +35,7 @@ from agent_wait.postgres import (
     create_schema,
     open_questions_past,
 )
+from agent_wait.testing import sample_questions
 from tests.config_check import assert_connect_tells_right_from_wrong, config_check
 
 from .conftest import Names

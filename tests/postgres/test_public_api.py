@@ -8,6 +8,7 @@ import agent_wait.postgres
 def test_public_api() -> None:
     assert sorted(agent_wait.postgres.__all__) == [
         "PostgresAnnounce",
+        "PostgresAuditLog",
         "PostgresEntry",
         "PostgresEntryOptions",
         "PostgresLedger",

@@ -15,18 +15,16 @@ from psycopg import sql
 from agent_wait.core import (
     BaseAnnounce,
     Question,
-    QuestionClosed,
     QuestionStatus,
     QuestionStore,
     SqliteEntry,
     Transition,
     WaitPolicy,
-    answer,
     publish,
-    sweep,
 )
-from agent_wait.core.testing import StoreContract
+from agent_wait.host import QuestionClosed, answer, sweep
 from agent_wait.postgres import PostgresAnnounce, PostgresQuestionStore, create_schema
+from agent_wait.testing import StoreContract
 
 
 class TestPostgresQuestionStore(StoreContract):
@@ -35,7 +33,8 @@ class TestPostgresQuestionStore(StoreContract):
         self.url = postgres_url
         self.table = f"agent_wait_store_{uuid.uuid4().hex[:12]}"
         yield
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(self.table)))
+        for name in (self.table, f"{self.table}_audit"):
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
 
     def make_store(self) -> QuestionStore:
         return PostgresQuestionStore(self.url, table=self.table, create_table=True)

@@ -14,15 +14,17 @@ Publish the questions a run parked on::
 
 Framework packages (``agent-wait-langgraph``, ``agent-wait-pydantic-ai``,
 ``agent-wait-strands``) build ``@wait`` and ``publish_interrupts`` on
-:mod:`agent_wait.core.adapter`, and ``handle_message`` on :mod:`agent_wait.core.host`. Transport packages register announcers through the
-``agent_wait`` entry-point group; configure them by name (see docs/configuration.md).
+:mod:`agent_wait.host.adapter`, and ``handle_message`` on :mod:`agent_wait.host` (the
+``agent-wait-host`` distribution, with answering, the worker and the ``agent-wait`` CLI).
+Transport packages register announcers through the ``agent_wait`` entry-point group; configure
+them by name (see docs/configuration.md).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from agent_wait.core._lazy import lazy_exports
+from agent_wait.core._lazy import forward, lazy_exports
 
 if TYPE_CHECKING:
     from agent_wait.core._announce import (
@@ -33,28 +35,30 @@ if TYPE_CHECKING:
         Receipt,
     )
     from agent_wait.core._answer_schema import answer_problem, example_answer, schema_problem
-    from agent_wait.core._answering import (
-        ActionNotAllowed,
-        AnswerNotAccepted,
-        AnswerResult,
-        AnswersResult,
-        NothingToResend,
-        QuestionClosed,
-        QuestionNotFound,
-        SendUnconfirmed,
-        SweepReport,
-        answer,
-        answer_many,
-        cancel,
-        configured_store,
-        default_approver,
-        default_store,
-        resend,
-        sweep,
+    from agent_wait.core._approvers import (
+        ApproverConfig,
+        approvers_of,
+        load_approver_config,
+        may_answer,
+        may_see,
+    )
+    from agent_wait.core._audit import (
+        AuditEntry,
+        AuditLog,
+        SqliteAuditLog,
+        audit_log_of,
+        chained,
+        verify,
     )
     from agent_wait.core._canonical import canonical_json, derive_question_id, to_jsonable
     from agent_wait.core._closing import Closing
-    from agent_wait.core._config import AgentWaitConfig, default_announcers, load_config
+    from agent_wait.core._config import (
+        AgentWaitConfig,
+        configured_ledger,
+        default_announcers,
+        load_config,
+    )
+    from agent_wait.core._conversation import last_messages, share_messages, with_asker
     from agent_wait.core._durations import parse_duration
     from agent_wait.core._entries import default_entry, entry
     from agent_wait.core._entry import DeadLetter, EntryPoint, Received
@@ -65,19 +69,23 @@ if TYPE_CHECKING:
         ConfigError,
         DeliveryFailed,
         InvalidAnswer,
+        NotAnApprover,
         PluginNotFoundError,
         QuestionNotSendable,
         QuestionTooLarge,
     )
     from agent_wait.core._hooks import Operation
-    from agent_wait.core._host import Handled, Outcome
+    from agent_wait.core._identity import Identity
     from agent_wait.core._jsonl import JsonlAnnounce, JsonlOptions
-    from agent_wait.core._ledger import Execution, ExecutionLedger, SqliteLedger, configured_ledger
+    from agent_wait.core._ledger import Execution, ExecutionLedger, SqliteLedger
     from agent_wait.core._logsafe import log_safe
     from agent_wait.core._memory import LogAnnounce, LogOptions, MemoryAnnounce, MemoryOptions
     from agent_wait.core._models import (
+        FOLLOW_UP_TYPES,
         Answer,
         CallContext,
+        ContextMessage,
+        FollowUp,
         LifecycleEvent,
         PendingResult,
         Question,
@@ -96,15 +104,26 @@ if TYPE_CHECKING:
         announcers_from_config,
         execution_ledger,
         identity_providers,
+        inbox_routes,
         question_store,
     )
-    from agent_wait.core._policy import Correlation, WaitPolicy
-    from agent_wait.core._publish import ENVELOPE_LIMIT, Announce, apublish, build_envelope, publish
+    from agent_wait.core._policy import Correlation, Escalation, WaitPolicy
+    from agent_wait.core._publish import (
+        ENVELOPE_LIMIT,
+        Announce,
+        apublish,
+        build_envelope,
+        publish,
+        started_by,
+    )
+    from agent_wait.core._quorum import Quorum, Tally
+    from agent_wait.core._reports import Handled, Outcome, WorkerStatus
     from agent_wait.core._sqlite import InboxItem, SqliteAnnounce, SqliteInbox, SqliteOptions
     from agent_wait.core._sqlite_entry import SqliteEntry, SqliteEntryOptions
     from agent_wait.core._sqlite_store import SqliteQuestionStore
     from agent_wait.core._storable import storable_problem
     from agent_wait.core._store import (
+        FollowUpStore,
         HistoryKey,
         QuestionHistory,
         QuestionStatus,
@@ -113,35 +132,45 @@ if TYPE_CHECKING:
         SendingStore,
         StoredQuestion,
         Transition,
+        VotingStore,
         check_limit,
+        check_vote,
         closing_status,
+        follow_up_step,
         history_key,
         refusal_note,
         refused_here,
         sending_status,
     )
+    from agent_wait.core._summary import (
+        Deadline,
+        brief,
+        call_summary,
+        describe_deadline,
+    )
     from agent_wait.core._trust import AnswerTrust
-    from agent_wait.core._worker import ServeReport, ServeStatus, aserve_entry, serve_entry
     from agent_wait.core.hookspecs import hookimpl
 
 # Every name is imported on first access (PEP 562): `import agent_wait.core` costs almost
 # nothing, and a plugin's entry-point module that imports `hookimpl` loads only the hook specs.
 _LAZY = {
-    "ActionNotAllowed": "._answering",
-    "AnswerNotAccepted": "._answering",
     "AgentWaitConfig": "._config",
     "AgentWaitError": "._errors",
     "Announce": "._publish",
     "AnnouncerOptions": "._options",
     "AnnounceFailed": "._errors",
     "Answer": "._models",
-    "AnswerResult": "._answering",
     "AnswerTrust": "._trust",
     "BaseAnnounce": "._announce",
     "BatchEntryFailed": "._errors",
     "Closing": "._closing",
     "ConfigError": "._errors",
     "Correlation": "._policy",
+    "Escalation": "._policy",
+    "FOLLOW_UP_TYPES": "._models",
+    "FollowUp": "._models",
+    "FollowUpStore": "._store",
+    "follow_up_step": "._store",
     "DeadLetter": "._entry",
     "Delivery": "._announce",
     "DeliveryFailed": "._errors",
@@ -149,7 +178,7 @@ _LAZY = {
     "ENVELOPE_LIMIT": "._publish",
     "EntryOptions": "._options",
     "EntryPoint": "._entry",
-    "Handled": "._host",
+    "Handled": "._reports",
     "InboxItem": "._sqlite",
     "InvalidAnswer": "._errors",
     "JsonlAnnounce": "._jsonl",
@@ -158,21 +187,17 @@ _LAZY = {
     "LogOptions": "._memory",
     "MemoryAnnounce": "._memory",
     "MemoryOptions": "._memory",
-    "NothingToResend": "._answering",
-    "Outcome": "._host",
+    "Outcome": "._reports",
     "PendingResult": "._models",
     "PluginNotFoundError": "._errors",
     "PublishReport": "._announce",
     "Receipt": "._announce",
     "Question": "._models",
-    "QuestionClosed": "._answering",
-    "SendUnconfirmed": "._answering",
     "SendingStore": "._store",
     "RefusalStore": "._store",
     "refusal_note": "._store",
     "refused_here": "._store",
     "sending_status": "._store",
-    "QuestionNotFound": "._answering",
     "QuestionStatus": "._store",
     "closing_status": "._store",
     "QuestionStore": "._store",
@@ -184,8 +209,6 @@ _LAZY = {
     "QuestionTooLarge": "._errors",
     "Received": "._entry",
     "ReplyWith": "._models",
-    "ServeReport": "._worker",
-    "ServeStatus": "._worker",
     "Source": "._models",
     "SqliteAnnounce": "._sqlite",
     "SqliteEntry": "._sqlite_entry",
@@ -195,25 +218,24 @@ _LAZY = {
     "SqliteQuestionStore": "._sqlite_store",
     "StartMessage": "._models",
     "StoredQuestion": "._store",
-    "SweepReport": "._answering",
     "Transition": "._store",
     "WaitEnvelope": "._models",
     "WaitPolicy": "._policy",
+    "WorkerStatus": "._reports",
     "announcer": "._plugins",
     "announcers_from_config": "._plugins",
-    "answer": "._answering",
     "apublish": "._publish",
-    "aserve_entry": "._worker",
     "build_envelope": "._publish",
-    "cancel": "._answering",
     "canonical_json": "._canonical",
     "default_announcers": "._config",
-    "default_approver": "._answering",
     "default_entry": "._entries",
-    "default_store": "._answering",
     "derive_question_id": "._canonical",
     "entry": "._entries",
     "format_utc": "._models",
+    "brief": "._summary",
+    "call_summary": "._summary",
+    "describe_deadline": "._summary",
+    "Deadline": "._summary",
     "hookimpl": ".hookspecs",
     "is_answer": "._models",
     "load_config": "._config",
@@ -222,58 +244,81 @@ _LAZY = {
     "parse_duration": "._durations",
     "parse_message": "._models",
     "publish": "._publish",
-    "resend": "._answering",
-    "serve_entry": "._worker",
     "storable_problem": "._storable",
-    "sweep": "._answering",
     "to_jsonable": "._canonical",
     "Operation": "._hooks",
     "identity_providers": "._plugins",
+    "inbox_routes": "._plugins",
     "question_store": "._plugins",
     "execution_ledger": "._plugins",
-    "configured_store": "._answering",
     "Execution": "._ledger",
     "ExecutionLedger": "._ledger",
     "SqliteLedger": "._ledger",
-    "configured_ledger": "._ledger",
-    "AnswersResult": "._answering",
-    "answer_many": "._answering",
+    "configured_ledger": "._config",
     "schema_problem": "._answer_schema",
     "answer_problem": "._answer_schema",
     "example_answer": "._answer_schema",
     "LifecycleEvent": "._models",
     "CallContext": "._models",
+    "ContextMessage": "._models",
+    "share_messages": "._conversation",
+    "last_messages": "._conversation",
+    "with_asker": "._conversation",
+    "ApproverConfig": "._approvers",
+    "NotAnApprover": "._errors",
+    "approvers_of": "._approvers",
+    "load_approver_config": "._approvers",
+    "may_answer": "._approvers",
+    "may_see": "._approvers",
+    "Identity": "._identity",
+    "started_by": "._publish",
+    "Quorum": "._quorum",
+    "AuditEntry": "._audit",
+    "AuditLog": "._audit",
+    "SqliteAuditLog": "._audit",
+    "chained": "._audit",
+    "audit_log_of": "._audit",
+    "verify": "._audit",
+    "Tally": "._quorum",
+    "VotingStore": "._store",
+    "check_vote": "._store",
 }
 
 __all__ = [
     "ENVELOPE_LIMIT",
-    "ActionNotAllowed",
+    "FOLLOW_UP_TYPES",
     "AgentWaitConfig",
     "AgentWaitError",
     "Announce",
     "AnnounceFailed",
     "AnnouncerOptions",
     "Answer",
-    "AnswerNotAccepted",
-    "AnswerResult",
     "AnswerTrust",
-    "AnswersResult",
+    "ApproverConfig",
+    "AuditEntry",
+    "AuditLog",
     "BaseAnnounce",
     "BatchEntryFailed",
     "CallContext",
     "Closing",
     "ConfigError",
+    "ContextMessage",
     "Correlation",
     "DeadLetter",
+    "Deadline",
     "Delivery",
     "DeliveryFailed",
     "DeliveryOutcome",
     "EntryOptions",
     "EntryPoint",
+    "Escalation",
     "Execution",
     "ExecutionLedger",
+    "FollowUp",
+    "FollowUpStore",
     "Handled",
     "HistoryKey",
+    "Identity",
     "InboxItem",
     "InvalidAnswer",
     "JsonlAnnounce",
@@ -283,30 +328,27 @@ __all__ = [
     "LogOptions",
     "MemoryAnnounce",
     "MemoryOptions",
-    "NothingToResend",
+    "NotAnApprover",
     "Operation",
     "Outcome",
     "PendingResult",
     "PluginNotFoundError",
     "PublishReport",
     "Question",
-    "QuestionClosed",
     "QuestionHistory",
-    "QuestionNotFound",
     "QuestionNotSendable",
     "QuestionStatus",
     "QuestionStore",
     "QuestionTooLarge",
+    "Quorum",
     "Receipt",
     "Received",
     "RefusalStore",
     "ReplyWith",
-    "SendUnconfirmed",
     "SendingStore",
-    "ServeReport",
-    "ServeStatus",
     "Source",
     "SqliteAnnounce",
+    "SqliteAuditLog",
     "SqliteEntry",
     "SqliteEntryOptions",
     "SqliteInbox",
@@ -315,40 +357,48 @@ __all__ = [
     "SqliteQuestionStore",
     "StartMessage",
     "StoredQuestion",
-    "SweepReport",
+    "Tally",
     "Transition",
+    "VotingStore",
     "WaitEnvelope",
     "WaitPolicy",
+    "WorkerStatus",
     "announcer",
     "announcers_from_config",
-    "answer",
-    "answer_many",
     "answer_problem",
+    "approvers_of",
     "apublish",
-    "aserve_entry",
+    "audit_log_of",
+    "brief",
     "build_envelope",
-    "cancel",
+    "call_summary",
     "canonical_json",
+    "chained",
     "check_limit",
+    "check_vote",
     "closing_status",
     "configured_ledger",
-    "configured_store",
     "default_announcers",
-    "default_approver",
     "default_entry",
-    "default_store",
     "derive_question_id",
+    "describe_deadline",
     "entry",
     "example_answer",
     "execution_ledger",
+    "follow_up_step",
     "format_utc",
     "history_key",
     "hookimpl",
     "identity_providers",
+    "inbox_routes",
     "is_answer",
+    "last_messages",
     "lazy_exports",
+    "load_approver_config",
     "load_config",
     "log_safe",
+    "may_answer",
+    "may_see",
     "message_warnings",
     "parse_duration",
     "parse_message",
@@ -356,14 +406,52 @@ __all__ = [
     "question_store",
     "refusal_note",
     "refused_here",
-    "resend",
     "schema_problem",
     "sending_status",
-    "serve_entry",
+    "share_messages",
+    "started_by",
     "storable_problem",
-    "sweep",
     "to_jsonable",
+    "verify",
+    "with_asker",
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, distribution="agent-wait-core")
+_lazy_getattr, __dir__ = lazy_exports(__name__, _LAZY, distribution="agent-wait-core")
+
+# Names that moved to agent-wait-host. They still resolve here for one release, with a
+# DeprecationWarning naming the new import, and are loaded by name so core has no dependency on
+# the host distribution.
+_MOVED: dict[str, str] = dict.fromkeys(
+    (
+        "ActionNotAllowed",
+        "AnswerNotAccepted",
+        "AnswerResult",
+        "AnswersResult",
+        "NothingToResend",
+        "QuestionClosed",
+        "QuestionNotFound",
+        "SendUnconfirmed",
+        "ServeReport",
+        "ServeStatus",
+        "SweepReport",
+        "answer",
+        "answer_many",
+        "aserve_entry",
+        "cancel",
+        "configured_store",
+        "default_approver",
+        "default_store",
+        "resend",
+        "serve_entry",
+        "sweep",
+    ),
+    "agent_wait.host",
+)
+
+
+def __getattr__(name: str) -> Any:
+    home = _MOVED.get(name)
+    if home is None:
+        return _lazy_getattr(name)
+    return forward(f"{__name__}.{name}", home, name, distribution="agent-wait-host")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
 from agent_wait.core._closing import Closing
 from agent_wait.core._models import LIFECYCLE_TYPES, LifecycleEvent, WaitEnvelope
@@ -247,96 +247,19 @@ class Delivery:
     notes: tuple[str, ...] = ()
 
 
-class _DeliveryLayout:
-    """:class:`Delivery`'s slots without its frozen ``__setattr__``: see :func:`new_delivery`."""
-
-    __slots__ = Delivery.__slots__
-
-
-def new_delivery(
-    announcer: str,
-    question_id: str,
-    event_id: str,
-    ok: bool,
-    error: str | None = None,
-    exception: BaseException | None = None,
-    duration: float | None = None,
-    attempts: int | None = None,
-    message_id: str | None = None,
-    notes: tuple[str, ...] = (),
-) -> Delivery:
-    """``Delivery(...)`` for the outcomes ``publish`` records, at a quarter of the cost.
-
-    The frozen constructor sets each field through ``object.__setattr__``: several times what a
-    publish adds to its envelope. This sets them as plain attributes on an object of the same
-    layout, then makes it a :class:`Delivery` (``__class__`` can be assigned between classes
-    with identical slots): the same object the constructor builds.
-    """
-    delivery: Any = _DeliveryLayout()  # cheaper than object.__new__, which checks its args
-    delivery.announcer = announcer
-    delivery.question_id = question_id
-    delivery.event_id = event_id
-    delivery.ok = ok
-    delivery.error = error
-    delivery.exception = exception
-    delivery.duration = duration
-    delivery.attempts = attempts
-    delivery.message_id = message_id
-    delivery.notes = notes
-    delivery.__class__ = Delivery
-    return delivery
-
-
+# No slots: on 3.11 a slotted frozen dataclass raises TypeError, not AttributeError, for an
+# unknown attribute set on it.
+@dataclass(frozen=True)
 class PublishReport:
     """What one publish did: the envelopes built and every delivery outcome. Immutable.
-
-    Compares, hashes, copies and pickles by its two attributes, as a frozen dataclass would.
 
     Attributes:
         envelopes: One per question, in question order.
         deliveries: One per announcer and envelope.
     """
 
-    __slots__ = ("_delivered_to", "_deliveries", "_duration", "_envelopes")
-    __match_args__ = ("envelopes", "deliveries")
-
-    _envelopes: tuple[WaitEnvelope, ...]
-    # None: one envelope delivered to ``_delivered_to`` in ``_duration`` seconds, its Delivery
-    # built when first read (see delivered_report).
-    _deliveries: tuple[Delivery, ...] | None
-    _delivered_to: str
-    _duration: float
-
-    def __init__(
-        self, envelopes: tuple[WaitEnvelope, ...] = (), deliveries: tuple[Delivery, ...] = ()
-    ) -> None:
-        self._envelopes = envelopes
-        self._deliveries = deliveries
-
-    @property
-    def envelopes(self) -> tuple[WaitEnvelope, ...]:
-        """One per question, in question order."""
-        return self._envelopes
-
-    @property
-    def deliveries(self) -> tuple[Delivery, ...]:
-        """One per announcer and envelope."""
-        deliveries = self._deliveries
-        if deliveries is None:
-            # Two threads reading at once build equal tuples; either may be kept.
-            envelope = self._envelopes[0]
-            deliveries = self._deliveries = (
-                new_delivery(
-                    self._delivered_to,
-                    envelope.question_id,
-                    envelope.event_id,
-                    True,
-                    None,
-                    None,
-                    self._duration,
-                ),
-            )
-        return deliveries
+    envelopes: tuple[WaitEnvelope, ...] = ()
+    deliveries: tuple[Delivery, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -344,24 +267,19 @@ class PublishReport:
 
         Envelopes with no delivery at all (published with ``announce=[]``) went nowhere: not ok.
         """
-        deliveries = self._deliveries
-        if deliveries is None:
-            return True
-        if self._envelopes and not deliveries:
+        if self.envelopes and not self.deliveries:
             return False
-        return all(d.ok for d in deliveries)
+        return all(d.ok for d in self.deliveries)
 
     @property
     def failures(self) -> list[Delivery]:
         """The deliveries that failed."""
-        if self._deliveries is None:
-            return []
-        return [d for d in self._deliveries if not d.ok]
+        return [d for d in self.deliveries if not d.ok]
 
     @property
     def question_ids(self) -> list[str]:
         """The ids of the questions published, in order."""
-        return [e.question_id for e in self._envelopes]
+        return [e.question_id for e in self.envelopes]
 
     def for_announcer(self, name: str) -> list[Delivery]:
         """The deliveries of one announcer."""
@@ -373,35 +291,3 @@ class PublishReport:
             from agent_wait.core._errors import AnnounceFailed
 
             raise AnnounceFailed(self)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not PublishReport:
-            return NotImplemented
-        return self._envelopes == other._envelopes and self.deliveries == other.deliveries
-
-    def __hash__(self) -> int:
-        return hash((self._envelopes, self.deliveries))
-
-    def __repr__(self) -> str:
-        return f"PublishReport(envelopes={self._envelopes!r}, deliveries={self.deliveries!r})"
-
-    def __reduce__(self) -> tuple[type[PublishReport], tuple[Any, ...]]:
-        return PublishReport, (self._envelopes, self.deliveries)
-
-
-_new = object.__new__
-
-
-def delivered_report(envelope: WaitEnvelope, announcer: str, duration: float) -> PublishReport:
-    """The report of one envelope delivered to one announcer with no receipt: the usual publish.
-
-    Its :class:`Delivery` is built when ``deliveries`` is first read: building it up front was
-    a third of what publishing adds to building and serialising the envelope, and a host that
-    checks ``ok`` never reads it.
-    """
-    report: Any = _new(PublishReport)  # the slots set directly: cheaper than __init__'s call
-    report._envelopes = (envelope,)
-    report._deliveries = None
-    report._delivered_to = announcer
-    report._duration = duration
-    return report

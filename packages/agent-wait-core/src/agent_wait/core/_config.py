@@ -27,7 +27,7 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -35,7 +35,11 @@ from agent_wait.core._announce import BaseAnnounce
 from agent_wait.core._errors import ConfigError
 from agent_wait.core._models import ANSWER_REFUSED_TYPE
 from agent_wait.core._options import ENV_SUFFIX, REDACTED, SECRET_NAME, redact
-from agent_wait.core._plugins import announcers_from_config
+from agent_wait.core._plugins import announcers_from_config, execution_ledger, registry
+from agent_wait.core._rules import Rule, parse_rules
+
+if TYPE_CHECKING:
+    from agent_wait.core._ledger import ExecutionLedger
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +48,8 @@ CONFIG_ENV = "AGENT_WAIT_CONFIG"
 CONFIG_FILE = "agent-wait.toml"
 PYPROJECT = "pyproject.toml"
 PYPROJECT_TABLE = "agent-wait"
-_KEYS = ("announce", "entry")  # [entry] is read by the entry-point configuration
+# [entry], [approvers] and [[rules]] are read by their own configuration loaders
+_KEYS = ("announce", "entry", "approvers", "rules")
 
 
 class ConfigSource(StrEnum):
@@ -112,6 +117,7 @@ class AgentWaitConfig(BaseModel):
         location: The environment variable or file it was read from (None for the default and
             for Python).
         announce: The announcer entries, in order.
+        rules: The ``[[rules]]`` tables, checked when loaded (see ``agent_wait.core._rules``).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -119,6 +125,7 @@ class AgentWaitConfig(BaseModel):
     source: ConfigSource
     location: str | None = None
     announce: tuple[AnnouncerEntry, ...]
+    rules: tuple[dict[str, Any], ...] = ()
 
     @field_validator("announce")
     @classmethod
@@ -222,7 +229,19 @@ def load_config(
             a missing ``AGENT_WAIT_CONFIG`` file, unknown keys, or malformed entries.
     """
     env = os.environ if environ is None else environ
-    base = Path.cwd() if cwd is None else Path(cwd)
+    config = _configured(env, Path.cwd() if cwd is None else Path(cwd)) or _default_config(env)
+    # Loaded on every publish and resume: the redacted entries are built only to be logged.
+    if logger.isEnabledFor(logging.DEBUG):
+        logger.debug(
+            "agent-wait config from %s: %s",
+            config.describe(),
+            [e.redacted() for e in config.announce],
+        )
+    return config
+
+
+def _configured(env: Mapping[str, str], base: Path) -> AgentWaitConfig | None:
+    """The configuration the environment or a file gives; None: none, the default applies."""
     raw = env.get(ANNOUNCE_ENV)
     if raw is not None and raw.strip():
         try:
@@ -248,15 +267,12 @@ def load_config(
         if pyproject.is_file() and _tool_table(_read_toml(pyproject)) is not None:
             config = _from_toml(pyproject, ConfigSource.PYPROJECT, pyproject=True)
         else:
-            config = _default_config(env)
-    logger.debug(
-        "agent-wait config from %s: %s", config.describe(), [e.redacted() for e in config.announce]
-    )
+            config = None
     return config
 
 
 def _default_config(environ: Mapping[str, str]) -> AgentWaitConfig:
-    from agent_wait.core._sqlite import default_inbox_path
+    from agent_wait.core._sqlite_file import default_inbox_path
 
     path = str(default_inbox_path(environ))
     # The inbox is its own reader: told of a refused answer, it opens the question again.
@@ -320,7 +336,11 @@ def _from_toml(path: Path, source: ConfigSource, *, pyproject: bool) -> AgentWai
             raise ConfigError(f"{where}: unknown key {key!r}{hint} (known: {', '.join(_KEYS)})")
     if "announce" not in data:
         raise ConfigError(f'{where}: no announcers; add an [[announce]] table with use = "<name>"')
-    return AgentWaitConfig.from_entries(data["announce"], source, where)
+    config = AgentWaitConfig.from_entries(data["announce"], source, where)
+    if "rules" not in data:
+        return config
+    parse_rules(data["rules"], where)  # a bad rule is an error now, not at the first call
+    return config.model_copy(update={"rules": tuple(data["rules"])})
 
 
 _cache_lock = threading.Lock()
@@ -365,3 +385,60 @@ def _fingerprint(config: AgentWaitConfig) -> str:
         material.append([entry.use, entry.options, variables])
     text = json.dumps(material, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+_ledger_lock = threading.Lock()
+_ledger_cached: tuple[str, ExecutionLedger] | None = None
+
+
+def configured_ledger() -> ExecutionLedger:
+    """The ledger beside the configured questions: as the question store is found.
+
+    The first configured announcer whose plugin registers a ledger under its name
+    (``register_execution_ledgers``: ``sqlite`` in core, ``postgres``) built with that
+    announcer's options; else the sqlite ledger in the default inbox file. Reused while the
+    configuration stays the same.
+
+    Raises:
+        ConfigError: The configuration is invalid, or a ledger's options are.
+    """
+    global _ledger_cached
+    # Here, not at import: loading the configuration builds no ledger.
+    from agent_wait.core._ledger import SqliteLedger
+    from agent_wait.core._sqlite_file import default_inbox_path
+
+    config = load_config()
+    # The default file moves with AGENT_WAIT_HOME, which a configuration other than the default
+    # does not name (the default one names it: its fingerprint has the path).
+    inbox = "" if config.source is ConfigSource.DEFAULT else str(default_inbox_path())
+    key = f"{_fingerprint(config)} {inbox}"
+    with _ledger_lock:
+        if _ledger_cached is not None and _ledger_cached[0] == key:
+            return _ledger_cached[1]
+    registered = registry().execution_ledgers
+    entry = next((e for e in config.announce if e.use in registered), None)
+    built = SqliteLedger() if entry is None else execution_ledger(entry.use, **entry.options)
+    with _ledger_lock:
+        _ledger_cached = (key, built)
+    return built
+
+
+_rules_lock = threading.Lock()
+_rules_cached: tuple[tuple[dict[str, Any], ...], tuple[Rule, ...]] | None = None
+
+
+def configured_rules() -> tuple[Rule, ...]:
+    """The ``[[rules]]`` of the current configuration (none when it has none)."""
+    global _rules_cached
+    # The default configuration has no rules: a run that parks need not work out where the
+    # default inbox lives (platformdirs) to learn that.
+    config = _configured(os.environ, Path.cwd())
+    if config is None:
+        return ()
+    with _rules_lock:
+        if _rules_cached is not None and _rules_cached[0] == config.rules:
+            return _rules_cached[1]
+    parsed = parse_rules(list(config.rules), config.describe())
+    with _rules_lock:
+        _rules_cached = (config.rules, parsed)
+    return parsed

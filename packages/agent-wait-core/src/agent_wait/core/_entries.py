@@ -126,7 +126,7 @@ def load_entry_config(
         if "entry" in data:
             return AnnouncerEntry.parse(data["entry"], f"{where}: entry"), where
         break
-    from agent_wait.core._sqlite import default_inbox_path
+    from agent_wait.core._sqlite_file import default_inbox_path
 
     path = str(default_inbox_path(env))
     return AnnouncerEntry(use="sqlite", options={"path": path}), "default"

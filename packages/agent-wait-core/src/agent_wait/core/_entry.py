@@ -9,7 +9,7 @@ that failed ``max_attempts`` times is moved to the dead letters, logged and kept
 Messages of one thread are handed out in the order they were sent, and none while an earlier
 one of its thread is leased: the next ones only after it was acknowledged or dead-lettered. One
 receive may hand out several messages of one thread (an SQS FIFO batch does); the receiver then
-handles them one after another, in that order, as :func:`agent_wait.core.serve_entry` does.
+handles them one after another, in that order, as :func:`agent_wait.host.serve_entry` does.
 
 A body no host can ever handle (a *poison* message: not UTF-8, not JSON, not a JSON object, not
 a start message or an answer, or larger than :data:`MAX_MESSAGE_BYTES`) is never handed out:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from agent_wait.core._announce import PublishReport
+    from agent_wait.core._identity import Identity
+    from agent_wait.core._models import WaitEnvelope
 
 
 class AgentWaitError(Exception):
@@ -153,3 +155,32 @@ class AnnounceFailed(AgentWaitError):
         summary = "; ".join(f"{d.announcer} -> {d.question_id}: {d.error}" for d in failures[:5])
         more = f" (+{len(failures) - 5} more)" if len(failures) > 5 else ""
         super().__init__(f"{len(failures)} deliveries failed: {summary}{more}")
+
+
+class _StoredQuestion(Protocol):
+    # What an error reads of a StoredQuestion: naming the question store here would make the
+    # hook specs, which import these errors, import the store.
+    @property
+    def envelope(self) -> WaitEnvelope: ...
+
+
+class NotAnApprover(AgentWaitError, PermissionError):
+    """The person may not answer (or cancel) the question; nothing was recorded or sent.
+
+    Attributes:
+        question: The question (a ``StoredQuestion``), still open.
+        identity: Who tried.
+        reason: Why not (not one of its approvers, or they started the run).
+    """
+
+    def __init__(
+        self, question: _StoredQuestion, identity: Identity, reason: str, doing: str = "answer"
+    ) -> None:
+        envelope = question.envelope
+        super().__init__(
+            f"question {envelope.question_id} (thread {envelope.thread_id}): "
+            f"{identity.describe()} may not {doing} it: {reason}; nothing recorded or sent"
+        )
+        self.question = question
+        self.identity = identity
+        self.reason = reason

@@ -61,3 +61,42 @@ def lazy_exports(
         return sorted({*vars(module), *getattr(module, "__all__", ()), *homes})
 
     return __getattr__, __dir__
+
+
+def forward(old: str, home: str, name: str | None = None, *, distribution: str) -> Any:
+    """Load what moved from ``old`` to ``home``, warning that the old import path is deprecated.
+
+    Loaded by name (importlib), so the module that forwards has no import of ``home``.
+
+    Args:
+        old: The deprecated dotted path (``agent_wait.core.answer``).
+        home: The module it lives in now.
+        name: The attribute of ``home`` to return; None returns the module itself.
+        distribution: The distribution ``home`` ships in, named when it is not installed.
+
+    Returns:
+        The attribute, or the module.
+
+    Raises:
+        ImportError: ``distribution`` is not installed (an install hint, not a missing
+            dependency of core).
+    """
+    import warnings
+
+    new = home if name is None else f"{home}.{name}"
+    warnings.warn(
+        f"{old} moved to {new}; import it from {home} ({distribution}). The old path is removed "
+        "in the next release.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    try:
+        module = importlib.import_module(home)
+    except ModuleNotFoundError as error:
+        if error.name is None or not home.startswith(error.name):
+            raise
+        raise ImportError(
+            f"{old} moved to {new}, in the {distribution} distribution: pip install {distribution}",
+            name=error.name,
+        ) from error
+    return module if name is None else getattr(module, name)

@@ -5,7 +5,7 @@ under a fresh fencing token; when it returns, the claim is marked ``done`` with 
 result. A later run of the same call (the redelivery of its answer after a crash) finds the
 record: ``done`` returns the recorded result without running the body; ``executing`` without
 ``done`` means a run died inside the body, which may or may not have had its effect, so nothing
-runs and a person is asked (see ``agent_wait.core.adapter``).
+runs and a person is asked (see ``agent_wait.host.adapter``).
 
 Records live in their own table beside the questions (the sqlite inbox file, the PostgreSQL
 database), never in the question rows.
@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import sqlite3
+
 
 from agent_wait.core._closing import Closing
 
@@ -120,9 +120,9 @@ class SqliteLedger(Closing):
         timeout: float = 5.0,
     ) -> None:
         # Here, not at import: importing agent_wait.core opens nothing embedded.
-        from agent_wait.core._sqlite import _Store  # pyright: ignore[reportPrivateUsage]
+        from agent_wait.core._sqlite_file import SqliteFile
 
-        self._store = _Store(path, table, timeout, _ledger_schema)
+        self._store = SqliteFile(path, table, timeout, _ledger_schema)
         self._table = table
 
     @property
@@ -193,37 +193,3 @@ def sqlite_ledger(**options: Any) -> SqliteLedger:
     """The ledger beside a sqlite announcer's inbox: its ``path`` and ``timeout``, own table."""
     kept = {k: v for k, v in options.items() if k in ("path", "timeout")}
     return SqliteLedger(**kept)
-
-
-_cache_lock = threading.Lock()
-_cached: tuple[str, ExecutionLedger] | None = None
-
-
-def configured_ledger() -> ExecutionLedger:
-    """The ledger beside the configured questions: as the question store is found.
-
-    The first configured announcer whose plugin registers a ledger under its name
-    (``register_execution_ledgers``: ``sqlite`` in core, ``postgres``) built with that
-    announcer's options; else the sqlite ledger in the default inbox file. Reused while the
-    configuration stays the same.
-
-    Raises:
-        ConfigError: The configuration is invalid, or a ledger's options are.
-    """
-    global _cached
-    from agent_wait.core._config import _fingerprint, load_config  # pyright: ignore[reportPrivateUsage]
-    from agent_wait.core._plugins import execution_ledger, registry
-    from agent_wait.core._sqlite import default_inbox_path
-
-    config = load_config()
-    # The default file moves with AGENT_WAIT_HOME, which the configuration does not name.
-    key = f"{_fingerprint(config)} {default_inbox_path()}"
-    with _cache_lock:
-        if _cached is not None and _cached[0] == key:
-            return _cached[1]
-    registered = registry().execution_ledgers
-    entry = next((e for e in config.announce if e.use in registered), None)
-    built = SqliteLedger() if entry is None else execution_ledger(entry.use, **entry.options)
-    with _cache_lock:
-        _cached = (key, built)
-    return built

@@ -19,6 +19,7 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -26,7 +27,8 @@ from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import from_json
 
 from agent_wait.core._durations import format_duration, parse_duration
-from agent_wait.core._policy import Correlation, WaitPolicy
+from agent_wait.core._policy import Correlation, WaitPolicy, approver_problem
+from agent_wait.core._quorum import Quorum
 
 ENVELOPE_TYPE = "wait.created"
 _logger = logging.getLogger("agent_wait.messages")
@@ -174,6 +176,10 @@ def _is_empty(value: list[Any]) -> bool:
     return not value
 
 
+def _is_false(value: bool) -> bool:
+    return not value
+
+
 def _no_default(schema: dict[str, Any]) -> None:
     # An optional field is absent when unset, never null: the schema must not suggest null.
     schema.pop("default", None)
@@ -189,6 +195,29 @@ def check_reply(thread_id: str, question_id: str, reply_with: ReplyWith) -> None
 
 
 _Text = Annotated[str, Field(min_length=1)]
+
+MAX_CONTEXT_MESSAGES = 10
+"""The most conversation messages a question's context carries."""
+MESSAGE_TEXT_LIMIT = 500
+"""The most characters of one message's text a question's context carries."""
+
+
+class ContextMessage(BaseModel):
+    """One message of the conversation that led to a question: who said it, and its text."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    role: str = Field(
+        min_length=1,
+        max_length=32,
+        description="Who said it, in the framework's words: user, assistant, tool, system.",
+    )
+    text: str = Field(
+        min_length=1,
+        max_length=MESSAGE_TEXT_LIMIT,
+        description=f"Its text, cut to {MESSAGE_TEXT_LIMIT} characters (ending in an ellipsis "
+        "when cut).",
+    )
 
 
 class CallContext(BaseModel):
@@ -224,12 +253,99 @@ class CallContext(BaseModel):
         json_schema_extra=_no_default,
         description="The model's id of that tool call.",
     )
+    framework: _Text | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="The agent framework of the run: langgraph, pydantic_ai, strands, "
+        "openai_agents, google_adk.",
+    )
+    agent: _Text | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="The name of the agent that asked, when it has one.",
+    )
+    messages: list[ContextMessage] = Field(
+        default_factory=list[ContextMessage],
+        max_length=MAX_CONTEXT_MESSAGES,
+        exclude_if=_is_empty,
+        json_schema_extra=_no_default,
+        description="The conversation's last messages, oldest first, text only, when the host "
+        f"shares them (with share_messages(n)); at most {MAX_CONTEXT_MESSAGES}.",
+    )
 
     @model_validator(mode="after")
     def _says_something(self) -> CallContext:
-        if (self.node, self.namespace, self.tool, self.tool_call_id) == (None, None, None, None):
-            raise ValueError("context: names none of node, namespace, tool, tool_call_id")
+        named = (self.node, self.namespace, self.tool, self.tool_call_id, self.framework)
+        if named == (None,) * len(named) and self.agent is None and not self.messages:
+            raise ValueError(
+                "context: names none of node, namespace, tool, tool_call_id, framework, agent, "
+                "messages"
+            )
         return self
+
+
+def _no_reminders(value: list[str]) -> bool:
+    return not value
+
+
+class FollowUp(BaseModel):
+    """When the sweeper follows an open question up: the envelope's ``follow_up``.
+
+    From the policy's ``remind``, ``escalate`` and ``last_warning``; each key present only
+    when the policy states it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra={"minProperties": 1})
+
+    remind_at: list[UtcTimestamp] = Field(
+        default_factory=list[str],
+        exclude_if=_no_reminders,
+        json_schema_extra=_no_default,
+        description="When each wait.reminder is due, earliest first.",
+    )
+    escalate_at: UtcTimestamp | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="When wait.escalated is due.",
+    )
+    escalate_to: dict[str, str] | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="The tags of who else may answer once escalated, such as "
+        "{'approver_group': 'finance-leads'}; present with escalate_at.",
+    )
+    last_warning_at: UtcTimestamp | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="When wait.last_warning is due, before expires_at.",
+    )
+
+    @model_validator(mode="after")
+    def _escalation_whole(self) -> FollowUp:
+        if (self.escalate_at is None) != (self.escalate_to is None):
+            raise ValueError("follow_up: escalate_at and escalate_to come together")
+        if not (self.remind_at or self.escalate_at or self.last_warning_at):
+            raise ValueError("follow_up: names none of remind_at, escalate_at, last_warning_at")
+        return self
+
+    def steps(self) -> list[tuple[str, str]]:
+        """Every step as ``(name, due)``: ``reminder:1``..., ``escalated``, ``last_warning``."""
+        found = [(f"{REMINDER_STEP}{n}", at) for n, at in enumerate(self.remind_at, start=1)]
+        if self.escalate_at is not None:
+            found.append((ESCALATED_STEP, self.escalate_at))
+        if self.last_warning_at is not None:
+            found.append((LAST_WARNING_STEP, self.last_warning_at))
+        return found
+
+
+REMINDER_STEP = "reminder:"
+ESCALATED_STEP = "escalated"
+LAST_WARNING_STEP = "last_warning"
 
 
 class WaitEnvelope(BaseModel):
@@ -279,6 +395,59 @@ class WaitEnvelope(BaseModel):
         description="Where in the run the question was asked (node, nested graph, tool call), "
         "when the framework tells it. Present only then.",
     )
+    approvers: list[str] = Field(
+        default_factory=list[str],
+        exclude_if=_is_empty,
+        json_schema_extra=_no_default,
+        description="Who may answer: people and 'group:NAME' entries, from the policy. Present "
+        "only when the policy names some; absent, anyone reaching an answer path may answer "
+        "(unless the approver_group tag maps to members).",
+    )
+    allow_self_approval: bool = Field(
+        default=False,
+        exclude_if=_is_false,
+        json_schema_extra=_no_default,
+        description="True when the person who started the run may answer it. Present only then.",
+    )
+    started_by: str | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="Who started the run that asked, when the host says so: an answer from "
+        "them is refused unless allow_self_approval. Present only then.",
+    )
+
+    @field_validator("approvers", "allow_self_approval", mode="before")
+    @classmethod
+    def _absent_is_default(cls, value: object, info: ValidationInfo) -> object:
+        # A store that keeps each field in its own column reads an absent one as null.
+        if value is None:
+            return [] if info.field_name == "approvers" else False
+        return value
+
+    @field_validator("approvers")
+    @classmethod
+    def _usable_approvers(cls, value: list[str]) -> list[str]:
+        for approver in value:
+            problem = approver_problem(approver)
+            if problem:
+                raise ValueError(problem)
+        return value
+
+    quorum: Quorum | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="How many distinct people must approve ({'approve': N, 'reject': M}), "
+        "when the policy asks for more than one. Present only then.",
+    )
+    follow_up: FollowUp | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="When the sweeper reminds, escalates and gives a last warning, when the "
+        "policy asks for any of them. Present only then.",
+    )
 
     @model_validator(mode="after")
     def _reply_matches(self) -> WaitEnvelope:
@@ -308,16 +477,27 @@ class WaitEnvelope(BaseModel):
 ANSWERED_TYPE = "wait.answered"
 EXPIRED_TYPE = "wait.expired"
 ANSWER_REFUSED_TYPE = "wait.answer_refused"
-LIFECYCLE_TYPES = (ANSWERED_TYPE, EXPIRED_TYPE, ANSWER_REFUSED_TYPE)
+CLOSING_TYPES = (ANSWERED_TYPE, EXPIRED_TYPE, ANSWER_REFUSED_TYPE)
+"""What became of a question: what ``lifecycle_events = true`` opts in to."""
+REMINDER_TYPE = "wait.reminder"
+ESCALATED_TYPE = "wait.escalated"
+LAST_WARNING_TYPE = "wait.last_warning"
+FOLLOW_UP_TYPES = (REMINDER_TYPE, ESCALATED_TYPE, LAST_WARNING_TYPE)
+"""The sweeper's follow-ups of an open question: opted in to by name."""
+LIFECYCLE_TYPES = (*CLOSING_TYPES, *FOLLOW_UP_TYPES)
 REFUSAL_REASON_LIMIT = 1000
 """The longest ``reason`` of a ``wait.answer_refused`` event (a longer one is cut)."""
 
 
 class LifecycleEvent(BaseModel):
-    """What became of a question: ``wait.answered``, ``wait.expired`` or ``wait.answer_refused``.
+    """What became of a question, or a follow-up of an open one.
 
     ``wait.answered``: a host took its answer; ``wait.expired``: the sweeper sent its default;
-    ``wait.answer_refused``: a host refused an answer and the question stays pending.
+    ``wait.answer_refused``: a host refused an answer and the question stays pending. The
+    follow-ups the sweeper publishes while a question is open, each once: ``wait.reminder``
+    (with ``reminder``), ``wait.escalated`` (with ``escalated_to``) and ``wait.last_warning``;
+    they, and the sweeper's ``wait.expired``, carry the question's ``envelope``, so a channel
+    can ask again.
 
     Published only to announcers that opted in (``BaseAnnounce.with_lifecycle_events``, or
     ``lifecycle_events`` in their configuration entry): a consumer written for question
@@ -326,24 +506,34 @@ class LifecycleEvent(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    type: Literal["wait.answered", "wait.expired", "wait.answer_refused"] = Field(
+    type: Literal[
+        "wait.answered",
+        "wait.expired",
+        "wait.answer_refused",
+        "wait.reminder",
+        "wait.escalated",
+        "wait.last_warning",
+    ] = Field(
         description="wait.answered: a host took an answer; wait.expired: the sweeper sent the "
         "question's default; wait.answer_refused: a host refused an answer (invalid_answer, "
-        "or resume_failed with the question still pending) and still waits for one."
+        "or resume_failed with the question still pending) and still waits for one; "
+        "wait.reminder, wait.escalated, wait.last_warning: the sweeper's follow-ups of a "
+        "question still open."
     )
     event_id: str = Field(pattern=_ULID, description="ULID, fresh on every event.")
     thread_id: str = Field(min_length=1, description="The question's thread.")
     question_id: str = Field(min_length=1, description="The question.")
     at: UtcTimestamp = Field(description="When it happened.")
     by: str | None = Field(
-        description="Who closed it: the sweeper's name for wait.expired; for wait.answered "
-        "the answer message's answered_by (who its sender says answered), null without one."
+        description="Who closed it: the sweeper's name for wait.expired and the follow-ups; "
+        "for wait.answered the answer message's answered_by (who its sender says answered), "
+        "null without one."
     )
     outcome: str = Field(
         min_length=1,
         description="What happened: the host's outcome (resumed, held) for wait.answered, "
         "default_sent for wait.expired, invalid_answer or resume_failed for "
-        "wait.answer_refused.",
+        "wait.answer_refused, reminded, escalated or warned for the follow-ups.",
     )
     reason: Annotated[str, Field(max_length=REFUSAL_REASON_LIMIT)] | SkipJsonSchema[None] = Field(
         default=None,
@@ -361,15 +551,37 @@ class LifecycleEvent(BaseModel):
         description="wait.answer_refused only: sha256 of the refused answer's canonical JSON, "
         "so a store reopens the question only while it still records that answer.",
     )
+    reminder: Annotated[int, Field(ge=1)] | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="wait.reminder only: which reminder of the policy's remind list, from 1.",
+    )
+    escalated_to: dict[str, str] | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="wait.escalated only: the tags of who else may answer now.",
+    )
+    envelope: WaitEnvelope | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="The follow-ups and the sweeper's wait.expired: the question's envelope "
+        "as published, so a channel can show the question, its deadline and its default "
+        "again, and route by its tags.",
+    )
 
     @property
     def dedupe_key(self) -> str:
         """``"<type>:<thread_id>:<question_id>"``, thread id percent-encoded as in an envelope's.
 
         Never the question's own key: a FIFO queue or an index keyed on that would drop the
-        event as a repeat of the question.
+        event as a repeat of the question. A ``wait.reminder`` ends in ``:<reminder>``, so the
+        second reminder is not taken for a repeat of the first.
         """
-        return f"{self.type}:{quote(self.thread_id, safe='')}:{self.question_id}"
+        key = f"{self.type}:{quote(self.thread_id, safe='')}:{self.question_id}"
+        return key if self.reminder is None else f"{key}:{self.reminder}"
 
     @property
     def question_dedupe_key(self) -> str:
@@ -429,6 +641,28 @@ def _answerer_schema(schema: dict[str, Any]) -> None:
     )
 
 
+IDENTITY_SOURCE_PATTERN = r"^[a-z][a-z0-9-]{0,31}$"
+"""An answer message's ``identity_source``: a short lower-case word such as ``oidc``.
+
+Core's answer paths say ``oidc``, ``proxy``, ``sso``, ``api-token``, ``shared-secret``,
+``local``, ``cli`` and ``claimed``; a channel plugin names its own (its documentation says
+which), with no edit here.
+"""
+_SOURCE = re.compile(IDENTITY_SOURCE_PATTERN)
+
+
+def identity_source_problem(value: object) -> str | None:
+    """Why ``value`` is not an ``identity_source``, or None."""
+    if isinstance(value, str) and _SOURCE.match(value):
+        return None
+    return f"expected a short lower-case word such as 'oidc' or 'cli', got {value!r}"
+
+
+def _identity_source_schema(schema: dict[str, Any]) -> None:
+    _no_default(schema)
+    schema["pattern"] = IDENTITY_SOURCE_PATTERN
+
+
 class Answer(BaseModel):
     """The recommended inbound answer message. Extra fields (those ``reply_with`` carried) are kept.
 
@@ -461,6 +695,23 @@ class Answer(BaseModel):
         "a name of 1 to 64 characters. Optional: a host reports it as the by of wait.answered; "
         "a signed reply token does not cover it.",
     )
+
+    identity_source: str | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_identity_source_schema,
+        description="How the sender established answered_by, a short lower-case word: oidc, "
+        "proxy, sso, api-token, shared-secret, local, cli, claimed, or a channel's own. "
+        "Optional; present when the sender verified (or labelled) the identity.",
+    )
+
+    @field_validator("identity_source", mode="before")
+    @classmethod
+    def _a_source(cls, value: object) -> object:
+        problem = None if value is None else identity_source_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @field_validator("answered_by", mode="before")
     @classmethod
@@ -496,6 +747,8 @@ class Answer(BaseModel):
         first = self.model_copy(update={"more_answers": []})
         # Whoever sent the message answered each of them.
         by = {} if self.answered_by is None else {"answered_by": self.answered_by}
+        if self.identity_source is not None:
+            by["identity_source"] = self.identity_source
         return [
             first,
             *(
@@ -552,6 +805,22 @@ class StartMessage(BaseModel):
 
     thread_id: str = Field(min_length=1)
     input: Any = None
+    started_by: str | SkipJsonSchema[None] = Field(
+        default=None,
+        exclude_if=_is_none,
+        json_schema_extra=_no_default,
+        description="Who starts the run (optional): each question the run asks records it as "
+        "its started_by, so that person cannot approve it unless allow_self_approval. 1 to 64 "
+        "characters, no control characters.",
+    )
+
+    @field_validator("started_by", mode="before")
+    @classmethod
+    def _a_starter(cls, value: object) -> object:
+        problem = None if value is None else answerer_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -616,7 +885,7 @@ def message_warnings(message: object) -> list[str]:
     return found
 
 
-_START_KEYS = frozenset({"thread_id", "input"})
+_START_KEYS = frozenset({"thread_id", "input", "started_by"})
 
 
 def _close_to_question_id(key: str) -> bool:

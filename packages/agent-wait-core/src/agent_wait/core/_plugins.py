@@ -11,14 +11,13 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from agent_wait.core import hookspecs
 from agent_wait.core._announce import BaseAnnounce, delivers_events
 from agent_wait.core._errors import ConfigError, PluginNotFoundError
 from agent_wait.core._hooks import HookManager
-from agent_wait.core._ledger import ExecutionLedger
-from agent_wait.core._models import LIFECYCLE_TYPES
+from agent_wait.core._models import CLOSING_TYPES, LIFECYCLE_TYPES
 from agent_wait.core._options import (
     ENV_SUFFIX,
     AnnouncerOptions,
@@ -26,7 +25,10 @@ from agent_wait.core._options import (
     redact,
     signature_options_model,
 )
-from agent_wait.core._store import QuestionStore
+
+if TYPE_CHECKING:
+    from agent_wait.core._ledger import ExecutionLedger
+    from agent_wait.core._store import QuestionStore
 
 logger = logging.getLogger(__name__)
 
@@ -99,6 +101,7 @@ class PluginRegistry:
         self.entry_points: dict[str, Registration] = {}
         self.commands: dict[str, Registration] = {}
         self.identity_providers: dict[str, Registration] = {}
+        self.inbox_routes: dict[str, Registration] = {}
         self.question_stores: dict[str, Registration] = {}
         self.execution_ledgers: dict[str, Registration] = {}
         self.failed: dict[str, str] = {}
@@ -192,6 +195,12 @@ class PluginRegistry:
                     self.identity_providers, "identity provider", name, distribution, version
                 )
             )
+            caller = hooks("register_inbox_routes", others)
+            caller(
+                register=self._collector(
+                    self.inbox_routes, "inbox route set", name, distribution, version
+                )
+            )
 
     def unregister(self, name: str) -> None:
         """Remove a plugin and everything it registered (used by tests)."""
@@ -204,6 +213,7 @@ class PluginRegistry:
                 self.entry_points,
                 self.commands,
                 self.identity_providers,
+                self.inbox_routes,
                 self.question_stores,
                 self.execution_ledgers,
             ):
@@ -286,6 +296,9 @@ def question_store(name: str, /, **options: Any) -> QuestionStore:
             f"question store name {name!r} is not a plain name like 'postgres'; configuration "
             "names installed stores (see `agent-wait plugins`), never a module path"
         )
+    # Here, not at import: a publish never builds a store.
+    from agent_wait.core._store import QuestionStore
+
     reg = registry()
     registration = reg.question_stores.get(name)
     if registration is None:
@@ -322,6 +335,27 @@ def identity_providers() -> dict[str, Any]:
                 f"identity provider {name!r} of plugin {registration.plugin!r}: {error}"
             ) from error
     return built
+
+
+def inbox_routes() -> dict[str, Callable[..., Any]]:
+    """The route sets plugins serve inside the inbox web app (``register_inbox_routes``).
+
+    Returns:
+        Mount name (the path prefix, ``slack``) to a function ``routes(store=..., entry=...)``
+        returning the Starlette routes, in name order. Each imports its plugin's factory only
+        when called, so one plugin that fails to import spoils no other's routes.
+    """
+    return {
+        name: _deferred(registration)
+        for name, registration in sorted(registry().inbox_routes.items())
+    }
+
+
+def _deferred(registration: Registration) -> Callable[..., Any]:
+    def routes(**arguments: Any) -> Any:
+        return registration.resolve()(**arguments)
+
+    return routes
 
 
 def announcer(name: str, /, **options: Any) -> BaseAnnounce:
@@ -387,8 +421,10 @@ LIFECYCLE_OPTION_SCHEMA: dict[str, Any] = {
         {"items": {"enum": list(LIFECYCLE_TYPES)}, "type": "array", "uniqueItems": True},
     ],
     "default": False,
-    "description": "Opt in to lifecycle events: true for every type, or a list of the types "
-    "(``wait.answered``, ``wait.expired``). Off by default.",
+    "description": "Opt in to lifecycle events: true for what became of each question "
+    "(``wait.answered``, ``wait.expired``, ``wait.answer_refused``), or a list of the types, "
+    "which may also name the sweeper's follow-ups (``wait.reminder``, ``wait.escalated``, "
+    "``wait.last_warning``). Off by default.",
     "title": "Lifecycle Events",
 }
 """The JSON Schema of :data:`LIFECYCLE_OPTION`, in the options schema of an announcer that
@@ -398,7 +434,9 @@ publishes lifecycle events."""
 def lifecycle_option(name: str, value: object) -> tuple[str, ...]:
     """The lifecycle event types a configured ``lifecycle_events`` value opts in to.
 
-    ``true`` is every type, ``false`` (or absent) none, a list names the types.
+    ``true`` is what became of each question (:data:`CLOSING_TYPES`), ``false`` (or absent)
+    none, a list names the types (the follow-ups only so: a store announcer has nothing to do
+    with a reminder).
 
     Raises:
         ConfigError: Any other value; the message names the announcer, the option and the value.
@@ -406,7 +444,7 @@ def lifecycle_option(name: str, value: object) -> tuple[str, ...]:
     if value is None or value is False:
         return ()
     if value is True:
-        return LIFECYCLE_TYPES
+        return CLOSING_TYPES
     listed: object = value
     if isinstance(listed, list | tuple):
         kinds = list(cast("Sequence[object]", listed))
@@ -572,6 +610,9 @@ def execution_ledger(name: str, /, **options: Any) -> ExecutionLedger:
         PluginNotFoundError: No installed plugin registers a ledger of that name.
         ConfigError: An option is invalid (the message names the ledger, redacted).
     """
+    # Here, not at import: a publish never builds a ledger (and the ledger module uses this one).
+    from agent_wait.core._ledger import ExecutionLedger
+
     reg = registry()
     registration = reg.execution_ledgers.get(name)
     if registration is None:

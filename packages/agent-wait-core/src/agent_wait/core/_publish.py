@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterable, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, cast
@@ -18,8 +20,6 @@ from agent_wait.core._announce import (
     DeliveryOutcome,
     PublishReport,
     Receipt,
-    delivered_report,
-    new_delivery,
 )
 from agent_wait.core._durations import format_duration
 from agent_wait.core._errors import (
@@ -38,23 +38,25 @@ from agent_wait.core._hooks import (
 )
 from agent_wait.core._models import (
     ENVELOPE_TYPE,
+    FollowUp,
     Question,
     ReplyWith,
     Sent,
     WaitEnvelope,
+    answerer_problem,
     format_utc,
     trusted,
 )
-from agent_wait.core._reply_to import check_reply_to
+from agent_wait.core._policy import WaitPolicy
 from agent_wait.core._trust import AnswerTrust, reply_trust
 
 if TYPE_CHECKING:
     from pluggy import HookCaller
 
-    from agent_wait.core._hooks import HookManager
+    from agent_wait.core._identity import Identity
+
 
 logger = logging.getLogger("agent_wait.publish")
-_INFO = logging.INFO  # a global, not an attribute of the logging module: read on every publish
 
 ENVELOPE_LIMIT = 256 * 1024
 """Bytes: SNS's message cap, the smallest of the transports agent-wait ships."""
@@ -68,36 +70,34 @@ Announce = BaseAnnounce | Sequence[BaseAnnounce] | str | None
 Clock = Callable[[], datetime]
 
 
-_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-# Digit pairs, indexed by a 10-bit group of the ULID's 130-bit text value.
-_PAIRS = tuple(a + b for a in _CROCKFORD for b in _CROCKFORD)
+# Who started the run publishing now: every envelope records it as ``started_by``.
+_started_by: ContextVar[str | None] = ContextVar("agent_wait_started_by", default=None)
 
 
-def ulid_text(raw: bytes) -> str:
-    """The 26-character text of a 16-byte ULID, exactly as ``str(ulid.ULID(raw))``.
+@contextmanager
+def started_by(subject: str | Identity | None) -> Generator[None]:
+    """Questions published inside the block record who started the run (``started_by``).
 
-    python-ulid renders character by character, which was a fifth of building an envelope; ten
-    bits at a time is three times faster. The ULID itself still comes from python-ulid.
+    The approver check refuses that person's answer to them unless the policy sets
+    ``allow_self_approval``. A host that starts runs for a signed-in person wraps the start
+    (and every resume it does for them) in this block.
     """
-    v = int.from_bytes(raw, "big")
-    p = _PAIRS
-    return "".join(
-        (
-            p[v >> 120],
-            p[v >> 110 & 1023],
-            p[v >> 100 & 1023],
-            p[v >> 90 & 1023],
-            p[v >> 80 & 1023],
-            p[v >> 70 & 1023],
-            p[v >> 60 & 1023],
-            p[v >> 50 & 1023],
-            p[v >> 40 & 1023],
-            p[v >> 30 & 1023],
-            p[v >> 20 & 1023],
-            p[v >> 10 & 1023],
-            p[v & 1023],
-        )
-    )
+    # An Identity by its subject; not by isinstance, which would import it on every publish.
+    value = subject if subject is None or isinstance(subject, str) else subject.subject
+    if value is not None:
+        problem = answerer_problem(value)
+        if problem:
+            raise ValueError(f"started_by: {problem}")
+    token = _started_by.set(value)
+    try:
+        yield
+    finally:
+        _started_by.reset(token)
+
+
+def current_starter() -> str | None:
+    """Who started the run publishing now, as :func:`started_by` set it, or None."""
+    return _started_by.get()
 
 
 def utc_now() -> datetime:
@@ -121,7 +121,8 @@ def build_envelope(
     if not thread_id:
         raise ValueError(f"thread_id: must be a non-empty string, got {thread_id!r}")
     policy = question.policy
-    expires = policy.expires_at(now or utc_now(), question.asked_at)
+    now = now or utc_now()
+    expires = policy.expires_at(now, question.asked_at)
     expires_at = None if expires is None else format_utc(expires)
     reply: dict[str, Any] = {
         "thread_id": thread_id,
@@ -139,7 +140,7 @@ def build_envelope(
         WaitEnvelope,
         {
             "type": ENVELOPE_TYPE,
-            "event_id": ulid_text(ULID().bytes),
+            "event_id": str(ULID()),
             "thread_id": thread_id,
             "question_id": question.question_id,
             "question": question.question,
@@ -154,7 +155,24 @@ def build_envelope(
             "tags": dict(policy.tags),
             "answer_schema": question.answer_schema,
             "context": question.context,
+            "approvers": list(policy.approvers),
+            "allow_self_approval": policy.allow_self_approval,
+            "started_by": current_starter(),
+            "quorum": policy.quorum,
+            "follow_up": _follow_up(policy, now, question.asked_at),
         },
+    )
+
+
+def _follow_up(policy: WaitPolicy, now: datetime, asked_at: datetime | None) -> FollowUp | None:
+    if not (policy.remind or policy.escalate or policy.last_warning):
+        return None  # the usual question: nothing more to compute per envelope
+    reminders, escalate_at, last_warning_at = policy.follow_up_times(now, asked_at)
+    return FollowUp(
+        remind_at=[format_utc(at) for at in reminders],
+        escalate_at=None if escalate_at is None else format_utc(escalate_at),
+        escalate_to=None if policy.escalate is None else dict(policy.escalate.to),
+        last_warning_at=None if last_warning_at is None else format_utc(last_warning_at),
     )
 
 
@@ -180,38 +198,43 @@ def resolve_announcers(announce: Announce) -> list[BaseAnnounce]:
 
 
 def _prepare(
-    questions: Iterable[Question],
+    questions: Sequence[Question],
     thread_id: str,
     reply_to: Mapping[str, Any] | None,
     clock: Clock | None,
     adjust: HookCaller | None,
     trust: AnswerTrust | None,
-) -> tuple[list[WaitEnvelope], dict[str, Unsendable] | None, list[WaitEnvelope]]:
+) -> tuple[list[WaitEnvelope], dict[str, Unsendable]]:
+    """The envelopes of a publish, and those no transport can take, by ``event_id``."""
     now = utc_now() if clock is None else clock()
     trust = reply_trust(trust)
     if reply_to is not None:
+        # Here, not at import: most publishes name no reply_to.
+        from agent_wait.core._reply_to import check_reply_to
+
         reply_to = check_reply_to(reply_to)
-    envelopes: list[WaitEnvelope] = []
-    for question in questions:  # a loop, not a comprehension: no frame of its own (3.11)
-        envelopes.append(
-            build_envelope(question, thread_id, reply_to=reply_to, now=now, trust=trust)
-        )
+    envelopes = [
+        build_envelope(question, thread_id, reply_to=reply_to, now=now, trust=trust)
+        for question in questions
+    ]
     if adjust is not None:
-        envelopes = [adjust_envelope(adjust, e) for e in envelopes]
-    unsendable: dict[str, Unsendable] | None = None
+        envelopes = [adjust_envelope(adjust, envelope) for envelope in envelopes]
+    unsendable: dict[str, Unsendable] = {}
     for envelope in envelopes:
-        try:
-            size = len(envelope.to_json())
-        except PydanticSerializationError as error:
-            unsendable = unsendable or {}
-            unsendable[envelope.event_id] = not_sendable(envelope, error)
-            continue
-        if size > ENVELOPE_LIMIT:
-            unsendable = unsendable or {}
-            unsendable[envelope.event_id] = _too_large(envelope, size, thread_id)
-    if unsendable is None:
-        return envelopes, None, envelopes
-    return envelopes, unsendable, [e for e in envelopes if e.event_id not in unsendable]
+        problem = _unsendable(envelope, thread_id)
+        if problem is not None:
+            unsendable[envelope.event_id] = problem
+    return envelopes, unsendable
+
+
+def _unsendable(envelope: WaitEnvelope, thread_id: str) -> Unsendable | None:
+    try:
+        size = len(envelope.to_json())
+    except PydanticSerializationError as error:
+        return not_sendable(envelope, error)
+    if size > ENVELOPE_LIMIT:
+        return _too_large(envelope, size, thread_id)
+    return None
 
 
 def _too_large(envelope: WaitEnvelope, size: int, thread_id: str) -> QuestionTooLarge:
@@ -255,23 +278,15 @@ def not_sendable(envelope: WaitEnvelope, error: ValueError) -> QuestionNotSendab
     return QuestionNotSendable(f"its envelope has no JSON form: {error}", function)
 
 
-_manager: HookManager | None = None
-"""The process registry's plugin manager, once plugins are loaded."""
-
-
 def plugin_hooks() -> PublishHooks:
-    # Once per publish, not per question. The manager keeps the lookup until a plugin is
-    # registered or unregistered, so with no plugin hook nothing hook-related runs per question.
-    global _manager
-    manager = _manager
-    if manager is None:
-        from agent_wait.core._plugins import registry
+    """The publish and answer hooks the process's plugins implement.
 
-        manager = _manager = registry().manager
-    return manager.publish_hooks()
+    The plugin manager looks them up again only after a plugin is registered or unregistered,
+    so with no plugin hook nothing hook-related runs per question.
+    """
+    from agent_wait.core._plugins import registry  # here: _plugins imports this module
 
-
-_NO_HEADERS: Mapping[str, str] = {}
+    return registry().manager.publish_hooks()
 
 
 def transport_headers(message: Sent) -> Mapping[str, str]:
@@ -282,68 +297,52 @@ def transport_headers(message: Sent) -> Mapping[str, str]:
     message an entry point sends. Empty (and no hook called) when no plugin implements the hook.
     """
     caller = plugin_hooks().headers
-    return _NO_HEADERS if caller is None else message_headers(caller, message)
+    return {} if caller is None else message_headers(caller, message)
 
 
-def _record(
-    deliveries: list[Delivery],
-    announcer: BaseAnnounce,
-    envelopes: Sequence[WaitEnvelope],
-    outcomes: Sequence[DeliveryOutcome] | BaseException,
-    unsendable: Mapping[str, Unsendable] | None,
-    thread_id: str,
-    duration: float,
-    observe: HookCaller | None,
-) -> None:
-    results = _normalised(announcer, envelopes, outcomes, unsendable)
-    name = announcer.name
-    verbose = logger.isEnabledFor(logging.INFO)
-    for envelope, outcome in zip(envelopes, results, strict=True):
-        if outcome is None:
-            delivery = new_delivery(
-                name, envelope.question_id, envelope.event_id, True, None, None, duration
-            )
-        elif isinstance(outcome, Receipt):
-            delivery = new_delivery(
-                name,
-                envelope.question_id,
-                envelope.event_id,
-                True,
-                None,
-                None,
-                duration,
-                outcome.attempts,
-                outcome.message_id,
-                outcome.notes,
-            )
+Outcomes = Sequence[DeliveryOutcome] | BaseException
+"""What one announcer's delivery of a batch gave: one outcome per envelope, or the error raised."""
+
+
+def _deliver(announcer: BaseAnnounce, envelopes: Sequence[WaitEnvelope]) -> tuple[Outcomes, float]:
+    """Deliver the envelopes to one announcer: its outcomes and the seconds it took."""
+    start = perf_counter()
+    outcomes: Outcomes
+    try:
+        if len(envelopes) == 1:
+            outcomes = [announcer.deliver(envelopes[0])]
         else:
-            delivery = new_delivery(
-                name,
-                envelope.question_id,
-                envelope.event_id,
-                False,
-                f"{type(outcome).__name__}: {outcome}",
-                outcome,
-                None if isinstance(outcome, Unsendable) else duration,
-                outcome.attempts if isinstance(outcome, DeliveryFailed) else None,
-            )
-        deliveries.append(delivery)
-        if verbose or not delivery.ok:
-            _log(delivery, thread_id)
-        if observe is not None:
-            delivery_outcome(observe, delivery, envelope, announcer)
+            outcomes = announcer.deliver_many(envelopes) if envelopes else []
+    except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run
+        outcomes = error
+    return outcomes, perf_counter() - start
 
 
-def _normalised(
+async def _adeliver(
+    announcer: BaseAnnounce, envelopes: Sequence[WaitEnvelope]
+) -> tuple[Outcomes, float]:
+    """Async :func:`_deliver`."""
+    start = perf_counter()
+    outcomes: Outcomes
+    try:
+        if len(envelopes) == 1:
+            outcomes = [await announcer.adeliver(envelopes[0])]
+        else:
+            outcomes = await announcer.adeliver_many(envelopes) if envelopes else []
+    except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run
+        outcomes = error
+    return outcomes, perf_counter() - start
+
+
+def _deliveries(
     announcer: BaseAnnounce,
     envelopes: Sequence[WaitEnvelope],
-    outcomes: Sequence[DeliveryOutcome] | BaseException,
-    unsendable: Mapping[str, Unsendable] | None,
-) -> Sequence[DeliveryOutcome]:
-    """One outcome per envelope, in order: questions not sent and a failed call included."""
-    if outcomes is _DELIVERED and not unsendable:
-        return _DELIVERED
-    count = len(envelopes) - len(unsendable or ())
+    unsendable: Mapping[str, Unsendable],
+    outcomes: Outcomes,
+    duration: float,
+) -> list[Delivery]:
+    """One :class:`Delivery` per envelope, in order: questions not sent and a failed call included."""
+    count = len(envelopes) - len(unsendable)
     if isinstance(outcomes, BaseException):
         outcomes = [outcomes] * count
     elif len(outcomes) != count:
@@ -352,14 +351,64 @@ def _normalised(
                 f"{type(announcer).__name__} returned {len(outcomes)} outcomes for {count} envelopes"
             )
         ] * count
-    if not unsendable:
-        return outcomes
     sent = iter(outcomes)
-    return [unsendable.get(e.event_id) or next(sent) for e in envelopes]
+    deliveries: list[Delivery] = []
+    for envelope in envelopes:
+        outcome = unsendable.get(envelope.event_id) or next(sent)
+        ids = (announcer.name, envelope.question_id, envelope.event_id)
+        if outcome is None:
+            deliveries.append(Delivery(*ids, ok=True, duration=duration))
+        elif isinstance(outcome, Receipt):
+            deliveries.append(
+                Delivery(
+                    *ids,
+                    ok=True,
+                    duration=duration,
+                    attempts=outcome.attempts,
+                    message_id=outcome.message_id,
+                    notes=outcome.notes,
+                )
+            )
+        else:
+            deliveries.append(
+                Delivery(
+                    *ids,
+                    ok=False,
+                    error=f"{type(outcome).__name__}: {outcome}",
+                    exception=outcome,
+                    # a question not sent took no time of the transport's
+                    duration=None if isinstance(outcome, Unsendable) else duration,
+                    attempts=outcome.attempts if isinstance(outcome, DeliveryFailed) else None,
+                )
+            )
+    return deliveries
+
+
+def _report(
+    hooks: PublishHooks,
+    thread_id: str,
+    envelopes: Sequence[WaitEnvelope],
+    deliveries: Sequence[tuple[BaseAnnounce, list[Delivery]]],
+    strict: bool,
+) -> PublishReport:
+    """Log and observe every delivery, then the report (raised with ``strict`` if not ok)."""
+    for announcer, delivered in deliveries:
+        for envelope, delivery in zip(envelopes, delivered, strict=True):
+            _log(delivery, thread_id)
+            if hooks.observe is not None:
+                delivery_outcome(hooks.observe, delivery, envelope, announcer)
+    report = PublishReport(
+        tuple(envelopes), tuple(delivery for _, delivered in deliveries for delivery in delivered)
+    )
+    if strict and not report.ok:
+        raise AnnounceFailed(report)
+    return report
 
 
 def _log(delivery: Delivery, thread_id: str) -> None:
     # One structured line per delivery: ids only, never question content or transport secrets.
+    if delivery.ok and not logger.isEnabledFor(logging.INFO):
+        return
     fields = {
         "announcer": delivery.announcer,
         "thread_id": thread_id,
@@ -380,42 +429,11 @@ def _log(delivery: Delivery, thread_id: str) -> None:
         )
 
 
-def _deliver_sync(
-    announcer: BaseAnnounce, envelopes: Sequence[WaitEnvelope]
-) -> Sequence[DeliveryOutcome] | BaseException:
-    try:
-        if len(envelopes) == 1:
-            receipt = announcer.deliver(envelopes[0])
-            return _DELIVERED if receipt is None else (receipt,)
-        return announcer.deliver_many(envelopes) if envelopes else ()
-    except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run
-        return error
-
-
-_DELIVERED: tuple[DeliveryOutcome] = (None,)
-
-
-async def _deliver_async(
-    announcer: BaseAnnounce, envelopes: Sequence[WaitEnvelope]
-) -> tuple[Sequence[DeliveryOutcome] | BaseException, float]:
+def _announcers(announce: Announce, envelopes: Sequence[WaitEnvelope]) -> list[BaseAnnounce]:
+    """The announcers of a publish of ``envelopes``; none (and a WARNING) means nowhere."""
     if not envelopes:
-        return [], 0.0
-    start = perf_counter()
-    try:
-        if len(envelopes) == 1:
-            outcomes: Sequence[DeliveryOutcome] | BaseException = [
-                await announcer.adeliver(envelopes[0])
-            ]
-        else:
-            outcomes = await announcer.adeliver_many(envelopes)
-    except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run
-        outcomes = error
-    return outcomes, perf_counter() - start
-
-
-def _somewhere(
-    announcers: list[BaseAnnounce], envelopes: Sequence[WaitEnvelope]
-) -> list[BaseAnnounce]:
+        return []
+    announcers = resolve_announcers(announce)
     # No announcer means the questions go nowhere: the report is not ok (strict raises).
     if not announcers:
         logger.warning(
@@ -424,6 +442,10 @@ def _somewhere(
             [e.question_id for e in envelopes],
         )
     return announcers
+
+
+_NO_OPERATION_HOOKS = PublishHooks(adjust=None, observe=None)
+"""What a publish of nothing calls: it is no operation."""
 
 
 def publish(
@@ -458,122 +480,36 @@ def publish(
         The report: the envelopes and one outcome per announcer and envelope. Announcer errors
         never raise (unless ``strict``).
     """
-    manager = _manager  # plugin_hooks() without its frame, once plugins are loaded
-    hooks = plugin_hooks() if manager is None else manager.publish_hooks()
-    if (
-        hooks.quiet
-        and reply_to is None
-        and isinstance(questions, list)
-        and len(questions) == 1
-        and isinstance(announce, BaseAnnounce)
-    ):
-        return _publish_one(questions[0], thread_id, announce, clock, strict, trust)
-    if not hooks.operations:
-        return _publish(hooks, questions, thread_id, announce, reply_to, clock, strict, trust)
-    questions = questions if isinstance(questions, list | tuple) else list(questions)
-    if not questions:  # a publish of nothing is no operation
-        return _publish(hooks, questions, thread_id, announce, reply_to, clock, strict, trust)
-    with Operating(hooks, Operation("publish", thread_id)) as operating:
-        report = operating.result = _publish(
-            hooks, questions, thread_id, announce, reply_to, clock, strict, trust
-        )
+    hooks = plugin_hooks()
+    questions = list(questions)
+    operation = Operation("publish", thread_id)
+    with Operating(hooks if questions else _NO_OPERATION_HOOKS, operation) as operating:
+        envelopes, unsendable = _prepare(questions, thread_id, reply_to, clock, hooks.adjust, trust)
+        sendable = [e for e in envelopes if e.event_id not in unsendable]
+        announcers = _announcers(announce, envelopes)
+        deliveries = [
+            (
+                announcer,
+                _deliveries(announcer, envelopes, unsendable, *_deliver(announcer, sendable)),
+            )
+            for announcer in announcers
+        ]
+        report = operating.result = _report(hooks, thread_id, envelopes, deliveries, strict)
+    if envelopes and _keep_audit_logs(announcers):
+        _audit_published(report, announcers)
     return report
 
 
-def _publish_one(
-    question: Question,
-    thread_id: str,
-    announcer: BaseAnnounce,
-    clock: Clock | None,
-    strict: bool,
-    trust: AnswerTrust | None,
-) -> PublishReport:
-    """:func:`_publish` of one question to one announcer, no ``reply_to`` and no publish hook.
-
-    The usual publish (a run parked on one question) in the fewest steps: what publishing adds
-    to building and serialising the envelope was a quarter of it. Anything but a quiet success
-    (a question not sendable, a failure, a receipt, INFO logging) is recorded as ``_publish`` does.
-    """
-    envelope = build_envelope(
-        question, thread_id, now=utc_now() if clock is None else clock(), trust=reply_trust(trust)
-    )
-    unsendable: dict[str, Unsendable] | None = None
-    try:
-        size = len(envelope.to_json())
-    except PydanticSerializationError as error:
-        unsendable = {envelope.event_id: not_sendable(envelope, error)}
-    else:
-        if size > ENVELOPE_LIMIT:
-            unsendable = {envelope.event_id: _too_large(envelope, size, thread_id)}
-    if unsendable is None:
-        start = perf_counter()
-        receipt: DeliveryOutcome
-        try:
-            receipt = announcer.deliver(envelope)
-        except Exception as error:  # noqa: BLE001 - announcer failures are reported, never raised into the run
-            receipt = error
-        duration = perf_counter() - start
-        if receipt is None and not logger.isEnabledFor(_INFO):
-            return delivered_report(envelope, announcer.name, duration)
-        outcomes: Sequence[DeliveryOutcome] = (receipt,)
-    else:
-        outcomes, duration = (), 0.0
-    deliveries: list[Delivery] = []
-    _record(deliveries, announcer, (envelope,), outcomes, unsendable, thread_id, duration, None)
-    report = PublishReport((envelope,), tuple(deliveries))
-    if strict and not report.ok:
-        raise AnnounceFailed(report)
-    return report
+def _keep_audit_logs(announcers: Sequence[object]) -> bool:
+    """Whether an announcer keeps an audit log beside its questions (sqlite, PostgreSQL)."""
+    return any(callable(getattr(a, "audit_log", None)) for a in announcers)
 
 
-def _publish(
-    hooks: PublishHooks,
-    questions: Iterable[Question],
-    thread_id: str,
-    announce: Announce,
-    reply_to: Mapping[str, Any] | None,
-    clock: Clock | None,
-    strict: bool,
-    trust: AnswerTrust | None,
-) -> PublishReport:
-    envelopes, unsendable, sendable = _prepare(
-        questions, thread_id, reply_to, clock, hooks.adjust, trust
-    )
-    deliveries: list[Delivery] = []
-    if envelopes:
-        observe = hooks.observe
-        quiet = observe is None and unsendable is None and not logger.isEnabledFor(logging.INFO)
-        announcers = (
-            (announce,)
-            if isinstance(announce, BaseAnnounce)
-            else _somewhere(resolve_announcers(announce), envelopes)
-        )
-        for item in announcers:
-            start = perf_counter()
-            outcomes = _deliver_sync(item, sendable)
-            duration = perf_counter() - start
-            if quiet and outcomes is _DELIVERED:
-                # One question delivered with nobody listening: just the outcome.
-                envelope = sendable[0]
-                deliveries.append(
-                    new_delivery(
-                        item.name,
-                        envelope.question_id,
-                        envelope.event_id,
-                        True,
-                        None,
-                        None,
-                        duration,
-                    )
-                )
-            else:
-                _record(
-                    deliveries, item, envelopes, outcomes, unsendable, thread_id, duration, observe
-                )
-    report = PublishReport(tuple(envelopes), tuple(deliveries))
-    if strict and not report.ok:
-        raise AnnounceFailed(report)
-    return report
+def _audit_published(report: PublishReport, announcers: Sequence[object]) -> None:
+    # Here, not at import: announcers that only carry messages keep no audit log.
+    from agent_wait.core._audit import audit_published
+
+    audit_published(report, announcers)
 
 
 async def apublish(
@@ -587,54 +523,21 @@ async def apublish(
     trust: AnswerTrust | None = None,
 ) -> PublishReport:
     """Async :func:`publish`: all announcers are delivered to concurrently."""
+    import asyncio  # here, not at import: sync hosts never pay for asyncio
+
     hooks = plugin_hooks()
-    if not hooks.operations:
-        return await _apublish(
-            hooks, questions, thread_id, announce, reply_to, clock, strict, trust
-        )
-    questions = questions if isinstance(questions, list | tuple) else list(questions)
-    if not questions:  # a publish of nothing is no operation
-        return await _apublish(
-            hooks, questions, thread_id, announce, reply_to, clock, strict, trust
-        )
-    with Operating(hooks, Operation("apublish", thread_id)) as operating:
-        report = operating.result = await _apublish(
-            hooks, questions, thread_id, announce, reply_to, clock, strict, trust
-        )
-    return report
-
-
-async def _apublish(
-    hooks: PublishHooks,
-    questions: Iterable[Question],
-    thread_id: str,
-    announce: Announce,
-    reply_to: Mapping[str, Any] | None,
-    clock: Clock | None,
-    strict: bool,
-    trust: AnswerTrust | None,
-) -> PublishReport:
-    envelopes, unsendable, sendable = _prepare(
-        questions, thread_id, reply_to, clock, hooks.adjust, trust
-    )
-    deliveries: list[Delivery] = []
-    if envelopes:
-        announcers = _somewhere(resolve_announcers(announce), envelopes)
-        import asyncio  # here, not at import: sync hosts never pay for asyncio
-
-        results = await asyncio.gather(*(_deliver_async(a, sendable) for a in announcers))
-        for item, (outcomes, duration) in zip(announcers, results, strict=True):
-            _record(
-                deliveries,
-                item,
-                envelopes,
-                outcomes,
-                unsendable,
-                thread_id,
-                duration,
-                hooks.observe,
-            )
-    report = PublishReport(tuple(envelopes), tuple(deliveries))
-    if strict and not report.ok:
-        raise AnnounceFailed(report)
+    questions = list(questions)
+    operation = Operation("apublish", thread_id)
+    with Operating(hooks if questions else _NO_OPERATION_HOOKS, operation) as operating:
+        envelopes, unsendable = _prepare(questions, thread_id, reply_to, clock, hooks.adjust, trust)
+        sendable = [e for e in envelopes if e.event_id not in unsendable]
+        announcers = _announcers(announce, envelopes)
+        results = await asyncio.gather(*(_adeliver(a, sendable) for a in announcers))
+        deliveries = [
+            (announcer, _deliveries(announcer, envelopes, unsendable, *result))
+            for announcer, result in zip(announcers, results, strict=True)
+        ]
+        report = operating.result = _report(hooks, thread_id, envelopes, deliveries, strict)
+    if envelopes and _keep_audit_logs(announcers):
+        await asyncio.to_thread(_audit_published, report, announcers)
     return report

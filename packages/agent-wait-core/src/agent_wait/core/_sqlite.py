@@ -10,26 +10,35 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
-import threading
-import time
-from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+import warnings
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BeforeValidator, Field
 
 from agent_wait.core._announce import BaseAnnounce, DeliveryOutcome
 from agent_wait.core._closing import Closing
-from agent_wait.core._models import ANSWER_REFUSED_TYPE, LifecycleEvent, WaitEnvelope, format_utc
+from agent_wait.core._models import (
+    ANSWER_REFUSED_TYPE,
+    FOLLOW_UP_TYPES,
+    LifecycleEvent,
+    WaitEnvelope,
+    format_utc,
+)
 from agent_wait.core._options import AnnouncerOptions, Seconds
+from agent_wait.core._sqlite_file import IDENTIFIER, SqliteFile
+
+# Where callers have always found the embedded inbox's file.
+from agent_wait.core._sqlite_file import default_inbox_path as default_inbox_path
 from agent_wait.core._store import parse_now, refusal_note, refused_here
 
-HOME_ENV = "AGENT_WAIT_HOME"
+if TYPE_CHECKING:
+    from agent_wait.core._audit import SqliteAuditLog
+
 DEFAULT_TABLE = "agent_wait_inbox"
 NO_EXPIRY = "9999-12-31T23:59:59Z"
 """Stored in the ``expires_at`` column when the envelope has none, so no overdue query sees it."""
@@ -53,10 +62,18 @@ FIELDS = (
 )
 _TEXT_FIELDS = frozenset({"type", "event_id", "thread_id", "question_id", "answer_ttl"})
 _COLUMNS = ("pk", "sk", "status", *FIELDS, "envelope")
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-LIFECYCLE_COLUMNS = ("answered_at", "answered_by", "answer", "message", "closes_as", "refusal")
+LIFECYCLE_COLUMNS = (
+    "answered_at",
+    "answered_by",
+    "answer",
+    "message",
+    "closes_as",
+    "refusal",
+    "votes",
+    "follow_ups",
+    "identity_source",
+)
 """Columns the question store fills when a question is closed (added to older files on open)."""
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
 def _not_blank(value: object) -> object:
@@ -73,40 +90,8 @@ class SqliteOptions(AnnouncerOptions):
     """Options of the ``sqlite`` announcer (see ``SqliteAnnounce``)."""
 
     path: DatabasePath = None
-    table: str = Field(DEFAULT_TABLE, pattern=_IDENTIFIER.pattern)
+    table: str = Field(DEFAULT_TABLE, pattern=IDENTIFIER.pattern)
     timeout: Seconds = 5.0
-
-
-def default_inbox_path(environ: Mapping[str, str] | None = None) -> Path:
-    r"""Where the embedded inbox lives when no ``path`` is given.
-
-    ``$AGENT_WAIT_HOME/inbox.sqlite3`` when ``AGENT_WAIT_HOME`` is set in ``environ`` (default:
-    the process environment), else ``inbox.sqlite3`` in the platform's user data directory for
-    ``agent-wait`` (``platformdirs.user_data_path``, which reads the process environment):
-    ``$XDG_DATA_HOME/agent-wait`` or ``~/.local/share/agent-wait`` on Linux,
-    ``~/Library/Application Support/agent-wait`` on macOS, ``%LOCALAPPDATA%\agent-wait`` on
-    Windows. Read at call time, so a changed environment is seen by the next announcer built.
-    """
-    env = os.environ if environ is None else environ
-    home = env.get(HOME_ENV)
-    if home:
-        return Path(home).expanduser() / "inbox.sqlite3"
-    # Here, not at import: only the embedded default needs it.
-    from platformdirs import user_data_path
-
-    return user_data_path("agent-wait", appauthor=False) / "inbox.sqlite3"
-
-
-def _create_private(path: Path) -> None:
-    """Create the database file (and its directory) readable by its owner only.
-
-    Questions carry whatever the agent asked about, so a file we create is ``0600`` in a
-    ``0700`` directory (SQLite gives its ``-wal`` and ``-shm`` files the database's mode). A
-    file or directory that already exists keeps the mode its owner gave it.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with suppress(FileExistsError):
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o600))
 
 
 def _json_text(value: Any) -> str | None:
@@ -146,90 +131,17 @@ class InboxItem:
         status: ``"open"`` until a consumer marks it otherwise.
         refusal: When the host refused the answer given and the question was opened again:
             why (``reason``), the refused ``answer``, ``by`` and ``at``; else None.
+        votes: On a question with a quorum, the votes recorded so far (``{"by", "at",
+            "answer"}``); else empty.
     """
 
     envelope: WaitEnvelope
     status: str
     refusal: dict[str, Any] | None = None
+    votes: tuple[dict[str, Any], ...] = ()
 
 
-class _Store:
-    """One connection per store, shared by threads under a lock; opened on first use."""
-
-    def __init__(
-        self,
-        path: str | os.PathLike[str] | None,
-        table: str,
-        timeout: float,
-        schema: Callable[[sqlite3.Connection, str, Path], None] | None = None,
-    ) -> None:
-        if not _IDENTIFIER.match(table):
-            raise ValueError(
-                f"table: expected a plain SQL identifier such as 'agent_wait_inbox', got {table!r}"
-            )
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f"timeout: expected positive seconds, got {timeout!r}")
-        if path is not None and not str(path).strip():
-            raise ValueError(f"path: expected a file path or None, got {path!r}")
-        self.path = default_inbox_path() if path is None else Path(path).expanduser()
-        self.table = table
-        self.timeout = float(timeout)
-        # Creates or migrates the table on open; the inbox's unless another table kind says.
-        self._schema = schema or _inbox_schema
-        self._connection: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-
-    @contextmanager
-    def connect(self) -> Generator[sqlite3.Connection]:
-        with self._lock:
-            if self._connection is None:
-                self._connection = self._open()
-            yield self._connection
-
-    def _open(self) -> sqlite3.Connection:
-        _create_private(self.path)
-        # Autocommit mode: writes take the lock up front with BEGIN IMMEDIATE, so the busy
-        # timeout applies instead of failing on a read-to-write lock upgrade.
-        connection = sqlite3.connect(
-            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
-        )
-        try:
-            connection.execute(f"PRAGMA busy_timeout={int(self.timeout * 1000)}")
-            _use_wal(connection, self.timeout)
-            self._schema(connection, self.table, self.path)
-        except BaseException:
-            connection.close()
-            raise
-        return connection
-
-    def close(self) -> None:
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
-
-
-def _use_wal(connection: sqlite3.Connection, timeout: float) -> None:
-    """Put the file in WAL mode (readers never block the writer), waiting up to ``timeout``.
-
-    Switching a new file takes an exclusive lock, and while other processes open the same file
-    SQLite may answer busy at once, without its busy handler: the switch is retried instead.
-    """
-    deadline = time.monotonic() + timeout
-    pause = 0.001
-    while True:
-        try:
-            connection.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError as error:
-            busy = error.sqlite_errorcode & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-            if not busy or time.monotonic() >= deadline:
-                raise
-        time.sleep(pause)
-        pause = min(pause * 2, 0.05)
-
-
-def _inbox_schema(connection: sqlite3.Connection, table: str, path: Path) -> None:
+def inbox_schema(connection: sqlite3.Connection, table: str, path: Path) -> None:
     connection.execute(
         f'CREATE TABLE IF NOT EXISTS "{table}" ('
         "pk TEXT NOT NULL, sk TEXT NOT NULL, status TEXT NOT NULL, "
@@ -303,7 +215,7 @@ class SqliteAnnounce(BaseAnnounce):
         timeout: float = 5.0,
     ) -> None:
         options = SqliteOptions.parse(self.name, {"path": path, "table": table, "timeout": timeout})
-        self._store = _Store(options.path, options.table, options.timeout)
+        self._store = SqliteFile(options.path, options.table, options.timeout, inbox_schema)
         placeholders = ", ".join("?" for _ in _COLUMNS)
         columns = ", ".join(f'"{c}"' for c in _COLUMNS)
         # ON CONFLICT on the key alone: INSERT OR IGNORE would also silently skip a row that
@@ -317,6 +229,13 @@ class SqliteAnnounce(BaseAnnounce):
     def path(self) -> Path:
         """The database file."""
         return self._store.path
+
+    def audit_log(self) -> SqliteAuditLog:
+        """The audit log in the same file (what was asked, sent, answered and run)."""
+        # Here, not at import: only a publish or an answer that records needs it.
+        from agent_wait.core._audit import sqlite_audit_log
+
+        return sqlite_audit_log(self.path)
 
     def _values(self, envelope: WaitEnvelope) -> tuple[Any, ...]:
         row = envelope_row(envelope)
@@ -367,6 +286,8 @@ class SqliteAnnounce(BaseAnnounce):
         ``wait.answer_refused`` event opens the row again with its reason, only while it still
         records the refused answer (see :func:`reopen_refused`).
         """
+        if event.type in FOLLOW_UP_TYPES:
+            return  # the question is still open; the sweeper recorded the follow-up itself
         if event.type == ANSWER_REFUSED_TYPE:
             with self._store.connect() as connection:
                 reopen_refused(connection, self._store.table, event)
@@ -400,7 +321,7 @@ def reopen_refused(connection: sqlite3.Connection, table: str, event: LifecycleE
     ``by`` when it names one): of several deliveries of the refusal, or refusals racing, exactly
     one reopens it, and a corrected answer recorded since is left alone. The row keeps the
     refusal (``reason``, the refused ``answer``, who gave it, when) in ``refusal`` until the
-    question is closed again.
+    question is closed again. Votes on it are dropped: the refused decision is voted on afresh.
     """
     key = (f"THREAD#{event.thread_id}", f"WAIT#{event.question_id}")
     row = connection.execute(
@@ -416,29 +337,27 @@ def reopen_refused(connection: sqlite3.Connection, table: str, event: LifecycleE
     refusal = refusal_note(event, recorded)
     cursor = connection.execute(
         f'UPDATE "{table}" SET status = ?, answered_at = NULL, answered_by = NULL, answer = NULL, '
-        "message = NULL, closes_as = NULL, refusal = ? WHERE pk = ? AND sk = ? AND status = ? "
-        "AND answered_at IS ? AND answered_by IS ? AND answer IS ?",
+        "message = NULL, closes_as = NULL, refusal = ?, votes = NULL, identity_source = NULL "
+        "WHERE pk = ? AND sk = ? "
+        "AND status = ? AND answered_at IS ? AND answered_by IS ? AND answer IS ?",
         ("open", _json_text(refusal), *key, status, answered_at, answered_by, answer),
     )
     return cursor.rowcount == 1
 
 
 class SqliteInbox(Closing):
-    """Read and update the questions a :class:`SqliteAnnounce` wrote (the consumer side).
+    """Deprecated: use :class:`~agent_wait.core.SqliteQuestionStore`, which reads the same table.
+
+    Read and update the questions a :class:`SqliteAnnounce` wrote. Constructing one warns
+    (``DeprecationWarning``); it goes in the next minor release. The store has the same
+    ``open_questions()`` and ``open_questions_past(now)``, ``find(question_id, thread_id)`` for
+    ``get``, and ``transition(thread_id, question_id, status, by=...)``, which closes a
+    question only if it is still open, for ``mark``.
 
     Args:
         path: The database file; the same default as :class:`SqliteAnnounce`.
         table: The table name.
         timeout: Seconds to wait for a writer's lock.
-
-    Example:
-        ::
-
-            with SqliteInbox() as inbox:
-                for item in inbox.open_questions_past(datetime.now(UTC)):
-                    envelope = item.envelope
-                    send({**envelope.reply_with.model_dump(), "answer": envelope.default})
-                    inbox.mark(envelope.thread_id, envelope.question_id, "answered")
     """
 
     def __init__(
@@ -447,7 +366,13 @@ class SqliteInbox(Closing):
         table: str = DEFAULT_TABLE,
         timeout: float = 5.0,
     ) -> None:
-        self._store = _Store(path, table, timeout)
+        warnings.warn(
+            "SqliteInbox is deprecated; use agent_wait.core.SqliteQuestionStore, which reads "
+            "the same table (open_questions, open_questions_past, find, transition)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        self._store = SqliteFile(path, table, timeout, inbox_schema)
 
     @property
     def path(self) -> Path:
@@ -456,7 +381,7 @@ class SqliteInbox(Closing):
 
     def _select(self, where: str, params: Sequence[Any]) -> list[InboxItem]:
         query = (
-            f'SELECT envelope, status, refusal FROM "{self._store.table}" WHERE {where} '
+            f'SELECT envelope, status, refusal, votes FROM "{self._store.table}" WHERE {where} '
             "ORDER BY expires_at, rowid"
         )
         with self._store.connect() as connection:
@@ -466,8 +391,9 @@ class SqliteInbox(Closing):
                 WaitEnvelope.model_validate_json(text),
                 status,
                 None if refusal is None else json.loads(refusal),
+                () if votes is None else tuple(json.loads(votes)),
             )
-            for text, status, refusal in rows
+            for text, status, refusal, votes in rows
         ]
 
     def open_questions(self) -> list[InboxItem]:

@@ -28,11 +28,8 @@ from agent_wait.core._entry import (
 from agent_wait.core._logsafe import log_safe
 from agent_wait.core._models import format_utc
 from agent_wait.core._options import EntryOptions, PositiveCount, Seconds, SecondsOrZero
-from agent_wait.core._sqlite import (
-    _IDENTIFIER,  # pyright: ignore[reportPrivateUsage]
-    DatabasePath,
-    _Store,  # pyright: ignore[reportPrivateUsage]
-)
+from agent_wait.core._sqlite import DatabasePath
+from agent_wait.core._sqlite_file import IDENTIFIER, SqliteFile
 
 DEFAULT_MESSAGES_TABLE = "agent_wait_messages"
 READY = "ready"
@@ -63,7 +60,7 @@ class SqliteEntryOptions(EntryOptions):
 
     path: DatabasePath = None
     """The database file; null: the inbox's default file."""
-    table: str = Field(DEFAULT_MESSAGES_TABLE, pattern=_IDENTIFIER.pattern)
+    table: str = Field(DEFAULT_MESSAGES_TABLE, pattern=IDENTIFIER.pattern)
     """The message table (created if missing)."""
     visibility_timeout: Seconds = 300.0
     """Seconds a received message stays leased."""
@@ -71,8 +68,10 @@ class SqliteEntryOptions(EntryOptions):
     """Deliveries before a message is dead-lettered."""
     retry_delay: SecondsOrZero = 1.0
     """Seconds before a failed message is handed out again."""
-    poll_interval: Seconds = 0.2
-    """Seconds between polls while a receiver waits."""
+    poll_interval: Seconds = 0.5
+    """Longest seconds between polls while a receiver waits (an idle receiver's pace)."""
+    busy_poll_interval: Seconds = 0.02
+    """Seconds between polls right after a message came (doubled per empty poll)."""
     timeout: Seconds = 5.0
     """Seconds to wait for another writer's lock."""
 
@@ -80,8 +79,9 @@ class SqliteEntryOptions(EntryOptions):
 class SqliteEntry(EntryPoint):
     """The embedded entry point: messages in a table of the inbox's database file.
 
-    The sender inserts a row; a host leases rows by polling (every ``poll_interval`` seconds
-    while it waits). A leased row is invisible to other receivers for ``visibility_timeout``
+    The sender inserts a row; a host leases rows by polling: every ``busy_poll_interval``
+    seconds right after a message came, twice as long after each poll that finds none, up to
+    ``poll_interval`` seconds while idle. A leased row is invisible to other receivers for ``visibility_timeout``
     seconds; :meth:`ack` deletes it, :meth:`fail` makes it visible again after
     ``retry_delay`` seconds, :meth:`release` at once, and a lease that runs out (the host died)
     makes it visible again too. Every hand-out counts an attempt; after ``max_attempts`` the row is dead-lettered and
@@ -94,7 +94,9 @@ class SqliteEntry(EntryPoint):
         visibility_timeout: Seconds a received message stays leased.
         max_attempts: Deliveries before a message is dead-lettered.
         retry_delay: Seconds before a failed message is handed out again.
-        poll_interval: Seconds between polls while :meth:`receive` waits.
+        poll_interval: Longest seconds between polls while :meth:`receive` waits.
+        busy_poll_interval: Seconds between polls right after a message came (at most
+            ``poll_interval``).
         timeout: Seconds to wait for another writer's lock.
     """
 
@@ -108,8 +110,9 @@ class SqliteEntry(EntryPoint):
         visibility_timeout: float = 300.0,
         max_attempts: int = 5,
         retry_delay: float = 1.0,
-        poll_interval: float = 0.2,
+        poll_interval: float = 0.5,
         timeout: float = 5.0,
+        busy_poll_interval: float = 0.02,
     ) -> None:
         options = SqliteEntryOptions.parse(
             self.name,
@@ -120,15 +123,21 @@ class SqliteEntry(EntryPoint):
                 "max_attempts": max_attempts,
                 "retry_delay": retry_delay,
                 "poll_interval": poll_interval,
+                "busy_poll_interval": busy_poll_interval,
                 "timeout": timeout,
             },
         )
-        self._store = _Store(options.path, options.table, options.timeout, _messages_schema)
+        self._store = SqliteFile(options.path, options.table, options.timeout, _messages_schema)
         self._table = options.table
         self.visibility_timeout = options.visibility_timeout
         self.max_attempts = options.max_attempts
         self.retry_delay = options.retry_delay
         self.poll_interval = options.poll_interval
+        self.busy_poll_interval = min(options.busy_poll_interval, options.poll_interval)
+        # The next pause between polls: short after a message, since an answer often follows
+        # soon (the run just parked); lengthening while none comes, so an idle host costs
+        # little.
+        self._pause = self.busy_poll_interval
 
     @property
     def path(self) -> Path:
@@ -155,10 +164,19 @@ class SqliteEntry(EntryPoint):
         deadline = time.monotonic() + max(wait, 0.0)
         while True:
             received = self._claim(max_messages)
-            remaining = deadline - time.monotonic()
-            if received or remaining <= 0:
+            if received:
+                self._pause = self.busy_poll_interval
                 return received
-            time.sleep(min(self.poll_interval, remaining))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return received
+            pause, self._pause = self._pause, min(self._pause * 2, self.poll_interval)
+            if remaining < pause:
+                # The caller's next receive polls first thing: none just before it, so a
+                # receiver waiting in a loop polls no more often than its pause.
+                time.sleep(remaining)
+                return received
+            time.sleep(pause)
 
     def _claim(self, limit: int) -> list[Received]:
         now = time.time()

@@ -7,28 +7,31 @@ import os
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agent_wait.core._closing import Closing
 from agent_wait.core._models import LifecycleEvent, WaitEnvelope, format_utc
-from agent_wait.core._sqlite import (
-    DEFAULT_TABLE,
-    _Store,  # pyright: ignore[reportPrivateUsage]
-    reopen_refused,
-)
+from agent_wait.core._sqlite import DEFAULT_TABLE, inbox_schema, reopen_refused
+from agent_wait.core._sqlite_file import SqliteFile
+
+if TYPE_CHECKING:
+    from agent_wait.core._audit import SqliteAuditLog
 from agent_wait.core._store import (
     HistoryKey,
     QuestionStatus,
     StoredQuestion,
     Transition,
     check_limit,
+    check_vote,
     closing_status,
+    follow_up_step,
     parse_now,
     sending_status,
 )
 
 _SELECT = (
-    "SELECT envelope, status, answered_at, answered_by, answer, message, closes_as, refusal FROM"
+    "SELECT envelope, status, answered_at, answered_by, answer, message, closes_as, refusal, "
+    "votes, follow_ups, identity_source FROM"
 )
 
 
@@ -41,7 +44,9 @@ class SqliteQuestionStore(Closing):
 
     Closing a question is one ``UPDATE ... WHERE status = 'open'``: with any number of threads
     and processes racing on one question, exactly one update changes the row. It is a
-    :class:`SendingStore`: an answer being sent is held in the row (``sending``).
+    :class:`SendingStore`: an answer being sent is held in the row (``sending``), and a
+    :class:`VotingStore`: the votes on a question with a quorum are a JSON array in the row, and a
+    :class:`FollowUpStore`: the sweeper's follow-ups are recorded in the row (``follow_ups``).
 
     Args:
         path: The database file; the same default as the sqlite announcer
@@ -56,13 +61,20 @@ class SqliteQuestionStore(Closing):
         table: str = DEFAULT_TABLE,
         timeout: float = 5.0,
     ) -> None:
-        self._store = _Store(path, table, timeout)
+        self._store = SqliteFile(path, table, timeout, inbox_schema, sync_each_commit=False)
         self._table = table
 
     @property
     def path(self) -> Path:
         """The database file."""
         return self._store.path
+
+    def audit_log(self) -> SqliteAuditLog:
+        """The audit log in the same file (what was asked, sent, answered and run)."""
+        # Here, not at import: only a publish or an answer that records needs it.
+        from agent_wait.core._audit import sqlite_audit_log
+
+        return sqlite_audit_log(self.path)
 
     @property
     def table(self) -> str:
@@ -122,6 +134,7 @@ class SqliteQuestionStore(Closing):
         by: str,
         answer: Any = None,
         at: datetime | None = None,
+        identity_source: str | None = None,
     ) -> Transition:
         """Close an open question, unless someone closed it first.
 
@@ -130,7 +143,7 @@ class SqliteQuestionStore(Closing):
             LookupError: No such question.
         """
         status = closing_status(status, by)
-        return self._close(thread_id, question_id, status.value, by, answer, at)
+        return self._close(thread_id, question_id, status.value, (by, identity_source), answer, at)
 
     def begin_send(
         self,
@@ -142,6 +155,7 @@ class SqliteQuestionStore(Closing):
         answer: Any,
         message: dict[str, Any],
         at: datetime | None = None,
+        identity_source: str | None = None,
     ) -> Transition:
         """Close an open question as ``sending``, holding ``message`` (:class:`SendingStore`).
 
@@ -151,8 +165,9 @@ class SqliteQuestionStore(Closing):
         """
         status = sending_status(status, by, message)
         sending = (_text(message), status.value)
+        who = (by, identity_source)
         return self._close(
-            thread_id, question_id, QuestionStatus.SENDING.value, by, answer, at, sending
+            thread_id, question_id, QuestionStatus.SENDING.value, who, answer, at, sending
         )
 
     def _close(
@@ -160,7 +175,7 @@ class SqliteQuestionStore(Closing):
         thread_id: str,
         question_id: str,
         status: str,
-        by: str,
+        who: tuple[str, str | None],
         answer: Any,
         at: datetime | None,
         sending: tuple[str, str] | tuple[None, None] = (None, None),
@@ -170,9 +185,34 @@ class SqliteQuestionStore(Closing):
         with self._store.connect() as connection:
             cursor = connection.execute(
                 f'UPDATE "{self._table}" SET status = ?, answered_at = ?, answered_by = ?, '
-                "answer = ?, message = ?, closes_as = ?, refusal = NULL "
+                "identity_source = ?, answer = ?, message = ?, closes_as = ?, refusal = NULL "
                 "WHERE pk = ? AND sk = ? AND status = ?",
-                (status, stamp, by, _text(answer), *sending, *key, QuestionStatus.OPEN.value),
+                (status, stamp, *who, _text(answer), *sending, *key, QuestionStatus.OPEN.value),
+            )
+            won = cursor.rowcount == 1
+            row = connection.execute(
+                f'{_SELECT} "{self._table}" WHERE pk = ? AND sk = ?', key
+            ).fetchone()
+        if row is None:
+            raise LookupError(f"no question {question_id!r} in thread {thread_id!r} in {self.path}")
+        return Transition(won, _stored(row))
+
+    def record_vote(
+        self, thread_id: str, question_id: str, vote: dict[str, Any], *, seen: int
+    ) -> Transition:
+        """Append a vote if the open question still has ``seen`` votes (:class:`VotingStore`).
+
+        Raises:
+            ValueError: ``vote`` is not ``{"by", "at", "answer"}``.
+            LookupError: No such question.
+        """
+        key = (f"THREAD#{thread_id}", f"WAIT#{question_id}")
+        with self._store.connect() as connection:
+            cursor = connection.execute(
+                f"UPDATE \"{self._table}\" SET votes = json_insert(COALESCE(votes, '[]'), "
+                "'$[#]', json(?)) WHERE pk = ? AND sk = ? AND status = ? "
+                "AND json_array_length(COALESCE(votes, '[]')) = ?",
+                (_text(check_vote(vote)), *key, QuestionStatus.OPEN.value, seen),
             )
             won = cursor.rowcount == 1
             row = connection.execute(
@@ -188,7 +228,7 @@ class SqliteQuestionStore(Closing):
         with self._store.connect() as connection:
             cursor = connection.execute(
                 f'UPDATE "{self._table}" SET status = ?, answered_at = NULL, answered_by = NULL, '
-                "answer = NULL, message = NULL, closes_as = NULL "
+                "identity_source = NULL, answer = NULL, message = NULL, closes_as = NULL "
                 "WHERE pk = ? AND sk = ? AND status = ? AND answered_at IS ? "
                 "AND answered_by IS ? AND answer IS ?",
                 (
@@ -229,6 +269,28 @@ class SqliteQuestionStore(Closing):
             )
         return cursor.rowcount == 1
 
+    def claim_follow_up(
+        self, thread_id: str, question_id: str, step: str, *, at: datetime | None = None
+    ) -> bool:
+        """Record a follow-up step on an open question, once (:class:`FollowUpStore`)."""
+        path = f'$."{follow_up_step(step)}"'
+        with self._store.connect() as connection:
+            cursor = connection.execute(
+                f'UPDATE "{self._table}" SET follow_ups = '
+                "json_set(coalesce(follow_ups, '{}'), ?, ?) "
+                "WHERE pk = ? AND sk = ? AND status = ? "
+                "AND json_extract(coalesce(follow_ups, '{}'), ?) IS NULL",
+                (
+                    path,
+                    format_utc(parse_now(at)),
+                    f"THREAD#{thread_id}",
+                    f"WAIT#{question_id}",
+                    QuestionStatus.OPEN.value,
+                    path,
+                ),
+            )
+        return cursor.rowcount == 1
+
     def close(self) -> None:
         """Close the connection. Safe to call more than once."""
         self._store.close()
@@ -243,7 +305,19 @@ def _text(value: Any) -> str:
 
 
 def _stored(row: tuple[Any, ...]) -> StoredQuestion:
-    envelope, status, answered_at, answered_by, answer, message, closes_as, refusal = row
+    (
+        envelope,
+        status,
+        answered_at,
+        answered_by,
+        answer,
+        message,
+        closes_as,
+        refusal,
+        votes,
+        follow_ups,
+        identity_source,
+    ) = row
     return StoredQuestion(
         envelope=WaitEnvelope.model_validate_json(envelope),
         status=status,
@@ -253,4 +327,7 @@ def _stored(row: tuple[Any, ...]) -> StoredQuestion:
         message=None if message is None else json.loads(message),
         closes_as=closes_as,
         refusal=None if refusal is None else json.loads(refusal),
+        votes=() if votes is None else tuple(json.loads(votes)),
+        follow_ups={} if follow_ups is None else json.loads(follow_ups),
+        identity_source=identity_source,
     )

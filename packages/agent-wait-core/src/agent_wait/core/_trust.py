@@ -18,6 +18,7 @@ Everything here is opt-in and runs in the host state machine before any ``@wait`
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import os
@@ -26,8 +27,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, cast, get_args
 
-from agent_wait.core._answer_schema import schema_problem
-from agent_wait.core._canonical import canonical_json
 from agent_wait.core._models import Answer, Question, format_utc
 
 SECRETS_ENV = "AGENT_WAIT_ANSWER_SECRETS"
@@ -60,6 +59,9 @@ def fingerprint(question: Question) -> str:
     Two questions with the same id but another function, other arguments or another interrupt
     value have different fingerprints (128 bits of SHA-256 over their canonical JSON).
     """
+    # Here, not at import: a publish that signs nothing never needs it.
+    from agent_wait.core._canonical import canonical_json
+
     source = None if question.source is None else question.source.function
     text = canonical_json([source, question.question])
     return _b64(hashlib.sha256(text.encode("utf-8")).digest()[:16])
@@ -227,6 +229,9 @@ class AnswerTrust:
         """Why strict checking refuses ``answer``: no allowed action, or not its declared schema."""
         problem = self.action_problem(answer, question)
         if problem is None and question.answer_schema is not None:
+            # Here, not at import: only a host checking answers strictly needs it.
+            from agent_wait.core._answer_schema import schema_problem
+
             problem = schema_problem(question.answer_schema, answer)
         return problem
 
@@ -274,69 +279,34 @@ def _extra(answer: Answer, key: str) -> Any:
 
 
 def _mac(key: bytes, thread_id: str, question_id: str, print_: str, expires_at: str | None) -> str:
+    from agent_wait.core._canonical import canonical_json
+
     # Canonical JSON of a list: unambiguous whatever characters the ids contain.
     message = canonical_json([_VERSION, thread_id, question_id, print_, expires_at])
     return _b64(hmac.new(key, message.encode("utf-8"), hashlib.sha256).digest())
 
 
-# Every publish and every answer checks these variables. ``os.environ.get`` encodes the name and
-# raises KeyError inside for an unset one: three lookups cost a third of building an envelope.
-# ``os.environ`` keeps the raw values in a plain dict under its encoded keys, and every change
-# made through ``os.environ`` updates it (storing a new value object), so reading that dict sees
-# the same changes.
-_ENVIRON: Any = os.environ
-_RAW: Mapping[object, object] = getattr(_ENVIRON, "_data", None) or _ENVIRON
-_RAW_GET = _RAW.get  # bound once: one method lookup less per publish
-_A, _B, _C = (
-    _ENVIRON.encodekey(n) if _RAW is not _ENVIRON else n
-    for n in (SECRETS_ENV, EXPIRED_ENV, STRICT_ACTIONS_ENV)
-)
-_NEVER_READ = object()
-"""Never a value of the environment: the first lookup always reads it."""
-
-_env_cache: tuple[object, object, object, AnswerTrust, AnswerTrust | None] = (
-    _NEVER_READ,
-    _NEVER_READ,
-    _NEVER_READ,
-    AnswerTrust(),  # never returned: no lookup gives _NEVER_READ
-    None,
-)
-"""The three raw values last read, the trust they configure, and that trust for publishing.
-
-One tuple, replaced whole, so that a thread never sees values of one read with the trust of
-another.
-"""
-
-
-def _configured() -> tuple[object, object, object, AnswerTrust, AnswerTrust | None]:
-    global _env_cache
-    cache = _env_cache
-    get = _RAW_GET
-    a, b, c = get(_A), get(_B), get(_C)
-    # Identity, not equality: a value set again is a new object, which only costs one more read.
-    if a is not cache[0] or b is not cache[1] or c is not cache[2]:
-        trust = AnswerTrust.from_env()
-        cache = _env_cache = (a, b, c, trust, trust if trust.marks_expiry else None)
-    return cache
-
-
 def configured_trust() -> AnswerTrust:
-    """The trust options from the environment (re-read when it changes)."""
-    return _configured()[3]
+    """The trust options from the environment, as they are now."""
+    return _trust_of(
+        os.environ.get(SECRETS_ENV), os.environ.get(EXPIRED_ENV), os.environ.get(STRICT_ACTIONS_ENV)
+    )
+
+
+@functools.lru_cache(maxsize=8)
+def _trust_of(secrets: str | None, expired: str | None, strict: str | None) -> AnswerTrust:
+    # Parsing the secrets on every publish would cost more than the envelope: parsed once per
+    # distinct setting.
+    environ = {SECRETS_ENV: secrets, EXPIRED_ENV: expired, STRICT_ACTIONS_ENV: strict}
+    return AnswerTrust.from_env(
+        {name: value for name, value in environ.items() if value is not None}
+    )
 
 
 def reply_trust(trust: AnswerTrust | None) -> AnswerTrust | None:
     """What publishing needs of ``trust`` (None: the configured one): None when it marks nothing.
 
-    ``build_envelope`` adds to ``reply_with`` only for a trust that signs or marks expiry;
-    deciding that once per publish, and once per change for the configured trust, keeps the
-    usual case (no trust options) from asking on every envelope.
+    ``build_envelope`` adds to ``reply_with`` only for a trust that signs or marks expiry.
     """
-    if trust is not None:
-        return trust if trust.marks_expiry else None
-    # The usual case in one frame: the lookups of _configured without its call.
-    cache = _env_cache
-    get = _RAW_GET
-    if get(_A) is cache[0] and get(_B) is cache[1] and get(_C) is cache[2]:
-        return cache[4]
-    return _configured()[4]
+    trust = configured_trust() if trust is None else trust
+    return trust if trust.marks_expiry else None

@@ -1,47 +1,11 @@
-"""Building blocks for framework adapters: ``@wait`` and ``publish_interrupts`` over one protocol.
+"""Deprecated: moved to :mod:`agent_wait.host.adapter` (the ``agent-wait-host`` distribution).
 
-A framework package implements :class:`FrameworkAdapter` (how its runs park, how a parked value
-becomes a :class:`~agent_wait.core.Question`, how an answer is checked) and exposes::
-
-    wait = make_wait(adapter)
-    publish_interrupts, apublish_interrupts = make_publish_interrupts(adapter)
-
-:func:`wait_payload` is the value a ``@wait`` call parks on (its :data:`PAYLOAD_KEY` entry
-carries the policy), :func:`question_from_value` turns a parked value back into a question, and
-:func:`apply_answer` runs a call's body with an answer; :func:`edited_args_schema` states
-which edited arguments a foreign tool's call takes. The host side (``handle_message``) is
-:mod:`agent_wait.core.host`. Application code does not need this module; see
-docs/writing-a-plugin.md ("Writing a framework adapter").
+Importing this path still works for one release, with a DeprecationWarning; it is removed in
+the next one. The module is looked up by name, so core does not depend on ``agent-wait-host``.
 """
 
-from __future__ import annotations
+import sys
 
-from agent_wait.core._wait import (
-    IN_DOUBT_ACTIONS,
-    IN_DOUBT_FUNCTION,
-    PAYLOAD_KEY,
-    FrameworkAdapter,
-    WaitCall,
-    WaitDecorator,
-    apply_answer,
-    edited_args_schema,
-    make_publish_interrupts,
-    make_wait,
-    question_from_value,
-    wait_payload,
-)
+from agent_wait.core._lazy import forward
 
-__all__ = [
-    "IN_DOUBT_ACTIONS",
-    "IN_DOUBT_FUNCTION",
-    "PAYLOAD_KEY",
-    "FrameworkAdapter",
-    "WaitCall",
-    "WaitDecorator",
-    "apply_answer",
-    "edited_args_schema",
-    "make_publish_interrupts",
-    "make_wait",
-    "question_from_value",
-    "wait_payload",
-]
+sys.modules[__name__] = forward(__name__, "agent_wait.host.adapter", distribution="agent-wait-host")

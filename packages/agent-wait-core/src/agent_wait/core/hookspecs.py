@@ -20,9 +20,8 @@ import pluggy
 if TYPE_CHECKING:
     from agent_wait.core._announce import BaseAnnounce, Delivery
     from agent_wait.core._hooks import Operation
-    from agent_wait.core._host import Handled
     from agent_wait.core._models import Answer, Sent, WaitEnvelope
-    from agent_wait.core._worker import ServeStatus
+    from agent_wait.core._reports import Handled, WorkerStatus
 
 PROJECT = "agent_wait"
 hookspec = pluggy.HookspecMarker(PROJECT)
@@ -52,7 +51,7 @@ def register_adapters(register: RegisterTarget) -> None:
     """Register framework adapters by name.
 
     Call ``register(name, target)`` with an import path or a callable returning the
-    adapter object (see :class:`agent_wait.core.adapter.FrameworkAdapter`). Used for discovery
+    adapter object (see :class:`agent_wait.host.adapter.FrameworkAdapter`). Used for discovery
     (``agent-wait plugins``) and by hosts that pick a framework by name.
 
     Args:
@@ -143,6 +142,26 @@ def register_identity_providers(register: RegisterTarget) -> None:
     ``routes()`` (Starlette routes mounted at ``/sso/<name>``, such as a sign-in callback); see
     ``agent_wait.inbox.IdentityProvider``. A provider only identifies: the name it returns is the
     one recorded as ``answered_by``.
+
+    Args:
+        register: The callback.
+
+    Added in 0.1.
+    """
+
+
+@hookspec
+def register_inbox_routes(register: RegisterTarget) -> None:
+    """Register web routes that a plugin serves inside the inbox web app (a channel's callbacks).
+
+    Call ``register(name, target)`` once per set of routes. ``target`` is an import path or a
+    callable ``routes(store=..., entry=...)`` returning Starlette routes, which the inbox web
+    app (``agent-wait inbox serve``) mounts at ``/<name>``: Slack's Interactivity Request URL
+    ``/slack/interactivity``, for example. ``store`` is the inbox's question store and
+    ``entry`` the entry point its answers go to (None: where :func:`agent_wait.host.answer`
+    sends them). The routes are outside the inbox's login: they authenticate each request
+    themselves (a signature). A target that raises is logged and left out; it never breaks the
+    inbox. With no plugin implementing it, the inbox mounts nothing more.
 
     Args:
         register: The callback.
@@ -254,7 +273,29 @@ def answer_handled(answer: Answer, handled: Handled) -> None:
 
 
 @hookspec
-def worker_started(status: ServeStatus) -> None:
+def agent_wait_approvers(question: WaitEnvelope) -> list[str] | None:
+    """Who may answer ``question``, besides its policy's ``approvers``: people and ``group:`` entries.
+
+    Called by every answer path (``answer()``, ``agent-wait answer``, the inbox) before anything
+    is recorded, and by the inbox to list each person's questions. Return None to name nobody;
+    the entries of every implementation are added to the policy's and to the ``group:`` of an
+    ``approver_group`` tag (see docs/governance.md). A group entry is matched against the groups
+    the person's identity carries (an IdP ``groups`` claim, a proxy's groups header) and the
+    ``[approvers.groups]`` configuration. A plugin written before this hook existed simply does
+    not implement it: questions then have the approvers their policy and tags give.
+
+    An implementation that raises (or returns something that is not a list of entries) makes
+    the answer refused, never let through.
+
+    Args:
+        question: The question's envelope (its ``tags``, ``source``, ``question``).
+
+    Added in 0.1.
+    """
+
+
+@hookspec
+def worker_started(status: WorkerStatus) -> None:
     """A worker's loop (``serve``, ``serve_entry`` and their async forms) starts.
 
     ``status`` stays live until :func:`worker_stopped`: read its figures when you need them
@@ -270,7 +311,7 @@ def worker_started(status: ServeStatus) -> None:
 
 
 @hookspec
-def worker_stopped(status: ServeStatus) -> None:
+def worker_stopped(status: WorkerStatus) -> None:
     """The worker :func:`worker_started` announced has stopped (its ``report`` is final).
 
     Called however the loop ended, signal or error. Exceptions are logged and ignored.

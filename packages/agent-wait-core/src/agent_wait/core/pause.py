@@ -1,80 +1,11 @@
-"""The ``agent_wait`` pause tool's policy, shared by the MCP server and the framework packages.
+"""Deprecated: moved to :mod:`agent_wait.pause` (the ``agent-wait-pause`` distribution).
 
-A chat agent calls ``agent_wait`` to pause **inside** its tool loop for a bounded number of
-seconds. :class:`PausePolicy` admits, clips or refuses each wait against :class:`PauseLimits`
-(per-call and per-turn caps, calls per turn, the turn's wall clock, a per-user rate limit and a
-kill switch, from the ``AGENT_WAIT_*`` environment variables). :func:`pause` / :func:`apause`
-run one call end to end (check, admit, wait, settle, audit) and return what the model reads,
-sending :class:`PauseHeartbeat` progress beats to a ``heartbeat`` callback when given;
-agent-wait-mcp serves the same policy over MCP with heartbeats. One policy per process::
-
-    from agent_wait.core.pause import PauseLimits, PausePolicy, pause
-
-    policy = PausePolicy(PauseLimits.from_env())
-    result = pause(policy, {"seconds": 30, "user_message": "Waiting for the queue to drain."},
-                   user="u-123", turn="msg-456")
+Importing this path still works for one release, with a DeprecationWarning; it is removed in
+the next one. The module is looked up by name, so core does not depend on ``agent-wait-pause``.
 """
 
-from __future__ import annotations
+import sys
 
-from agent_wait.core._pause import (
-    ANONYMOUS_USER,
-    HEARTBEAT_TYPE,
-    INPUT_SCHEMA,
-    MAX_ID_LENGTH,
-    MAX_REQUEST_SECONDS,
-    MAX_TEXT_LENGTH,
-    TOOL_NAME,
-    ClipCause,
-    Heartbeat,
-    InvalidPauseRequest,
-    PauseConfigError,
-    PauseGrant,
-    PauseHeartbeat,
-    PauseLimits,
-    PausePolicy,
-    PauseRefused,
-    PauseRequest,
-    RefusalCode,
-    apause,
-    audit_finished,
-    audit_invalid,
-    audit_refused,
-    await_grant,
-    checked_id,
-    pause,
-    pause_result,
-    refusal_result,
-    tool_description,
-)
+from agent_wait.core._lazy import forward
 
-__all__ = [
-    "ANONYMOUS_USER",
-    "HEARTBEAT_TYPE",
-    "INPUT_SCHEMA",
-    "MAX_ID_LENGTH",
-    "MAX_REQUEST_SECONDS",
-    "MAX_TEXT_LENGTH",
-    "TOOL_NAME",
-    "ClipCause",
-    "Heartbeat",
-    "InvalidPauseRequest",
-    "PauseConfigError",
-    "PauseGrant",
-    "PauseHeartbeat",
-    "PauseLimits",
-    "PausePolicy",
-    "PauseRefused",
-    "PauseRequest",
-    "RefusalCode",
-    "apause",
-    "audit_finished",
-    "audit_invalid",
-    "audit_refused",
-    "await_grant",
-    "checked_id",
-    "pause",
-    "pause_result",
-    "refusal_result",
-    "tool_description",
-]
+sys.modules[__name__] = forward(__name__, "agent_wait.pause", distribution="agent-wait-pause")

@@ -29,16 +29,18 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_wait.core import lazy_exports
-from agent_wait.dynamodb._options import DynamoDbOptions
 
 if TYPE_CHECKING:
     from agent_wait.dynamodb._announcer import DynamoDbAnnounce
+    from agent_wait.dynamodb._audit import DynamoDbAuditLog
     from agent_wait.dynamodb._ledger import DynamoDbLedger
+    from agent_wait.dynamodb._options import DynamoDbOptions
     from agent_wait.dynamodb._store import DynamoDbQuestionStore
     from agent_wait.dynamodb._table import create_table, open_questions_past
 
 __all__ = [
     "DynamoDbAnnounce",
+    "DynamoDbAuditLog",
     "DynamoDbLedger",
     "DynamoDbOptions",
     "DynamoDbQuestionStore",
@@ -50,7 +52,9 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "DynamoDbOptions": "._options",
         "DynamoDbAnnounce": "._announcer",
+        "DynamoDbAuditLog": "._audit",
         "DynamoDbLedger": "._ledger",
         "DynamoDbQuestionStore": "._store",
         "create_table": "._table",

@@ -12,24 +12,23 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from agent_wait.aws import aws_client_pair, aws_receipt, boto3_sdk, client_config
-from agent_wait.core import DeliveryOutcome, LifecycleEvent, WaitEnvelope
+from agent_wait.core import FOLLOW_UP_TYPES, DeliveryOutcome, LifecycleEvent, WaitEnvelope
 from agent_wait.core.transport import ClientAnnounce, Exchange, utf8_size
 from agent_wait.dynamodb._options import DEFAULT_CONCURRENCY, DEFAULT_TTL_AFTER, DynamoDbOptions
+from agent_wait.dynamodb._table import NO_EXPIRY, already_written
 
 if TYPE_CHECKING:
+    from agent_wait.dynamodb._audit import DynamoDbAuditLog
     from agent_wait.dynamodb._store import DynamoDbQuestionStore
 
 try:
     import boto3
     from boto3.dynamodb.types import TypeSerializer
-    from botocore.exceptions import ClientError
 except ImportError as error:  # pragma: no cover - the distribution depends on boto3
     raise ImportError("DynamoDbAnnounce needs boto3: pip install agent-wait-dynamodb") from error
 
 logger = logging.getLogger(__name__)
 
-NO_EXPIRY = "9999-12-31T23:59:59Z"
-"""``expires_at`` of a row whose question has none: never before "now" in a range query."""
 ITEM_LIMIT = 409_600
 """Bytes of one item, attribute names included (AWS: 400 KB)."""
 PARTITION_KEY_LIMIT = 2048
@@ -174,6 +173,8 @@ class DynamoDbAnnounce(ClientAnnounce):
         ``wait.answer_refused`` reopens it with the reason, ``wait.answered`` and
         ``wait.expired`` close it if it is still open.
         """
+        if event.type in FOLLOW_UP_TYPES:
+            return  # the question is still open; the sweeper recorded the follow-up itself
         store = self._question_store()
         if event.type == "wait.answer_refused":
             store.reopen_refused(event)
@@ -202,6 +203,10 @@ class DynamoDbAnnounce(ClientAnnounce):
                 self._store = DynamoDbQuestionStore(table)
                 self._store_client = resource.meta.client
             return self._store
+
+    def audit_log(self) -> DynamoDbAuditLog:
+        """The audit log in the same table (what was asked and delivered)."""
+        return self._question_store().audit_log()
 
     def _close_store(self) -> None:
         with self._store_lock:
@@ -269,17 +274,10 @@ class DynamoDbAnnounce(ClientAnnounce):
                 "ConditionExpression": _CONDITION,
             },
         )
-        if _already_written(result):
+        if already_written(result):
             logger.debug("question %s already has its row; left as it is", envelope.question_id)
             result = None
         outcomes[index] = result if isinstance(result, BaseException) else aws_receipt(result)
-
-
-def _already_written(result: object) -> bool:
-    if not isinstance(result, ClientError):
-        return False
-    response = cast("Mapping[str, Any]", getattr(result, "response", {}))
-    return response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
 
 
 def _epoch(timestamp: str) -> float:

@@ -6,8 +6,9 @@ import json
 from typing import Any
 
 from agent_wait.core import Execution
-from agent_wait.dynamodb._announcer import _already_written  # pyright: ignore[reportPrivateUsage]
+from agent_wait.dynamodb._audit import DynamoDbAuditLog
 from agent_wait.dynamodb._store import table_from_options
+from agent_wait.dynamodb._table import already_written
 
 try:
     from botocore.exceptions import ClientError
@@ -56,7 +57,7 @@ class DynamoDbLedger:
                 ConditionExpression="attribute_not_exists(pk)",
             )
         except ClientError as error:
-            if not _already_written(error):  # the condition failed: someone wrote it first
+            if not already_written(error):  # the condition failed: someone wrote it first
                 raise
             return self._get(key, attempt)
         return None
@@ -77,7 +78,7 @@ class DynamoDbLedger:
                 },
             )
         except ClientError as error:
-            if not _already_written(error):  # the condition failed: someone wrote it first
+            if not already_written(error):  # the condition failed: someone wrote it first
                 raise
         found = self._get(key, attempt)
         if found is None:
@@ -94,8 +95,12 @@ class DynamoDbLedger:
                 ExpressionAttributeValues={":token": token, ":no": False},
             )
         except ClientError as error:
-            if not _already_written(error):  # the condition failed: someone wrote it first
+            if not already_written(error):  # the condition failed: someone wrote it first
                 raise
+
+    def audit_log(self) -> DynamoDbAuditLog:
+        """The audit log in the same table, beside the questions (``agent_wait.core.AuditLog``)."""
+        return DynamoDbAuditLog(self._table)
 
     def close(self) -> None:
         """Nothing to release: boto3 resources hold no connection to close."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol, cast
 
@@ -17,19 +17,23 @@ from agent_wait.core import (
     StoredQuestion,
     Transition,
     check_limit,
+    check_vote,
     closing_status,
+    follow_up_step,
     format_utc,
     history_key,
     refusal_note,
     refused_here,
     sending_status,
 )
-from agent_wait.dynamodb._announcer import _already_written  # pyright: ignore[reportPrivateUsage]
+from agent_wait.dynamodb._audit import DynamoDbAuditLog
 from agent_wait.dynamodb._options import DynamoDbOptions
 from agent_wait.dynamodb._table import (
     INDEX_NAME,
     _envelope,  # pyright: ignore[reportPrivateUsage]
     _plain,  # pyright: ignore[reportPrivateUsage]
+    already_written,
+    moment,
     open_questions_past,
 )
 
@@ -48,7 +52,10 @@ class DynamoDbQuestionStore:
     the ``open`` partition of the ``by_status`` index, so the overdue query no longer sees it.
     ``find`` with a thread id is a ``GetItem``; without one it scans the table (filtering on
     ``question_id``): pass the thread when you have it. It is a ``SendingStore``: an answer
-    being sent is held in the item (``status`` ``sending``, its ``message`` as JSON text).
+    being sent is held in the item (``status`` ``sending``, its ``message`` as JSON text), and
+    a ``FollowUpStore``: each follow-up of the sweeper is an attribute of the item
+    (``followed_up:reminder:1``, ``followed_up:escalated``...), written once by a conditional
+    ``UpdateItem``.
 
     Args:
         table: A boto3 ``Table`` resource (``boto3.resource("dynamodb").Table(name)``).
@@ -119,10 +126,10 @@ class DynamoDbQuestionStore:
 
     def open_questions_past(self, now: datetime | str | None = None) -> list[StoredQuestion]:
         """Open questions whose ``expires_at`` is before ``now`` (a query on ``by_status``)."""
-        moment = _moment(now)
+        cutoff = moment(now)
         return [
             StoredQuestion(envelope=envelope, status=QuestionStatus.OPEN.value)
-            for envelope in open_questions_past(self._table, moment)
+            for envelope in open_questions_past(self._table, cutoff)
         ]
 
     def sending_questions(self) -> list[StoredQuestion]:
@@ -138,6 +145,7 @@ class DynamoDbQuestionStore:
         by: str,
         answer: Any = None,
         at: datetime | None = None,
+        identity_source: str | None = None,
     ) -> Transition:
         """Close an open question, unless someone closed it first.
 
@@ -146,7 +154,8 @@ class DynamoDbQuestionStore:
             LookupError: No such question.
         """
         status = closing_status(status, by)
-        return self._close(thread_id, question_id, status.value, by, answer, at, {})
+        who = (by, identity_source)
+        return self._close(thread_id, question_id, status.value, who, answer, at, {})
 
     def begin_send(
         self,
@@ -158,6 +167,7 @@ class DynamoDbQuestionStore:
         answer: Any,
         message: dict[str, Any],
         at: datetime | None = None,
+        identity_source: str | None = None,
     ) -> Transition:
         """Close an open question as ``sending``, holding ``message`` (a ``SendingStore``).
 
@@ -167,24 +177,29 @@ class DynamoDbQuestionStore:
         """
         status = sending_status(status, by, message)
         sending = {"message": _message_text(message), "closes_as": status.value}
-        return self._close(thread_id, question_id, "sending", by, answer, at, sending)
+        who = (by, identity_source)
+        return self._close(thread_id, question_id, "sending", who, answer, at, sending)
 
     def _close(
         self,
         thread_id: str,
         question_id: str,
         status: str,
-        by: str,
+        who: tuple[str, str | None],
         answer: Any,
         at: datetime | None,
         sending: dict[str, str],
     ) -> Transition:
-        stamp = format_utc(_moment(at))
+        stamp = format_utc(moment(at))
+        by, source = who
         # Numbers as DynamoDB stores them (Decimal), as the announcer writes the envelope.
         stored = json.loads(json.dumps(answer), parse_float=Decimal)
+        fields = {**sending} if source is None else {**sending, "identity_source": source}
         update = "SET #s = :s, answered_at = :at, answered_by = :by, answer = :a"
-        update += "".join(f", {name} = :{name}" for name in sending)
+        update += "".join(f", {name} = :{name}" for name in fields)
         update += " REMOVE refusal"
+        if source is None:
+            update += ", identity_source"
         try:
             response = self._table.update_item(
                 Key={"pk": f"THREAD#{thread_id}", "sk": f"WAIT#{question_id}"},
@@ -197,12 +212,56 @@ class DynamoDbQuestionStore:
                     ":by": by,
                     ":a": stored,
                     ":open": QuestionStatus.OPEN.value,
-                    **{f":{name}": value for name, value in sending.items()},
+                    **{f":{name}": value for name, value in fields.items()},
                 },
                 ReturnValues="ALL_NEW",
             )
         except ClientError as error:
-            if not _already_written(error):
+            if not already_written(error):
+                raise
+            current = self._get(thread_id, question_id)
+            if current is None:
+                raise LookupError(
+                    f"no question {question_id!r} in thread {thread_id!r} in table "
+                    f"{self._table.name}"
+                ) from None
+            return Transition(False, current)
+        return Transition(True, _stored(response["Attributes"]))
+
+    def record_vote(
+        self, thread_id: str, question_id: str, vote: dict[str, Any], *, seen: int
+    ) -> Transition:
+        """Append a vote if the open question still has ``seen`` votes (a ``VotingStore``).
+
+        One conditional ``UpdateItem`` on the size of the ``votes`` list (each vote JSON text):
+        of two voters who read the same count, exactly one is recorded.
+
+        Raises:
+            ValueError: ``vote`` is not ``{"by", "at", "answer"}``.
+            LookupError: No such question.
+        """
+        one = [_message_text(check_vote(vote))]
+        if seen == 0:
+            update, counted = "SET votes = :one", "attribute_not_exists(votes)"
+            values: dict[str, Any] = {}
+        else:
+            update, counted = "SET votes = list_append(votes, :one)", "size(votes) = :n"
+            values = {":n": seen}
+        try:
+            response = self._table.update_item(
+                Key={"pk": f"THREAD#{thread_id}", "sk": f"WAIT#{question_id}"},
+                UpdateExpression=update,
+                ConditionExpression=f"attribute_exists(pk) AND #s = :open AND {counted}",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":one": one,
+                    ":open": QuestionStatus.OPEN.value,
+                    **values,
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if not already_written(error):
                 raise
             current = self._get(thread_id, question_id)
             if current is None:
@@ -245,23 +304,25 @@ class DynamoDbQuestionStore:
             ":at": closed.answered_at,
             ":by": closed.answered_by,
         }
-        set_refusal = ""
+        set_refusal, remove_votes = "", ""
         if refusal is not None:
+            # The refused decision is voted on afresh.
             values[":r"] = refusal
-            set_refusal = ", refusal = :r"
+            set_refusal, remove_votes = ", refusal = :r", ", votes"
         try:
             self._table.update_item(
                 Key=key,
                 UpdateExpression=(
                     f"SET #s = :open{set_refusal} "
-                    "REMOVE answered_at, answered_by, answer, message, closes_as"
+                    "REMOVE answered_at, answered_by, identity_source, answer, message, "
+                    f"closes_as{remove_votes}"
                 ),
                 ConditionExpression="#s = :s AND answered_at = :at AND answered_by = :by",
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues=values,
             )
         except ClientError as error:
-            if _already_written(error):  # the condition failed: someone changed the item
+            if already_written(error):  # the condition failed: someone changed the item
                 return False
             raise
         return True
@@ -292,7 +353,7 @@ class DynamoDbQuestionStore:
                 ExpressionAttributeValues=values,
             )
         except ClientError as error:
-            if _already_written(error):  # closed first, or no such item
+            if already_written(error):  # closed first, or no such item
                 return False
             raise
         return True
@@ -319,10 +380,40 @@ class DynamoDbQuestionStore:
                 },
             )
         except ClientError as error:
-            if _already_written(error):  # the condition failed: someone changed the item
+            if already_written(error):  # the condition failed: someone changed the item
                 return False
             raise
         return True
+
+    def claim_follow_up(
+        self, thread_id: str, question_id: str, step: str, *, at: datetime | None = None
+    ) -> bool:
+        """Record a follow-up step on an open question, once (a ``FollowUpStore``).
+
+        One conditional ``UpdateItem`` (open, the step's attribute absent): of racing claims
+        exactly one succeeds.
+        """
+        attribute = _FOLLOWED_UP + follow_up_step(step)
+        try:
+            self._table.update_item(
+                Key={"pk": f"THREAD#{thread_id}", "sk": f"WAIT#{question_id}"},
+                UpdateExpression="SET #f = :at",
+                ConditionExpression="attribute_not_exists(#f) AND #s = :open",
+                ExpressionAttributeNames={"#f": attribute, "#s": "status"},
+                ExpressionAttributeValues={
+                    ":at": format_utc(moment(at)),
+                    ":open": QuestionStatus.OPEN.value,
+                },
+            )
+        except ClientError as error:
+            if already_written(error):  # claimed first, closed, or no such item
+                return False
+            raise
+        return True
+
+    def audit_log(self) -> DynamoDbAuditLog:
+        """The audit log in the same table (see ``agent_wait.core.AuditLog``)."""
+        return DynamoDbAuditLog(self._table)
 
     def close(self) -> None:
         """Nothing to release (the boto3 resource belongs to the caller)."""
@@ -341,25 +432,20 @@ def _condition(builder: object, name: str) -> _Condition:
     return cast("Callable[[str], _Condition]", builder)(name)
 
 
-def _moment(value: datetime | str | None) -> datetime:
-    if value is None:
-        return datetime.now(UTC)
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    if value.tzinfo is None:
-        raise ValueError(f"now: expected an aware datetime, got naive {value.isoformat()!r}")
-    return value
-
-
 def _message_text(message: Mapping[str, Any]) -> str:
     # JSON text, not a map: it comes back exactly as sent (numbers too), and compares as one.
     return json.dumps(message, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+_FOLLOWED_UP = "followed_up:"
+"""The prefix of the attributes recording the sweeper's follow-ups (one attribute per step)."""
 
 
 def _stored(item: Mapping[str, Any]) -> StoredQuestion:
     answer = item.get("answer")
     message = item.get("message")
     refusal = item.get("refusal")
+    votes = cast("list[str]", item.get("votes") or [])
     return StoredQuestion(
         envelope=_envelope(item),
         status=cast("str", item["status"]),
@@ -369,6 +455,13 @@ def _stored(item: Mapping[str, Any]) -> StoredQuestion:
         message=None if message is None else json.loads(cast("str", message)),
         closes_as=cast("str | None", item.get("closes_as")),
         refusal=None if refusal is None else json.loads(cast("str", refusal)),
+        votes=tuple(json.loads(vote) for vote in votes),
+        follow_ups={
+            name[len(_FOLLOWED_UP) :]: cast("str", at)
+            for name, at in item.items()
+            if name.startswith(_FOLLOWED_UP)
+        },
+        identity_source=cast("str | None", item.get("identity_source")),
     )
 
 

@@ -8,13 +8,15 @@ from decimal import Decimal
 from typing import Any, Protocol, cast
 
 from agent_wait.core import WaitEnvelope, format_utc
-from agent_wait.dynamodb._announcer import NO_EXPIRY
 
 try:
     from boto3.dynamodb.conditions import Key
+    from botocore.exceptions import ClientError
 except ImportError as error:  # pragma: no cover - the distribution depends on boto3
     raise ImportError("the DynamoDB helpers need boto3: pip install agent-wait-dynamodb") from error
 
+NO_EXPIRY = "9999-12-31T23:59:59Z"
+"""``expires_at`` of a row whose question has none: never before "now" in a range query."""
 INDEX_NAME = "by_status"
 """The global secondary index: partition ``status``, sort ``expires_at``, all attributes."""
 
@@ -156,4 +158,23 @@ def _plain(value: object) -> object:
         return {k: _plain(v) for k, v in cast("Mapping[str, object]", value).items()}
     if isinstance(value, list):
         return [_plain(v) for v in cast("list[object]", value)]
+    return value
+
+
+def already_written(result: object) -> bool:
+    """True for the refusal of a conditional write: the condition failed (the row is there)."""
+    if not isinstance(result, ClientError):
+        return False
+    response = cast("Mapping[str, Any]", getattr(result, "response", {}))
+    return response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def moment(value: datetime | str | None) -> datetime:
+    """``value`` as an aware datetime (RFC 3339 text or aware datetime); None: now."""
+    if value is None:
+        return datetime.now(UTC)
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if value.tzinfo is None:
+        raise ValueError(f"now: expected an aware datetime, got naive {value.isoformat()!r}")
     return value

@@ -35,12 +35,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_wait.core import lazy_exports
-from agent_wait.postgres._options import PostgresEntryOptions, PostgresOptions
 
 if TYPE_CHECKING:
     from agent_wait.postgres._announcer import PostgresAnnounce
+    from agent_wait.postgres._audit import PostgresAuditLog
     from agent_wait.postgres._entry import PostgresEntry
     from agent_wait.postgres._ledger import PostgresLedger
+    from agent_wait.postgres._options import PostgresEntryOptions, PostgresOptions
     from agent_wait.postgres._schema import (
         acreate_schema,
         aopen_questions_past,
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PostgresAnnounce",
+    "PostgresAuditLog",
     "PostgresEntry",
     "PostgresEntryOptions",
     "PostgresLedger",
@@ -66,7 +68,10 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "PostgresEntryOptions": "._options",
+        "PostgresOptions": "._options",
         "PostgresAnnounce": "._announcer",
+        "PostgresAuditLog": "._audit",
         "PostgresEntry": "._entry",
         "PostgresLedger": "._ledger",
         "PostgresQuestionStore": "._store",

@@ -19,6 +19,7 @@ except ImportError as error:  # pragma: no cover - the distribution depends on p
     ) from error
 
 from agent_wait.core import (
+    FOLLOW_UP_TYPES,
     BaseAnnounce,
     BatchEntryFailed,
     DeliveryFailed,
@@ -27,6 +28,7 @@ from agent_wait.core import (
     WaitEnvelope,
 )
 from agent_wait.core.transport import ClientPair
+from agent_wait.postgres._audit import PostgresAuditLog, audit_beside
 from agent_wait.postgres._options import DEFAULT_CHANNEL, DEFAULT_TABLE, PostgresOptions
 from agent_wait.postgres._schema import (
     COLUMNS,
@@ -231,10 +233,16 @@ class PostgresAnnounce(BaseAnnounce):
         ``wait.answer_refused`` reopens it with the reason, ``wait.answered`` and
         ``wait.expired`` close it if it is still open.
         """
+        if event.type in FOLLOW_UP_TYPES:
+            return  # the question is still open; the sweeper recorded the follow-up itself
         if event.type == "wait.answer_refused":
             self._store.reopen_refused(event)
         else:
             self._store.close_as_event(event)
+
+    def audit_log(self) -> PostgresAuditLog:
+        """The audit log beside the table: ``<table>_audit`` (what was asked and delivered)."""
+        return audit_beside(self.url, self.table)
 
     def close(self) -> None:
         """Close the sync connections (a later delivery reconnects)."""

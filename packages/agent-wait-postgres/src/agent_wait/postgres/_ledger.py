@@ -11,6 +11,7 @@ from psycopg.rows import TupleRow
 from psycopg.types.json import Jsonb
 
 from agent_wait.core import Execution
+from agent_wait.postgres._audit import PostgresAuditLog, audit_beside
 from agent_wait.postgres._options import PostgresOptions
 from agent_wait.postgres._schema import check_timeout, table_identifier
 
@@ -34,6 +35,7 @@ class PostgresLedger:
         self, url: str, table: str = "agent_wait_executions", timeout: float = 10.0
     ) -> None:
         self._ident = table_identifier(table)
+        self._table = table
         check_timeout(timeout)
         self._url = url
         self._timeout = timeout
@@ -114,6 +116,11 @@ class PostgresLedger:
                 ).format(self._ident),
                 [key, attempt, token],
             )
+
+    def audit_log(self) -> PostgresAuditLog:
+        """The audit log beside the questions: ``<table>_audit`` of the table this ledger serves."""
+        questions = self._table.removesuffix(LEDGER_SUFFIX)
+        return audit_beside(self._url, questions, self._timeout)
 
     def close(self) -> None:
         """Close the connection."""

@@ -19,12 +19,15 @@ from agent_wait.core import (
     Transition,
     WaitEnvelope,
     check_limit,
+    check_vote,
     closing_status,
+    follow_up_step,
     format_utc,
     refusal_note,
     refused_here,
     sending_status,
 )
+from agent_wait.postgres._audit import PostgresAuditLog, audit_beside
 from agent_wait.postgres._options import DEFAULT_TABLE, PostgresOptions
 from agent_wait.postgres._schema import (
     _ordered,  # pyright: ignore[reportPrivateUsage]
@@ -41,17 +44,23 @@ _LIFECYCLE: dict[str, LiteralString] = {
     "message": "jsonb",
     "closes_as": "text",
     "refusal": "jsonb",
+    "votes": "jsonb",
+    "follow_ups": "jsonb",
+    "identity_source": "text",
 }
 _COLUMNS: LiteralString = (
-    "envelope, status, answered_at, answered_by, answer, message, closes_as, refusal"
+    "envelope, status, answered_at, answered_by, answer, message, closes_as, refusal, votes, "
+    "follow_ups, identity_source"
 )
 
 
 class PostgresQuestionStore:
     """The questions a :class:`PostgresAnnounce` wrote, and their lifecycle (a ``QuestionStore``).
 
-    On first use it adds the lifecycle columns (``answered_at``, ``answered_by``, ``answer``,
-    and ``message`` and ``closes_as`` for an answer being sent) and an index on ``question_id`` to the table if they are missing (``ADD COLUMN IF NOT
+    On first use it adds the lifecycle columns (``answered_at``, ``answered_by`` and its
+    ``identity_source``, ``answer``,
+    ``message`` and ``closes_as`` for an answer being sent, ``refusal``, and ``follow_ups`` for
+    the sweeper's reminders and escalation) and an index on ``question_id`` to the table if they are missing (``ADD COLUMN IF NOT
     EXISTS``: tables written before keep working). Closing a question is one ``UPDATE ... WHERE
     status = 'open'``: PostgreSQL re-checks the condition after a concurrent update of the row,
     so of any number of racing closes exactly one changes it.
@@ -166,6 +175,7 @@ class PostgresQuestionStore:
         by: str,
         answer: Any = None,
         at: datetime | None = None,
+        identity_source: str | None = None,
     ) -> Transition:
         """Close an open question, unless someone closed it first.
 
@@ -174,7 +184,7 @@ class PostgresQuestionStore:
             LookupError: No such question.
         """
         status = closing_status(status, by)
-        return self._close(thread_id, question_id, status.value, by, answer, at)
+        return self._close(thread_id, question_id, status.value, (by, identity_source), answer, at)
 
     def begin_send(
         self,
@@ -186,6 +196,7 @@ class PostgresQuestionStore:
         answer: Any,
         message: dict[str, Any],
         at: datetime | None = None,
+        identity_source: str | None = None,
     ) -> Transition:
         """Close an open question as ``sending``, holding ``message`` (a ``SendingStore``).
 
@@ -194,8 +205,9 @@ class PostgresQuestionStore:
             LookupError: No such question.
         """
         status = sending_status(status, by, message)
+        who = (by, identity_source)
         return self._close(
-            thread_id, question_id, "sending", by, answer, at, Jsonb(message), status.value
+            thread_id, question_id, "sending", who, answer, at, Jsonb(message), status.value
         )
 
     def _close(
@@ -203,7 +215,7 @@ class PostgresQuestionStore:
         thread_id: str,
         question_id: str,
         status: str,
-        by: str,
+        who: tuple[str, str | None],
         answer: Any,
         at: datetime | None,
         message: Jsonb | None = None,
@@ -213,17 +225,48 @@ class PostgresQuestionStore:
         stamp = moment(at).replace(microsecond=0)
         key = [f"THREAD#{thread_id}", f"WAIT#{question_id}"]
         update = sql.SQL(
-            "UPDATE {} SET status = %s, answered_at = %s, answered_by = %s, answer = %s, "
-            "message = %s, closes_as = %s, refusal = NULL "
+            "UPDATE {} SET status = %s, answered_at = %s, answered_by = %s, "
+            "identity_source = %s, answer = %s, message = %s, closes_as = %s, refusal = NULL "
             "WHERE pk = %s AND sk = %s AND status = 'open'"
         ).format(self._ident)
         select = sql.SQL("SELECT " + _COLUMNS + " FROM {} WHERE pk = %s AND sk = %s").format(
             self._ident
         )
-        values = [status, stamp, by, Jsonb(answer), message, closes_as, *key]
+        values = [status, stamp, *who, Jsonb(answer), message, closes_as, *key]
         with self._lock:
             conn = self._connection()
             won = conn.execute(update, values).rowcount == 1
+            row = conn.execute(select, key).fetchone()
+        if row is None:
+            raise LookupError(
+                f"no question {question_id!r} in thread {thread_id!r} in table {self._table}"
+            )
+        return Transition(won, _stored(row))
+
+    def record_vote(
+        self, thread_id: str, question_id: str, vote: dict[str, Any], *, seen: int
+    ) -> Transition:
+        """Append a vote if the open question still has ``seen`` votes (a ``VotingStore``).
+
+        One ``UPDATE`` conditioned on the array's length: PostgreSQL re-checks it after a
+        concurrent update of the row, so of two voters who read the same count one is recorded.
+
+        Raises:
+            ValueError: ``vote`` is not ``{"by", "at", "answer"}``.
+            LookupError: No such question.
+        """
+        key = [f"THREAD#{thread_id}", f"WAIT#{question_id}"]
+        update = sql.SQL(
+            "UPDATE {} SET votes = COALESCE(votes, '[]'::jsonb) || jsonb_build_array(%s::jsonb) "
+            "WHERE pk = %s AND sk = %s AND status = 'open' "
+            "AND jsonb_array_length(COALESCE(votes, '[]'::jsonb)) = %s"
+        ).format(self._ident)
+        select = sql.SQL("SELECT " + _COLUMNS + " FROM {} WHERE pk = %s AND sk = %s").format(
+            self._ident
+        )
+        with self._lock:
+            conn = self._connection()
+            won = conn.execute(update, [Jsonb(check_vote(vote)), *key, seen]).rowcount == 1
             row = conn.execute(select, key).fetchone()
         if row is None:
             raise LookupError(
@@ -236,7 +279,7 @@ class PostgresQuestionStore:
         envelope = closed.envelope
         query = sql.SQL(
             "UPDATE {} SET status = 'open', answered_at = NULL, answered_by = NULL, answer = NULL, "
-            "message = NULL, closes_as = NULL "
+            "identity_source = NULL, message = NULL, closes_as = NULL "
             "WHERE pk = %s AND sk = %s AND status = %s AND answered_at = %s "
             "AND answered_by = %s AND answer = %s"
         ).format(self._ident)
@@ -264,7 +307,8 @@ class PostgresQuestionStore:
         ).format(self._ident)
         update = sql.SQL(
             "UPDATE {} SET status = 'open', answered_at = NULL, answered_by = NULL, "
-            "answer = NULL, message = NULL, closes_as = NULL, refusal = %s "
+            "answer = NULL, message = NULL, closes_as = NULL, refusal = %s, votes = NULL, "
+            "identity_source = NULL "
             "WHERE pk = %s AND sk = %s AND status = %s AND answered_at IS NOT DISTINCT FROM %s "
             "AND answered_by IS NOT DISTINCT FROM %s AND answer = %s"
         ).format(self._ident)
@@ -321,6 +365,34 @@ class PostgresQuestionStore:
         with self._lock:
             return self._connection().execute(query, params).rowcount == 1
 
+    def audit_log(self) -> PostgresAuditLog:
+        """The audit log beside the table: ``<table>_audit`` (see ``agent_wait.core.AuditLog``)."""
+        return audit_beside(self._url, self._table, self._timeout)
+
+    def claim_follow_up(
+        self, thread_id: str, question_id: str, step: str, *, at: datetime | None = None
+    ) -> bool:
+        """Record a follow-up step on an open question, once (a ``FollowUpStore``).
+
+        One ``UPDATE ... WHERE status = 'open' AND`` the step is not recorded: PostgreSQL
+        re-checks both after a concurrent update of the row, so one of racing claims wins.
+        """
+        step = follow_up_step(step)
+        query = sql.SQL(
+            "UPDATE {} SET follow_ups = coalesce(follow_ups, '{{}}'::jsonb) || "
+            "jsonb_build_object(%s::text, %s::text) "
+            "WHERE pk = %s AND sk = %s AND status = 'open' AND (follow_ups -> %s) IS NULL"
+        ).format(self._ident)
+        params = [
+            step,
+            format_utc(moment(at)),
+            f"THREAD#{thread_id}",
+            f"WAIT#{question_id}",
+            step,
+        ]
+        with self._lock:
+            return self._connection().execute(query, params).rowcount == 1
+
     def close(self) -> None:
         """Close the connection (a later call reopens it)."""
         with self._lock:
@@ -333,7 +405,19 @@ class PostgresQuestionStore:
 
 
 def _stored(row: TupleRow) -> StoredQuestion:
-    envelope, status, answered_at, answered_by, answer, message, closes_as, refusal = row
+    (
+        envelope,
+        status,
+        answered_at,
+        answered_by,
+        answer,
+        message,
+        closes_as,
+        refusal,
+        votes,
+        follow_ups,
+        identity_source,
+    ) = row
     return StoredQuestion(
         envelope=WaitEnvelope.model_validate(_ordered(envelope)),
         status=status,
@@ -343,6 +427,9 @@ def _stored(row: TupleRow) -> StoredQuestion:
         message=message,
         closes_as=closes_as,
         refusal=refusal,
+        votes=tuple(votes or ()),
+        follow_ups=follow_ups or {},
+        identity_source=identity_source,
     )
 
 
