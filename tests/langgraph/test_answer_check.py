@@ -24,17 +24,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import interrupt
 
-from agent_wait.core import (
-    ActionNotAllowed,
-    AnswerNotAccepted,
-    Outcome,
-    SqliteAnnounce,
-    SqliteEntry,
-    SqliteQuestionStore,
-    answer,
-)
-from agent_wait.core._cli import main
+from agent_wait.core import Outcome, SqliteAnnounce, SqliteEntry, SqliteQuestionStore
 from agent_wait.core._sqlite import default_inbox_path
+from agent_wait.host import ActionNotAllowed, AnswerNotAccepted, answer
+from agent_wait.host._cli import main
 from agent_wait.langgraph import handle_message, wait
 from tests.langgraph.conftest import calls, model
 
@@ -105,7 +98,7 @@ def test_reject_on_a_yes_no_interrupt_is_refused_and_shows_the_json_form() -> No
     # In its own process, as an operator types it: {"action": "reject"} would be truthy.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run(
-        [sys.executable, "-m", "agent_wait.core._cli", "answer", question_id, "reject"],
+        [sys.executable, "-m", "agent_wait.host._cli", "answer", question_id, "reject"],
         capture_output=True,
         text=True,
         env=env,

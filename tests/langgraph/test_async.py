@@ -114,3 +114,22 @@ async def test_async_mode_in_an_async_node(inbox: MemoryAnnounce) -> None:
     }
     assert not handled.parked  # nothing is parked in async mode
     assert inbox.question_ids == [expected]
+
+
+async def test_a_start_message_names_who_started_the_run(
+    inbox: MemoryAnnounce, tmp_path: Path
+) -> None:
+    @wait
+    async def issue_refund(order_id: str, amount: int) -> str:
+        return f"refunded {amount}"
+
+    start = {"thread_id": "a-3", "input": {"order_id": "a-3", "amount": 5}, "started_by": "bob"}
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "checkpoints.sqlite")) as saver:
+        graph = builder(issue_refund).compile(checkpointer=saver)
+        started = await ahandle_message(graph, start, inbox)
+        again = await ahandle_message(graph, start, inbox)
+    assert [e.started_by for e in (*started.report.envelopes, *again.report.envelopes)] == [
+        "bob",
+        "bob",
+    ]
+    assert inbox.envelopes[0].to_dict()["started_by"] == "bob"

@@ -9,14 +9,16 @@ import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from typing import Annotated, Any, TypedDict
+from unittest.mock import patch
 
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import interrupt
 
 from agent_wait.core import Outcome, SqliteAnnounce, SqliteEntry, SqliteQuestionStore
-from agent_wait.core._cli import main
+from agent_wait.core._approvers import ALLOW_BY_ENV
 from agent_wait.core._sqlite import default_inbox_path
+from agent_wait.host._cli import main
 from agent_wait.langgraph import handle_message, wait
 
 CARD = {
@@ -58,7 +60,8 @@ def graph(runs: list[str]) -> Any:
 
 def cli(*argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
+    # --by names who answers in these tests: the configuration allows it.
+    with redirect_stdout(out), redirect_stderr(err), patch.dict(os.environ, {ALLOW_BY_ENV: "1"}):
         code = main(list(argv))
     return code, out.getvalue(), err.getvalue()
 
@@ -97,7 +100,7 @@ def test_a_foreign_question_is_resumed_by_a_raw_answer_from_the_cli() -> None:
     # The command in its own process, as an operator runs it.
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run(
-        [sys.executable, "-m", "agent_wait.core._cli", "answer", ids["confirm"], "--json", '"y"'],
+        [sys.executable, "-m", "agent_wait.host._cli", "answer", ids["confirm"], "--json", '"y"'],
         capture_output=True,
         text=True,
         env=env,

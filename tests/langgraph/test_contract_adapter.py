@@ -12,8 +12,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
 from agent_wait.core import Question
-from agent_wait.core.testing import AdapterContract
 from agent_wait.langgraph import publish_interrupts, questions_in, wait
+from agent_wait.testing import AdapterContract
 from tests.langgraph.conftest import calls, model
 
 

@@ -9,8 +9,8 @@ from langchain_core.messages import AIMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from agent_wait.core.testing import HostContract
 from agent_wait.langgraph import ahandle_message, handle_message, wait
+from agent_wait.testing import HostContract
 from tests.langgraph.conftest import model
 
 

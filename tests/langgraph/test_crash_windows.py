@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import io
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -24,12 +24,12 @@ from agent_wait.core import (
     SqliteLedger,
     SqliteQuestionStore,
     WaitPolicy,
-    answer,
-    sweep,
 )
-from agent_wait.core._cli import main
 from agent_wait.core._sqlite import default_inbox_path
+from agent_wait.host import answer
+from agent_wait.host._cli import main
 from agent_wait.langgraph import ahandle_message, handle_message, wait
+from tests.redrive import redriven_after_a_lost_answer
 
 START_MESSAGE = {"thread_id": "order-4471", "input": {"order_id": "order-4471", "amount": 41000}}
 
@@ -375,37 +375,19 @@ def test_sweep_redrives_an_answer_whose_run_a_crash_left_unfinished_once(
     refunds: Refunds, checkpoints: SqliteSaver, tmp_path: Path
 ) -> None:
     graph = refunds.builder.compile(checkpointer=checkpoints)
-    inbox, messages_file = tmp_path / "inbox.sqlite3", tmp_path / "messages.sqlite3"
+    inbox = tmp_path / "inbox.sqlite3"
     [question_id] = handle_message(graph, START_MESSAGE, SqliteAnnounce(inbox)).question_ids
-    answered_at = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
-    with SqliteQuestionStore(inbox) as store, SqliteEntry(messages_file) as messages:
-        answer(question_id, "approve", by="alice", store=store, entry=messages, at=answered_at)
-        # The worker dies after the refund step was saved, and its message is gone with it
-        # (acknowledged by a host that took it for a duplicate, or lost).
-        [received] = messages.receive(1)
+
+    def crash(message: Mapping[str, Any]) -> None:
+        # The worker dies after the refund step was saved.
         refunds.kill_in.add("receipt")
         with pytest.raises(WorkerKilled):
-            handle_message(graph, received.message, SqliteAnnounce(inbox))
-        assert messages.ack(received)
+            handle_message(graph, message, SqliteAnnounce(inbox))
 
-        def swept(minutes: int) -> list[str]:
-            report = sweep(
-                store=store,
-                entry=messages,
-                now=answered_at + timedelta(minutes=minutes),
-                redrive_after="PT5M",
-                ledger=SqliteLedger(inbox),
-            )
-            return [q.envelope.question_id for q in report.redriven]
-
-        assert swept(2) == []  # not yet past the bound
-        assert swept(7) == [question_id]
-        assert swept(8) == []  # once, however often the sweep runs
-        [again] = messages.receive(1)
-        assert again.message["answer"] == {"action": "approve"}
-        handled = handle_message(graph, again.message, SqliteAnnounce(inbox))
-        assert handled.outcome is Outcome.CONTINUED, handled.detail
-        assert refunds.runs == ["refund order-4471 41000", "receipt order-4471"]
+    again = redriven_after_a_lost_answer(inbox, tmp_path / "messages.sqlite3", question_id, crash)
+    handled = handle_message(graph, again, SqliteAnnounce(inbox))
+    assert handled.outcome is Outcome.CONTINUED, handled.detail
+    assert refunds.runs == ["refund order-4471 41000", "receipt order-4471"]
 
 
 def test_cli_sweep_redrive_after_reports_what_it_sent_again(

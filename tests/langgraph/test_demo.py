@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from agent_wait.core import SqliteEntry, SqliteQuestionStore
+from agent_wait.host import default_approver
 
 DEMO = Path(__file__).parents[2] / "docs" / "examples" / "langgraph_refund.py"
 
@@ -49,18 +50,25 @@ def test_demo_parks_answers_sweeps_and_resumes_in_separate_processes(tmp_path: P
     assert "worker | agent (order-1002): Done: refunded 120 EUR on order-1002" in out
 
     # The inbox the demo printed: both parked questions, the short one first.
-    table = out.split("$ agent-wait inbox\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    listed = out.split("$ agent-wait inbox\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    # Each row is followed by who asked, indented.
+    table = [line for line in listed if not line.startswith("  ")]
+    assert listed[2] == "  asked by LangGraph · node tools"
     rows = [line.split() for line in table[1:]]
-    assert [(row[1], row[3]) for row in rows] == [
+    # The call is the last column, after two spaces; its function comes first.
+    calls = [line.rsplit("  ", 1)[1] for line in table[1:]]
+    assert [(row[1], call.split("(")[0]) for row, call in zip(rows, calls, strict=True)] == [
         ("order-4502", "ship_replacement"),
         ("order-4471", "issue_refund"),
     ]
+    assert "amount=41,000" in calls[1]
     store = SqliteQuestionStore(home / "inbox.sqlite3")
-    [replacement] = store.find(rows[0][2], "order-4502")
-    [refund] = store.find(rows[1][2], "order-4471")
-    assert f"$ agent-wait answer {rows[1][2]} approve --by alice" in out
+    [replacement] = store.find(rows[0][0], "order-4502")
+    [refund] = store.find(rows[1][0], "order-4471")
+    # The CLI records the login name of the process that answers.
+    assert f"$ agent-wait answer {rows[1][0]} approve --answer" in out
     assert refund.status == "answered"
-    assert refund.answered_by == "alice"
+    assert refund.answered_by == default_approver()
     assert refund.answer == {"note": "ok", "action": "approve"}
     assert "worker | agent (order-4471): Done: refunded 41000 EUR on order-4471" in out
 

@@ -52,7 +52,7 @@ def test_a_plain_string_interrupt_states_no_actions_and_takes_its_own_answer(
         question="Proceed with the refund? (y/n)",
         allowed_actions=[],
         source=None,
-        context={"node": "ask", "namespace": namespace("ask")},
+        context={"framework": "langgraph", "node": "ask", "namespace": namespace("ask")},
     )
     done = handle_message(graph, answer(envelope, "y"), inbox)
     assert done.outcome is Outcome.RESUMED
@@ -99,7 +99,7 @@ def test_a_response_schema_is_published_and_a_bad_answer_is_never_saved(
         allowed_actions=[],
         source=None,
         answer_schema=Refund.model_json_schema(),
-        context={"node": "ask", "namespace": namespace("ask")},
+        context={"framework": "langgraph", "node": "ask", "namespace": namespace("ask")},
     )
     bad = handle_message(graph, answer(envelope, {"approved": "maybe", "amount": 40}), inbox)
     assert bad.outcome is Outcome.INVALID_ANSWER

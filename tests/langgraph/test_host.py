@@ -21,7 +21,7 @@ from agent_wait.core import (
     WaitEnvelope,
     WaitPolicy,
 )
-from agent_wait.core.host import QuestionNotPending, plan
+from agent_wait.host import QuestionNotPending, plan
 from agent_wait.langgraph import (
     InterruptRoutingError,
     handle_message,
@@ -96,7 +96,7 @@ def test_the_whole_loop_with_redeliveries_duplicates_and_late_answers(
         default={"action": "reject"},
         source={"function": "issue_refund"},
         tags={"approver_group": "finance"},
-        context={"node": "refund", "namespace": namespace("refund")},
+        context={"framework": "langgraph", "node": "refund", "namespace": namespace("refund")},
     )
     assert (counts.node, counts.body) == (1, 0)
 

@@ -14,8 +14,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
 
 from agent_wait.core import MemoryAnnounce, Outcome
-from agent_wait.langgraph import _host as host_module
-from agent_wait.langgraph import handle_message
+from agent_wait.langgraph import _compat, handle_message
 from agent_wait.langgraph._host import (  # pyright: ignore[reportPrivateUsage]
     ASKED_KEY,
     _aread,  # pyright: ignore[reportPrivateUsage]
@@ -139,8 +138,8 @@ def test_without_pregels_internal_steps_the_host_reads_through_get_state(
     config: RunnableConfig = {"configurable": {"thread_id": "t"}}
     expected = (graph.get_state(config, subgraphs=True), saver.get_tuple(config))
     # A langgraph release without one of the steps the one-read path calls.
-    steps = (*host_module._ONE_READ_STEPS, "_gone")  # pyright: ignore[reportPrivateUsage]
-    monkeypatch.setattr(host_module, "_ONE_READ_STEPS", steps)
+    steps = (*_compat._ONE_READ_STEPS, "_gone")  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(_compat, "_ONE_READ_STEPS", steps)
     saver.latest_reads = 0
     assert _read(graph, config) == expected
     assert saver.latest_reads == 2

@@ -91,6 +91,7 @@ def test_batch_is_one_question_with_its_actions(inbox: MemoryAnnounce) -> None:
         source=None,
         answer_schema=batch_schema(envelope.question["actions"]),
         context={
+            "framework": "langgraph",
             "node": "HumanInTheLoopMiddleware.after_model",
             "namespace": namespace("HumanInTheLoopMiddleware.after_model"),
         },
@@ -187,6 +188,7 @@ def test_per_call_questions(inbox: MemoryAnnounce) -> None:
         source=None,
         answer_schema=delete.answer_schema,
         context={
+            "framework": "langgraph",
             "node": "tools",
             "namespace": namespace("tools"),
             "tool": "delete_file",

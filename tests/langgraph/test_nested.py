@@ -102,7 +102,11 @@ def test_two_subgraphs_asking_the_same_bare_question_are_told_apart(
             question_id=envelope.question_id,
             question="continue?",
             allowed_actions=[],
-            context={"node": "confirm", "namespace": namespace(parent, "confirm")},
+            context={
+                "framework": "langgraph",
+                "node": "confirm",
+                "namespace": namespace(parent, "confirm"),
+            },
         )
     # The namespace is the asking node's own checkpoint_ns: its answer goes to that subgraph.
     handle_message(graph, answer(found["billing"], "bill it"), inbox)
@@ -205,6 +209,7 @@ def test_create_agent_tool_calls_asking_the_same_question_carry_their_tool_call(
             question="continue?",
             allowed_actions=[],
             context={
+                "framework": "langgraph",
                 "node": "tools",
                 "namespace": namespace("tools"),
                 "tool": "check_stock",

@@ -14,8 +14,8 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import TimeoutPolicy
 
-from agent_wait.core.pause import INPUT_SCHEMA, PauseLimits, PausePolicy
 from agent_wait.langgraph import pause_tool
+from agent_wait.pause import INPUT_SCHEMA, PauseLimits, PausePolicy
 from tests.langgraph.conftest import calls, model
 from tests.pause_clock import THREE_BEATS, ConsumerPaced, FakeClock
 

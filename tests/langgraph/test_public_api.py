@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import agent_wait.langgraph
-from agent_wait.core.adapter import FrameworkAdapter
+from agent_wait.host.adapter import FrameworkAdapter
 
 
 def test_public_api_is_pinned() -> None:

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agent_wait.core import SqliteInbox
+from agent_wait.core import SqliteQuestionStore
 
 APP = Path(__file__).with_name("refund_app.py")
 START = {"thread_id": "order-4471", "input": {"order_id": "order-4471", "amount": 41000}}
@@ -48,7 +48,7 @@ def test_a_new_process_republishes_and_resumes_with_the_same_question_id(tmp_pat
     assert (tmp_path / "runs.txt").read_text() == "order-4471 41000\n"
 
     # Published twice under one question id, so the inbox holds one row for it.
-    with SqliteInbox(tmp_path / "inbox.sqlite3") as inbox:
+    with SqliteQuestionStore(tmp_path / "inbox.sqlite3") as inbox:
         [item] = inbox.open_questions()
     assert item.envelope.question_id == question_id
     assert item.envelope.tags == {"approver_group": "finance"}

@@ -20,18 +20,11 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import START, StateGraph
 
-from agent_wait.core import (
-    ServeStatus,
-    SqliteAnnounce,
-    SqliteEntry,
-    SqliteQuestionStore,
-    WaitPolicy,
-    answer,
-    hookimpl,
-)
+from agent_wait.core import SqliteAnnounce, SqliteEntry, SqliteQuestionStore, WaitPolicy, hookimpl
 from agent_wait.core._sqlite import default_inbox_path
-from agent_wait.core.testing import registered_plugin
+from agent_wait.host import ServeStatus, answer
 from agent_wait.langgraph import aserve, serve, wait
+from agent_wait.testing import registered_plugin
 from tests.serving import (
     check_serve_parks_and_resumes,
     health_endpoints,
@@ -74,9 +67,11 @@ def worker(tmp_path: Path, *extra: str) -> subprocess.Popen[str]:
 
 def agent_wait(*argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "agent_wait.core._cli", *argv],
+        [sys.executable, "-m", "agent_wait.host._cli", *argv],
         capture_output=True,
         text=True,
+        # --by names the person answering (a shared account's setting).
+        env={**os.environ, "AGENT_WAIT_ALLOW_BY": "1"},
         timeout=60,
         check=False,
     )

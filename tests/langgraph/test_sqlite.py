@@ -8,7 +8,14 @@ from typing import Any, TypedDict
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 
-from agent_wait.core import MemoryAnnounce, Outcome, SqliteInbox, WaitPolicy, announcer
+from agent_wait.core import (
+    MemoryAnnounce,
+    Outcome,
+    QuestionStatus,
+    SqliteQuestionStore,
+    WaitPolicy,
+    announcer,
+)
 from agent_wait.langgraph import handle_message, wait
 from tests.langgraph.conftest import check_envelope, clock, namespace
 
@@ -39,7 +46,7 @@ def test_the_inbox_holds_the_envelope_and_its_answer_resumes(
     assert [d.announcer for d in started.report.deliveries] == ["sqlite", "memory"]
     assert started.report.ok
 
-    with SqliteInbox(tmp_path / "inbox.sqlite3") as store:
+    with SqliteQuestionStore(tmp_path / "inbox.sqlite3") as store:
         [item] = store.open_questions()
         check_envelope(
             item.envelope,
@@ -50,11 +57,13 @@ def test_the_inbox_holds_the_envelope_and_its_answer_resumes(
             expires_at="2026-09-14T09:00:00Z",
             default={"action": "reject"},
             source={"function": "issue_refund"},
-            context={"node": "refund", "namespace": namespace("refund")},
+            context={"framework": "langgraph", "node": "refund", "namespace": namespace("refund")},
         )
         assert item.envelope == inbox.envelopes[0]
         reply = {**item.envelope.reply_with.model_dump(), "answer": {"action": "approve"}}
         assert handle_message(graph, reply, sqlite).outcome is Outcome.RESUMED
-        assert store.mark("order-9", item.envelope.question_id, "answered")
+        assert store.transition(
+            "order-9", item.envelope.question_id, QuestionStatus.ANSWERED, by="test"
+        ).won
         assert store.open_questions() == []
     assert runs == [4100]

@@ -127,7 +127,7 @@ def test_tool_node_approve_runs_the_tool_once(inbox: MemoryAnnounce) -> None:
         expires_at=envelope.expires_at,
         source={"function": "issue_refund"},
         tags={"approver_group": "finance"},
-        context={"node": "tools", "namespace": namespace("tools")},
+        context={"framework": "langgraph", "node": "tools", "namespace": namespace("tools")},
     )
     assert envelope.expires_at is not None
     resumed = handle_message(graph, answer(envelope, {"action": "approve"}), inbox)
@@ -426,7 +426,7 @@ def test_a_bare_interrupt_in_a_tool_node_tool(inbox: MemoryAnnounce) -> None:
         question={"ask": "which card?"},
         allowed_actions=[],
         source=None,
-        context={"node": "tools", "namespace": namespace("tools")},
+        context={"framework": "langgraph", "node": "tools", "namespace": namespace("tools")},
     )
     resumed = handle_message(graph, answer(envelope, "the visa"), inbox)
     assert tool_messages(resumed.result)["ask_customer"].content == "customer says the visa"

@@ -9,7 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from agent_wait.core import MemoryAnnounce, Outcome, WaitPolicy
-from agent_wait.core.host import AnswerTrust
+from agent_wait.host import AnswerTrust
 from agent_wait.langgraph import handle_message, stream_message
 from tests.langgraph.conftest import NOW, answer
 from tests.langgraph.test_host import START_MESSAGE, Counts, refund_graph

@@ -15,16 +15,10 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent, CallDeferred, DeferredToolRequests, RunContext
 
-from agent_wait.core import (
-    AnswerNotAccepted,
-    Outcome,
-    SqliteAnnounce,
-    SqliteEntry,
-    SqliteQuestionStore,
-    answer,
-)
-from agent_wait.core._cli import main
+from agent_wait.core import Outcome, SqliteAnnounce, SqliteEntry, SqliteQuestionStore
 from agent_wait.core._sqlite import default_inbox_path
+from agent_wait.host import AnswerNotAccepted, answer
+from agent_wait.host._cli import main
 from agent_wait.pydantic_ai import InMemoryHistory, handle_message, wait
 from tests.pydantic_ai.scripted import Script, seen_by_model
 

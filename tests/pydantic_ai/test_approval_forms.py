@@ -19,8 +19,8 @@ from agent_wait.core import (
     SqliteAnnounce,
     SqliteEntry,
     SqliteQuestionStore,
-    answer_many,
 )
+from agent_wait.host import answer_many
 from agent_wait.pydantic_ai import (
     InMemoryHistory,
     SqliteHistory,

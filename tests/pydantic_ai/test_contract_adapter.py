@@ -7,8 +7,8 @@ from typing import Any
 from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
 from agent_wait.core import Question
-from agent_wait.core.testing import AdapterContract
 from agent_wait.pydantic_ai import deferred_results, publish_interrupts, questions_in, wait
+from agent_wait.testing import AdapterContract
 from tests.pydantic_ai.scripted import Script, seen_by_model
 
 

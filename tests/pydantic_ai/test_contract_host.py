@@ -8,8 +8,8 @@ from pydantic_ai import Agent, DeferredToolRequests, RunContext
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from agent_wait.core.testing import HostContract
 from agent_wait.pydantic_ai import InMemoryHistory, ahandle_message, handle_message, wait
+from agent_wait.testing import HostContract
 
 
 class TestPydanticAIHost(HostContract):

@@ -17,7 +17,7 @@ from pydantic_ai import (
 )
 
 from agent_wait.core import InvalidAnswer, MemoryAnnounce, WaitPolicy
-from agent_wait.core.adapter import wait_payload
+from agent_wait.host.adapter import wait_payload
 from agent_wait.pydantic_ai import deferred_results, publish_interrupts, questions_in, wait
 from tests.pydantic_ai.scripted import Script, seen_by_model
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 from pydantic_ai import Agent, RunContext
 
-from agent_wait.core.pause import INPUT_SCHEMA, PauseLimits, PausePolicy
+from agent_wait.pause import INPUT_SCHEMA, PauseLimits, PausePolicy
 from agent_wait.pydantic_ai import PauseHeartbeatEvent, pause_tool
 from tests.pause_clock import THREE_BEATS, ConsumerPaced, FakeClock
 from tests.pydantic_ai.scripted import Script, seen_by_model

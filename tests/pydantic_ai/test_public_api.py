@@ -19,6 +19,7 @@ def test_public_api() -> None:
         "deferred_results",
         "handle_message",
         "hitl",
+        "park",
         "pause_tool",
         "publish_interrupts",
         "questions_in",

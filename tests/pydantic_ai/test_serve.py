@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +21,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, FunctionModel
 from pydantic_ai.run import AgentRunResultEvent
 
-from agent_wait.core import SqliteAnnounce, SqliteEntry, SqliteQuestionStore, answer
-from agent_wait.core.host import AnswerTrust
+from agent_wait.core import SqliteAnnounce, SqliteEntry, SqliteQuestionStore
+from agent_wait.host import AnswerTrust, ServeReport, answer
 from agent_wait.pydantic_ai import SqliteHistory, aserve, serve
 from tests.pydantic_ai.scripted import Script
 from tests.pydantic_ai.test_host import REFUND, Refunds
@@ -170,17 +170,13 @@ async def eventually(condition: Callable[[], Any], what: str) -> None:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-async def test_aserve_streams_to_a_coroutine_and_sends_a_fixed_prompt(tmp_path: Path) -> None:
-    refunds = Refunds(Refunder().model)
-    history = SqliteHistory(tmp_path / "history.sqlite3")
+async def aserve_one_answer(
+    refunds: Refunds, history: SqliteHistory, tmp_path: Path, thread_id: str, **options: Any
+) -> ServeReport:
+    """``aserve`` a start message on ``thread_id``, approve what it parks on, stop once resumed."""
     path = tmp_path / "inbox.sqlite3"
     entry = SqliteEntry(path, poll_interval=0.02)
-    entry.send({"thread_id": "order-2", "input": "refund order-4471"})
-    events: list[tuple[str, Any]] = []
-
-    async def show(thread_id: str, event: Any) -> None:
-        events.append((thread_id, event))
-
+    entry.send({"thread_id": thread_id, "input": "refund order-4471"})
     stop = asyncio.Event()
     worker = asyncio.create_task(
         aserve(
@@ -190,21 +186,48 @@ async def test_aserve_streams_to_a_coroutine_and_sends_a_fixed_prompt(tmp_path: 
             history=history,
             wait=0.05,
             stop=stop,
-            stream=show,
-            user_prompt="and list what is left",
+            **options,
         )
     )
     with SqliteQuestionStore(path) as store:
         await eventually(store.open_questions, "the thread parked")
         [question] = store.open_questions()
         answer(
-            question.envelope.question_id, "approve", thread_id="order-2", store=store, entry=entry
+            question.envelope.question_id, "approve", thread_id=thread_id, store=store, entry=entry
         )
-        await eventually(lambda: len(outputs(events)) == 2, "the resume streamed")
+        await eventually(lambda: len(refunds.runs) == 1, "the resume ran")
     stop.set()
-    report = await worker
+    # The worker finishes the message in hand before it returns: the resume has ended.
+    return await worker
+
+
+async def test_aserve_streams_to_a_coroutine_and_sends_a_fixed_prompt(tmp_path: Path) -> None:
+    refunds = Refunds(Refunder().model)
+    history = SqliteHistory(tmp_path / "history.sqlite3")
+    events: list[tuple[str, Any]] = []
+
+    async def show(thread_id: str, event: Any) -> None:
+        events.append((thread_id, event))
+
+    report = await aserve_one_answer(
+        refunds, history, tmp_path, "order-2", stream=show, user_prompt="and list what is left"
+    )
     assert (report.acknowledged, report.retried) == (2, 0)
     assert outputs(events)[1] == ("order-2", "done; asked: ['and list what is left']")
+
+
+async def test_aserve_sends_each_answer_its_own_prompt_without_streaming(tmp_path: Path) -> None:
+    refunds = Refunds(Refunder().model)
+    history = SqliteHistory(tmp_path / "history.sqlite3")
+
+    def prompt(message: Mapping[str, Any]) -> str:
+        return f"now report on {message['thread_id']}"
+
+    report = await aserve_one_answer(refunds, history, tmp_path, "order-3", user_prompt=prompt)
+    assert (report.acknowledged, report.retried) == (2, 0)
+    last = history.load("order-3")[-1]
+    assert isinstance(last, ModelResponse)
+    assert last.parts == [TextPart("done; asked: ['now report on order-3']")]
 
 
 def test_serve_refuses_a_user_prompt_that_is_neither_text_nor_a_function(tmp_path: Path) -> None:

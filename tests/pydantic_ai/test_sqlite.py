@@ -10,7 +10,14 @@ from typing import Any
 
 from pydantic_ai import Agent, DeferredToolRequests, RunContext
 
-from agent_wait.core import MemoryAnnounce, Outcome, SqliteInbox, WaitPolicy, announcer
+from agent_wait.core import (
+    MemoryAnnounce,
+    Outcome,
+    QuestionStatus,
+    SqliteQuestionStore,
+    WaitPolicy,
+    announcer,
+)
 from agent_wait.pydantic_ai import SqliteHistory, ahandle_message, handle_message, wait
 from tests.pydantic_ai.scripted import Script, seen_by_model
 
@@ -50,7 +57,7 @@ def test_one_row_per_question_and_the_default_answer_after_the_deadline(
     assert again.outcome is Outcome.REPUBLISHED
     assert again.report.ok
 
-    with SqliteInbox(path) as inbox:
+    with SqliteQuestionStore(path) as inbox:
         [item] = inbox.open_questions()
         assert item.envelope == started.report.envelopes[0]
         assert item.envelope.question_id == "issue_refund-1-0"
@@ -67,7 +74,9 @@ def test_one_row_per_question_and_the_default_answer_after_the_deadline(
         seen = seen_by_model(resumed.result.output)["issue_refund-1-0"]
         assert seen["outcome"] == "denied"
         assert json.loads(seen["content"]) == DEFAULT
-        assert inbox.mark(envelope.thread_id, envelope.question_id, "answered")
+        assert inbox.transition(
+            envelope.thread_id, envelope.question_id, QuestionStatus.ANSWERED, by="test"
+        ).won
         assert inbox.open_questions() == []
 
     # The default sent twice (a consumer retry) runs nothing.
@@ -89,7 +98,7 @@ async def test_async_host_to_sqlite_and_memory_together(
     started = await ahandle_message(agent, START, announce, history=history)
     assert started.report.ok
     assert len(started.report.deliveries) == 6
-    with SqliteInbox(path) as inbox:
+    with SqliteQuestionStore(path) as inbox:
         rows = inbox.open_questions()
     assert sorted(item.envelope.question_id for item in rows) == sorted(memory.question_ids)
     assert len(rows) == 3

@@ -14,7 +14,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from agent_wait.core import MemoryAnnounce, Outcome, WaitEnvelope
-from agent_wait.core.host import AnswerTrust
+from agent_wait.host import AnswerTrust
 from agent_wait.pydantic_ai import InMemoryHistory, ahandle_message, handle_message, wait
 
 NEW, OLD = "n" * 40, "o" * 40

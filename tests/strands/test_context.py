@@ -66,7 +66,9 @@ def test_a_batch_of_one_call_names_that_call(sessions: Path, inbox: MemoryAnnoun
     assert envelope.question_id.startswith("v1:before_tools:")
     assert envelope.question == {"name": "run-batch", "reason": {"tools": ["lookup"]}}
     assert envelope.source is None
-    assert envelope.context == CallContext(tool="lookup", tool_call_id="call_1_0")
+    assert envelope.context == CallContext(
+        tool="lookup", tool_call_id="call_1_0", framework="strands"
+    )
 
     # Published again from the stored session: the same context.
     again = handle_message(agent_for, {"thread_id": "b-1", "input": "look"}, inbox)
@@ -115,7 +117,9 @@ def test_a_batch_interrupt_in_a_graph_node_names_the_node(
 
     started = handle_message(graph_for, {"thread_id": "g-b", "input": "go"}, inbox)
     [check] = started.report.envelopes
-    assert check.context == CallContext(node="check", tool="lookup", tool_call_id="c_1_0")
+    assert check.context == CallContext(
+        node="check", tool="lookup", tool_call_id="c_1_0", framework="strands"
+    )
 
     # Restored from the session (a fresh Graph): the Graph kept the node's state.
     again = handle_message(graph_for, {"thread_id": "g-b", "input": "go"}, inbox)
@@ -126,7 +130,9 @@ def test_a_batch_interrupt_in_a_graph_node_names_the_node(
     moved = handle_message(graph_for, reply(check, "go"), inbox)
     [tell] = moved.report.envelopes
     assert tell.question_id == check.question_id
-    assert tell.context == CallContext(node="tell", tool="notify", tool_call_id="t_1_0")
+    assert tell.context == CallContext(
+        node="tell", tool="notify", tool_call_id="t_1_0", framework="strands"
+    )
 
 
 class NestedThreads:
@@ -161,7 +167,11 @@ def test_a_swarm_in_a_graph_node_names_the_path_to_the_agent_that_asked(
     [envelope] = started.report.envelopes
     assert envelope.question["function"] == "issue_refund"
     assert envelope.context == CallContext(
-        node="refunds", namespace="team|refunds", tool="issue_refund", tool_call_id="refunds_1_0"
+        node="refunds",
+        namespace="team|refunds",
+        tool="issue_refund",
+        tool_call_id="refunds_1_0",
+        framework="strands",
     )
 
     again = handle_message(graph_for, {"thread_id": "n-1", "input": "refund"}, inbox)
@@ -187,7 +197,9 @@ def test_a_swarm_in_a_graph_node_restored_from_the_session_names_the_graph_node(
     # Strands saves the interrupt state of a Graph's agent nodes only: the nested Swarm comes
     # back without its own, so all that is known is the Graph node that parked.
     again = handle_message(graph_for, {"thread_id": "n-2", "input": "refund"}, inbox)
-    assert [e.context for e in again.report.envelopes] == [CallContext(node="team")]
+    assert [e.context for e in again.report.envelopes] == [
+        CallContext(node="team", framework="strands")
+    ]
 
     # And the nested Swarm cannot resume there either: Strands starts it over with the answers
     # as its task, it fails, and the Graph ends FAILED. The answer was not taken: reported.

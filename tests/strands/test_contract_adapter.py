@@ -9,8 +9,8 @@ import pytest
 from strands import ToolContext, tool
 
 from agent_wait.core import Question
-from agent_wait.core.testing import AdapterContract
 from agent_wait.strands import interrupt_responses, publish_interrupts, questions_in, wait
+from agent_wait.testing import AdapterContract
 from tests.strands.conftest import Threads
 from tests.strands.fake_model import Call, ScriptedModel
 

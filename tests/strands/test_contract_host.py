@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from strands import ToolContext, tool
 
-from agent_wait.core.testing import HostContract
 from agent_wait.strands import ahandle_message, handle_message, wait
+from agent_wait.testing import HostContract
 from tests.strands.conftest import Threads
 from tests.strands.fake_model import Call, ScriptedModel
 

@@ -9,11 +9,7 @@ raised in a tool (its task ends without a result and the run goes on), which a S
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -23,13 +19,14 @@ from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent, HookProvider,
 from strands.session import FileSessionManager
 from strands.tools.executors import SequentialToolExecutor
 
-from agent_wait.core import MemoryAnnounce, Outcome, WaitEnvelope, WaitPolicy
+from agent_wait.core import MemoryAnnounce, Outcome, SqliteAnnounce, WaitEnvelope, WaitPolicy
 from agent_wait.strands import ahandle_message, handle_message, wait
+from tests.redrive import redriven_after_a_lost_answer
+from tests.reliability.killed import die, killed_worker
 from tests.strands.fake_model import Call, ScriptedModel
 
 THREAD = "order-4471"
 START = {"thread_id": THREAD, "input": "refund order-4471"}
-REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 class WorkerKilled(BaseException):
@@ -82,8 +79,12 @@ class Refunds:
     ``"after-body"``, or a :class:`DyingModel` place.
     """
 
-    def __init__(self, root: Path, *, once: bool = True, asynchronous: bool = False) -> None:
-        self.sessions = root / "sessions"
+    def __init__(
+        self, root: Path, *, once: bool = True, asynchronous: bool = False, session: bool = True
+    ) -> None:
+        self.sessions = root / "sessions" if session else None
+        # Without a session, the agents live in this process's memory, one per thread.
+        self.in_memory: dict[str, Agent] = {}
         self.effects_file = root / "effects.txt"
         self.kill_in: set[str] = set()
         kill_in = self.kill_in
@@ -93,7 +94,7 @@ class Refunds:
             with effects_file.open("a") as out:
                 out.write(f"refund {order_id} {amount}\n")
             if "body-sigkill" in kill_in:
-                os.kill(os.getpid(), signal.SIGKILL)
+                die()
             if "body" in kill_in:
                 kill_in.discard("body")
                 raise WorkerKilled("body")
@@ -122,16 +123,21 @@ class Refunds:
         return self.effects_file.read_text().splitlines()
 
     def __call__(self, thread_id: str) -> Agent:
-        return Agent(
+        if self.sessions is None and thread_id in self.in_memory:
+            return self.in_memory[thread_id]
+        agent = Agent(
             model=DyingModel(self.kill_in),
             tools=[self.tool],
             hooks=[DieAroundTool(self.kill_in)],
             tool_executor=SequentialToolExecutor(),
-            session_manager=FileSessionManager(
-                session_id=thread_id, storage_dir=str(self.sessions)
-            ),
+            session_manager=None
+            if self.sessions is None
+            else FileSessionManager(session_id=thread_id, storage_dir=str(self.sessions)),
             callback_handler=None,
         )
+        if self.sessions is None:
+            self.in_memory[thread_id] = agent
+        return agent
 
     def repository(self) -> FileSessionManager:
         return FileSessionManager(session_id=THREAD, storage_dir=str(self.sessions))
@@ -225,14 +231,7 @@ def test_a_worker_sigkilled_inside_the_body_leaves_an_in_doubt_question(tmp_path
         "refunds.kill_in.add('body-sigkill')\n"
         "handle_message(refunds, json.loads(sys.argv[2]), MemoryAnnounce())\n"
     )
-    worker = subprocess.run(
-        [sys.executable, "-c", code, str(tmp_path), json.dumps(approve(question))],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert worker.returncode == -signal.SIGKILL, worker.stderr
+    killed_worker(code, str(tmp_path), json.dumps(approve(question)))
     assert refunds.effects == ["refund order-4471 41000"]
 
     again = handle_message(refunds, approve(question), announce)
@@ -386,3 +385,57 @@ def test_the_record_is_per_session_though_tool_use_ids_repeat(tmp_path: Path) ->
     assert done.outcome is Outcome.RESUMED, done.detail
     assert str(done.result).strip() == "done: refunded 41000"
     assert len(refunds.effects) == 2
+
+
+def test_an_agent_without_a_session_runs_its_body_once_in_its_process(tmp_path: Path) -> None:
+    refunds = Refunds(tmp_path, session=False)
+    announce = MemoryAnnounce()
+    question = parked(refunds, announce)
+    refunds.kill_in.add("body")
+    with pytest.raises(WorkerKilled):
+        handle_message(refunds, approve(question), announce)
+    assert refunds.effects == ["refund order-4471 41000"]
+
+    # The same process, the same agent: the record is kept under the thread, so the answer
+    # handed out again runs nothing and asks.
+    again = handle_message(refunds, approve(question), announce)
+    assert again.outcome is Outcome.RESUMED, again.detail
+    [doubt] = again.report.envelopes
+    assert doubt.question["function"] == "did_it_happen"
+    done = handle_message(refunds, reply(doubt, {"action": "yes"}), announce)
+    assert done.outcome is Outcome.RESUMED, done.detail
+    assert refunds.effects == ["refund order-4471 41000"]
+
+
+def test_an_answer_to_an_agent_without_a_session_in_a_new_process_says_it_was_lost(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    question = parked(Refunds(tmp_path, session=False), MemoryAnnounce())
+
+    # A restarted worker: its agents are new, and never asked anything.
+    restarted = Refunds(tmp_path, session=False)
+    handled = handle_message(restarted, approve(question), MemoryAnnounce())
+    assert handled.outcome is Outcome.UNKNOWN_QUESTION
+    assert handled.detail is not None
+    assert "its Agent has no session manager" in handled.detail
+    assert "cannot be answered" in handled.detail
+    assert "has no session manager" in caplog.text
+    assert restarted.effects == []
+
+
+def test_sweep_redrives_an_answer_whose_run_a_crash_left_unfinished_once(tmp_path: Path) -> None:
+    refunds = Refunds(tmp_path)
+    inbox = tmp_path / "inbox.sqlite3"
+    [question_id] = handle_message(refunds, START, SqliteAnnounce(inbox)).question_ids
+
+    def crash(message: Mapping[str, Any]) -> None:
+        # The worker dies after the refund's result was saved, before the model answered it.
+        refunds.kill_in.add("after-tools")
+        with pytest.raises(WorkerKilled):
+            handle_message(refunds, message, SqliteAnnounce(inbox))
+
+    again = redriven_after_a_lost_answer(inbox, tmp_path / "messages.sqlite3", question_id, crash)
+    handled = handle_message(refunds, again, SqliteAnnounce(inbox))
+    assert handled.outcome is Outcome.CONTINUED, handled.detail
+    assert str(handled.result).strip() == "done: refunded 41000"
+    assert refunds.effects == ["refund order-4471 41000"]

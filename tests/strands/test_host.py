@@ -88,7 +88,9 @@ def test_the_whole_loop_with_redelivery_duplicates_and_late_answers(
         "function": "issue_refund",
         "args": {"order_id": "order-4471", "amount": 41000},
     }
-    assert envelope.context == CallContext(tool="issue_refund", tool_call_id="call_1_0")
+    assert envelope.context == CallContext(
+        tool="issue_refund", tool_call_id="call_1_0", framework="strands"
+    )
     assert tools.runs == []
     assert threads.invocations == ["order-4471"]
 

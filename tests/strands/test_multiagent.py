@@ -152,7 +152,10 @@ def test_swarm_node_tool_parks_and_the_answer_resumes_that_node(
     assert envelope.source.function == "issue_refund"
     # The node that asked, and its tool call.
     assert envelope.context == CallContext(
-        node="refunds", tool="issue_refund", tool_call_id=envelope.context.tool_call_id
+        node="refunds",
+        tool="issue_refund",
+        tool_call_id=envelope.context.tool_call_id,
+        framework="strands",
     )
     assert envelope.context.tool_call_id
     assert f":{envelope.context.tool_call_id}:" in envelope.question_id
@@ -220,7 +223,7 @@ def test_graph_parallel_nodes_and_a_hook_each_resume_the_node_that_asked(
     [notice] = rejected.report.envelopes
     assert notice.question == {"name": "publish-notice", "reason": {"node": "notify"}}
     # The hook interrupt's id names its node: that is the whole context.
-    assert notice.context == CallContext(node="notify")
+    assert notice.context == CallContext(node="notify", framework="strands")
     assert notice.source is None
     assert threads.seen == []
 

@@ -8,7 +8,7 @@ import logging
 import pytest
 from strands import Agent
 
-from agent_wait.core.pause import INPUT_SCHEMA, PauseLimits, PausePolicy
+from agent_wait.pause import INPUT_SCHEMA, PauseLimits, PausePolicy
 from agent_wait.strands import pause_tool
 from tests.pause_clock import THREE_BEATS, ConsumerPaced, FakeClock
 from tests.strands.fake_model import Call, ScriptedModel

@@ -19,6 +19,7 @@ def test_public_api_is_pinned() -> None:
         "handle_message",
         "hitl",
         "interrupt_responses",
+        "park",
         "pause_tool",
         "publish_interrupts",
         "questions_in",

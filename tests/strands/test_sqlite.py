@@ -10,8 +10,7 @@ from typing import Any
 
 from strands import ToolContext, tool
 
-from agent_wait.core import Outcome, WaitPolicy, announcer
-from agent_wait.core._sqlite import SqliteInbox
+from agent_wait.core import Outcome, QuestionStatus, SqliteQuestionStore, WaitPolicy, announcer
 from agent_wait.strands import handle_message, wait
 from tests.strands.conftest import Threads
 from tests.strands.fake_model import Call, ScriptedModel
@@ -46,7 +45,7 @@ def test_sqlite_inbox_one_row_per_question_and_the_default_answer_after_the_dead
     assert again.outcome is Outcome.REPUBLISHED
     assert again.report.ok
 
-    with SqliteInbox(path) as inbox:
+    with SqliteQuestionStore(path) as inbox:
         [item] = inbox.open_questions()
         assert item.envelope == started.report.envelopes[0]
         assert item.envelope.expires_at == "2026-09-14T09:00:00Z"
@@ -58,7 +57,9 @@ def test_sqlite_inbox_one_row_per_question_and_the_default_answer_after_the_dead
         answer = {**envelope.reply_with.model_dump(), "answer": envelope.default}
         resumed = handle_message(threads, json.dumps(answer), sqlite)
         assert resumed.outcome is Outcome.RESUMED
-        assert inbox.mark(envelope.thread_id, envelope.question_id, "answered")
+        assert inbox.transition(
+            envelope.thread_id, envelope.question_id, QuestionStatus.ANSWERED, by="test"
+        ).won
         assert inbox.open_questions() == []
 
     assert runs == []

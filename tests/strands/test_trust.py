@@ -9,7 +9,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from agent_wait.core import MemoryAnnounce, Outcome
-from agent_wait.core.host import AnswerTrust
+from agent_wait.host import AnswerTrust
 from agent_wait.strands import handle_message
 from tests.strands.conftest import Threads
 from tests.strands.fake_model import Call, ScriptedModel

@@ -31,6 +31,7 @@ from agent_wait.core import lazy_exports
 
 if TYPE_CHECKING:
     from agent_wait.langgraph._adapter import LangGraphAdapter, questions_in
+    from agent_wait.langgraph._errors import InterruptRoutingError
     from agent_wait.langgraph._host import (
         ahandle_message,
         astream_message,
@@ -39,7 +40,6 @@ if TYPE_CHECKING:
         stream_message,
     )
     from agent_wait.langgraph._pause import pause_tool
-    from agent_wait.langgraph._routing import InterruptRoutingError
     from agent_wait.langgraph._serve import aserve, serve
     from agent_wait.langgraph._wait import apublish_interrupts, hitl, publish_interrupts, wait
 
@@ -64,7 +64,7 @@ __all__ = [
 # Lazy: the entry-point plugin module lives in this package, and importing it must not import
 # LangGraph (every agent-wait process loads the plugins, not every one uses LangGraph).
 _HOMES = {
-    "InterruptRoutingError": "._routing",
+    "InterruptRoutingError": "._errors",
     "LangGraphAdapter": "._adapter",
     "ahandle_message": "._host",
     "apublish_interrupts": "._wait",

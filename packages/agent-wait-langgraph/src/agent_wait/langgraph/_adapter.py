@@ -10,7 +10,8 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolArg
 
 from agent_wait.core import CallContext, Question, WaitPolicy
-from agent_wait.core.adapter import WaitCall, edited_args_schema, question_from_value
+from agent_wait.host.adapter import WaitCall, edited_args_schema, question_from_value
+from agent_wait.langgraph._compat import PUSH, TASKS
 from agent_wait.langgraph._routing import apark, as_mapping, execution_key, park
 from langgraph.config import get_config
 from langgraph.prebuilt import ToolRuntime
@@ -232,10 +233,9 @@ def answer_schema_of(item: Interrupt) -> dict[str, Any] | None:
     return dict(schema) if schema else None
 
 
-# LangGraph's first path entry of a task created by a Send (langgraph._internal._constants.PUSH),
-# whose second entry indexes the Sends in the step's checkpoint (channel TASKS).
-_PUSH = "__pregel_push"
-TASKS_CHANNEL = "__pregel_tasks"
+# A task created by a Send has path (PUSH, index): the index of its Send in the step's
+# checkpoint, channel TASKS.
+TASKS_CHANNEL = TASKS
 
 
 def sends_needed(snapshot: StateSnapshot) -> list[RunnableConfig]:
@@ -257,7 +257,7 @@ def _send_index(task: PregelTask) -> int | None:
     """Which of its step's Sends created ``task``; None for a task of an edge."""
     # PregelTask.path's nested tuples are unparametrised: pyright reads them as unknown.
     path: tuple[object, ...] = cast("Any", task).path
-    index = path[1] if len(path) > 1 and path[0] == _PUSH else None
+    index = path[1] if len(path) > 1 and path[0] == PUSH else None
     return index if isinstance(index, int) else None
 
 
@@ -406,7 +406,7 @@ def questions_in(result: Any, contexts: Mapping[str, CallContext] | None = None)
 
 
 class LangGraphAdapter:
-    """:class:`agent_wait.core.adapter.FrameworkAdapter` for LangGraph: parks on ``interrupt()``."""
+    """:class:`agent_wait.host.adapter.FrameworkAdapter` for LangGraph: parks on ``interrupt()``."""
 
     name = "langgraph"
 

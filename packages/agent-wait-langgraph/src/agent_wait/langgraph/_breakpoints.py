@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 from agent_wait.core import CallContext, InvalidAnswer, Question, canonical_json, to_jsonable
+from agent_wait.langgraph._compat import INTERRUPT
 from langgraph.checkpoint.base import CheckpointTuple
 
 Breakpoints = Literal["*"] | Sequence[str]
@@ -26,7 +27,6 @@ stopped there and no longer asks it."""
 REASON_KEY = "agent_wait_breakpoint_reason"
 """Checkpoint metadata: why the breakpoint was rejected (the answer's ``reason``, or empty)."""
 
-_INTERRUPT_CHANNEL = "__interrupt__"  # LangGraph's INTERRUPT: where it notes what a stop saw
 _PREVIEW = 200
 """The longest JSON text a state value is shown as in a breakpoint question; longer is cut."""
 
@@ -60,7 +60,7 @@ def _updated_since_last_stop(latest: CheckpointTuple) -> bool:
     # LangGraph's should_interrupt: a breakpoint stops a run only when a channel changed since
     # the thread last went past one; a resume marks the versions it went past.
     checkpoint = latest.checkpoint
-    seen = cast("Mapping[str, Any]", checkpoint["versions_seen"].get(_INTERRUPT_CHANNEL) or {})
+    seen = cast("Mapping[str, Any]", checkpoint["versions_seen"].get(INTERRUPT) or {})
     return any(
         chan not in seen or version > seen[chan]
         for chan, version in checkpoint["channel_versions"].items()

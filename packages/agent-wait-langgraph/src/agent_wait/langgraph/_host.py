@@ -7,7 +7,7 @@ poisons the thread; and a static breakpoint pauses a thread without a question (
 one: see ``agent_wait.langgraph._breakpoints``).
 :func:`handle_message` reads the thread's state before it runs anything and closes each of these
 (answers reach their own ``@wait`` call through ``agent_wait.langgraph._routing``);
-the decisions (start, resume, republish, duplicate...) are ``agent_wait.core.host``'s.
+the decisions (start, resume, republish, duplicate...) are ``agent_wait.host``'s.
 """
 
 from __future__ import annotations
@@ -15,16 +15,25 @@ from __future__ import annotations
 import dataclasses
 import re
 import weakref
-from collections.abc import AsyncIterator, Callable, Generator, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Callable,
+    Generator,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, cast
 
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from pydantic import ValidationError
 
-import langgraph.types
+import agent_wait.host as core_host
 from agent_wait.core import (
     Announce,
     Answer,
@@ -33,12 +42,13 @@ from agent_wait.core import (
     InvalidAnswer,
     Question,
     StartMessage,
+    last_messages,
     parse_message,
     schema_problem,
     storable_problem,
+    with_asker,
 )
-from agent_wait.core import host as core_host
-from agent_wait.core.host import (
+from agent_wait.host import (
     AnswerTrust,
     AsyncStreamed,
     AsyncStreamingHost,
@@ -49,6 +59,7 @@ from agent_wait.core.host import (
     StreamingHost,
     Waiting,
 )
+from agent_wait.langgraph import _compat
 from agent_wait.langgraph._adapter import (
     TASKS_CHANNEL,
     answer_schema_of,
@@ -81,17 +92,9 @@ from langgraph.errors import UnknownInterruptError, is_invalid_resume
 from langgraph.pregel import Pregel
 from langgraph.types import Command, Interrupt, PregelTask, StateSnapshot
 
-INTERRUPT_CHANNEL = "__interrupt__"  # LangGraph's INTERRUPT: the channel a task's interrupts go to
-
 Graph = Pregel[Any, Any, Any, Any]
 
-STRICT_RESUME_KEY = "__pregel_strict_resume"
-"""LangGraph's strict-resume switch (``CONFIG_KEY_STRICT_RESUME``, langgraph 1.2): a resume naming
-an interrupt that is no longer pending raises ``UnknownInterruptError`` before anything is written."""
-
 _INTERRUPT_ID = re.compile(r"^[0-9a-f]{32}$")
-# LangGraph's id of a task's n-th interrupt (private in langgraph 1.2; see _earlier_ids).
-_slot_id: Callable[[str, int], object] | None = getattr(langgraph.types, "_interrupt_id", None)
 _MAX_SLOTS = 100
 
 
@@ -232,12 +235,36 @@ def _parked_on(result: Any) -> Any:
     return cast("Mapping[str, Any]", result) if isinstance(result, Mapping) else ()
 
 
+_UNNAMED = "LangGraph"
+"""The name LangGraph gives a graph compiled without one: not worth showing as the asker."""
+_ROLES = {"human": "user", "ai": "assistant"}
+
+
+def _said(message: object) -> tuple[str, str] | None:
+    """A chat message's role and text for a question's context: the user's and the model's."""
+    if not isinstance(message, BaseMessage) or message.type not in _ROLES:
+        return None
+    content = message.content
+    if isinstance(content, str):
+        return _ROLES[message.type], content
+    texts = [b["text"] for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    return (_ROLES[message.type], "\n".join(str(t) for t in texts)) if texts else None
+
+
+def _messages_of(values: object) -> Sequence[object]:
+    """The ``messages`` of a graph's state (a run's result, a snapshot's or checkpoint's values)."""
+    if not isinstance(values, Mapping):
+        return ()
+    messages: object = cast("Mapping[str, object]", values).get("messages")
+    return cast("list[object]", messages) if isinstance(messages, list) else ()
+
+
 def _thread_of(config: RunnableConfig) -> str:
     return str((config.get("configurable") or {})["thread_id"])
 
 
 def _strict(config: RunnableConfig) -> RunnableConfig:
-    configurable = {**(config.get("configurable") or {}), STRICT_RESUME_KEY: True}
+    configurable = {**(config.get("configurable") or {}), _compat.CONFIG_KEY_STRICT_RESUME: True}
     return cast("RunnableConfig", {**config, "configurable": configurable})
 
 
@@ -293,11 +320,9 @@ def _earlier_ids(namespace: str, interrupt_id: str) -> list[str]:
     ``interrupt_id``; otherwise the answer is reported as for an unknown question, which is just
     as much a no-op.
     """
-    if _slot_id is None:
-        return []
     ids: list[str] = []
     for answered in range(_MAX_SLOTS):
-        slot = str(_slot_id(namespace, answered))
+        slot = _compat.interrupt_id(namespace, answered)
         if slot == interrupt_id:
             return ids
         ids.append(slot)
@@ -323,7 +348,7 @@ def _task_names(pregel: Any) -> frozenset[str]:
             scope = getattr(function, "__globals__", {})
             cells = [c.cell_contents for c in getattr(function, "__closure__", None) or ()]
             for value in (*(scope.get(n) for n in code.co_names), *cells):
-                if isinstance(value, _TASK_TYPE) and id(value) not in found:
+                if isinstance(value, _compat.TASK_FUNCTION_TYPES) and id(value) not in found:
                     task_function: Any = getattr(value, "func", None)
                     found[id(value)] = str(getattr(task_function, "__name__", ""))
                     todo.append(task_function)
@@ -332,16 +357,6 @@ def _task_names(pregel: Any) -> frozenset[str]:
     return names
 
 
-def _task_type() -> tuple[type, ...]:
-    """LangGraph's ``@task`` function class (private in langgraph 1.2); none: no task is found."""
-    try:
-        from langgraph.func import _TaskFunction  # pyright: ignore[reportPrivateUsage]
-    except ImportError:  # pragma: no cover - another langgraph
-        return ()
-    return (_TaskFunction,)
-
-
-_TASK_TYPE = _task_type()
 _TASK_NAMES: weakref.WeakKeyDictionary[Any, frozenset[str]] = weakref.WeakKeyDictionary()
 
 
@@ -360,7 +375,7 @@ def _asking_tasks(
         return contexts
     writers: dict[str, list[str]] = {}
     for task_id, channel, value in latest.pending_writes or ():
-        if channel == INTERRUPT_CHANNEL:
+        if channel == _compat.INTERRUPT:
             for item in cast("Iterable[Any]", value or ()):
                 writers.setdefault(str(getattr(item, "id", "")), []).append(str(task_id))
     placed = dict(contexts)
@@ -390,9 +405,7 @@ def _asker(
 
 
 def _slot_ids(namespace: str) -> list[str]:
-    if _slot_id is None:
-        return []
-    return [str(_slot_id(namespace, answered)) for answered in range(_MAX_SLOTS)]
+    return [_compat.interrupt_id(namespace, answered) for answered in range(_MAX_SLOTS)]
 
 
 ASKED_KEY = "agent_wait_asked"
@@ -508,8 +521,8 @@ def _quick_thread(
         return tuple(snapshot.tasks), _asking_tasks(pregel, contexts, latest)
 
     pending: list[Interrupt] = []
-    if latest is not None and _TASK_STATUSES is not None:  # (it is: see _quick_ok)
-        statuses = _TASK_STATUSES(latest.pending_writes or [])
+    if latest is not None and _compat.read_task_statuses is not None:  # (see _quick_ok)
+        statuses = _compat.read_task_statuses(latest.pending_writes or [])
         pending = [item for status in statuses.values() for item in status.pending_interrupts]
     thread = _Thread(
         thread_id,
@@ -541,62 +554,14 @@ def _read(
     own (no ``checkpoint_ns``), so no nested graph is addressed. ``lean``: see :func:`_lean`.
     """
     pregel: Any = graph
-    if not _reads_once(pregel):
+    if not _compat.reads_once(pregel):
         return graph.get_state(config, subgraphs=True), pregel.checkpointer.get_tuple(config)
-    saver: BaseCheckpointSaver[Any] = pregel._state_checkpointer(config)
+    saver: BaseCheckpointSaver[Any] = _compat.state_checkpointer(pregel, config)
     latest = saver.get_tuple(config)
     snapshot = _lean(pregel, config, latest, saver) if lean else None
     if snapshot is None:
-        snapshot = pregel._prepare_state_snapshot(
-            config, latest, saver=saver, recurse=True, live=_live(config)
-        )
+        snapshot = _compat.prepare_state_snapshot(pregel, config, latest, saver, _live(config))
     return snapshot, latest
-
-
-# Pregel's own steps inside get_state (langgraph 1.2), internals: a langgraph without them is read
-# through its public calls instead (the latest checkpoint twice), never wrongly.
-_ONE_READ_STEPS = (
-    "_state_checkpointer",
-    "_resolve_checkpointer",
-    "_prepare_state_snapshot",
-    "_aprepare_state_snapshot",
-)
-
-
-def _reads_once(pregel: Any) -> bool:
-    return all(callable(getattr(pregel, name, None)) for name in _ONE_READ_STEPS)
-
-
-def _lean_steps() -> tuple[Any, Any, Any] | None:
-    """The steps of ``Pregel._prepare_state_snapshot`` that tell the tasks, or None.
-
-    Internals of langgraph 1.2: without them, the full snapshot is built instead.
-    """
-    try:
-        from langgraph.pregel import _algo, _checkpoint, debug
-    except ImportError:  # pragma: no cover - another langgraph
-        return None
-    steps = (
-        getattr(_checkpoint, "channels_from_checkpoint", None),
-        getattr(_algo, "prepare_next_tasks", None),
-        getattr(debug, "tasks_w_writes", None),
-    )
-    return steps if all(callable(step) for step in steps) else None
-
-
-_LEAN_STEPS = _lean_steps()
-
-
-def _task_statuses() -> Callable[[Iterable[Any]], Mapping[str, Any]] | None:
-    """LangGraph's reading of a step's writes into each task's status (langgraph 1.2), or None."""
-    try:
-        from langgraph.pregel._task_status import read_task_statuses
-    except ImportError:  # pragma: no cover - another langgraph
-        return None
-    return read_task_statuses
-
-
-_TASK_STATUSES = _task_statuses()
 
 
 def _lean_ok(pregel: Any, config: RunnableConfig) -> bool:
@@ -614,7 +579,7 @@ def _flat(pregel: Any) -> bool:
     """
     flat = _FLAT.get(pregel)
     if flat is None:
-        flat = callable(getattr(pregel, "_migrate_checkpoint", None)) and not any(
+        flat = _compat.migrates_checkpoints(pregel) and not any(
             True for _ in pregel.get_subgraphs()
         )
         _FLAT[pregel] = flat
@@ -627,18 +592,18 @@ def _saver(pregel: Any, config: RunnableConfig) -> BaseCheckpointSaver[Any]:
     That merge (``ensure_config``) is most of its cost and changes nothing here: a config naming
     its thread, as the host's always does, drops what a parent run would lend.
     """
-    saver = pregel._resolve_checkpointer(config)
+    saver = _compat.resolve_checkpointer(pregel, config)
     if isinstance(saver, BaseCheckpointSaver):
         return cast("BaseCheckpointSaver[Any]", saver)
-    return pregel._state_checkpointer(config)
+    return _compat.state_checkpointer(pregel, config)
 
 
 def _quick_ok(pregel: Any, config: RunnableConfig) -> bool:
     """Whether :func:`_quick_thread` reads this thread (else the full snapshot is read)."""
     return (
-        _TASK_STATUSES is not None
-        and _LEAN_STEPS is not None
-        and _reads_once(pregel)
+        _compat.read_task_statuses is not None
+        and _compat.LEAN_STEPS is not None
+        and _compat.reads_once(pregel)
         and _lean_ok(pregel, config)
     )
 
@@ -656,10 +621,10 @@ def _lean(
     no checkpoint yet, a graph with nested graphs (whose states the snapshot reads too), a past
     checkpoint, or a langgraph without these steps.
     """
-    if saved is None or _LEAN_STEPS is None or not _lean_ok(pregel, config):
+    if saved is None or _compat.LEAN_STEPS is None or not _lean_ok(pregel, config):
         return None
-    from_checkpoint, next_tasks, with_writes = _LEAN_STEPS
-    pregel._migrate_checkpoint(saved.checkpoint)
+    from_checkpoint, next_tasks, with_writes = _compat.LEAN_STEPS
+    _compat.migrate_checkpoint(pregel, saved.checkpoint)
     step = saved.metadata.get("step", -1) + 1
     channels, managed = from_checkpoint(
         pregel.channels, saved.checkpoint, saver=saver, config=saved.config
@@ -695,15 +660,15 @@ async def _aread(
 ) -> tuple[StateSnapshot, CheckpointTuple | None]:
     """Async :func:`_read`."""
     pregel: Any = graph
-    if not _reads_once(pregel):
+    if not _compat.reads_once(pregel):
         snapshot = await graph.aget_state(config, subgraphs=True)
         return snapshot, await pregel.checkpointer.aget_tuple(config)
-    saver: BaseCheckpointSaver[Any] = pregel._state_checkpointer(config)
+    saver: BaseCheckpointSaver[Any] = _compat.state_checkpointer(pregel, config)
     latest = await saver.aget_tuple(config)
     snapshot = _lean(pregel, config, latest, saver) if lean else None
     if snapshot is None:
-        snapshot = await pregel._aprepare_state_snapshot(
-            config, latest, saver=saver, recurse=True, live=_live(config)
+        snapshot = await _compat.aprepare_state_snapshot(
+            pregel, config, latest, saver, _live(config)
         )
     return snapshot, latest
 
@@ -726,16 +691,24 @@ class _Waiting(Waiting):
     """
 
     thread: _Thread | None = field(default=None, repr=False, compare=False)
+    asker: Callable[[list[Question], object], list[Question]] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """Adds the framework, the graph's name and shared messages (from the state's values)."""
 
     @property
     def unanswered(self) -> list[Question]:
         contexts: Mapping[str, CallContext] = {} if self.thread is None else self.thread.contexts
-        return [
+        asked = [
             q.model_copy(update={"context": contexts[q.question_id]})
             if q.question_id in contexts
             else q
             for q in super().unanswered
         ]
+        if self.asker is None or not asked:
+            return asked
+        latest = None if self.thread is None else self.thread.latest
+        return self.asker(asked, None if latest is None else latest.checkpoint["channel_values"])
 
 
 class _Host:
@@ -762,7 +735,15 @@ class _Host:
         self._stopped: Question | None = None
 
     def waiting(self, thread: _Thread) -> Waiting:
-        return _Waiting.deferred(thread.pending_ids, lambda: thread.questions, thread=thread)
+        return _Waiting.deferred(
+            thread.pending_ids, lambda: thread.questions, thread=thread, asker=self._with_asker
+        )
+
+    def _with_asker(self, questions: list[Question], values: object) -> list[Question]:
+        """``questions`` with the asker: LangGraph, the graph's name, shared messages."""
+        name = getattr(self.graph, "name", None)
+        agent = name if isinstance(name, str) and name != _UNNAMED else None
+        return with_asker(questions, "langgraph", agent, last_messages(_messages_of(values), _said))
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         if thread.stop is not None:
@@ -774,9 +755,11 @@ class _Host:
         return answer.answer
 
     def questions_in(self, result: Any) -> list[Question]:
+        values = result.values if isinstance(result, StateSnapshot) else result
         if self._stopped is not None:
-            return [self._stopped]
-        return questions_in(_parked_on(result), self._parked)
+            return self._with_asker([self._stopped], values)
+        asked = questions_in(_parked_on(result), self._parked)
+        return self._with_asker(asked, values) if asked else asked
 
     def _breakpoints(self) -> tuple[Breakpoints, Breakpoints]:
         """The ``interrupt_before`` and ``interrupt_after`` nodes: compiled, and given to runs."""
@@ -1096,6 +1079,14 @@ def _given(before: Breakpoints | None, after: Breakpoints | None) -> dict[str, A
     return given
 
 
+def _stream_options(stream_mode: Any, subgraphs: bool) -> dict[str, Any]:
+    """What every ``graph.stream`` call of a run takes (no ``stream_mode``: LangGraph's default)."""
+    options: dict[str, Any] = {"subgraphs": subgraphs}
+    if stream_mode is not None:
+        options["stream_mode"] = stream_mode
+    return options
+
+
 def handle_message(
     graph: Any,
     message: Answer | StartMessage | Mapping[str, Any] | str | bytes,
@@ -1232,9 +1223,7 @@ def stream_message(
             send_to_ui(token)
         log.info("%s %s", run.handled.outcome, run.handled.question_ids)
     """
-    options: dict[str, Any] = {"subgraphs": subgraphs}
-    if stream_mode is not None:
-        options["stream_mode"] = stream_mode
+    options = _stream_options(stream_mode, subgraphs)
     breakpoints = _given(interrupt_before, interrupt_after)
     host = _SyncHost(_check_graph(graph), config, options, breakpoints)
     return core_host.stream_message(
@@ -1258,9 +1247,7 @@ def astream_message(
     interrupt_after: Breakpoints | None = None,
 ) -> AsyncStreamed:
     """Async :func:`stream_message`: ``graph.astream(...)``; iterate with ``async for``."""
-    options: dict[str, Any] = {"subgraphs": subgraphs}
-    if stream_mode is not None:
-        options["stream_mode"] = stream_mode
+    options = _stream_options(stream_mode, subgraphs)
     breakpoints = _given(interrupt_before, interrupt_after)
     host = _AsyncHost(_check_graph(graph), config, options, breakpoints)
     return core_host.astream_message(

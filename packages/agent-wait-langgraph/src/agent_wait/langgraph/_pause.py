@@ -10,7 +10,7 @@ from typing import Any
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool
 
-from agent_wait.core.pause import (
+from agent_wait.pause import (
     INPUT_SCHEMA,
     TOOL_NAME,
     PauseHeartbeat,
@@ -63,7 +63,7 @@ def pause_tool(
     """The ``agent_wait`` pause tool for a LangChain or LangGraph agent.
 
     The model calls it with ``seconds``, ``user_message`` and optionally ``reason``; the tool
-    waits what :class:`~agent_wait.core.pause.PausePolicy` grants and returns its result, or
+    waits what :class:`~agent_wait.pause.PausePolicy` grants and returns its result, or
     the refusal (``{"refused": code, "message": ...}``) without waiting. The user and the turn
     come from the run's config: ``configurable["user_id"]`` (else ``thread:<thread_id>``, else
     ``"anonymous"``) and ``configurable["turn_id"]`` (else the user's implicit turn).
@@ -72,7 +72,7 @@ def pause_tool(
     heartbeat to LangGraph's ``custom`` stream right away and then every
     ``AGENT_WAIT_HEARTBEAT_INTERVAL_MS``: ``{"type": "agent_wait.heartbeat", "message",
     "progress", "total", "remaining_seconds", "wait_until"}`` (see
-    :class:`~agent_wait.core.pause.PauseHeartbeat`), which ``graph.stream(...,
+    :class:`~agent_wait.pause.PauseHeartbeat`), which ``graph.stream(...,
     stream_mode="custom")`` yields as the wait goes. Each beat also calls the node's
     ``runtime.heartbeat()``: a node under ``TimeoutPolicy(idle_timeout=...)`` counts the wait as
     progress instead of timing it out.

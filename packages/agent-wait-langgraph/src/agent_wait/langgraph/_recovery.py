@@ -17,14 +17,10 @@ from typing import Any, cast
 from langchain_core.runnables import RunnableConfig
 
 from agent_wait.core import AgentWaitError
+from agent_wait.langgraph._compat import INTERRUPT, RESUME
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.pregel import Pregel
 from langgraph.types import Interrupt
-
-# The pending-write channels of a task's interrupts and of its answers so far (langgraph 1.2,
-# ``langgraph._internal._constants``; an empty resume list is the same as none).
-_INTERRUPT = "__interrupt__"
-_RESUME = "__resume__"
 
 
 @dataclass(frozen=True)
@@ -52,7 +48,7 @@ def interrupts_written(saved: CheckpointTuple | None) -> list[tuple[str, Interru
     """
     found: list[tuple[str, Interrupt]] = []
     for task, channel, value in (saved.pending_writes or []) if saved is not None else []:
-        if channel == _INTERRUPT:
+        if channel == INTERRUPT:
             items: Iterable[object] = (
                 cast("Sequence[object]", value) if isinstance(value, list | tuple) else [value]
             )
@@ -65,7 +61,7 @@ def interrupts_written(saved: CheckpointTuple | None) -> list[tuple[str, Interru
 def answering_tasks(saved: CheckpointTuple | None) -> set[str]:
     """The tasks of a checkpoint's step that hold answers: each moved past a question of it."""
     writes = (saved.pending_writes or []) if saved is not None else []
-    return {task for task, channel, value in writes if channel == _RESUME and value}
+    return {task for task, channel, value in writes if channel == RESUME and value}
 
 
 def _saved(saved: CheckpointTuple | None, question_id: str) -> SavedAnswers | None:
@@ -79,7 +75,7 @@ def _saved(saved: CheckpointTuple | None, question_id: str) -> SavedAnswers | No
         return None
     none: list[Any] = []
     answers: object = next(
-        (value for task, channel, value in writes if task == task_id and channel == _RESUME), none
+        (value for task, channel, value in writes if task == task_id and channel == RESUME), none
     )
     listed = cast("list[Any]", answers) if isinstance(answers, list) else [answers]
     return SavedAnswers(saved.config, task_id, list(listed))
@@ -90,14 +86,14 @@ def restore_answers(graph: Pregel[Any, Any, Any, Any], saved: SavedAnswers | Non
     saver = checkpointer(graph)
     if saver is not None and saved is not None:
         # Special channels are upserted: this replaces the failed answer's write.
-        saver.put_writes(saved.checkpoint, [(_RESUME, saved.answers)], saved.task_id)
+        saver.put_writes(saved.checkpoint, [(RESUME, saved.answers)], saved.task_id)
 
 
 async def arestore_answers(graph: Pregel[Any, Any, Any, Any], saved: SavedAnswers | None) -> None:
     """Async :func:`restore_answers`."""
     saver = checkpointer(graph)
     if saver is not None and saved is not None:
-        await saver.aput_writes(saved.checkpoint, [(_RESUME, saved.answers)], saved.task_id)
+        await saver.aput_writes(saved.checkpoint, [(RESUME, saved.answers)], saved.task_id)
 
 
 @contextmanager

@@ -36,31 +36,30 @@ import inspect
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Annotated, Any, TypeVar, cast
 
 from pydantic import AfterValidator, TypeAdapter
 
-from agent_wait.core import AgentWaitError, derive_question_id
-from agent_wait.core.adapter import PAYLOAD_KEY, WaitCall, apply_answer, question_from_value
-
-# LangGraph 1.2 keeps a task's answers in its scratchpad (CONFIG_KEY_SCRATCHPAD) and saves them
-# with a RESUME write (CONFIG_KEY_SEND); a task's n-th answer fills the interrupt id
-# ``_interrupt_id(checkpoint_ns, n)``. These are internals: a langgraph without them fails here,
-# at import, not with answers given to the wrong call.
-from langgraph._internal._constants import (  # pyright: ignore[reportPrivateUsage]
+from agent_wait.core import derive_question_id
+from agent_wait.host.adapter import PAYLOAD_KEY, WaitCall, apply_answer, question_from_value
+from agent_wait.langgraph._compat import (
     CONFIG_KEY_CHECKPOINT_NS,
     CONFIG_KEY_CHECKPOINTER,
     CONFIG_KEY_SCRATCHPAD,
     CONFIG_KEY_SEND,
     RESUME,
+    PregelScratchpad,
+    interrupt_id,
+    validate_resume,
 )
-from langgraph._internal._scratchpad import PregelScratchpad  # pyright: ignore[reportPrivateUsage]
+from agent_wait.langgraph._errors import InterruptRoutingError
 from langgraph.config import get_config
 from langgraph.errors import GraphInterrupt
-from langgraph.types import Interrupt, _interrupt_id, _validate_resume, interrupt  # pyright: ignore[reportPrivateUsage]
+from langgraph.types import Interrupt, interrupt
 
 logger = logging.getLogger(__name__)
 
@@ -68,17 +67,6 @@ ADDRESS_KEY = "__agent_wait__"
 """The key of an addressed answer: ``{ADDRESS_KEY: {"to": address, "answer": answer}}``."""
 
 _LOCK = threading.Lock()  # a task's tools run in threads; its answer list is shared
-
-
-class InterruptRoutingError(AgentWaitError):
-    """A bare ``interrupt()`` took the answer addressed to a ``@wait`` call in the same task.
-
-    LangGraph hands ``interrupt()`` the task's answers by position; when the order of a task's
-    calls changes between runs (tools in threads), a bare call can take a ``@wait`` call's
-    answer. The ``@wait`` call raises this inside the task, so the run stops rather than go on
-    without its answer. Keep bare ``interrupt()`` calls out of tasks that run ``@wait`` calls
-    concurrently (another node, or ``create_agent``'s per-call tasks).
-    """
 
 
 def as_mapping(value: Any) -> Mapping[str, Any] | None:
@@ -102,7 +90,7 @@ def address(thread_id: str, pending_value: Any, answer: Any) -> Any:
     if not (isinstance(pending_value, Mapping) and PAYLOAD_KEY in pending_value):
         return answer  # not a @wait payload: nothing to address
     asked = question_from_value("pending", pending_value)
-    # Only a @wait payload reads back with a source (see agent_wait.core.adapter.question_from_value).
+    # Only a @wait payload reads back with a source (see agent_wait.host.adapter.question_from_value).
     question = as_mapping(asked.question)
     if asked.source is None or question is None or "function" not in question:
         return answer
@@ -284,7 +272,7 @@ def park(call: WaitCall) -> Any:
         if index is None:
             asked = Interrupt(
                 value=call.payload,
-                id=_interrupt_id(task.namespace, len(task.entries)),
+                id=interrupt_id(task.namespace, len(task.entries)),
                 response_schema=schema.json_schema(),
             )
             if task.entries:
@@ -294,7 +282,7 @@ def park(call: WaitCall) -> Any:
         if entry.ran:
             raise AlreadyRan(entry.result)
         try:
-            answer = _validate_resume(schema, entry.answer)
+            answer = validate_resume(schema, entry.answer)
         except ValueError:
             # Only this run's new answer is unchecked. Out of the list (which LangGraph saves
             # when the task ends), so the question still takes a good answer next.
@@ -380,6 +368,29 @@ def _storable(task: _Task, function: str, result: Any) -> bool:
     return True
 
 
+@contextmanager
+def _once() -> Generator[list[Any]]:
+    """One ``@wait`` call's run: the block appends the body's result to the list it is given.
+
+    The result is written into the call's answer entry. A body that ran in an earlier run of
+    the task (``park`` raised :class:`AlreadyRan`) leaves the kept result in the list instead.
+    """
+    running = _Running()
+    token = _RUNNING.set(running)
+    result: list[Any] = []
+    try:
+        yield result
+    except AlreadyRan as ran:
+        result.append(ran.result)
+        return
+    except BaseException:
+        _finish(running)
+        raise
+    finally:
+        _RUNNING.reset(token)
+    _finish(running, *result)
+
+
 def run_once(wrapper: F) -> F:
     """Wrap a ``@wait`` wrapper so an answered call's result is kept with its answer.
 
@@ -390,36 +401,16 @@ def run_once(wrapper: F) -> F:
 
         @functools.wraps(wrapper)
         async def async_once(*args: Any, **kwargs: Any) -> Any:
-            running = _Running()
-            token = _RUNNING.set(running)
-            try:
-                result = await wrapper(*args, **kwargs)
-            except AlreadyRan as ran:
-                return ran.result
-            except BaseException:
-                _finish(running)
-                raise
-            finally:
-                _RUNNING.reset(token)
-            _finish(running, result)
-            return result
+            with _once() as result:
+                result.append(await wrapper(*args, **kwargs))
+            return result[0]
 
         return cast("F", async_once)
 
     @functools.wraps(wrapper)
     def once(*args: Any, **kwargs: Any) -> Any:
-        running = _Running()
-        token = _RUNNING.set(running)
-        try:
-            result = wrapper(*args, **kwargs)
-        except AlreadyRan as ran:
-            return ran.result
-        except BaseException:
-            _finish(running)
-            raise
-        finally:
-            _RUNNING.reset(token)
-        _finish(running, result)
-        return result
+        with _once() as result:
+            result.append(wrapper(*args, **kwargs))
+        return result[0]
 
     return cast("F", once)

@@ -7,8 +7,8 @@ import threading
 from collections.abc import Callable
 from typing import Any, cast
 
-from agent_wait.core import Announce, EntryPoint, ServeReport
-from agent_wait.core.host import aserve_host, serve_host
+from agent_wait.core import Announce, EntryPoint
+from agent_wait.host import ServeReport, aserve_host, serve_host
 from agent_wait.langgraph._host import (
     ahandle_message,
     astream_message,

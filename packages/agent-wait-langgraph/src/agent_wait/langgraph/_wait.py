@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, cast
 
-from agent_wait.core.adapter import WaitDecorator, make_publish_interrupts, make_wait
+from agent_wait.host.adapter import WaitDecorator, make_publish_interrupts, make_wait
 from agent_wait.langgraph._adapter import LangGraphAdapter, check_not_a_tool
 from agent_wait.langgraph._routing import run_once
 

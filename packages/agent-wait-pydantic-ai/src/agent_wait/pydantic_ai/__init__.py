@@ -47,7 +47,13 @@ if TYPE_CHECKING:
     from agent_wait.pydantic_ai._pause import PauseHeartbeatEvent, pause_tool
     from agent_wait.pydantic_ai._results import deferred_results
     from agent_wait.pydantic_ai._serve import aserve, serve
-    from agent_wait.pydantic_ai._wait import apublish_interrupts, hitl, publish_interrupts, wait
+    from agent_wait.pydantic_ai._wait import (
+        apublish_interrupts,
+        hitl,
+        park,
+        publish_interrupts,
+        wait,
+    )
 
 __all__ = [
     "HistoryStore",
@@ -62,6 +68,7 @@ __all__ = [
     "deferred_results",
     "handle_message",
     "hitl",
+    "park",
     "pause_tool",
     "publish_interrupts",
     "questions_in",
@@ -82,6 +89,7 @@ _MODULES = {
     "deferred_results": "._results",
     "handle_message": "._host",
     "hitl": "._wait",
+    "park": "._wait",
     "publish_interrupts": "._wait",
     "questions_in": "._adapter",
     "serve": "._serve",

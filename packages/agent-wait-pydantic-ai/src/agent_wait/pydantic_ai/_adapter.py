@@ -16,7 +16,7 @@ from contextvars import ContextVar
 from typing import Any, cast, get_origin
 
 from agent_wait.core import CallContext, Question, derive_question_id, to_jsonable
-from agent_wait.core.adapter import (
+from agent_wait.host.adapter import (
     IN_DOUBT_FUNCTION,
     PAYLOAD_KEY,
     WaitCall,
@@ -26,7 +26,7 @@ from agent_wait.core.adapter import (
 from pydantic_ai import AgentRunResult, ApprovalRequired, DeferredToolRequests, RunContext
 from pydantic_ai.messages import ModelResponse, ToolCallPart
 
-"""The key of core's parked payload (``agent_wait.core.adapter.wait_payload``) that marks it as ours."""
+"""The key of core's parked payload (``agent_wait.host.adapter.wait_payload``) that marks it as ours."""
 DECISION_FLAG = "decision"
 """Set to True in the payload's ``agent_wait`` section when the tool has a decision parameter.
 
@@ -69,6 +69,19 @@ The in-doubt question defers the same tool call a second time, so it cannot take
 (the approval's question id): it has its own, derived from the call's execution key.
 """
 
+RECORDED = "recorded_args"
+"""The key, in an in-doubt question's data, of the arguments of a call that is not a ``@wait``
+one, whose records the host keeps (see ``ApprovedCallRecords``): the answer to the question
+approves the call's re-run with them."""
+
+
+def recorded_args(metadata: object) -> dict[str, Any] | None:
+    """The arguments of a host-recorded call's in-doubt question (see :data:`RECORDED`), or None."""
+    doubt = in_doubt_of(metadata)
+    args: object = None if doubt is None else doubt.get(RECORDED)
+    return dict(cast("Mapping[str, Any]", args)) if isinstance(args, Mapping) else None
+
+
 _RUNNING_THREAD: ContextVar[str | None] = ContextVar("agent_wait_pydantic_ai_thread", default=None)
 
 
@@ -98,7 +111,7 @@ def _wrapped_answer(metadata: object) -> Mapping[str, Any] | None:
     return None
 
 
-def _in_doubt_reply(metadata: object, attempt: object) -> Any:
+def in_doubt_reply(metadata: object, attempt: object) -> Any:
     """The reply to the in-doubt question of ``attempt`` that this re-run carries, or None."""
     wrapped = _wrapped_answer(metadata)
     data: object = None if wrapped is None else wrapped.get(IN_DOUBT)
@@ -261,8 +274,31 @@ EXTERNAL_RESULT_SCHEMA: dict[str, Any] = {
 """The answers a ``CallDeferred`` (external) call takes: its result, or a retry or failure."""
 
 
+def tool_call_key(ctx: RunContext[Any]) -> str | None:
+    """The execution key of the tool call ``ctx`` runs: the thread, its response's place, its id.
+
+    A redelivered answer resumes the same stored history, so the call's response is at the
+    same place with the same id; the place tells apart two calls a model gave one id. None
+    outside a tool call.
+    """
+    call_id = ctx.tool_call_id
+    if call_id is None:
+        return None
+    place = next(
+        (
+            index
+            for index in range(len(ctx.messages) - 1, -1, -1)
+            if isinstance(message := ctx.messages[index], ModelResponse)
+            and any(part.tool_call_id == call_id for part in message.tool_calls)
+        ),
+        None,
+    )
+    thread = _RUNNING_THREAD.get() or ""
+    return derive_question_id(thread, "pydantic_ai", {"tool_call_id": call_id, "response": place})
+
+
 class PydanticAIAdapter:
-    """The :class:`agent_wait.core.adapter.FrameworkAdapter` of Pydantic AI.
+    """The :class:`agent_wait.host.adapter.FrameworkAdapter` of Pydantic AI.
 
     A ``@wait`` tool takes a ``RunContext`` first parameter: the context says whether the call
     was approved and carries the answer, and (async mode) the run's ``deps`` give the thread id.
@@ -284,7 +320,7 @@ class PydanticAIAdapter:
         # in-doubt question as its payload, and comes back approved with the reply.
         ctx = self._context(doubted)
         attempt = call.args["attempt"]
-        reply = _in_doubt_reply(ctx.tool_call_metadata, attempt)
+        reply = in_doubt_reply(ctx.tool_call_metadata, attempt)
         if reply is not None:
             return reply
         key = self.execution_key(doubted)
@@ -302,21 +338,7 @@ class PydanticAIAdapter:
         A redelivered answer resumes the same stored history, so the call's response is at
         the same place with the same id; the place tells apart two calls a model gave one id.
         """
-        ctx = self._context(call)
-        call_id = ctx.tool_call_id
-        if call_id is None:
-            return None
-        place = next(
-            (
-                index
-                for index in range(len(ctx.messages) - 1, -1, -1)
-                if isinstance(message := ctx.messages[index], ModelResponse)
-                and any(part.tool_call_id == call_id for part in message.tool_calls)
-            ),
-            None,
-        )
-        thread = _RUNNING_THREAD.get() or ""
-        return derive_question_id(thread, self.name, {"tool_call_id": call_id, "response": place})
+        return tool_call_key(self._context(call))
 
     async def apark(self, call: WaitCall) -> Any:
         """Async :meth:`park` (nothing to await: the deferral is an exception)."""

@@ -10,17 +10,13 @@ the thread asked and what it waits on, read without validating the messages.
 from __future__ import annotations
 
 import os
-import re
-import sqlite3
 import threading
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from agent_wait.core import Closing
+from agent_wait.host import SqliteThreadTable
 from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter
-
-_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
 @runtime_checkable
@@ -112,16 +108,11 @@ class InMemoryHistory(_Saving):
 class SqliteHistory(_Saving, Closing):
     """Histories in a SQLite table: one row per thread, the history as JSON beside its index.
 
-    A table created by an earlier version gains the index columns on first use; its rows have
-    no index until the thread is saved again, and are read in full until then.
-
-    One connection per store, shared by threads under a lock and opened on first use, in WAL
-    mode so readers in other processes do not block the writer.
-
-    Args:
-        path: The database file (created, with its parent directories, if missing).
-        table: The table name (a plain SQL identifier).
-        timeout: Seconds to wait for another writer's lock.
+    The table is a :class:`~agent_wait.host.SqliteThreadTable` (one connection per store, in
+    WAL mode so readers in other processes do not block the writer), which documents ``path``,
+    ``table`` and ``timeout``. A table created by an earlier version gains the index columns on
+    first use; its rows have no index until the thread is saved again, and are read in full
+    until then.
     """
 
     def __init__(
@@ -131,95 +122,59 @@ class SqliteHistory(_Saving, Closing):
         table: str = "agent_wait_history",
         timeout: float = 30.0,
     ) -> None:
-        if not str(path).strip():
-            raise ValueError(f"path: expected a file path, got {path!r}")
-        if not _IDENTIFIER.match(table):
-            raise ValueError(
-                f"table: expected a plain SQL identifier such as 'agent_wait_history', got {table!r}"
-            )
-        if isinstance(timeout, bool) or not timeout > 0:
-            raise ValueError(f"timeout: expected positive seconds, got {timeout!r}")
-        self.path = Path(path).expanduser()
+        self._rows = SqliteThreadTable(
+            path,
+            table=table,
+            columns={
+                "messages": "TEXT NOT NULL",
+                "updated_at": "TEXT NOT NULL",
+                "thread_index": "TEXT",
+                "indexed_at": "TEXT",
+            },
+            timeout=timeout,
+        )
+        self.path = self._rows.path
         self.table = table
-        self._timeout = float(timeout)
-        self._connection: sqlite3.Connection | None = None
-        self._lock = threading.Lock()
-
-    def _connect(self) -> sqlite3.Connection:
-        if self._connection is None:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            connection = sqlite3.connect(
-                self.path, timeout=self._timeout, isolation_level=None, check_same_thread=False
-            )
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute(
-                f'CREATE TABLE IF NOT EXISTS "{self.table}" '
-                "(thread_id TEXT PRIMARY KEY, messages TEXT NOT NULL, updated_at TEXT NOT NULL, "
-                "thread_index TEXT, indexed_at TEXT)"
-            )
-            columns = {row[1] for row in connection.execute(f'PRAGMA table_info("{self.table}")')}
-            for column in ("thread_index", "indexed_at"):
-                if column not in columns:
-                    try:
-                        connection.execute(f'ALTER TABLE "{self.table}" ADD COLUMN {column} TEXT')
-                    except sqlite3.OperationalError as error:
-                        # Another process added it first.
-                        if "duplicate column" not in str(error):
-                            raise
-            self._connection = connection
-        return self._connection
 
     def load(self, thread_id: str) -> list[ModelMessage]:
         """The stored history of ``thread_id``; an empty list for a new thread."""
         _check_thread_id(thread_id)
-        with self._lock:
-            row = (
-                self._connect()
-                .execute(f'SELECT messages FROM "{self.table}" WHERE thread_id = ?', (thread_id,))
-                .fetchone()
-            )
-        return [] if row is None else ModelMessagesTypeAdapter.validate_json(row[0])
+        rows = self._rows.execute(
+            f'SELECT messages FROM "{self.table}" WHERE thread_id = ?', (thread_id,)
+        )
+        return ModelMessagesTypeAdapter.validate_json(rows[0][0]) if rows else []
 
     def load_index(self, thread_id: str) -> str | None:
         """The index saved with the history of ``thread_id``, or None."""
         _check_thread_id(thread_id)
-        with self._lock:
-            row = (
-                self._connect()
-                .execute(
-                    # An earlier version's writer updates the row without the index: indexed_at
-                    # then no longer matches updated_at and the index is ignored.
-                    f'SELECT thread_index FROM "{self.table}" '
-                    "WHERE thread_id = ? AND indexed_at = updated_at",
-                    (thread_id,),
-                )
-                .fetchone()
-            )
-        return None if row is None else row[0]
+        rows = self._rows.execute(
+            # An earlier version's writer updates the row without the index: indexed_at then
+            # no longer matches updated_at and the index is ignored.
+            f'SELECT thread_index FROM "{self.table}" '
+            "WHERE thread_id = ? AND indexed_at = updated_at",
+            (thread_id,),
+        )
+        return rows[0][0] if rows else None
 
     def _put(self, thread_id: str, messages: Sequence[ModelMessage], index: str | None) -> None:
         _check_thread_id(thread_id)
         data = ModelMessagesTypeAdapter.dump_json(list(messages)).decode("utf-8")
-        with self._lock:
-            self._connect().execute(
-                f'INSERT INTO "{self.table}" '
-                "(thread_id, messages, updated_at, thread_index, indexed_at) "
-                "VALUES (:thread_id, :messages, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), :index, "
-                "CASE WHEN :index IS NULL THEN NULL ELSE strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END) "
-                "ON CONFLICT(thread_id) DO UPDATE SET messages = excluded.messages, "
-                "updated_at = excluded.updated_at, thread_index = excluded.thread_index, "
-                "indexed_at = excluded.indexed_at",
-                # Named: the index is used twice, and numbered placeholders bound from a
-                # sequence are an error from Python 3.14.
-                {"thread_id": thread_id, "messages": data, "index": index},
-            )
+        self._rows.execute(
+            f'INSERT INTO "{self.table}" '
+            "(thread_id, messages, updated_at, thread_index, indexed_at) "
+            "VALUES (:thread_id, :messages, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), :index, "
+            "CASE WHEN :index IS NULL THEN NULL ELSE strftime('%Y-%m-%dT%H:%M:%fZ', 'now') END) "
+            "ON CONFLICT(thread_id) DO UPDATE SET messages = excluded.messages, "
+            "updated_at = excluded.updated_at, thread_index = excluded.thread_index, "
+            "indexed_at = excluded.indexed_at",
+            # Named: the index is used twice, and numbered placeholders bound from a
+            # sequence are an error from Python 3.14.
+            {"thread_id": thread_id, "messages": data, "index": index},
+        )
 
     def close(self) -> None:
         """Close the connection. Safe to call more than once; the next use reopens it."""
-        with self._lock:
-            if self._connection is not None:
-                self._connection.close()
-                self._connection = None
+        self._rows.close()
 
     def __repr__(self) -> str:
         return f"<SqliteHistory {str(self.path)!r} table={self.table!r}>"

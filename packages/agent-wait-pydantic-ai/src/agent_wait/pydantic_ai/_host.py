@@ -21,10 +21,18 @@ from typing import Any, cast
 
 from pydantic import TypeAdapter
 
-from agent_wait.core import Announce, Answer, Handled, Question, StartMessage, canonical_json
-from agent_wait.core import host as core_host
-from agent_wait.core.adapter import PAYLOAD_KEY
-from agent_wait.core.host import (
+import agent_wait.host as core_host
+from agent_wait.core import (
+    Announce,
+    Answer,
+    Handled,
+    Question,
+    StartMessage,
+    canonical_json,
+    last_messages,
+    with_asker,
+)
+from agent_wait.host import (
     AnswerTrust,
     AsyncStreamed,
     AsyncStreamingHost,
@@ -34,18 +42,34 @@ from agent_wait.core.host import (
     StreamingHost,
     Waiting,
 )
+from agent_wait.host.adapter import PAYLOAD_KEY
 from agent_wait.pydantic_ai._adapter import (
     deferred_requests,
     in_doubt_of,
+    is_ours,
     question_id_of,
     questions_in,
+    recorded_args,
     running_thread,
 )
+from agent_wait.pydantic_ai._compat import SyncStreamBridge
 from agent_wait.pydantic_ai._history import HistoryStore, IndexedHistoryStore
+from agent_wait.pydantic_ai._records import ApprovedCallRecords
 from agent_wait.pydantic_ai._results import checked_results
-from pydantic_ai import Agent, AgentRunResult, DeferredToolRequests, DeferredToolResults
-from pydantic_ai._sync_stream import SyncStreamBridge  # pyright: ignore[reportPrivateUsage]
-from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai import (
+    Agent,
+    AgentRunResult,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ToolApproved,
+)
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    UserPromptPart,
+)
 from pydantic_ai.run import AgentRunResultEvent
 
 _REQUESTS: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)
@@ -252,6 +276,16 @@ def _from_index(thread_id: str, text: str) -> _Thread:
     return _Thread(thread_id, None, state, text)
 
 
+def _said(message: ModelMessage) -> tuple[str, str] | None:
+    """A message's role and text for a question's context: user prompts and model text only."""
+    if isinstance(message, ModelRequest):
+        said = [p.content for p in message.parts if isinstance(p, UserPromptPart)]
+        texts = [t for t in said if isinstance(t, str)]  # images and files are not shared
+        return ("user", "\n".join(texts)) if texts else None
+    texts = [p.content for p in message.parts if isinstance(p, TextPart)]
+    return ("assistant", "\n".join(texts)) if texts else None
+
+
 def _after_run(result: AgentRunResult[Any]) -> list[ModelMessage]:
     messages = result.all_messages()
     requests = deferred_requests(result)
@@ -311,6 +345,7 @@ class _Host:
         options: dict[str, Any],
         prompt: str | None = None,
     ):
+        _check_options(options, prompt)
         self.agent = agent
         self.history = history
         self.indexed = _indexed_store(history)
@@ -340,9 +375,20 @@ class _Host:
         if thread.state is None:
             return Waiting()
         requests = thread.state.requests
+        # Read from its index, the thread's messages are not loaded: none are shared then.
+        messages = thread.messages or ()
         return Waiting.deferred(
-            _question_ids(requests), lambda: questions_in(requests), held=thread.state.answers
+            _question_ids(requests),
+            lambda: self._with_asker(questions_in(requests), messages),
+            held=thread.state.answers,
         )
+
+    def _with_asker(
+        self, questions: list[Question], messages: Sequence[ModelMessage]
+    ) -> list[Question]:
+        """``questions`` with the asker: Pydantic AI, the agent's name, shared messages."""
+        shared = last_messages(messages, _said)
+        return with_asker(questions, "pydantic_ai", self.agent.name, shared)
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         assert thread.state is not None  # only pending questions are checked
@@ -366,7 +412,8 @@ class _Host:
         return checked_results(requests, answers)
 
     def questions_in(self, result: AgentRunResult[Any]) -> list[Question]:
-        return questions_in(result)
+        asked = questions_in(result)
+        return self._with_asker(asked, result.all_messages()) if asked else asked
 
     def _prompts(self, thread: _Thread) -> list[str]:
         assert thread.state is not None
@@ -379,14 +426,18 @@ class _Host:
         assert thread.state is not None
         return recorded(messages, thread.state.requests, answers, self._prompts(thread))
 
-    def _start_prompt(self, message: StartMessage) -> str | None:
+    def _start_args(self, messages: list[ModelMessage], message: StartMessage) -> dict[str, Any]:
         if self.prompt is not None:
             raise ValueError(
                 f"user_prompt: {self.prompt!r} goes with an answer (sent with the deferred "
                 f"results); the start message of thread {message.thread_id!r} carries its own "
                 "prompt as input"
             )
-        return _prompt(message)
+        return {
+            **self.options,
+            "user_prompt": _prompt(message),
+            "message_history": messages or None,
+        }
 
     def _run_args(
         self, thread: _Thread, messages: list[ModelMessage], answers: Mapping[str, Any]
@@ -397,10 +448,26 @@ class _Host:
         prompt: str | list[str] | None = (
             None if not prompts else prompts[0] if len(prompts) == 1 else prompts
         )
+        assert thread.state is not None
+        requests = thread.state.requests
+        # Approved calls that are not @wait ones (those keep their own records).
+        recorded = frozenset(
+            call_id
+            for call_id, approval in results.approvals.items()
+            if isinstance(approval, ToolApproved)
+            and (
+                not is_ours(metadata := requests.metadata.get(call_id))
+                or recorded_args(metadata) is not None
+            )
+        )
+        # The run's own options, then these: the run's capabilities and the records'.
+        own: Sequence[Any] = self.options.get("capabilities") or ()
         return {
+            **self.options,
             "user_prompt": prompt,
             "message_history": messages or None,
             "deferred_tool_results": results,
+            "capabilities": [*own, ApprovedCallRecords(recorded)],
         }
 
 
@@ -421,31 +488,24 @@ class _SyncHost(_Host, StreamingHost[_Thread, AgentRunResult[Any]]):
         self._save(thread.thread_id, self._held(thread, self._messages(thread), answers))
 
     def start(self, thread: _Thread, message: StartMessage) -> AgentRunResult[Any]:
-        history = self._messages(thread) or None
-        prompt = self._start_prompt(message)
-        with running_thread(thread.thread_id):
-            result = self.agent.run_sync(prompt, message_history=history, **self.options)
-        self._save(thread.thread_id, _after_run(result))
-        return result
+        return self._run(thread, self._start_args(self._messages(thread), message))
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentRunResult[Any]:
-        args = self._run_args(thread, self._messages(thread), answers)
+        return self._run(thread, self._run_args(thread, self._messages(thread), answers))
+
+    def _run(self, thread: _Thread, args: dict[str, Any]) -> AgentRunResult[Any]:
         with running_thread(thread.thread_id):
-            result = self.agent.run_sync(**args, **self.options)
+            result = self.agent.run_sync(**args)
         self._save(thread.thread_id, _after_run(result))
         return result
 
     def stream_start(self, thread: _Thread, message: StartMessage) -> Iterator[Any]:
-        history = self._messages(thread) or None
-        prompt = self._start_prompt(message)
-        return self._stream(
-            thread,
-            lambda: self.agent.run_stream_events(prompt, message_history=history, **self.options),
-        )
+        args = self._start_args(self._messages(thread), message)
+        return self._stream(thread, lambda: self.agent.run_stream_events(**args))
 
     def stream_resume(self, thread: _Thread, answers: Mapping[str, Any]) -> Iterator[Any]:
         args = self._run_args(thread, self._messages(thread), answers)
-        return self._stream(thread, lambda: self.agent.run_stream_events(**args, **self.options))
+        return self._stream(thread, lambda: self.agent.run_stream_events(**args))
 
     def _stream(
         self,
@@ -501,35 +561,29 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, AgentRunResult[Any]]):
         await asyncio.to_thread(self._save, thread.thread_id, held)
 
     async def start(self, thread: _Thread, message: StartMessage) -> AgentRunResult[Any]:
-        history = await self._messages(thread) or None
-        prompt = self._start_prompt(message)
-        with running_thread(thread.thread_id):
-            result = await self.agent.run(prompt, message_history=history, **self.options)
-        await asyncio.to_thread(self._save, thread.thread_id, _after_run(result))
-        return result
+        return await self._run(thread, self._start_args(await self._messages(thread), message))
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AgentRunResult[Any]:
         args = self._run_args(thread, await self._messages(thread), answers)
+        return await self._run(thread, args)
+
+    async def _run(self, thread: _Thread, args: dict[str, Any]) -> AgentRunResult[Any]:
         with running_thread(thread.thread_id):
-            result = await self.agent.run(**args, **self.options)
+            result = await self.agent.run(**args)
         await asyncio.to_thread(self._save, thread.thread_id, _after_run(result))
         return result
 
-    async def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
-        history = await self._messages(thread) or None
-        run = self.agent.run_stream_events(
-            self._start_prompt(message), message_history=history, **self.options
-        )
-        with running_thread(thread.thread_id):
-            async with run as events:
-                async for item in self._saved(thread, events):
-                    yield item
+    def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
+        return self._stream(thread, lambda messages: self._start_args(messages, message))
 
-    async def astream_resume(
-        self, thread: _Thread, answers: Mapping[str, Any]
+    def astream_resume(self, thread: _Thread, answers: Mapping[str, Any]) -> AsyncIterator[Any]:
+        return self._stream(thread, lambda messages: self._run_args(thread, messages, answers))
+
+    async def _stream(
+        self, thread: _Thread, run_args: Callable[[list[ModelMessage]], dict[str, Any]]
     ) -> AsyncIterator[Any]:
-        args = self._run_args(thread, await self._messages(thread), answers)
-        run = self.agent.run_stream_events(**args, **self.options)
+        # A generator: the history is read, and the arguments checked, once it is iterated.
+        run = self.agent.run_stream_events(**run_args(await self._messages(thread)))
         with running_thread(thread.thread_id):
             async with run as events:
                 async for item in self._saved(thread, events):
@@ -638,7 +692,6 @@ def handle_message(
             ``user_prompt`` is not text.
         ValueError: ``user_prompt`` with a start message.
     """
-    _check_options(run_options, user_prompt)
     host = _SyncHost(agent, history, run_options, user_prompt)
     return core_host.handle_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
@@ -663,7 +716,6 @@ async def ahandle_message(
     The history store is called in a worker thread, so a blocking store does not stall the
     event loop. Same arguments, guarantees and result as :func:`handle_message`.
     """
-    _check_options(run_options, user_prompt)
     host = _AsyncHost(agent, history, run_options, user_prompt)
     return await core_host.ahandle_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
@@ -704,7 +756,7 @@ def stream_message(
                 send_to_ui(event.delta)
         log.info("%s %s", run.handled.outcome, run.handled.question_ids)
     """
-    _check_options(run_options, user_prompt)
+    host = _SyncHost(agent, history, run_options, user_prompt)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -715,7 +767,6 @@ def stream_message(
             "stream_message() drives its own event loop and cannot run inside a running one; "
             "use astream_message()"
         )
-    host = _SyncHost(agent, history, run_options, user_prompt)
     return core_host.stream_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
     )
@@ -751,7 +802,6 @@ def astream_message(
                 await send_to_ui(event.delta)
         log.info("%s %s", run.handled.outcome, run.handled.question_ids)
     """
-    _check_options(run_options, user_prompt)
     host = _AsyncHost(agent, history, run_options, user_prompt)
     return core_host.astream_message(
         host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust

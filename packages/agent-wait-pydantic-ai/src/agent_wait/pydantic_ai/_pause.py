@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent_wait.core.pause import (
+from agent_wait.pause import (
     HEARTBEAT_TYPE,
     INPUT_SCHEMA,
     TOOL_NAME,
@@ -29,7 +29,7 @@ class PauseHeartbeatEvent(CustomEvent, name=HEARTBEAT_TYPE):
 
     Emitted right away and then every ``AGENT_WAIT_HEARTBEAT_INTERVAL_MS`` while the tool waits;
     ``tool_call_id`` and ``tool_name`` name the call. The fields are those of
-    :class:`~agent_wait.core.pause.PauseHeartbeat`.
+    :class:`~agent_wait.pause.PauseHeartbeat`.
     """
 
     message: str
@@ -53,7 +53,7 @@ def pause_tool(
     """The ``agent_wait`` pause tool for a Pydantic AI agent (``Agent(tools=[pause_tool()])``).
 
     The model calls it with ``seconds``, ``user_message`` and optionally ``reason``; the tool
-    waits what :class:`~agent_wait.core.pause.PausePolicy` grants and returns its result, or
+    waits what :class:`~agent_wait.pause.PausePolicy` grants and returns its result, or
     the refusal (``{"refused": code, "message": ...}``) without waiting. While it waits, it
     emits a :class:`PauseHeartbeatEvent` into the run's event stream right away and then every
     ``AGENT_WAIT_HEARTBEAT_INTERVAL_MS`` (``run_stream_events``, ``iter``, an

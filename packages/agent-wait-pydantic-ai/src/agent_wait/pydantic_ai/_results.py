@@ -8,7 +8,7 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from agent_wait.core import Answer, InvalidAnswer, canonical_json, storable_problem
-from agent_wait.core.adapter import IN_DOUBT_ACTIONS
+from agent_wait.host.adapter import IN_DOUBT_ACTIONS
 from agent_wait.pydantic_ai._adapter import (
     answer_metadata,
     deferred_requests,
@@ -16,6 +16,7 @@ from agent_wait.pydantic_ai._adapter import (
     in_doubt_of,
     is_ours,
     question_id_of,
+    recorded_args,
     takes_decision,
 )
 from pydantic_ai import (
@@ -137,7 +138,9 @@ def approval_for(
     """
     doubt = in_doubt_of(metadata)
     if doubt is not None:
-        return ToolApproved(), in_doubt_metadata(doubt, _in_doubt_reply(answer))
+        # A host-recorded call runs again with the arguments its approved run had.
+        again = ToolApproved(override_args=recorded_args(metadata))
+        return again, in_doubt_metadata(doubt, _in_doubt_reply(answer))
     native = _pydantic_ai_approval(answer)
     if takes_decision(metadata):
         return ToolApproved(), answer_metadata(answer if native is None else native)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypedDict
 
-from agent_wait.core import Announce, EntryPoint, ServeReport
-from agent_wait.core.host import aserve_host, serve_host
+from agent_wait.core import Announce, EntryPoint
+from agent_wait.host import ServeReport, aserve_host, serve_host
 from agent_wait.pydantic_ai._history import HistoryStore, IndexedHistoryStore
 from agent_wait.pydantic_ai._host import (
     ahandle_message,
@@ -30,7 +30,10 @@ def _prompt_for(message: Mapping[str, Any], user_prompt: UserPrompt) -> str | No
 
 
 def _prompted(host: Callable[..., Any], user_prompt: UserPrompt) -> Callable[..., Any]:
-    """``host`` (handle, stream or astream) given each answer's prompt."""
+    """``host`` (any of the four) given each answer's prompt.
+
+    An async host's awaitable is returned as it is, for the worker to await.
+    """
     if user_prompt is None:
         return host
 
@@ -41,28 +44,22 @@ def _prompted(host: Callable[..., Any], user_prompt: UserPrompt) -> Callable[...
     return handle
 
 
-def _aprompted(
-    host: Callable[..., Awaitable[Any]], user_prompt: UserPrompt
-) -> Callable[..., Awaitable[Any]]:
-    if user_prompt is None:
-        return host
-
-    async def handle(agent: Any, message: Mapping[str, Any], *args: Any, **options: Any) -> Any:
-        prompt = _prompt_for(message, user_prompt)
-        return await host(agent, message, *args, user_prompt=prompt, **options)
-
-    return handle
-
-
 # A thread no run uses: reading it finds nothing.
 _PROBE_THREAD = "agent-wait-readiness"
 
 
-def _readiness(history: HistoryStore) -> dict[str, Callable[[], object]]:
-    """``/readyz`` reads a thread from the history store (its index alone, when it keeps one)."""
+class _WithHistory(TypedDict):
+    """What serve and aserve pass on about the history store: it, and ``/readyz`` reading it."""
+
+    history: HistoryStore
+    ready: dict[str, Callable[[], object]]
+
+
+def _with_history(history: HistoryStore) -> _WithHistory:
+    # /readyz reads a thread from the store: its index alone, when it keeps one.
     if isinstance(history, IndexedHistoryStore):
-        return {"history": lambda: history.load_index(_PROBE_THREAD)}
-    return {"history": lambda: history.load(_PROBE_THREAD)}
+        return {"history": history, "ready": {"history": lambda: history.load_index(_PROBE_THREAD)}}
+    return {"history": history, "ready": {"history": lambda: history.load(_PROBE_THREAD)}}
 
 
 def _check_user_prompt(user_prompt: object) -> None:
@@ -133,8 +130,7 @@ def serve(
         stream=stream,
         stream_message=_prompted(stream_message, user_prompt),
         health=health,
-        ready=_readiness(history),
-        history=history,
+        **_with_history(history),
         **host_options,
     )
 
@@ -160,7 +156,7 @@ async def aserve(
     """
     _check_user_prompt(user_prompt)
     return await aserve_host(
-        _aprompted(ahandle_message, user_prompt),
+        _prompted(ahandle_message, user_prompt),
         agent,
         entry,
         announce,
@@ -170,7 +166,6 @@ async def aserve(
         stream=stream,
         astream_message=_prompted(astream_message, user_prompt),
         health=health,
-        ready=_readiness(history),
-        history=history,
+        **_with_history(history),
         **host_options,
     )

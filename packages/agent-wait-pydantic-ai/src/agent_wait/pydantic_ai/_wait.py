@@ -1,10 +1,13 @@
-"""``@wait`` for Pydantic AI tools, and ``publish_interrupts`` for Pydantic AI results."""
+"""``@wait`` and ``park`` for Pydantic AI tools, and ``publish_interrupts`` for Pydantic AI results."""
 
 from __future__ import annotations
 
-from agent_wait.core.adapter import make_publish_interrupts, make_wait
-from agent_wait.pydantic_ai._adapter import ADAPTER
-from pydantic_ai import Tool
+from collections.abc import Mapping
+from typing import Any, cast
+
+from agent_wait.host.adapter import PAYLOAD_KEY, make_publish_interrupts, make_wait
+from agent_wait.pydantic_ai._adapter import ADAPTER, DECISION_FLAG, answer_from_metadata
+from pydantic_ai import ApprovalRequired, RunContext, Tool
 
 
 def _checked(function: object, decision: str) -> None:
@@ -92,3 +95,33 @@ Returns:
 apublish_interrupts.__doc__ = (
     """Async :func:`publish_interrupts`: announcers are delivered to concurrently."""
 )
+
+
+def park(ctx: RunContext[Any], value: Mapping[str, Any]) -> Any:
+    """Park the tool call ``ctx`` runs on ``value``, a question built by code other than ``@wait``.
+
+    Pydantic AI's counterpart of LangGraph's ``interrupt(value)``: ``value`` is a parked
+    question (``agent_wait.host.adapter.wait_payload``, e.g. an MCP elicitation from
+    ``agent_wait.mcp``). The first time it raises ``ApprovalRequired`` with ``value`` as the
+    metadata, so the run ends with ``DeferredToolRequests`` and the host publishes the question
+    (its id is the ``tool_call_id``). The host approves the call whatever the answer is
+    (``accept``, ``decline`` and ``cancel`` alike) and the tool runs again; ``park`` then returns
+    the answer, read from ``ctx.tool_call_metadata``. A call parks once: a second ``park`` in the
+    approved re-run returns the same answer, so a tool that may ask twice in one call (an MCP
+    server asking several times) needs one tool call per question.
+
+    Raises:
+        ApprovalRequired: The call is not approved yet: the run parks on ``value``.
+        ValueError: ``value`` is not a parked question (no ``question`` and ``agent_wait``).
+    """
+    if ctx.tool_call_approved:
+        return answer_from_metadata(ctx.tool_call_metadata)
+    section: object = value.get(PAYLOAD_KEY)
+    if "question" not in value or not isinstance(section, Mapping):
+        raise ValueError(
+            f"value: not a parked question (needs 'question' and a {PAYLOAD_KEY!r} object, as "
+            f"wait_payload builds); got keys {sorted(value)}"
+        )
+    # Approved whatever the answer: the tool, not the host, decides what a decline means.
+    marked = {**cast("Mapping[str, Any]", section), DECISION_FLAG: True}
+    raise ApprovalRequired(metadata={**value, PAYLOAD_KEY: marked})

@@ -32,6 +32,7 @@ from agent_wait.core import lazy_exports
 
 if TYPE_CHECKING:
     from agent_wait.strands._adapter import questions_in
+    from agent_wait.strands._errors import MultiAgentRunFailed
     from agent_wait.strands._host import (
         ahandle_message,
         astream_message,
@@ -40,9 +41,14 @@ if TYPE_CHECKING:
         stream_message,
     )
     from agent_wait.strands._pause import pause_tool
-    from agent_wait.strands._recovery import MultiAgentRunFailed
     from agent_wait.strands._serve import aserve, serve
-    from agent_wait.strands._wait import apublish_interrupts, hitl, publish_interrupts, wait
+    from agent_wait.strands._wait import (
+        apublish_interrupts,
+        hitl,
+        park,
+        publish_interrupts,
+        wait,
+    )
 
 __all__ = [
     "MultiAgentRunFailed",
@@ -53,6 +59,7 @@ __all__ = [
     "handle_message",
     "hitl",
     "interrupt_responses",
+    "park",
     "pause_tool",
     "publish_interrupts",
     "questions_in",
@@ -70,6 +77,7 @@ _HOMES = {
     "handle_message": "._host",
     "hitl": "._wait",
     "interrupt_responses": "._host",
+    "park": "._wait",
     "publish_interrupts": "._wait",
     "questions_in": "._adapter",
     "serve": "._serve",
@@ -77,7 +85,7 @@ _HOMES = {
     "astream_message": "._host",
     "stream_message": "._host",
     "pause_tool": "._pause",
-    "MultiAgentRunFailed": "._recovery",
+    "MultiAgentRunFailed": "._errors",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

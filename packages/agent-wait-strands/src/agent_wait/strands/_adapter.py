@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import inspect
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, cast
 
 from agent_wait.core import CallContext, Question, derive_question_id, to_jsonable
-from agent_wait.core.adapter import IN_DOUBT_FUNCTION, WaitCall, question_from_value
+from agent_wait.host.adapter import IN_DOUBT_FUNCTION, WaitCall, question_from_value
+from agent_wait.strands import _compat
 from strands.agent.agent_result import AgentResult
 from strands.interrupt import Interrupt
-from strands.multiagent.base import MultiAgentResult, Status
+from strands.multiagent.base import MultiAgentBase, MultiAgentResult, Status
 from strands.types.content import Message
 from strands.types.tools import ToolContext
 
@@ -179,8 +181,24 @@ def _question_of(interrupt: Interrupt) -> Question:
 def questions_of(
     interrupts: Iterable[Interrupt], messages: Sequence[Message] = ()
 ) -> list[Question]:
-    """The questions of several interrupts, in order (``messages``: the agent's, for context)."""
-    return [question_of(interrupt, messages) for interrupt in interrupts]
+    """The questions of several interrupts (``messages``: the agent's, for context).
+
+    In the order the model made the tool calls: Strands runs a message's tools concurrently,
+    so the order its interrupts are collected in changes from run to run.
+    """
+    asked = [question_of(interrupt, messages) for interrupt in interrupts]
+    calls = [
+        block["toolUse"]["toolUseId"]
+        for message in messages
+        for block in message["content"]
+        if "toolUse" in block
+    ]
+
+    def call_order(question: Question) -> int:
+        call_id = question.context.tool_call_id if question.context else None
+        return calls.index(call_id) if call_id in calls else len(calls)
+
+    return sorted(asked, key=call_order)
 
 
 def node_questions(
@@ -237,12 +255,68 @@ def questions_in(result: AgentResult | MultiAgentResult) -> list[Question]:
     return questions_of(result.interrupts or (), [result.message])
 
 
+_RUNNING: ContextVar[tuple[str, Any] | None] = ContextVar(
+    "agent_wait_strands_running", default=None
+)
+"""The thread id and runner (an Agent, a Swarm or a Graph) of the host's run under way."""
+
+
+@contextmanager
+def running(thread_id: str, runner: Any) -> Generator[None]:
+    """Name the thread and the runner of the runs inside (the host's), for execution keys."""
+    previous = _RUNNING.get()
+    _RUNNING.set((thread_id, runner))
+    try:
+        yield
+    finally:
+        # Set back, not reset by token: a stream may be closed from another context.
+        _RUNNING.set(previous)
+
+
+def node_path(runner: MultiAgentBase, agent: object) -> tuple[str, ...] | None:
+    """The node ids leading to the node whose agent is ``agent`` (nested runs walked), or None."""
+    nodes: Mapping[str, Any] = getattr(runner, "nodes", {})
+    for node_id, node in nodes.items():
+        executor = getattr(node, "executor", None)
+        if executor is agent:
+            return (node_id,)
+        if isinstance(executor, MultiAgentBase):
+            inner = node_path(executor, agent)
+            if inner is not None:
+                return (node_id, *inner)
+    return None
+
+
+def _execution_place(agent: Any) -> str | None:
+    """Where a tool call of ``agent`` is answered: the same in every redelivery, or None.
+
+    An agent with a session manager: its session and agent id. Otherwise the host's thread:
+    a node agent of the Swarm or Graph the host runs, by its node path (the runner's session
+    restores the node's pending call), or the single agent the host runs (its state lives in
+    the process, so a record of it serves a redelivery to that process, which is what keeps
+    the body to one run there).
+    """
+    if _compat.session_manager(agent) is not None:
+        return f"{agent.session_id}|{agent.agent_id}"
+    found = _RUNNING.get()
+    if found is None:
+        return None
+    thread_id, runner = found
+    if runner is agent:
+        return f"{thread_id}|{agent.agent_id}"
+    if isinstance(runner, MultiAgentBase):
+        path = node_path(runner, agent)
+        if path is not None:
+            return f"{thread_id}|{type(runner).__name__}|{'|'.join(path)}"
+    return None
+
+
 _ASKING: ContextVar[ToolContext[Any] | None] = ContextVar("agent_wait_strands_asking", default=None)
 """The ToolContext of the ``@wait`` call that parked last in this context (a tool's run)."""
 
 
 class StrandsAdapter:
-    """:class:`agent_wait.core.adapter.FrameworkAdapter` for Strands Agents tools.
+    """:class:`agent_wait.host.adapter.FrameworkAdapter` for Strands Agents tools.
 
     A ``@wait`` tool parks by calling ``tool_context.interrupt("agent_wait:<function>",
     reason=<parked payload>)``; Strands stops the run with ``stop_reason == "interrupt"``, and on
@@ -276,17 +350,18 @@ class StrandsAdapter:
         return self.park(call)
 
     def execution_key(self, call: WaitCall) -> str | None:
-        """The answered question of ``call``: its session, agent, tool use id and function.
+        """The answered question of ``call``: where it is answered, its tool use id and function.
 
-        A redelivery restores the same session and resumes the same tool call, so the key is
-        the same. None for an agent without a session manager: its session id is made up
-        anew by each process, and nothing it ran survives a crash anyway.
+        Where: the agent's session and agent id; for an agent without a session manager, the
+        host's thread and the agent's place in what the host runs (see
+        :func:`_execution_place`). A redelivery resumes the same tool call there, so the key
+        is the same. None outside a host for an agent without a session manager: its session
+        id is made up anew by each process.
         """
         context = _tool_context(call)
-        agent: Any = context.agent
-        if getattr(agent, "_session_manager", None) is None:
+        where = _execution_place(context.agent)
+        if where is None:
             return None
-        where = f"{agent.session_id}|{agent.agent_id}"
         return derive_question_id(where, call.name, {"tool_use_id": context.tool_use["toolUseId"]})
 
     def thread_id(self, call: WaitCall) -> str:

@@ -1,7 +1,7 @@
 """Strands' async event stream, iterated from sync code.
 
 Strands streams only through ``stream_async``; its sync ``agent(...)`` runs ``invoke_async``
-on a private event loop in a worker thread (``strands._async.run_async``). :func:`iterate` runs
+on a private event loop in a worker thread (``run_async``, see ``_compat``). :func:`iterate` runs
 ``stream_async`` on that same bridge and hands its events to the sync caller one at a time: the
 stream advances only when the caller asks for the next event (as ``async for`` would), the
 whole iteration is one task (so context variables set inside Strands, tracing spans among
@@ -19,7 +19,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from typing import Any, cast
 
-from strands._async import run_async  # pyright: ignore[reportPrivateUsage]
+from agent_wait.strands._compat import run_async
 
 _ITEM, _END, _ERROR = "item", "end", "error"
 

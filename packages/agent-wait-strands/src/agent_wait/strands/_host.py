@@ -29,6 +29,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any, cast
 
+import agent_wait.host as core_host
 from agent_wait.core import (
     Announce,
     Answer,
@@ -36,11 +37,11 @@ from agent_wait.core import (
     InvalidAnswer,
     Question,
     StartMessage,
+    last_messages,
     storable_problem,
+    with_asker,
 )
-from agent_wait.core import host as core_host
-from agent_wait.core.adapter import IN_DOUBT_FUNCTION
-from agent_wait.core.host import (
+from agent_wait.host import (
     AnswerTrust,
     AsyncStreamed,
     AsyncStreamingHost,
@@ -50,6 +51,8 @@ from agent_wait.core.host import (
     StreamingHost,
     Waiting,
 )
+from agent_wait.host.adapter import IN_DOUBT_FUNCTION
+from agent_wait.strands import _compat
 from agent_wait.strands._adapter import (
     INTERRUPT_PREFIX,
     Site,
@@ -57,16 +60,18 @@ from agent_wait.strands._adapter import (
     question_of,
     questions_in,
     questions_of,
+    running,
 )
 from agent_wait.strands._bridge import aclose, iterate
 from agent_wait.strands._recovery import interrupt_state, responses_cleared_on_failure
 from strands import Agent
 from strands.agent.agent_result import AgentResult
 from strands.hooks import AfterInvocationEvent, BeforeInvocationEvent
-from strands.interrupt import Interrupt, _InterruptState  # pyright: ignore[reportPrivateUsage]
-from strands.multiagent.base import MultiAgentBase, MultiAgentResult
+from strands.interrupt import Interrupt
+from strands.multiagent.base import MultiAgentBase, MultiAgentResult, Status
 from strands.session.file_session_manager import FileSessionManager
 from strands.session.session_repository import SessionRepository
+from strands.types.content import Message
 from strands.types.session import decode_bytes_values
 
 logger = logging.getLogger(__name__)
@@ -223,7 +228,7 @@ def _indexing(runner: Runner) -> Runner:
     """
     if (
         isinstance(runner, Agent)
-        and runner._session_manager is not None  # pyright: ignore[reportPrivateUsage]
+        and _compat.session_manager(runner) is not None
         and runner not in _INDEXED
     ):
         runner.hooks.add_callback(BeforeInvocationEvent, _set_running)
@@ -265,6 +270,13 @@ def _prompt(value: Any) -> Any:
 
 
 def _asked(thread: _Thread, question_id: str) -> bool:
+    if isinstance(thread.agent, MultiAgentBase) and _multi_agent_status(thread.agent) is (
+        Status.EXECUTING
+    ):
+        # A Swarm or Graph restored mid-run keeps no finished node agent's history (a Swarm
+        # saves only what a parked node holds), so an answer of its run cannot be told from one
+        # it never asked: either way, what the message can do is continue the run.
+        return True
     # Strands itself would raise for an answer not in the interrupt state (KeyError), or, while
     # another interrupt of the same cycle is pending, silently take the answer again. A finished
     # Swarm or Graph would even run its whole task again on the stray answer.
@@ -299,11 +311,10 @@ def _agent_record(
         # looks up the dataclass's signature once per key: most of the read. The same file,
         # read with the repository's own helpers (path checks, symlink refusal), gives the two
         # parts this host needs, decoded as from_dict decodes them.
-        files: Any = repository
-        path = os.path.join(files._get_agent_path(session_id, agent_id), "agent.json")
+        path = _compat.agent_file(repository, session_id, agent_id)
         if not os.path.exists(path):
             return None
-        data: object = files._read_file(path)
+        data = _compat.read_file(repository, path)
         if isinstance(data, dict):
             fields = cast("dict[str, Any]", data)
             state, internal = fields.get("state"), fields.get("_internal_state", {})
@@ -320,7 +331,7 @@ def _agent_record(
     record = repository.read_agent(session_id, agent_id)
     if record is None:
         return None
-    return record.state, record._internal_state  # pyright: ignore[reportPrivateUsage]
+    return record.state, _compat.record_internal_state(record)
 
 
 _RECORD_FIELDS = frozenset(("agent_id", "state", "conversation_manager_state"))
@@ -332,8 +343,7 @@ def _plain_file_repository(repository: SessionRepository) -> bool:
     return (
         isinstance(repository, FileSessionManager)
         and type(repository).read_agent is FileSessionManager.read_agent
-        and callable(getattr(repository, "_get_agent_path", None))
-        and callable(getattr(repository, "_read_file", None))
+        and _compat.reads_agent_files(repository)
     )
 
 
@@ -348,11 +358,29 @@ def _from_session(
     if record is None or not isinstance(index, str) or record[0].get(RUNNING_KEY):
         return None  # a run cut short: its history says what is left, so build the agent
     data = record[1].get("interrupt_state")
-    state = _InterruptState() if data is None else _InterruptState.from_dict(data)
+    state = _compat.InterruptState() if data is None else _compat.InterruptState.from_dict(data)
     interrupts = state.interrupts
     if not all(_indexed_earlier(index, i) for i in interrupts):
         return None  # a run outside handle_message asked them: the index is behind, read in full
     return _Thread(thread_id, _Parked(bool(state.activated), dict(interrupts)), None, index)
+
+
+_UNNAMED = "Strands Agents"
+"""The name Strands gives an agent built without one: not worth showing as the asker."""
+
+
+def _said(message: Message) -> tuple[str, str] | None:
+    """A message's role and text for a question's context (tool uses and results left out)."""
+    texts = [block["text"] for block in message["content"] if "text" in block]
+    return (message["role"], "\n".join(texts)) if texts else None
+
+
+def _asked_by(questions: list[Question], runner: Runner | None) -> list[Question]:
+    """``questions`` with the asker: Strands, the agent's name and shared messages if built."""
+    if not isinstance(runner, Agent):  # a Swarm's or Graph's questions name their node
+        return with_asker(questions, "strands")
+    name = None if runner.name == _UNNAMED else runner.name
+    return with_asker(questions, "strands", name, last_messages(runner.messages, _said))
 
 
 class _Host:
@@ -375,24 +403,38 @@ class _Host:
     def waiting(self, thread: _Thread) -> Waiting:
         runner = thread.agent
         if isinstance(runner, MultiAgentBase):
-            return Waiting(
-                node_questions(thread.parked.pending, _node_messages(runner), sites(runner))
-            )
+            asked = node_questions(thread.parked.pending, _node_messages(runner), sites(runner))
+            return Waiting(_asked_by(asked, runner))
         # Read from the session record, the agent is not built: no messages to find the calls
-        # in, so a republished question carries no tool call context.
+        # in, so a republished question carries no tool call context, nor the agent's name.
         messages = runner.messages if runner is not None else ()
-        return Waiting(questions_of(thread.parked.pending, messages))
+        return Waiting(_asked_by(questions_of(thread.parked.pending, messages), runner))
 
     def unfinished(self, thread: _Thread) -> bool:
         # A single agent whose history ends with work for the model (a prompt or tool results
         # it never answered) or tool calls with no results: a run stopped short (a worker
         # killed, or a run that raised). Read from the session record, the thread's last run
-        # reached its end (no RUNNING_KEY there). A Swarm or Graph is never reported.
-        agent = thread.agent
-        if not isinstance(agent, Agent) or not agent.messages:
+        # reached its end (no RUNNING_KEY there). A Swarm or Graph restored from its session
+        # still executing, with nodes left to run: its run was cut short after a node's state
+        # was saved (Strands saves it after every node).
+        runner = thread.agent
+        if isinstance(runner, MultiAgentBase):
+            return not thread.parked.pending and _multi_agent_status(runner) is Status.EXECUTING
+        if not isinstance(runner, Agent) or not runner.messages:
             return False
-        last = agent.messages[-1]
+        last = runner.messages[-1]
         return last["role"] == "user" or any("toolUse" in block for block in last["content"])
+
+    def forgets(self, thread: _Thread) -> str | None:
+        runner = thread.agent
+        if runner is None or _persisted(runner):  # None: read from its session record
+            return None
+        return (
+            f"its {type(runner).__name__} has no session manager, so what it asked lived only "
+            "in the memory of the process that ran it: a question asked by a process that "
+            "ended cannot be answered (start the thread again; give the agent a session "
+            "manager for runs that outlive a worker)"
+        )
 
     def check(self, thread: _Thread, answer: Answer) -> Any:
         if answer.answer is None:
@@ -412,12 +454,39 @@ class _Host:
             asked = questions_in(result)
             if not asked:
                 return []
-            return node_questions(result.interrupts, _node_messages(runner), sites(runner))
-        return questions_in(result)
+            nodes = node_questions(result.interrupts, _node_messages(runner), sites(runner))
+            return _asked_by(nodes, runner)
+        asked = questions_in(result)
+        return _asked_by(asked, runner) if asked else asked
 
     def built(self, agent: Runner) -> Runner:
         self.runner = agent
         return agent
+
+
+def _multi_agent_status(runner: MultiAgentBase) -> Status | None:
+    # A Swarm keeps it as completion_status, a Graph as status; restored from the session
+    # only when the saved run had nodes left (Strands resets a run that ended).
+    state: Any = getattr(runner, "state", None)
+    status: object = getattr(state, "completion_status", getattr(state, "status", None))
+    return status if isinstance(status, Status) else None
+
+
+def _continuation(runner: Runner) -> Any:
+    """The prompt that continues ``runner``'s unfinished run (see ``_Host.unfinished``).
+
+    An Agent continues from its history with no prompt. A Swarm or Graph restored to resume
+    runs its saved task from its saved next nodes, whatever task it is given. One saved while
+    its interrupts were still active, every one answered (the node that asked took the answers
+    and finished; Strands deactivates them only when the run ends), would run only the nodes
+    that asked again: they are deactivated first, as the run's end would have.
+    """
+    if isinstance(runner, Agent):
+        return None
+    state = interrupt_state(runner)
+    if state.activated:
+        state.deactivate()
+    return cast("Any", getattr(getattr(runner, "state", None), "task", ""))
 
 
 def _check_in_doubt(question: Question, answer: Any) -> None:
@@ -519,17 +588,23 @@ class _SyncHost(_Host, StreamingHost[_Thread, RunResult]):
         return _asked(thread, question_id)
 
     def start(self, thread: _Thread, message: StartMessage) -> RunResult:
-        return self._runner(thread)(self.prompt(message.input))
+        runner = self._runner(thread)
+        with running(thread.thread_id, runner):
+            return runner(self.prompt(message.input))
 
     def proceed(self, thread: _Thread) -> RunResult:
-        # No prompt: Strands runs the tool calls the history ends with, else calls the model.
-        agent = self._runner(thread)
-        assert isinstance(agent, Agent)  # unfinished() reports a single agent only
-        return agent(None)
+        # An Agent with no prompt runs the tool calls the history ends with, else calls the
+        # model; a Swarm or Graph runs on from its saved node.
+        runner = self._runner(thread)
+        with running(thread.thread_id, runner):
+            return runner(_continuation(runner))
 
     def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> RunResult:
         agent = self._runner(thread)
-        with responses_cleared_on_failure(agent, answers) as checked:
+        with (
+            running(thread.thread_id, agent),
+            responses_cleared_on_failure(agent, answers) as checked,
+        ):
             return checked(agent(_responses(answers)))
 
     def stream_start(self, thread: _Thread, message: StartMessage) -> Iterator[Any]:
@@ -543,7 +618,10 @@ class _SyncHost(_Host, StreamingHost[_Thread, RunResult]):
         # early) closes Strands' stream first, then clears the responses, in this order.
         agent = self._runner(thread)
         result: Any = None
-        with responses_cleared_on_failure(agent, answers) as checked:
+        with (
+            running(thread.thread_id, agent),
+            responses_cleared_on_failure(agent, answers) as checked,
+        ):
             with closing(iterate(lambda: agent.stream_async(prompt))) as events:
                 for event in events:
                     result = _result_of(event, result)
@@ -573,16 +651,21 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, RunResult]):
         return _asked(thread, question_id)
 
     async def start(self, thread: _Thread, message: StartMessage) -> RunResult:
-        return await (await self._runner(thread)).invoke_async(self.prompt(message.input))
+        runner = await self._runner(thread)
+        with running(thread.thread_id, runner):
+            return await runner.invoke_async(self.prompt(message.input))
 
     async def proceed(self, thread: _Thread) -> RunResult:
-        agent = await self._runner(thread)
-        assert isinstance(agent, Agent)  # unfinished() reports a single agent only
-        return await agent.invoke_async(None)
+        runner = await self._runner(thread)
+        with running(thread.thread_id, runner):
+            return await runner.invoke_async(_continuation(runner))
 
     async def resume(self, thread: _Thread, answers: Mapping[str, Any]) -> RunResult:
         agent = await self._runner(thread)
-        with responses_cleared_on_failure(agent, answers) as checked:
+        with (
+            running(thread.thread_id, agent),
+            responses_cleared_on_failure(agent, answers) as checked,
+        ):
             return checked(await agent.invoke_async(_responses(answers)))
 
     def astream_start(self, thread: _Thread, message: StartMessage) -> AsyncIterator[Any]:
@@ -599,7 +682,10 @@ class _AsyncHost(_Host, AsyncStreamingHost[_Thread, RunResult]):
         agent = await self._runner(thread)
         events = agent.stream_async(prompt)
         result: Any = None
-        with responses_cleared_on_failure(agent, answers) as checked:
+        with (
+            running(thread.thread_id, agent),
+            responses_cleared_on_failure(agent, answers) as checked,
+        ):
             try:
                 async for event in events:
                     result = _result_of(event, result)
@@ -624,6 +710,12 @@ def _session_id(runner: Runner) -> str | None:
     manager = getattr(runner, "session_manager", None)
     session_id = getattr(manager, "session_id", None)
     return session_id if isinstance(session_id, str) else None
+
+
+def _persisted(runner: Runner) -> bool:
+    if isinstance(runner, Agent):
+        return _compat.session_manager(runner) is not None
+    return getattr(runner, "session_manager", None) is not None
 
 
 def _checked_agent(agent: object, thread_id: str) -> Runner:

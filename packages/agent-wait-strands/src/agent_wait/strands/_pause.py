@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
-from agent_wait.core.pause import (
+from agent_wait.pause import (
     INPUT_SCHEMA,
     TOOL_NAME,
     PauseHeartbeat,
@@ -108,7 +108,7 @@ def pause_tool(
     """The ``agent_wait`` pause tool for a Strands agent (``Agent(tools=[pause_tool()])``).
 
     The model calls it with ``seconds``, ``user_message`` and optionally ``reason``; the tool
-    waits what :class:`~agent_wait.core.pause.PausePolicy` grants and returns its result as
+    waits what :class:`~agent_wait.pause.PausePolicy` grants and returns its result as
     JSON, or the refusal (``{"refused": code, "message": ...}``, status ``error``) without
     waiting. The user and the turn come from the invocation state: ``agent(prompt,
     invocation_state={"user_id": ..., "turn_id": ...})`` (else the user
@@ -118,7 +118,7 @@ def pause_tool(
     ``AGENT_WAIT_HEARTBEAT_INTERVAL_MS``: ``stream_async`` yields each as a ``tool_stream``
     event whose ``tool_stream_event["data"]`` is ``{"type": "agent_wait.heartbeat", "message",
     "progress", "total", "remaining_seconds", "wait_until"}`` (see
-    :class:`~agent_wait.core.pause.PauseHeartbeat`), and a ``callback_handler`` gets the same.
+    :class:`~agent_wait.pause.PauseHeartbeat`), and a ``callback_handler`` gets the same.
 
     Args:
         policy: The shared policy; None builds one from the ``AGENT_WAIT_*`` environment

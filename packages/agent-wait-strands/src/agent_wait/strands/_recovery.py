@@ -20,6 +20,8 @@ from collections.abc import Callable, Generator, Iterable, Mapping
 from contextlib import contextmanager
 from typing import Any
 
+from agent_wait.strands import _compat
+from agent_wait.strands._errors import MultiAgentRunFailed
 from strands import Agent
 from strands.agent.agent_result import AgentResult
 from strands.multiagent.base import MultiAgentBase, MultiAgentResult, Status
@@ -30,45 +32,13 @@ _ENDED = (Status.COMPLETED, Status.INTERRUPTED)
 """The statuses of a multi-agent run that took its answers: it finished, or parked again."""
 
 
-class MultiAgentRunFailed(RuntimeError):
-    """A Swarm or Graph resumed with answers ended neither completed nor parked again.
-
-    ``handle_message`` reports it as ``resume_failed`` (``Handled.error``).
-
-    Attributes:
-        result: The run's ``MultiAgentResult`` (its ``status``, each node's result).
-        question_ids: The questions the answers were for.
-        pending: True when the answers were undone and the questions take another answer;
-            False when Strands ended them (see the message).
-    """
-
-    def __init__(self, result: MultiAgentResult, question_ids: list[str], *, pending: bool) -> None:
-        failed = [node for node, r in result.results.items() if r.status is not Status.COMPLETED]
-        state = (
-            "the node that asked had not consumed the answers: the state the run started from "
-            "is restored"
-            if pending
-            else "no node holds the answered questions any more (the node moved past them, or "
-            "a Swarm or Graph nested in a node and restored from the session was started over "
-            "without them, as Strands keeps a nested run's interrupt state only in memory): "
-            "they cannot be answered again; a start message runs the thread again"
-        )
-        super().__init__(
-            f"the {type(result).__name__} ended {result.status.value} (nodes not completed: "
-            f"{failed}); {state}"
-        )
-        self.result = result
-        self.question_ids = question_ids
-        self.pending = pending
-
-
 def interrupt_state(runner: Agent | MultiAgentBase) -> Any:
     """The runner's ``_interrupt_state`` (an Agent, a Swarm and a Graph all keep one).
 
-    Strands 1.62 has no public accessor for it; its own session code reads it the same way.
-    Any: Strands' private ``_InterruptState`` class.
+    Strands has no public accessor for it (see ``_compat``). Any: Strands' private
+    ``_InterruptState`` class.
     """
-    state = getattr(runner, "_interrupt_state", None)
+    state = _compat.interrupt_state(runner)
     if state is None:
         raise RuntimeError(
             "this strands version keeps no _interrupt_state; agent-wait-strands supports "
@@ -95,7 +65,7 @@ def clear_response(agent: Agent | MultiAgentBase, question_id: str) -> None:
     # activate() on an active state changes nothing but its version, which is what makes the
     # session manager write the interrupt state again.
     state.activate()
-    session_manager = agent._session_manager  # pyright: ignore[reportPrivateUsage]
+    session_manager = _compat.session_manager(agent)
     if session_manager is not None:
         session_manager.sync_agent(agent)
 

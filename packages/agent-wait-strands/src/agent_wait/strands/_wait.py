@@ -1,12 +1,15 @@
-"""``@wait`` for Strands tools, and ``publish_interrupts`` for Strands results."""
+"""``@wait`` and ``park`` for Strands tools, and ``publish_interrupts`` for Strands results."""
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
+from typing import Any
 
-from agent_wait.core.adapter import make_publish_interrupts, make_wait
-from agent_wait.strands._adapter import StrandsAdapter, has_tool_context
-from strands.types.tools import AgentTool
+from agent_wait.core import derive_question_id
+from agent_wait.host.adapter import PAYLOAD_KEY, make_publish_interrupts, make_wait
+from agent_wait.strands._adapter import StrandsAdapter, has_tool_context, interrupt_name
+from strands.types.tools import AgentTool, ToolContext
 
 _ADAPTER = StrandsAdapter()
 
@@ -102,3 +105,29 @@ Returns:
 apublish_interrupts.__doc__ = (
     "Async :func:`publish_interrupts` (announcers delivered to concurrently)."
 )
+
+
+def park(tool_context: ToolContext[Any], value: Mapping[str, Any]) -> Any:
+    """Park the tool call on ``value``, a question built by code other than ``@wait``.
+
+    Strands' counterpart of LangGraph's ``interrupt(value)``: ``value`` is a parked question
+    (``agent_wait.host.adapter.wait_payload``, e.g. an MCP elicitation from ``agent_wait.mcp``).
+    The first time it raises the Strands interrupt with ``value`` as its reason; the host
+    publishes the question, and on resume the tool runs again and ``park`` returns the answer.
+    The interrupt is named after the tool and the question, so one call may park on several
+    different questions, each answered on its own.
+
+    Raises:
+        ValueError: ``value`` is not a parked question (no ``question`` and ``agent_wait``).
+    """
+    question: object = value.get("question")
+    if question is None or not isinstance(value.get(PAYLOAD_KEY), Mapping):
+        raise ValueError(
+            f"value: not a parked question (needs 'question' and a {PAYLOAD_KEY!r} object, as "
+            f"wait_payload builds); got keys {sorted(value)}"
+        )
+    tool = tool_context.tool_use["name"]
+    # Strands derives the interrupt id from the tool call and the name: the same question asked
+    # again on resume finds its response, a different one parks anew.
+    asked = derive_question_id(tool, "park", {"question": question})[:16]
+    return tool_context.interrupt(interrupt_name(f"{tool}:{asked}"), reason=dict(value))
