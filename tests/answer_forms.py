@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agent_wait.core import Question, WaitEnvelope, answer_problem, build_envelope
-from agent_wait.core._cli_answer import answer_form
+from agent_wait.host._cli_answer import answer_form
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 ID = "a1b2c3d4e5f60718"

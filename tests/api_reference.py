@@ -1,11 +1,11 @@
 """Check that the built API reference documents every public name: ``python tests/api_reference.py site``.
 
 The modules are read, not imported: the docs environment has no pytest, which
-``agent_wait.core.testing`` needs at import.
+``agent_wait.testing`` needs at import.
 
-Public names are each package's ``__all__`` (``agent_wait.core`` and every plugin), plus the
-public core modules in ``EXTRA`` (``agent_wait.core.adapter``, ``.host``, ``.options``,
-``.transport``, ``.testing``, ``.pause``). mkdocstrings gives each documented
+Public names are each package's ``__all__`` (``agent_wait.core``, ``agent_wait.host`` and every
+other distribution), plus the public submodules in ``EXTRA`` (``agent_wait.host.adapter``,
+``agent_wait.core.options``, ``agent_wait.core.transport``). mkdocstrings gives each documented
 object an HTML id equal to its dotted path; a name without one is missing from the reference.
 """
 
@@ -18,28 +18,24 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 EXTRA = [
-    "agent_wait.core.adapter",
-    "agent_wait.core.host",
+    "agent_wait.host.adapter",
     "agent_wait.core.options",
     "agent_wait.core.transport",
-    "agent_wait.core.testing",
-    "agent_wait.core.pause",
 ]
 
 
 def public_modules() -> dict[str, Path]:
-    """``agent_wait.<name>`` of every package in the workspace, then the extra core modules."""
-    modules = {
-        f"agent_wait.{p.name}": p / "__init__.py"
+    """``agent_wait.<name>`` of every package in the workspace, then the extra submodules."""
+    packages = {
+        f"agent_wait.{p.name}": p
         for p in sorted(ROOT.glob("packages/agent-wait-*/src/agent_wait/*"))
-        if p.is_dir()
+        if p.is_dir() and not p.name.startswith(("_", "."))
     }
-    core = ROOT / "packages" / "agent-wait-core" / "src" / "agent_wait" / "core"
-    extra: dict[str, Path] = {}
+    modules = {name: path / "__init__.py" for name, path in packages.items()}
     for name in EXTRA:
-        leaf = core / name.rpartition(".")[2]
-        extra[name] = leaf / "__init__.py" if leaf.is_dir() else leaf.with_suffix(".py")
-    return modules | extra
+        package, _, leaf = name.rpartition(".")
+        modules[name] = packages[package] / f"{leaf}.py"
+    return modules
 
 
 def exported(path: Path) -> list[str]:

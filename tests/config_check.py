@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from agent_wait.core._cli import main
+from agent_wait.host._cli import main
 
 
 def config_check(

@@ -7,7 +7,8 @@ import threading
 import time
 from typing import Any
 
-from agent_wait.core import EntryPoint, serve_entry
+from agent_wait.core import EntryPoint
+from agent_wait.host import serve_entry
 
 
 def check_serve_loop(entry: EntryPoint, threads: int = 4, per_thread: int = 3) -> None:

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from agent_wait.core import EntryPoint, ServeReport, serve_entry
+from agent_wait.core import EntryPoint
+from agent_wait.host import ServeReport, serve_entry
 from tests.proxy import Proxy
 
 THREADS = 12

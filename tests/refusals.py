@@ -15,8 +15,8 @@ from agent_wait.core import (
     Outcome,
     QuestionStore,
     SqliteEntry,
-    answer,
 )
+from agent_wait.host import answer
 from agent_wait.langgraph import handle_message
 from tests.langgraph.test_host import START_MESSAGE, Counts
 

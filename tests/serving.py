@@ -1,6 +1,7 @@
 """Waiting on a worker: poll until something is true, run serve() in a thread for a block, probe
-its health endpoints, read what an embedded entry point holds, and the check every framework's
-serve() passes: it parks threads and resumes them on their answers."""
+its health endpoints, read what an embedded entry point holds, serve one start until it parks,
+and the check every framework's serve() passes: it parks threads and resumes them on their
+answers."""
 
 from __future__ import annotations
 
@@ -15,15 +16,14 @@ from pathlib import Path
 from typing import Any
 
 from agent_wait.core import (
-    ServeReport,
-    ServeStatus,
     SqliteAnnounce,
     SqliteEntry,
     SqliteQuestionStore,
-    answer,
+    StoredQuestion,
     hookimpl,
 )
-from agent_wait.core.testing import registered_plugin
+from agent_wait.host import ServeReport, ServeStatus, answer
+from agent_wait.testing import registered_plugin
 
 # A framework's serve() over these, with everything else bound: (entry, announce, stop).
 Serve = Callable[[SqliteEntry, SqliteAnnounce, threading.Event], ServeReport]
@@ -92,6 +92,26 @@ def health_endpoints(serve: Callable[[threading.Event], ServeReport]) -> Iterato
         [status] = until(lambda: statuses, "the worker started")
         assert status.health_address is not None
         yield status.health_address
+
+
+def serve_until_parked(
+    serve: Serve, path: Path, start: dict[str, Any]
+) -> tuple[StoredQuestion, ServeReport]:
+    """Send ``start`` to the embedded entry point in ``path`` (a failed message is handed out
+    again at once) and run ``serve`` until its thread parked on one question; then stop it.
+
+    Returns that question and the worker's report.
+    """
+    entry = SqliteEntry(path, poll_interval=0.02, retry_delay=0)
+    entry.send(start)
+    with (
+        serving(lambda stop: serve(entry, SqliteAnnounce(path), stop)) as reports,
+        SqliteQuestionStore(path) as store,
+    ):
+        [question] = until(lambda: store.open_questions(), "the thread parked")
+    entry.close()
+    [report] = reports
+    return question, report
 
 
 def check_serve_parks_and_resumes(

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from agent_wait.core import SqliteAnnounce, SqliteEntry, SqliteQuestionStore, answer
+from agent_wait.core import SqliteAnnounce, SqliteEntry, SqliteQuestionStore
+from agent_wait.host import answer
 from tests.serving import Serve, serving, until
 
 

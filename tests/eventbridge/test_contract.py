@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from agent_wait.core import BaseAnnounce, publish
-from agent_wait.core.testing import AnnouncerContract
 from agent_wait.eventbridge import EventBridgeAnnounce
+from agent_wait.testing import AnnouncerContract
 from tests.aws_moto import Aws, create_queue, drain, questions
 
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from agent_wait.core import BaseAnnounce
-from agent_wait.core.testing import AnnouncerContract
 from agent_wait.nats import NatsAnnounce
+from agent_wait.testing import AnnouncerContract
 
 
 class TestNatsAnnounce(AnnouncerContract):

@@ -9,15 +9,17 @@ from typing import Any
 import pytest
 
 from agent_wait.core import ConfigError, EntryPoint, entry
-from agent_wait.core.testing import EntryContract
 from agent_wait.core.transport import MAX_MESSAGE_BYTES
 from agent_wait.nats import NatsEntry
 from agent_wait.nats._entry import _token  # pyright: ignore[reportPrivateUsage]
+from agent_wait.testing import EntryContract
 from tests.entry_serving import check_serve_loop
 from tests.nats.conftest import Admin, unique, with_jetstream
 
 
 class TestNatsEntry(EntryContract):
+    tells_oldest_waiting = True
+
     # A receive makes several server round trips per message (the thread's head, the attempts
     # record): on a loaded machine one receive of the kit's messages can outlast a 1 s lease.
     visibility_timeout = 3.0

@@ -24,8 +24,8 @@ from agent_wait.core import (
     load_config,
     publish,
 )
-from agent_wait.core.testing import sample_questions
 from agent_wait.nats import NatsAnnounce
+from agent_wait.testing import sample_questions
 from tests.config_check import assert_connect_tells_right_from_wrong
 
 

@@ -26,16 +26,22 @@ from agent_wait.core import (
     SqliteQuestionStore,
     WaitEnvelope,
     WaitPolicy,
-    answer,
     apublish,
     publish,
-    sweep,
 )
-from agent_wait.core._cli import main
 from agent_wait.core._sqlite import default_inbox_path
+from agent_wait.host import answer, sweep
+from agent_wait.host._cli import main
 from agent_wait.opentelemetry import TRACEPARENT, OpenTelemetryPlugin, observe_store
 from agent_wait.opentelemetry._telemetry import _Deliveries
 from tests.opentelemetry.conftest import Metrics, child_of, named, traceparent_of
+
+
+@pytest.fixture(autouse=True)
+def _names_given_with_by(monkeypatch: pytest.MonkeyPatch) -> None:
+    # agent-wait answer --by names who answers here; the configuration must allow it.
+    monkeypatch.setenv("AGENT_WAIT_ALLOW_BY", "1")
+
 
 T0 = datetime(2026, 9, 11, 9, 0, tzinfo=UTC)
 LATER = "2026-09-11T12:00:00Z"

@@ -15,16 +15,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from agent_wait.core import (
-    Outcome,
-    Question,
-    SqliteAnnounce,
-    WaitPolicy,
-    answer,
-    publish,
-    sweep,
-)
+from agent_wait.core import Outcome, Question, SqliteAnnounce, WaitPolicy, publish
 from agent_wait.core._sqlite import default_inbox_path
+from agent_wait.host import answer, sweep
 from agent_wait.langgraph import handle_message
 from agent_wait.nats import NatsEntry
 from agent_wait.opentelemetry import TRACEPARENT

@@ -6,7 +6,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from agent_wait.core import SqliteEntry, serve_entry
+from agent_wait.core import SqliteEntry
+from agent_wait.host import serve_entry
 from tests.opentelemetry.conftest import Metrics
 
 SQLITE = {"agent_wait.entry": "sqlite"}

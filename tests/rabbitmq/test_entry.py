@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 import uuid
 from collections.abc import Iterator
 
 import pika
 import pytest
 
-from agent_wait.core import ConfigError, EntryPoint, entry
-from agent_wait.core.testing import EntryContract
+from agent_wait.core import ConfigError, DeliveryFailed, EntryPoint, entry
 from agent_wait.rabbitmq import RabbitMqEntry
+from agent_wait.testing import EntryContract
 from tests.entry_serving import check_serve_loop
 
 
@@ -181,3 +183,73 @@ def test_reply_to_refuses_the_url_credentials(amqp_url: str, queue: str) -> None
                 messages.reply_to()
         else:
             assert messages.reply_to() == {"use": "rabbitmq", "url": amqp_url, "queue": queue}
+
+
+def _full_queue(url: str, queue: str) -> pika.adapters.blocking_connection.BlockingChannel:
+    """A queue the broker refuses publishes to (nacks them) until its one message is taken."""
+    channel = pika.BlockingConnection(pika.URLParameters(url)).channel()
+    arguments = {"x-max-length": 1, "x-overflow": "reject-publish"}
+    channel.queue_declare(queue, durable=True, arguments=arguments)
+    channel.confirm_delivery()
+    channel.basic_publish("", queue, b'{"thread_id": "t-0"}')
+    return channel
+
+
+def test_a_message_the_broker_keeps_nacking_fails_with_a_retryable_error(
+    amqp_url: str, queue: str
+) -> None:
+    channel = _full_queue(amqp_url, queue)
+    sender = RabbitMqEntry(amqp_url, queue=queue, declare=False, timeout=1.0)
+    try:
+        with pytest.raises(
+            DeliveryFailed, match=f"nacked the message to queue '{queue}'"
+        ) as caught:
+            sender.send({"thread_id": "t-1", "question_id": "q1", "answer": "approve"})
+        assert caught.value.retryable
+        assert caught.value.code == "NACK"
+        assert caught.value.attempts is not None
+        assert caught.value.attempts > 1
+    finally:
+        sender.close()
+        channel.connection.close()
+
+
+def test_a_nacked_message_is_published_again_until_the_broker_takes_it(
+    amqp_url: str, queue: str
+) -> None:
+    channel = _full_queue(amqp_url, queue)
+    nacked = threading.Event()
+
+    class _Nacks(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if "Nack'ed" in record.getMessage():
+                nacked.set()
+
+    watcher = _Nacks()
+    logging.getLogger("pika.adapters.blocking_connection").addHandler(watcher)
+    sender = RabbitMqEntry(amqp_url, queue=queue, declare=False, timeout=120.0)
+    failures: list[BaseException] = []
+
+    def send() -> None:
+        try:
+            sender.send({"thread_id": "t-1", "question_id": "q1", "answer": "approve"})
+        except BaseException as error:  # the assertion below reports it
+            failures.append(error)
+
+    publishing = threading.Thread(target=send)
+    publishing.start()
+    try:
+        assert nacked.wait(60), "the broker never nacked the publish to a full queue"
+        method, _, _ = channel.basic_get(queue, auto_ack=True)  # room for one again
+        assert method is not None
+        publishing.join(120)
+        assert not publishing.is_alive()
+        assert failures == []
+        method, _, body = channel.basic_get(queue, auto_ack=True)
+        assert method is not None
+        assert b'"question_id":"q1"' in body
+    finally:
+        logging.getLogger("pika.adapters.blocking_connection").removeHandler(watcher)
+        publishing.join(120)
+        sender.close()
+        channel.connection.close()

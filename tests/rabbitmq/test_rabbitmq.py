@@ -22,8 +22,8 @@ from agent_wait.core import (
     load_config,
     publish,
 )
-from agent_wait.core.testing import sample_questions
 from agent_wait.rabbitmq import RabbitMqAnnounce
+from agent_wait.testing import sample_questions
 from tests.config_check import assert_connect_tells_right_from_wrong
 
 from .conftest import Broker

@@ -9,8 +9,8 @@ import pytest
 import redis
 
 from agent_wait.core import BaseAnnounce
-from agent_wait.core.testing import AnnouncerContract
 from agent_wait.redis import RedisAnnounce
+from agent_wait.testing import AnnouncerContract
 
 
 class TestRedisAnnounce(AnnouncerContract):

@@ -9,11 +9,13 @@ import pytest
 import redis
 
 from agent_wait.core import ConfigError, EntryPoint, entry
-from agent_wait.core.testing import EntryContract
 from agent_wait.redis import RedisEntry
+from agent_wait.testing import EntryContract
 
 
 class TestRedisEntry(EntryContract):
+    tells_oldest_waiting = True
+
     @pytest.fixture(autouse=True)
     def _nowhere(self, closed_port: int) -> None:
         self.closed_port = closed_port

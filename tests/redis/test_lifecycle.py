@@ -10,13 +10,19 @@ import pytest
 import redis
 
 from agent_wait.core import BaseAnnounce, LifecycleEvent, SqliteAnnounce, SqliteEntry
-from agent_wait.core.host import handle_message
+from agent_wait.host import handle_message
 from agent_wait.redis import RedisAnnounce
 from tests.core.test_answer import LATER, ask, run
 from tests.core.test_host import Ledger, reply
 from tests.core.test_lifecycle import sweep_due
 from tests.inbox.conftest import login, make_client
 from tests.inbox.test_app import answer_form
+
+
+@pytest.fixture(autouse=True)
+def _names_given_with_by(monkeypatch: pytest.MonkeyPatch) -> None:
+    # agent-wait answer --by names who answers here; the configuration must allow it.
+    monkeypatch.setenv("AGENT_WAIT_ALLOW_BY", "1")
 
 
 def test_an_answer_is_an_entry_and_closes_the_indexed_question(

@@ -23,8 +23,8 @@ from agent_wait.core import (
     default_announcers,
     publish,
 )
-from agent_wait.core.testing import sample_questions
 from agent_wait.redis import RedisAnnounce
+from agent_wait.testing import sample_questions
 from tests.config_check import assert_connect_tells_right_from_wrong
 
 

@@ -12,10 +12,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from agent_wait.core import ConfigError, EntryPoint, entry, serve_entry
-from agent_wait.core.testing import EntryContract
+from agent_wait.core import ConfigError, EntryPoint, entry
 from agent_wait.core.transport import MAX_MESSAGE_BYTES, fit_identifier
+from agent_wait.host import serve_entry
 from agent_wait.sqs import SqsEntry
+from agent_wait.testing import EntryContract
 from tests.aws_moto import Aws, create_queue
 from tests.proxy import Proxy
 

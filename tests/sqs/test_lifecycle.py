@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent_wait.core import LifecycleEvent
-from agent_wait.core.host import handle_message
+from agent_wait.host import handle_message
 from agent_wait.sqs import SqsAnnounce
 from tests.aws_moto import Aws, create_queue, drain
 from tests.core.test_answer import LATER

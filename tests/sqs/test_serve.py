@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from agent_wait.core import ServeReport, aserve_entry, parse_message, serve_entry
+from agent_wait.core import parse_message
+from agent_wait.host import ServeReport, aserve_entry, serve_entry
 from agent_wait.sqs import SqsEntry
 from tests.aws_moto import Aws, count_requests
 from tests.sqs.test_entry import fifo_with_dead_letters

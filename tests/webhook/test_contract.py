@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from agent_wait.core import BaseAnnounce
-from agent_wait.core.testing import AnnouncerContract
+from agent_wait.testing import AnnouncerContract
 from agent_wait.webhook import WebhookAnnounce, verify
 
 from .conftest import SECRET, Receiver, Step

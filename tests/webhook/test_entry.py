@@ -12,7 +12,7 @@ import pytest
 import uvicorn
 
 from agent_wait.core import ConfigError, EntryPoint, entry
-from agent_wait.core.testing import EntryContract
+from agent_wait.testing import EntryContract
 from agent_wait.webhook import WebhookEntry
 from agent_wait.webhook._entry import MAX_BODY
 from agent_wait.webhook._signing import SigningKey

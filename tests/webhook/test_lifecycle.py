@@ -15,13 +15,19 @@ from agent_wait.core import (
     SqliteEntry,
     SqliteQuestionStore,
 )
-from agent_wait.core.host import handle_message
+from agent_wait.host import handle_message, sweep
 from agent_wait.webhook import WebhookAnnounce, verify
 from tests.core.test_answer import LATER, ask, run
 from tests.core.test_host import Ledger
 from tests.core.test_lifecycle import sweep_due
 
 from .conftest import SECRET, Receiver, Step
+
+
+@pytest.fixture(autouse=True)
+def _names_given_with_by(monkeypatch: pytest.MonkeyPatch) -> None:
+    # agent-wait answer --by names who answers here; the configuration must allow it.
+    monkeypatch.setenv("AGENT_WAIT_ALLOW_BY", "1")
 
 
 def test_the_sweeper_posts_a_signed_expiry(receiver: Receiver, tmp_path: Path) -> None:
@@ -158,3 +164,38 @@ def test_the_approver_named_by_agent_wait_answer_is_posted_in_wait_answered(
     ]
     event = LifecycleEvent.model_validate(verify(request.body, request.headers, SECRET))
     assert (event.question_id, event.by) == ("t-q1", "alice")
+
+
+def test_the_sweeper_posts_each_reminder_and_the_escalation_once(
+    receiver: Receiver, tmp_path: Path
+) -> None:
+    url = receiver.script("/follow-ups", *[Step(200)] * 3)
+    inbox = tmp_path / "inbox.sqlite3"
+    ask(
+        inbox,
+        "q-pay",
+        thread_id="order/4471",
+        timeout="PT8H",
+        remind=["PT1H", "PT2H"],
+        escalate={"after": "PT3H", "to": {"approver_group": "finance-leads"}},
+    )
+    with (
+        WebhookAnnounce(url, secret=SECRET).with_lifecycle_events(
+            "wait.reminder", "wait.escalated"
+        ) as hook,
+        SqliteQuestionStore(inbox) as store,
+    ):
+        for now in ("2026-09-11T10:00:00Z", "2026-09-11T11:00:00Z", "2026-09-11T12:00:00Z"):
+            for _ in range(2):  # a second sweeper at the same moment sends nothing more
+                report = sweep(store=store, now=now, announce=[hook])
+                assert all(d.ok for d in report.events), report.events
+    requests = receiver.requests("/follow-ups")
+    assert [r.headers["x-agent-wait-dedupe-key"] for r in requests] == [
+        "wait.reminder:order%2F4471:q-pay:1",
+        "wait.reminder:order%2F4471:q-pay:2",
+        "wait.escalated:order%2F4471:q-pay",
+    ]
+    escalated = LifecycleEvent.model_validate(verify(requests[2].body, requests[2].headers, SECRET))
+    assert escalated.escalated_to == {"approver_group": "finance-leads"}
+    assert escalated.envelope is not None
+    assert escalated.envelope.question_id == "q-pay"

@@ -23,10 +23,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_wait.core import lazy_exports
-from agent_wait.eventbridge._options import EventBridgeOptions
 
 if TYPE_CHECKING:
     from agent_wait.eventbridge._announcer import EventBridgeAnnounce
+    from agent_wait.eventbridge._options import EventBridgeOptions
 
 __all__ = ["EventBridgeAnnounce", "EventBridgeOptions"]
 
@@ -34,6 +34,7 @@ __all__ = ["EventBridgeAnnounce", "EventBridgeOptions"]
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "EventBridgeOptions": "._options",
         "EventBridgeAnnounce": "._announcer",
     },
 )

@@ -31,11 +31,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_wait.core import lazy_exports
-from agent_wait.nats._options import NatsEntryOptions, NatsOptions
 
 if TYPE_CHECKING:
     from agent_wait.nats._announcer import NatsAnnounce
     from agent_wait.nats._entry import NatsEntry
+    from agent_wait.nats._options import NatsEntryOptions, NatsOptions
 
 __all__ = ["NatsAnnounce", "NatsEntry", "NatsEntryOptions", "NatsOptions"]
 
@@ -43,6 +43,8 @@ __all__ = ["NatsAnnounce", "NatsEntry", "NatsEntryOptions", "NatsOptions"]
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "NatsEntryOptions": "._options",
+        "NatsOptions": "._options",
         "NatsAnnounce": "._announcer",
         "NatsEntry": "._entry",
     },

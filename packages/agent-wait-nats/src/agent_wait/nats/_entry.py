@@ -515,6 +515,27 @@ class NatsEntry(EntryPoint):
             self.dead_stream,
         )
 
+    def oldest_waiting(self) -> float | None:
+        """Seconds since the stream's first message was stored, by the server's clock, or None.
+
+        The stream is a work queue: a message leaves it when acknowledged or dead-lettered, so
+        its first message is the oldest waiting.
+        """
+        return self._run(self._oldest_waiting)
+
+    async def _oldest_waiting(self, session: _Session) -> float | None:
+        state = (await session.js.stream_info(self.stream)).state
+        if not state.messages:
+            return None
+        try:
+            # next: the first message from that sequence on, should that one have just gone.
+            raw = await session.js.get_msg(self.stream, state.first_seq, next=True)
+        except nats.js.errors.NotFoundError:
+            return None  # emptied meanwhile
+        if raw.time is None:
+            return None
+        return max(0.0, (datetime.now(UTC) - raw.time).total_seconds())
+
     def dead_letters(self) -> list[DeadLetter]:
         """Every dead-lettered message, oldest first (a scan of the dead-letter stream)."""
         return self._run(self._dead_letters)

@@ -23,7 +23,7 @@ and in docs/announcers/rabbitmq.md.
 
 The ``rabbitmq`` entry point (:class:`RabbitMqEntry`, ``entry("rabbitmq", ...)``) is where hosts
 receive start messages and answers: a quorum queue with a single active consumer and a
-dead-letter exchange (see docs/entry-points.md).
+dead-letter exchange, or ``shards`` such queues that the hosts share (see docs/entry-points.md).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_wait.core import lazy_exports
-from agent_wait.rabbitmq._options import RabbitMqEntryOptions, RabbitMqOptions
 
 if TYPE_CHECKING:
     from agent_wait.rabbitmq._announcer import RabbitMqAnnounce
     from agent_wait.rabbitmq._entry import RabbitMqEntry
+    from agent_wait.rabbitmq._options import RabbitMqEntryOptions, RabbitMqOptions
 
 __all__ = ["RabbitMqAnnounce", "RabbitMqEntry", "RabbitMqEntryOptions", "RabbitMqOptions"]
 
@@ -43,6 +43,8 @@ __all__ = ["RabbitMqAnnounce", "RabbitMqEntry", "RabbitMqEntryOptions", "RabbitM
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "RabbitMqEntryOptions": "._options",
+        "RabbitMqOptions": "._options",
         "RabbitMqAnnounce": "._announcer",
         "RabbitMqEntry": "._entry",
     },

@@ -1,4 +1,4 @@
-"""RabbitMqEntry: start messages and answers through a quorum queue with one active consumer."""
+"""RabbitMqEntry: start messages and answers through quorum queues, each with one active consumer."""
 
 from __future__ import annotations
 
@@ -6,12 +6,16 @@ import base64
 import contextlib
 import json
 import logging
+import math
+import random
 import threading
 import time
 import uuid
+import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, TypeVar
 
 try:
@@ -24,6 +28,7 @@ except ImportError as error:  # pragma: no cover - the distribution depends on p
 
 from agent_wait.core import (
     DeadLetter,
+    DeliveryFailed,
     EntryPoint,
     Received,
     format_utc,
@@ -45,7 +50,14 @@ logger = logging.getLogger("agent_wait.rabbitmq.entry")
 CONTENT_TYPE = "application/json"
 APP_ID = "agent-wait"
 DEAD_LETTER_TYPE = "agent-wait.dead-letter"
-_SLICE = 0.05  # seconds the connection is held per poll, so settling threads get their turn
+_NACK_PAUSE = 0.05  # seconds before a nacked message is published again, doubling each time
+_SLICE = 0.05  # seconds a receiver waits on the connection before it looks at its held ones
+_BALANCE_EVERY = 1.0  # seconds between a sharded host's looks at how many hosts share the shards
+
+
+def _nothing() -> None:
+    """A callback that only ends a receiver's wait on the connection."""
+
 
 BlockingChannel = pika.adapters.blocking_connection.BlockingChannel
 T = TypeVar("T")
@@ -55,6 +67,8 @@ T = TypeVar("T")
 class _Held:
     """A delivery this host holds unacknowledged: handed out, or waiting for its turn."""
 
+    queue: str
+    """The queue (shard) it came from: its tag is one of that queue's channel."""
     tag: int
     id: str
     thread_id: str
@@ -70,7 +84,7 @@ class _Held:
 
 
 class RabbitMqEntry(EntryPoint):
-    """An entry point on RabbitMQ: a quorum queue with a single active consumer.
+    """An entry point on RabbitMQ: quorum queues, each with a single active consumer.
 
     ``send`` publishes the message (persistent, with publisher confirms) to the queue. A host's
     first ``receive`` subscribes with manual acknowledgement and a ``prefetch`` window. The
@@ -88,9 +102,23 @@ class RabbitMqEntry(EntryPoint):
     ``<queue>.dead``), logged at ERROR, then acknowledged. The queue's ``x-delivery-limit`` (also
     ``max_attempts``) dead-letters to the same exchange a message whose hosts keep crashing.
 
+    With ``shards`` above 1, more hosts add throughput: ``send`` puts a thread's messages in the
+    queue ``<queue>.<n>``, ``n`` = CRC-32 of the thread id modulo ``shards``, so a thread stays in
+    one shard. Each shard has one consumer at a time: the host whose connection holds the
+    exclusive queue ``<queue>.<n>.owner``, which the broker deletes when that connection
+    closes. Every host is counted
+    in ``<queue>.hosts`` (a queue nobody publishes to: its consumer count is the number of
+    hosts) and, once a second while it receives, takes free shards up to its share
+    (``shards`` / hosts, rounded up) and gives back shards over it. A shard is given back only
+    when none of its messages is in hand: closing its channel returns the rest to the front of
+    the queue, in order, with ``x-delivery-count`` one higher. A host that stops or dies frees
+    its shards; the others take them within a second or so.
+
     Args:
         url: ``amqp://user:password@host:5672/vhost`` (or ``amqps://``).
         queue: The queue; ``<queue>.dead`` is the dead-letter exchange and queue.
+        shards: Queues a thread's messages are spread over; 1 is the single queue ``queue``.
+            Every host and sender of one deployment uses the same number.
         declare: Declare the queue, the exchange and the dead-letter queue when missing.
         prefetch: Unacknowledged messages the broker sends this host ahead.
         visibility_timeout: Seconds a received message stays leased.
@@ -109,6 +137,7 @@ class RabbitMqEntry(EntryPoint):
         self,
         url: str = DEFAULT_URL,
         queue: str = DEFAULT_QUEUE,
+        shards: int = 1,
         declare: bool = True,
         prefetch: int = 100,
         visibility_timeout: float = 300.0,
@@ -121,6 +150,7 @@ class RabbitMqEntry(EntryPoint):
             {
                 "url": url,
                 "queue": queue,
+                "shards": shards,
                 "declare": declare,
                 "prefetch": prefetch,
                 "visibility_timeout": visibility_timeout,
@@ -132,6 +162,13 @@ class RabbitMqEntry(EntryPoint):
         self.url = options.url
         self.queue = options.queue
         self.dead = f"{options.queue}.dead"
+        self.shards = options.shards
+        self.hosts = f"{options.queue}.hosts"
+        self._queues = (
+            [options.queue]
+            if options.shards == 1
+            else [f"{options.queue}.{n}" for n in range(options.shards)]
+        )
         self.declare = options.declare
         self.prefetch = options.prefetch
         self.visibility_timeout = options.visibility_timeout
@@ -141,8 +178,14 @@ class RabbitMqEntry(EntryPoint):
         self._lock = threading.RLock()  # a BlockingConnection is not thread-safe
         self._connection: pika.BlockingConnection | None = None
         self._publisher: BlockingChannel | None = None
-        self._consumer: BlockingChannel | None = None
+        self._consumers: dict[str, BlockingChannel] = {}  # queue -> the channel consuming it
+        self._giving_back: set[str] = set()  # shards over this host's share
+        self._roll_call: BlockingChannel | None = None
+        self._balanced_at = -math.inf
+        # Where this host starts looking for free shards: hosts starting together spread out.
+        self._first_look = random.randrange(options.shards)
         self._held: dict[str, _Held] = {}  # in delivery order
+        self._awaiting: pika.BlockingConnection | None = None  # a receiver waits on it
 
     # -- connection --
 
@@ -166,16 +209,17 @@ class RabbitMqEntry(EntryPoint):
             channel.exchange_declare(self.dead, "fanout", durable=True)
             channel.queue_declare(self.dead, durable=True)
             channel.queue_bind(self.dead, self.dead)
-            channel.queue_declare(
-                self.queue,
-                durable=True,
-                arguments={
-                    "x-queue-type": "quorum",
-                    "x-single-active-consumer": True,
-                    "x-delivery-limit": self.max_attempts,
-                    "x-dead-letter-exchange": self.dead,
-                },
-            )
+            arguments: dict[str, Any] = {
+                "x-queue-type": "quorum",
+                "x-delivery-limit": self.max_attempts,
+                "x-dead-letter-exchange": self.dead,
+            }
+            if self.shards == 1:
+                arguments["x-single-active-consumer"] = True
+            else:
+                channel.queue_declare(self.hosts, durable=True)
+            for name in self._queues:
+                channel.queue_declare(name, durable=True, arguments=arguments)
             channel.close()  # pyright: ignore[reportUnknownMemberType]
         return connection
 
@@ -185,18 +229,98 @@ class RabbitMqEntry(EntryPoint):
             self._publisher.confirm_delivery()
         return self._publisher
 
-    def _consuming(self) -> BlockingChannel:
-        if self._consumer is None or not self._consumer.is_open:  # pyright: ignore[reportUnknownMemberType]
-            # What the old channel held the broker has requeued; it will come again.
-            self._held.clear()
-            channel = self._connect().channel()
-            channel.basic_qos(prefetch_count=self.prefetch)
-            channel.basic_consume(self.queue, self._on_message, auto_ack=False)
-            self._consumer = channel
-        return self._consumer
+    def route(self, thread_id: str) -> str:
+        """The queue a thread's messages go to (the same in every process)."""
+        if self.shards == 1:
+            return self.queue
+        return self._queues[zlib.crc32(thread_id.encode()) % self.shards]
+
+    def consuming(self) -> list[str]:
+        """The queues this host consumes now (its shards), sorted; empty before its first receive."""
+        with self._lock:
+            return sorted(self._consumers)
+
+    def _consuming(self) -> None:
+        """Subscribe to this host's queues: the single queue, or its share of the shards."""
+        connection = self._connect()
+        for name, channel in list(self._consumers.items()):
+            if not channel.is_open:  # pyright: ignore[reportUnknownMemberType]
+                self._forget(name)
+        if self.shards == 1:
+            if not self._consumers:
+                self._subscribe(connection, self.queue)
+        elif time.monotonic() - self._balanced_at >= _BALANCE_EVERY:
+            self._balance(connection)
+
+    def _subscribe(self, connection: pika.BlockingConnection, name: str) -> None:
+        """Consume ``name`` on a channel of its own."""
+        channel = connection.channel()
+        channel.basic_qos(prefetch_count=self.prefetch)
+        channel.basic_consume(name, partial(self._on_message, name), auto_ack=False)
+        self._consumers[name] = channel
+
+    def _claim(self, connection: pika.BlockingConnection, name: str) -> bool:
+        """Take the shard ``name`` if no host holds it: False if one does.
+
+        A shard is held by the connection that declared its exclusive queue ``<shard>.owner``
+        (a quorum queue ignores an exclusive consumer): the broker refuses it to any other
+        connection and deletes it when its connection closes, a killed host's included.
+        """
+        probe = connection.channel()
+        try:
+            probe.queue_declare(f"{name}.owner", exclusive=True)
+        except pika.exceptions.ChannelClosedByBroker:
+            return False  # RESOURCE_LOCKED: another host's
+        probe.close()  # pyright: ignore[reportUnknownMemberType]
+        self._subscribe(connection, name)
+        return True
+
+    def _forget(self, name: str) -> None:
+        """Stop consuming ``name``: the broker requeues what its channel held, in order."""
+        channel = self._consumers.pop(name)
+        self._giving_back.discard(name)
+        for held in [held for held in self._held.values() if held.queue == name]:
+            del self._held[held.id]
+        if channel.is_open:  # pyright: ignore[reportUnknownMemberType]
+            channel.close()  # pyright: ignore[reportUnknownMemberType]
+        if self.shards > 1 and self._roll_call is not None:
+            # Only now, with its messages back in the shard: the next host starts from them.
+            self._roll_call.queue_delete(f"{name}.owner")
+
+    def _balance(self, connection: pika.BlockingConnection) -> None:
+        """Take free shards up to this host's share; give back those over it, once idle."""
+        self._balanced_at = time.monotonic()
+        if self._roll_call is None or not self._roll_call.is_open:  # pyright: ignore[reportUnknownMemberType]
+            roll_call = connection.channel()
+            roll_call.basic_consume(self.hosts, _never_published)
+            self._roll_call = roll_call
+        hosts = self._consumers_of(self.hosts)
+        share = math.ceil(self.shards / max(hosts, 1))
+        kept = [name for name in self._consumers if name not in self._giving_back]
+        self._giving_back.update(kept[share:])
+        kept = kept[:share]
+        for name in list(self._giving_back):
+            # Only when none of its messages is in hand: a thread's next message must not
+            # reach another host while this one still works on the one before.
+            if not any(h.queue == name and h.receipt is not None for h in self._held.values()):
+                self._forget(name)
+        for step in range(self.shards):
+            if len(kept) >= share:
+                break
+            name = self._queues[(self._first_look + step) % self.shards]
+            if name in self._consumers or self._consumers_of(name):
+                continue
+            if self._claim(connection, name):
+                kept.append(name)
+
+    def _consumers_of(self, name: str) -> int:
+        assert self._roll_call is not None
+        declared = self._roll_call.queue_declare(name, passive=True).method
+        return int(declared.consumer_count)  # pyright: ignore[reportAttributeAccessIssue]
 
     def _on_message(
         self,
+        queue: str,
         channel: BlockingChannel,
         method: pika.spec.Basic.Deliver,
         properties: pika.spec.BasicProperties,
@@ -208,6 +332,7 @@ class RabbitMqEntry(EntryPoint):
         returned = int(headers.get("x-delivery-count", 0))
         poison = isinstance(read, Poison)
         held = _Held(
+            queue=queue,
             tag=method.delivery_tag,  # pyright: ignore[reportArgumentType]
             id=properties.message_id or str(method.delivery_tag),
             thread_id=read.thread_id if poison else str(read["thread_id"]),
@@ -219,6 +344,12 @@ class RabbitMqEntry(EntryPoint):
         self._held[held.id] = held
 
     def _locked(self, action: Callable[[], T]) -> T:
+        awaiting = self._awaiting
+        if awaiting is not None:
+            # A receiver waits on the connection holding the lock: a callback ends its wait
+            # (the one thread-safe call of a BlockingConnection), so settling is not held up.
+            with contextlib.suppress(pika.exceptions.ConnectionWrongStateError):
+                awaiting.add_callback_threadsafe(_nothing)  # pyright: ignore[reportUnknownMemberType]
         with self._lock:
             try:
                 return action()
@@ -238,12 +369,18 @@ class RabbitMqEntry(EntryPoint):
     def send(self, message: Mapping[str, Any]) -> None:
         """Publish the message to the queue and wait for the broker's confirm.
 
-        The plugins' headers (a trace context) go in its AMQP headers.
+        The plugins' headers (a trace context) go in its AMQP headers. A message the broker
+        nacks is published again until ``timeout`` seconds have passed.
+
+        Raises:
+            DeliveryFailed: the broker kept nacking it (``retryable``, code ``NACK``).
+            ConnectionError: the broker cannot be reached.
         """
         headers = dict(transport_headers(parse_message(message)))
         body = dict(message)
         data = check_body_size(_encode(body))
-        self._locked(lambda: self._publish(self.queue, data, str(uuid.uuid4()), headers=headers))
+        queue = self.route(str(message["thread_id"]))
+        self._locked(lambda: self._publish(queue, data, str(uuid.uuid4()), headers=headers))
 
     def _publish(
         self,
@@ -253,20 +390,34 @@ class RabbitMqEntry(EntryPoint):
         kind: str | None = None,
         headers: dict[str, str] | None = None,
     ) -> None:
-        self._publishing().basic_publish(
-            "",
-            routing_key,
-            body,
-            pika.BasicProperties(
-                content_type=CONTENT_TYPE,
-                delivery_mode=pika.DeliveryMode.Persistent,
-                message_id=message_id,
-                app_id=APP_ID,
-                type=kind,
-                headers=headers or None,
-            ),
-            mandatory=True,
+        properties = pika.BasicProperties(
+            content_type=CONTENT_TYPE,
+            delivery_mode=pika.DeliveryMode.Persistent,
+            message_id=message_id,
+            app_id=APP_ID,
+            type=kind,
+            headers=headers or None,
         )
+        # A nack says the broker did not take the message: a quorum queue nacks while it has
+        # no leader (just declared, a node restarting, a busy machine). Publishing it again
+        # is safe and usually taken; after ``timeout`` seconds of nacks the caller hears.
+        deadline, attempt = time.monotonic() + self.timeout, 1
+        while True:
+            try:
+                self._publishing().basic_publish("", routing_key, body, properties, mandatory=True)
+                return
+            except pika.exceptions.NackError as error:
+                pause = min(_NACK_PAUSE * 2 ** (attempt - 1), deadline - time.monotonic())
+                if pause <= 0:
+                    raise DeliveryFailed(
+                        f"RabbitMQ nacked the message to queue {routing_key!r} {attempt} times "
+                        f"in {self.timeout}s: the broker could not take it ({error})",
+                        retryable=True,
+                        code="NACK",
+                        attempts=attempt,
+                    ) from error
+                self._connect().sleep(pause)
+                attempt += 1
 
     # -- the host side --
 
@@ -282,8 +433,19 @@ class RabbitMqEntry(EntryPoint):
             remaining = deadline - time.monotonic()
             if handed or remaining <= 0:
                 return handed
-            # Outside the lock, so other threads can settle meanwhile.
-            time.sleep(min(_SLICE, remaining))
+            # The broker pushes deliveries to this consumer: wait on the connection, which
+            # returns as one comes (or another thread asks for the connection, see _locked).
+            self._locked(partial(self._await_delivery, min(_SLICE, remaining)))
+
+    def _await_delivery(self, seconds: float) -> None:
+        self._consuming()
+        assert self._connection is not None
+        self._awaiting = self._connection
+        try:
+            # pika takes fractions of a second (its stubs say int).
+            self._connection.process_data_events(seconds)  # pyright: ignore[reportArgumentType]
+        finally:
+            self._awaiting = None
 
     def _hand_out(self, limit: int) -> list[Received]:
         self._consuming()
@@ -297,6 +459,8 @@ class RabbitMqEntry(EntryPoint):
         handed: list[Received] = []
         seen: set[str] = set()
         for held in list(self._held.values()):
+            if held.queue in self._giving_back:
+                continue  # its shard goes to another host once nothing of it is in hand
             if held.poison is not None:
                 # Never handed out, so it holds no thread back: dead-lettered at once.
                 held.attempts += 1
@@ -336,13 +500,13 @@ class RabbitMqEntry(EntryPoint):
         return self._locked(lambda: self._ack(received))
 
     def _ack(self, received: Received) -> bool:
-        # The channel first: reopening it forgets the deliveries of the old one, whose tags
+        # The channels first: reopening one forgets the deliveries of the old one, whose tags
         # mean nothing on the new one.
-        channel = self._consuming()
+        self._consuming()
         held = self._mine(received)
         if held is None:
             return False
-        channel.basic_ack(held.tag)
+        self._consumers[held.queue].basic_ack(held.tag)
         del self._held[held.id]
         return True
 
@@ -405,9 +569,9 @@ class RabbitMqEntry(EntryPoint):
             letter["raw"] = base64.b64encode(held.raw).decode()  # kept byte for byte
         # Stored (confirmed) first, then acknowledged: a crash in between keeps two copies,
         # never none.
-        channel = self._consuming()
+        channel = self._consumers[held.queue]
         self._publish(self.dead, _encode(letter), held.id, DEAD_LETTER_TYPE)
-        if channel is not self._consumer:
+        if self._consumers.get(held.queue) is not channel:
             # The connection was opened again to publish: the broker requeued the message.
             raise pika.exceptions.ConnectionWrongStateError("connection lost while dead-lettering")
         channel.basic_ack(held.tag)
@@ -445,7 +609,8 @@ class RabbitMqEntry(EntryPoint):
                     break
                 letter = _letter(properties, body, self.max_attempts)
                 if redrive is not None and letter.id == redrive:
-                    self._publish(self.queue, _original(properties, body), str(uuid.uuid4()))
+                    queue = self.route(letter.thread_id)
+                    self._publish(queue, _original(properties, body), str(uuid.uuid4()))
                     channel.basic_ack(method.delivery_tag)  # pyright: ignore[reportArgumentType]
                     return [letter]
                 letters.append(letter)
@@ -456,8 +621,14 @@ class RabbitMqEntry(EntryPoint):
         return [] if redrive is not None else letters
 
     def describe(self) -> dict[str, Any]:
-        """``url`` (refused with a password in it, as the default's ``guest:guest``) and ``queue``."""
-        return {"url": self.url, "queue": self.queue}
+        """``url`` (refused with a password in it), ``queue``, and ``shards`` when above 1.
+
+        ``shards`` goes with them because an answer must reach its thread's shard.
+        """
+        described: dict[str, Any] = {"url": self.url, "queue": self.queue}
+        if self.shards > 1:
+            described["shards"] = self.shards
+        return described
 
     def close(self) -> None:
         """Close the connection (held messages go back to the queue). Safe to call twice."""
@@ -466,7 +637,10 @@ class RabbitMqEntry(EntryPoint):
 
     def _drop(self) -> None:
         connection = self._connection
-        self._connection = self._publisher = self._consumer = None
+        self._connection = self._publisher = self._roll_call = None
+        self._consumers.clear()
+        self._giving_back.clear()
+        self._balanced_at = -math.inf
         self._held.clear()
         if connection is not None and connection.is_open:
             with contextlib.suppress(pika.exceptions.AMQPError):
@@ -474,6 +648,10 @@ class RabbitMqEntry(EntryPoint):
 
     def __repr__(self) -> str:
         return f"<RabbitMqEntry {self.name!r} queue={self.queue!r}>"
+
+
+def _never_published(*_: object) -> None:
+    """The roll-call queue's consumer: only counted, never sent anything."""
 
 
 def _encode(body: dict[str, Any]) -> bytes:

@@ -75,6 +75,8 @@ class RabbitMqEntryOptions(EntryOptions):
     """``amqp://user:password@host:5672/vhost`` (or ``amqps://``)."""
     queue: Annotated[str, Field(min_length=1, max_length=200)] = DEFAULT_QUEUE
     """The queue; ``<queue>.dead`` is the dead-letter exchange and queue."""
+    shards: PositiveCount = 1
+    """Queues a thread's messages are spread over by a hash of its id; 1 is the one queue."""
     declare: Flag = True
     """Declare the queue, the exchange and the dead-letter queue when missing."""
     prefetch: PositiveCount = 100

@@ -26,11 +26,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_wait.core import lazy_exports
-from agent_wait.redis._options import RedisEntryOptions, RedisOptions
 
 if TYPE_CHECKING:
     from agent_wait.redis._announcer import RedisAnnounce
     from agent_wait.redis._entry import RedisEntry
+    from agent_wait.redis._options import RedisEntryOptions, RedisOptions
 
 __all__ = ["RedisAnnounce", "RedisEntry", "RedisEntryOptions", "RedisOptions"]
 
@@ -38,6 +38,8 @@ __all__ = ["RedisAnnounce", "RedisEntry", "RedisEntryOptions", "RedisOptions"]
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "RedisEntryOptions": "._options",
+        "RedisOptions": "._options",
         "RedisAnnounce": "._announcer",
         "RedisEntry": "._entry",
     },

@@ -213,7 +213,7 @@ class RedisAnnounce(BaseAnnounce):
         pairs = [item for pair in fields.items() for item in pair]
         trim = [] if self.maxlen is None else ["MAXLEN", "~", str(self.maxlen)]
         commands = [["XADD", self.stream, *trim, "*", *pairs]]
-        if self.index:
+        if self.index and event.type in _STATUS:  # a follow-up leaves the question open
             key = self.index_prefix + event.question_dedupe_key
             commands.append(["EVAL", _SET_STATUS, "1", key, _STATUS[event.type]])
         replies = self._pipelined(commands)

@@ -503,6 +503,24 @@ class RedisEntry(EntryPoint):
             self._log_dead(received.id, received.thread_id, received.attempt, error)
         return outcome == 2
 
+    def oldest_waiting(self) -> float | None:
+        """Seconds since the stream's oldest entry was added, by the server's clock, or None.
+
+        Every message neither acknowledged nor dead-lettered is the stream's entry of its
+        thread or waits behind it in the thread's backlog, so the oldest entry is the oldest
+        message waiting, its entry id the time it was added: when it was sent, or, for a
+        message that waited in a backlog, when the one before it was settled (its age then
+        counts from that moment).
+        """
+        with self._reachable():
+            client = self._redis()
+            first = cast("list[tuple[str, Any]]", client.xrange(self.stream, count=1))
+            if not first:
+                return None
+            seconds, micros = client.time()  # pyright: ignore[reportUnknownMemberType]
+        added_ms = int(first[0][0].partition("-")[0])
+        return max(0.0, seconds + micros / 1e6 - added_ms / 1000)
+
     def dead_letters(self) -> list[DeadLetter]:
         """Every entry of the dead-letter stream, oldest first (ids are that stream's)."""
         with self._reachable():

@@ -21,10 +21,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_wait.core import lazy_exports
-from agent_wait.sns._options import SnsOptions
 
 if TYPE_CHECKING:
     from agent_wait.sns._announcer import SnsAnnounce
+    from agent_wait.sns._options import SnsOptions
 
 __all__ = ["SnsAnnounce", "SnsOptions"]
 
@@ -32,6 +32,7 @@ __all__ = ["SnsAnnounce", "SnsOptions"]
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "SnsOptions": "._options",
         "SnsAnnounce": "._announcer",
     },
 )

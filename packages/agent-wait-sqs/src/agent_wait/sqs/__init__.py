@@ -27,12 +27,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from agent_wait.core import lazy_exports
-from agent_wait.sqs._options import SqsEntryOptions, SqsOptions
 
 if TYPE_CHECKING:
     from agent_wait.sqs._announcer import SqsAnnounce
     from agent_wait.sqs._entry import SqsEntry
     from agent_wait.sqs._lambda import LambdaHandler, lambda_handler
+    from agent_wait.sqs._options import SqsEntryOptions, SqsOptions
 
 __all__ = [
     "LambdaHandler",
@@ -46,6 +46,8 @@ __all__ = [
 # Lazy, so importing the package (the entry point does) never imports boto3, and a Lambda
 # handler (which needs no SDK) never loads it either.
 _HOMES = {
+    "SqsEntryOptions": "._options",
+    "SqsOptions": "._options",
     "LambdaHandler": "._lambda",
     "SqsAnnounce": "._announcer",
     "SqsEntry": "._entry",

@@ -34,9 +34,9 @@ from typing import TYPE_CHECKING
 
 from agent_wait.core import lazy_exports
 from agent_wait.webhook._entry import WebhookEntry
-from agent_wait.webhook._errors import WebhookDeliveryError
+from agent_wait.webhook._errors import WebhookDeliveryError, WebhookVerificationError
 from agent_wait.webhook._options import WebhookEntryOptions, WebhookOptions
-from agent_wait.webhook._signing import WebhookVerificationError, verify
+from agent_wait.webhook._signing import verify
 
 if TYPE_CHECKING:
     from agent_wait.webhook._announcer import WebhookAnnounce

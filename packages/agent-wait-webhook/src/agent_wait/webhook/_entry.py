@@ -45,13 +45,13 @@ from agent_wait.core import (
     parse_message,
 )
 from agent_wait.core.transport import Poison, dead_letter, read_message, transport_headers
+from agent_wait.webhook._errors import WebhookVerificationError
 from agent_wait.webhook._options import WebhookEntryOptions
 from agent_wait.webhook._server import Reply, Waiter, serve
 from agent_wait.webhook._signing import (
     ID_HEADER,
     Secret,
     SigningKey,
-    WebhookVerificationError,
     authentic,
 )
 
@@ -148,7 +148,7 @@ class WebhookEntry(EntryPoint):
         visibility_timeout: float = 300.0,
         max_attempts: int = 5,
         retry_delay: float = 1.0,
-        linger: float = 0.05,
+        linger: float = 0.0,
         delivery_timeout: float = 900.0,
         delivery_attempts: int = 10,
         delivery_retry_delay: float = 5.0,
@@ -216,6 +216,7 @@ class WebhookEntry(EntryPoint):
         self._server_thread: threading.Thread | None = None
         self._delivery: threading.Thread | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._client: Any = None  # an httpx.Client, made by the first POST
         self._max_in_flight = options.max_in_flight
         self._read_timeout = float(options.read_timeout)
         self._max_connections = options.max_connections
@@ -330,10 +331,17 @@ class WebhookEntry(EntryPoint):
             headers.update(self._key.headers(msg_id, body))
         target = self.target
         assert target is not None
+        with self._cond:
+            if self._client is None:
+                # One client for every POST: its connections are kept open, and a client
+                # costs more to make (its TLS context) than a POST to a host nearby.
+                self._client = httpx.Client(
+                    timeout=self.delivery_timeout,
+                    limits=httpx.Limits(max_connections=self._max_in_flight),
+                )
+            client: httpx.Client = self._client
         try:
-            response = httpx.post(
-                target, content=body, headers=headers, timeout=self.delivery_timeout
-            )
+            response = client.post(target, content=body, headers=headers)
         except httpx.HTTPError as error:
             outcome = f"{type(error).__name__}: {error}"
         else:
@@ -702,6 +710,8 @@ class WebhookEntry(EntryPoint):
             self._server.shutdown()
             self._server.server_close()
             self._server_thread.join(10)
+        if self._client is not None:
+            self._client.close()
         self._outbox.close()
 
     def __repr__(self) -> str:

@@ -1,8 +1,8 @@
-"""The delivery error of the webhook announcer (stdlib only, importable without httpx)."""
+"""The errors agent-wait-webhook raises, each an ``AgentWaitError`` (importable without httpx)."""
 
 from __future__ import annotations
 
-from agent_wait.core import DeliveryFailed
+from agent_wait.core import AgentWaitError, DeliveryFailed
 
 
 class WebhookDeliveryError(DeliveryFailed):
@@ -42,3 +42,11 @@ class WebhookDeliveryError(DeliveryFailed):
         )
         self.status_code = status_code
         self.reason = reason
+
+
+class WebhookVerificationError(AgentWaitError, ValueError):
+    """A webhook request failed verification; answer it with HTTP 400.
+
+    A header is missing, the timestamp is outside the tolerance window, no signature matches,
+    or the body is not a JSON object. The message says which; it never contains a secret.
+    """

@@ -153,7 +153,7 @@ class WebhookEntryOptions(EntryOptions):
     """Deliveries to the host before a message is dead-lettered."""
     retry_delay: SecondsOrZero = 1.0
     """Seconds before a failed message is handed out again."""
-    linger: SecondsOrZero = 0.05
+    linger: SecondsOrZero = 0.0
     """Seconds ``receive`` waits after the first message for others arriving with it."""
     delivery_timeout: Seconds = 900.0
     """Seconds a sender's POST may stay held by the host."""

@@ -17,7 +17,8 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
-from agent_wait.core import AgentWaitError, ConfigError
+from agent_wait.core import ConfigError
+from agent_wait.webhook._errors import WebhookVerificationError
 
 Secret = str | bytes
 """A signing secret: ``"whsec_<base64>"`` (Standard Webhooks form), any other string, or bytes."""
@@ -27,14 +28,6 @@ ID_HEADER = "webhook-id"
 TIMESTAMP_HEADER = "webhook-timestamp"
 SIGNATURE_HEADER = "webhook-signature"
 DEFAULT_TOLERANCE = timedelta(minutes=5)
-
-
-class WebhookVerificationError(AgentWaitError, ValueError):
-    """A webhook request failed verification; answer it with HTTP 400.
-
-    A header is missing, the timestamp is outside the tolerance window, no signature matches,
-    or the body is not a JSON object. The message says which; it never contains a secret.
-    """
 
 
 class SigningKey:
