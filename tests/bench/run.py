@@ -51,14 +51,20 @@ from agent_wait.core import (
     apublish,
     build_envelope,
     publish,
-    serve_entry,
 )
-from agent_wait.core.adapter import WaitCall, make_wait
-from agent_wait.core.testing import sample_questions
+from agent_wait.host import serve_entry
+from agent_wait.host.adapter import WaitCall, make_wait
+from agent_wait.testing import sample_questions
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # run as a script: make ``tests.aws_moto`` importable
     sys.path.insert(0, str(ROOT))
+
+from tests.bench.coldstart import cold_start  # noqa: E402 - needs the path above
+from tests.bench.coldstart import table_row as cold_start_row  # noqa: E402
+from tests.bench.latency import TITLE as LATENCY_TITLE  # noqa: E402
+from tests.bench.latency import answer_latency  # noqa: E402
+from tests.bench.latency import table_row as latency_row  # noqa: E402
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 THREAD = "order-4471"
@@ -125,6 +131,9 @@ class Scale:
     sweep_stored: int = 10_000
     sweep_overdue: int = 100
     sweep_rounds: int = 3
+    vote_n: int = 300
+    vote_rounds: int = 9
+    scale_out_threads: int = 2000
 
 
 QUICK = Scale(
@@ -154,6 +163,9 @@ QUICK = Scale(
     sweep_stored=20,
     sweep_overdue=2,
     sweep_rounds=1,
+    vote_n=5,
+    vote_rounds=1,
+    scale_out_threads=10,
 )
 
 
@@ -283,6 +295,11 @@ def publish_subjects() -> dict[str, Callable[[], object]]:
     return {"publish() to memory": agent_wait_publish, "build_envelope().to_json()": envelope_json}
 
 
+PUBLISH_TARGET = 2.5
+"""Publish adds the hook lookup, the trust variables, the Delivery and the report to the envelope
+it builds and serialises: about as much again, in plain code. The row guards against more."""
+
+
 def bench_publish(scale: Scale) -> Result:
     """``publish`` of one question to the memory announcer versus building its envelope JSON."""
     from agent_wait.core._plugins import registry
@@ -305,8 +322,8 @@ def bench_publish(scale: Scale) -> Result:
             "calls_per_round": scale.cpu_calls,
         },
         ratio=ratio,
-        target="<= 1.15, no hook registered",
-        passed=ratio <= 1.15 and quiet,
+        target=f"<= {PUBLISH_TARGET}, no hook registered",
+        passed=ratio <= PUBLISH_TARGET and quiet,
         summary=f"{_us(min(ours))} vs {_us(min(base))}",
         note="" if quiet else "a plugin implements a publish hook: the row measures it too",
     )
@@ -441,7 +458,7 @@ def bench_import(scale: Scale) -> Result:
         "from pydantic import BaseModel": "from pydantic import BaseModel",
         "import agent_wait.core": "import agent_wait.core",
         # What a host pays once it uses core, however lazily the package may import one day.
-        "first use": "from agent_wait.core import WaitPolicy, publish; from agent_wait.core.adapter import make_wait",
+        "first use": "from agent_wait.core import WaitPolicy, publish; from agent_wait.host.adapter import make_wait",
     }
     times: dict[str, list[float]] = {name: [] for name in commands}
     for code in commands.values():  # warm the OS file cache; not counted
@@ -1131,7 +1148,8 @@ def sweep_query_plan(path: Path) -> list[str]:
 
 def bench_sweeper(scale: Scale) -> Result:
     """``sweep`` with N stored questions, ``overdue`` of them past their deadline, vs N = overdue."""
-    from agent_wait.core import SqliteEntry, SqliteQuestionStore, sweep
+    from agent_wait.core import SqliteEntry, SqliteQuestionStore
+    from agent_wait.host import sweep
 
     big, overdue = scale.sweep_stored, scale.sweep_overdue
     title = (
@@ -1173,6 +1191,83 @@ def bench_sweeper(scale: Scale) -> Result:
         target="<= 1.5, the query plan searches an index (no SCAN)",
         passed=ratio <= 1.5 and uses_index,
         summary=f"{_ms(many)} vs {_ms(few)}; plan: {' / '.join(plan)}",
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# 14. Recording a vote on a question with a quorum
+
+
+def _voting_inbox(path: Path, n: int) -> None:
+    """``n`` questions needing two approvals (``v<i>``) and ``n`` answered by one (``a<i>``)."""
+    from agent_wait.core import SqliteAnnounce
+
+    two = WaitPolicy(quorum=2)
+    questions = [
+        *(Question(question_id=f"v{i}", question={"n": i}, policy=two) for i in range(n)),
+        *(Question(question_id=f"a{i}", question={"n": i}) for i in range(n)),
+    ]
+    with SqliteAnnounce(path) as announcer:
+        publish(questions, "votes", announcer, strict=True)
+
+
+def bench_votes(scale: Scale) -> Result:
+    """A vote recorded (compare-and-set on the votes) and counted, vs an answer's close."""
+    from agent_wait.core import QuestionStatus, SqliteQuestionStore
+    from agent_wait.core._quorum import Quorum, tally
+
+    n = scale.vote_n
+    title = (
+        f"14. recording a vote and checking the quorum / recording an answer (sqlite store, "
+        f"{n} questions a side)"
+    )
+    quorum = Quorum(approve=2)
+    seconds: dict[str, list[float]] = {"vote": [], "answer": []}
+    with tempfile.TemporaryDirectory(prefix="agent-wait-bench-") as tmp:
+        for index in range(scale.vote_rounds):
+            path = Path(tmp) / f"votes-{index}.sqlite3"
+            _voting_inbox(path, n)
+            with SqliteQuestionStore(path) as store:
+
+                def vote(store: SqliteQuestionStore = store) -> None:
+                    for i in range(n):
+                        ballot = {
+                            "by": "alice",
+                            "at": "2026-09-11T09:00:00Z",
+                            "answer": {"action": "approve"},
+                        }
+                        done = store.record_vote("votes", f"v{i}", ballot, seen=0)
+                        if not done.won or tally(done.question.votes, quorum).decision:
+                            raise RuntimeError(f"vote on v{i} not recorded as the first of two")
+
+                def answer(store: SqliteQuestionStore = store) -> None:
+                    for i in range(n):
+                        done = store.transition(
+                            "votes", f"a{i}", QuestionStatus.ANSWERED, by="alice",
+                            answer={"action": "approve"},
+                        )  # fmt: skip
+                        if not done.won:
+                            raise RuntimeError(f"answer to a{i} not recorded")
+
+                sides = {"vote": vote, "answer": answer}
+                for name in list(sides) if index % 2 == 0 else list(reversed(sides)):
+                    start = time.perf_counter()
+                    sides[name]()
+                    seconds[name].append((time.perf_counter() - start) / n)
+    voted, answered = statistics.median(seconds["vote"]), statistics.median(seconds["answer"])
+    ratio = voted / answered
+    return Result(
+        name="votes",
+        title=title,
+        raw={
+            "questions": n,
+            "rounds": scale.vote_rounds,
+            "seconds": {name: _stats(values) for name, values in seconds.items()},
+        },
+        ratio=ratio,
+        target="<= 1.2",
+        passed=ratio <= 1.2,
+        summary=f"{_us(voted)} vs {_us(answered)} per question",
     )
 
 
@@ -1358,6 +1453,7 @@ def bench_opentelemetry(scale: Scale) -> Result:
     floor = min(samples["SDK floor, in a publish"])
     # What the plugin adds beyond the least any plugin recording the documented span pays.
     own = (with_sdk - floor) / base
+    over_floor = with_sdk / floor
     cpu_base = statistics.median(cpu["without"])
     cpu_ratios = {name: statistics.median(values) / cpu_base for name, values in cpu.items()}
     return Result(
@@ -1374,20 +1470,22 @@ def bench_opentelemetry(scale: Scale) -> Result:
             "ratio_floor_in_a_publish": floor / base,
             "ratio_hooks_no_sdk_call": hooks / base,
             "ratio_sdk_minus_floor": own,
+            "ratio_sdk_over_floor": over_floor,
             "cpu_seconds_per_call": {name: _stats(values) for name, values in cpu.items()},
             "cpu_ratios_median": cpu_ratios,
             "rounds": scale.cpu_rounds,
             "calls_per_round": scale.cpu_calls,
         },
-        ratio=sdk,
-        target="no SDK <= 1.05, SDK in-memory <= 1.5",
-        passed=idle <= 1.05 and sdk <= 1.5,
+        ratio=over_floor,
+        target="no SDK <= 1.05; SDK in-memory <= 1.3 x the SDK floor in a publish",
+        passed=idle <= 1.05 and over_floor <= 1.3,
         summary=(
             f"without {_us(base)}; installed, no SDK {idle:.2f}x; SDK in-memory {_us(with_sdk)} "
             f"({sdk:.2f}x: {_us(in_thread)} in the publishing thread, {_us(at_collection)} at "
             f"metric collection); SDK floor, one span with the documented attributes: "
             f"{_us(floor_alone)} alone ({floor_alone / base:.2f}x), a publish with it "
-            f"{_us(floor)} ({floor / base:.2f}x, the least any plugin can reach); the plugin "
+            f"{_us(floor)} ({floor / base:.2f}x, the least any plugin can reach; the plugin "
+            f"{over_floor:.2f}x that); the plugin "
             f"beyond that floor {own:.2f}x; its four hooks with no SDK call {_us(hooks)} "
             f"({hooks / base:.2f}x); per-thread CPU time, medians: no SDK "
             f"{cpu_ratios['installed, no SDK']:.2f}x, SDK {cpu_ratios['SDK, in-memory']:.2f}x, "
@@ -2058,6 +2156,332 @@ def bench_host_process(scale: Scale) -> Result:
 
 
 # --------------------------------------------------------------------------------------------
+# 10 and 11 for the OpenAI Agents SDK and Google ADK (their rows join the tables above)
+
+
+def openai_agents_sides(steps: Sequence[int]) -> Sides:
+    """OpenAI Agents SDK: ``n`` conversation items of plain tool calls, then an approval; resumes."""
+    from agents import Agent, Runner, RunState, function_tool
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.testing import assistant_message, function_call
+    from agents.usage import Usage
+
+    from agent_wait.openai_agents import InMemoryRuns, handle_message
+    from tests.openai_agents import scripted  # noqa: F401  (offline: a dummy key, no tracing)
+
+    class Steps(Model):
+        """Calls ``step`` until the conversation holds the prompt's number of items, then
+        ``approve``, then answers ``done``."""
+
+        async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
+            given = args[1] if len(args) > 1 else kwargs["input"]
+            items = given if isinstance(given, list) else [{"role": "user", "content": given}]
+            prompt = int(next(i["content"] for i in items if i.get("role") == "user"))
+            names = [i.get("name") for i in items if i.get("type") == "function_call"]
+            if "approve" in names:
+                output: list[Any] = [assistant_message("done")]
+            elif 2 * len(names) + 2 < prompt:
+                output = [function_call("step", {}, call_id=f"step-{len(names)}")]
+            else:
+                output = [function_call("approve", {"amount": 1}, call_id="approve-1")]
+            return ModelResponse(output=output, usage=Usage(), response_id=None)
+
+        def stream_response(self, *args: Any, **kwargs: Any) -> Any:
+            raise NotImplementedError("the bench does not stream")
+
+    @function_tool
+    def step() -> str:
+        return "ok"
+
+    @function_tool(needs_approval=True)
+    def approve(amount: int) -> str:
+        return f"approved {amount}"
+
+    agent = Agent("bench", model=Steps(), tools=[step, approve])
+    runs, sink = InMemoryRuns(), MemoryAnnounce()
+    turns = 10 * max(steps) + 10
+    late: dict[int, Callable[[], object]] = {}
+    unknown: dict[int, Callable[[], object]] = {}
+    for n in steps:
+        thread = f"long-{n}"
+        started = handle_message(
+            agent, {"thread_id": thread, "input": str(n)}, sink, runs=runs, max_turns=turns
+        )
+        yes = {"thread_id": thread, "question_id": started.question_ids[0], "answer": True}
+        resumed = handle_message(agent, yes, sink, runs=runs, max_turns=turns)
+        assert resumed.outcome == "resumed", resumed
+
+        def duplicate(yes: dict[str, Any] = yes) -> object:
+            handled = handle_message(agent, yes, sink, runs=runs)
+            assert handled.outcome == "duplicate", handled
+            return handled
+
+        def never_asked(thread: str = thread) -> object:
+            message = {"thread_id": thread, "question_id": "never-asked", "answer": True}
+            handled = handle_message(agent, message, sink, runs=runs)
+            assert handled.outcome == "unknown_question", handled
+            return handled
+
+        late[n], unknown[n] = duplicate, never_asked
+    counter = iter(range(10**9))
+
+    def park(side: str) -> Callable[[], object]:
+        thread = f"resume-{side}-{next(counter)}"
+        if side == "framework":
+            # The SDK's own resume in another process: its RunState text restored, approved,
+            # run, and the finished conversation kept as text (what any host must store).
+            text = Runner.run_sync(agent, "2").to_state().to_string()
+
+            async def resume() -> str:
+                state = await RunState.from_string(agent, text)
+                state.approve(state.get_interruptions()[0])
+                result = await Runner.run(agent, state)
+                return json.dumps(result.to_input_list())
+
+            return lambda: asyncio.run(resume())
+        started = handle_message(agent, {"thread_id": thread, "input": "2"}, sink, runs=runs)
+        message = {"thread_id": thread, "question_id": started.question_ids[0], "answer": True}
+        return lambda: handle_message(agent, message, sink, runs=runs)
+
+    return Sides("openai_agents", late, unknown, park)
+
+
+def google_adk_sides(steps: Sequence[int]) -> Sides:
+    """Google ADK: ``n`` session events of plain tool calls, then a confirmation; resumes."""
+    from google.adk.agents import LlmAgent
+    from google.adk.events import Event
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+    from google.adk.tools import FunctionTool
+    from google.genai import types
+
+    from agent_wait.google_adk import handle_message
+    from tests.google_adk.fake_model import ScriptedModel
+
+    def step() -> str:
+        """One plain step."""
+        return "ok"
+
+    def approve(amount: int) -> str:
+        """Asks a person first."""
+        return f"approved {amount}"
+
+    # ADK reads the annotations at runtime, and this module's are strings (PEP 563).
+    step.__annotations__ = {"return": str}
+    approve.__annotations__ = {"amount": int, "return": str}
+    tools = [FunctionTool(step), FunctionTool(approve, require_confirmation=True)]
+
+    def runner_of(calls: int) -> Runner:
+        made = [("step", {})] * calls + [("approve", {"amount": 1})]
+        agent = LlmAgent(name="bench", model=ScriptedModel(calls=made), tools=tools)
+        return Runner(app_name="bench", agent=agent, session_service=sessions)
+
+    async def filled(thread: str, calls: int) -> None:
+        # The thread's earlier steps as session events (ADK caps one run's model calls at 500):
+        # each a model call of ``step`` and its response, as a run would have appended them.
+        session = await sessions.create_session(
+            app_name="bench", user_id="agent-wait", session_id=thread
+        )
+        for index in range(calls):
+            call = types.FunctionCall(name="step", args={}, id=f"step-{index}")
+            response = types.FunctionResponse(name="step", id=call.id, response={"result": "ok"})
+            for role, part in (
+                ("model", types.Part(function_call=call)),
+                ("user", types.Part(function_response=response)),
+            ):
+                event = Event(author="bench", content=types.Content(role=role, parts=[part]))
+                await sessions.append_event(session, event)
+
+    sessions, sink = InMemorySessionService(), MemoryAnnounce()
+    late: dict[int, Callable[[], object]] = {}
+    unknown: dict[int, Callable[[], object]] = {}
+    for n in steps:
+        calls = max(0, n // 2 - 1)
+        thread, runner = f"long-{n}", runner_of(calls)
+        asyncio.run(filled(thread, calls))
+        started = handle_message(runner, {"thread_id": thread, "input": "go"}, sink)
+        yes = {
+            "thread_id": thread,
+            "question_id": started.question_ids[0],
+            "answer": {"action": "approve"},
+        }
+        assert handle_message(runner, yes, sink).outcome == "resumed"
+
+        def duplicate(yes: dict[str, Any] = yes, runner: Runner = runner) -> object:
+            handled = handle_message(runner, yes, sink)
+            assert handled.outcome == "duplicate", handled
+            return handled
+
+        def never_asked(thread: str = thread, runner: Runner = runner) -> object:
+            message = {"thread_id": thread, "question_id": "never-asked", "answer": True}
+            handled = handle_message(runner, message, sink)
+            assert handled.outcome == "unknown_question", handled
+            return handled
+
+        late[n], unknown[n] = duplicate, never_asked
+    short = runner_of(0)
+    # The framework's own side has a Runner of its own: the host adds its at-most-once plugin
+    # to every runner it is given, and ADK alone runs no such plugin.
+    own = Runner(app_name="bench", agent=short.agent, session_service=sessions)
+    counter = iter(range(10**9))
+
+    async def framework_run(thread: str, message: types.Content) -> list[Any]:
+        return [
+            event
+            async for event in own.run_async(
+                user_id="bench", session_id=thread, new_message=message
+            )
+        ]
+
+    def park(side: str) -> Callable[[], object]:
+        thread = f"resume-{side}-{next(counter)}"
+        if side == "framework":
+            asyncio.run(
+                sessions.create_session(app_name="bench", user_id="bench", session_id=thread)
+            )
+            go = types.Content(role="user", parts=[types.Part(text="go")])
+            events = asyncio.run(framework_run(thread, go))
+            [request] = [
+                c.id
+                for e in events
+                for c in e.get_function_calls()
+                if c.name == "adk_request_confirmation"
+            ]
+            answer = types.FunctionResponse(
+                id=request, name="adk_request_confirmation", response={"confirmed": True}
+            )
+            reply = types.Content(role="user", parts=[types.Part(function_response=answer)])
+            return lambda: asyncio.run(framework_run(thread, reply))
+        started = handle_message(short, {"thread_id": thread, "input": "go"}, sink)
+        message = {
+            "thread_id": thread,
+            "question_id": started.question_ids[0],
+            "answer": {"action": "approve"},
+        }
+        return lambda: handle_message(short, message, sink)
+
+    return Sides("google_adk", late, unknown, park)
+
+
+FRAMEWORK_SIDES["openai_agents"] = openai_agents_sides
+FRAMEWORK_SIDES["google_adk"] = google_adk_sides
+
+HOST_PROCESSES["openai_agents"] = {
+    "agent-wait": f"""
+import json, sys
+sys.path.insert(0, {str(ROOT)!r})
+from agents import Agent
+from agent_wait.core import MemoryAnnounce
+from agent_wait.openai_agents import InMemoryRuns, handle_message, wait
+from tests.openai_agents.scripted import ScriptedModel
+
+@wait()
+def issue_refund(order_id: str, amount: int) -> str:
+    return f"refunded {{amount}} on {{order_id}}"
+
+model = ScriptedModel("issue_refund", [{{"order_id": "order-4471", "amount": 41000}}])
+agent = Agent("refunds", model=model, tools=[issue_refund])
+inbox = MemoryAnnounce()
+message = json.loads({_MESSAGE!r})
+message["input"] = json.dumps(message["input"])
+handle_message(agent, message, inbox, runs=InMemoryRuns())
+assert len(inbox.envelopes) == 1
+""",
+    "plain": f"""
+import json, sys
+sys.path.insert(0, {str(ROOT)!r})
+from agents import Agent, Runner, RunState, function_tool
+from agent_wait.core import MemoryAnnounce, publish
+from agent_wait.openai_agents import questions_in
+from tests.openai_agents.scripted import ScriptedModel
+
+@function_tool(needs_approval=True)
+def issue_refund(order_id: str, amount: int) -> str:
+    return f"refunded {{amount}} on {{order_id}}"
+
+model = ScriptedModel("issue_refund", [{{"order_id": "order-4471", "amount": 41000}}])
+agent = Agent("refunds", model=model, tools=[issue_refund])
+states = {{}}
+inbox = MemoryAnnounce()
+message = json.loads({_MESSAGE!r})
+message["input"] = json.dumps(message["input"])
+if "question_id" in message:
+    import asyncio
+    state = asyncio.run(RunState.from_string(agent, states[message["thread_id"]]))
+    [item] = [i for i in state.get_interruptions() if i.call_id == message["question_id"]]
+    state.approve(item) if message["answer"] is True else state.reject(item)
+    result = Runner.run_sync(agent, state)
+else:
+    result = Runner.run_sync(agent, message["input"])
+if result.interruptions:
+    states[message["thread_id"]] = result.to_state().to_string()
+publish(questions_in(result), message["thread_id"], inbox)
+assert len(inbox.envelopes) == 1
+""",
+}
+
+HOST_PROCESSES["google_adk"] = {
+    "agent-wait": f"""
+import json, sys
+sys.path.insert(0, {str(ROOT)!r})
+from google.adk.tools import ToolContext
+from agent_wait.core import MemoryAnnounce
+from agent_wait.google_adk import handle_message, wait
+from tests.google_adk.conftest import runner_for
+
+@wait()
+def issue_refund(order_id: str, amount: int, tool_context: ToolContext) -> str:
+    \"\"\"Refund an order.\"\"\"
+    return f"refunded {{amount}} on {{order_id}}"
+
+runner = runner_for([issue_refund], [("issue_refund", {{"order_id": "order-4471", "amount": 41000}})])
+inbox = MemoryAnnounce()
+message = json.loads({_MESSAGE!r})
+message["input"] = json.dumps(message["input"])
+handle_message(runner, message, inbox)
+assert len(inbox.envelopes) == 1
+""",
+    "plain": f"""
+import asyncio, json, sys
+sys.path.insert(0, {str(ROOT)!r})
+from google.adk.tools import FunctionTool
+from google.genai import types
+from agent_wait.core import MemoryAnnounce
+from agent_wait.google_adk import publish_interrupts
+from tests.google_adk.conftest import runner_for
+
+def issue_refund(order_id: str, amount: int) -> str:
+    \"\"\"Refund an order.\"\"\"
+    return f"refunded {{amount}} on {{order_id}}"
+
+tool = FunctionTool(issue_refund, require_confirmation=True)
+runner = runner_for([tool], [("issue_refund", {{"order_id": "order-4471", "amount": 41000}})])
+inbox = MemoryAnnounce()
+message = json.loads({_MESSAGE!r})
+
+async def run():
+    thread = message["thread_id"]
+    sessions = runner.session_service
+    if await sessions.get_session(app_name=runner.app_name, user_id="u", session_id=thread) is None:
+        await sessions.create_session(app_name=runner.app_name, user_id="u", session_id=thread)
+    if "question_id" in message:
+        answer = types.FunctionResponse(
+            id=message["question_id"], name="adk_request_confirmation",
+            response={{"confirmed": message["answer"] is True}},
+        )
+        content = types.Content(role="user", parts=[types.Part(function_response=answer)])
+    else:
+        content = types.Content(role="user", parts=[types.Part(text=json.dumps(message["input"]))])
+    return [e async for e in runner.run_async(user_id="u", session_id=thread, new_message=content)]
+
+publish_interrupts(asyncio.run(run()), message["thread_id"], inbox)
+assert len(inbox.envelopes) == 1
+""",
+}
+
+
+# --------------------------------------------------------------------------------------------
 # Machine, table, main
 
 
@@ -2067,6 +2491,8 @@ def bench_host_process(scale: Scale) -> Result:
 INBOX_SECRET = "bench-secret"
 INBOX_TITLE = "8. inbox list page, 10,000 open questions: server time / the store query"
 ROUNDTRIP_TITLE = "9. inbox answer round trip: click to worker resume (embedded sqlite)"
+ROUNDTRIP_TARGET = 0.1
+"""Seconds from the click to the resumed node: what a person still reads as at once."""
 
 
 def inbox_questions(path: Path, n: int) -> None:
@@ -2136,8 +2562,8 @@ def bench_inbox(scale: Scale) -> Result:
 
     from agent_wait.core import SqliteQuestionStore
     from agent_wait.inbox import InboxAuth, inbox_app
-    from agent_wait.inbox._app import PAGE_SIZE
     from agent_wait.inbox._query import Filters, Listing
+    from agent_wait.inbox._web import PAGE_SIZE
 
     with tempfile.TemporaryDirectory(prefix="agent-wait-bench-") as tmp:
         path = Path(tmp) / "inbox.sqlite3"
@@ -2293,14 +2719,48 @@ def bench_inbox_roundtrip(scale: Scale) -> Result:
         name="inbox_roundtrip",
         title=ROUNDTRIP_TITLE,
         raw={"click_seconds": _stats(clicks), "round_trip_seconds": _stats(totals)},
-        ratio=None,
-        target="report (no target)",
-        passed=None,
+        ratio=statistics.median(totals) / ROUNDTRIP_TARGET,
+        target=f"median <= {ROUNDTRIP_TARGET * 1e3:.0f} ms",
+        passed=statistics.median(totals) <= ROUNDTRIP_TARGET,
         summary=(
             f"median {_ms(statistics.median(totals))} (the answer post itself "
             f"{_ms(statistics.median(clicks))}; the rest is the worker's poll of the sqlite "
-            "entry point, every 0.2 s by default)"
+            "entry point, short right after the run parked)"
         ),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# 16. Scale-out: W = 1 and W = 2 worker processes on each shared entry point
+
+
+def bench_scale_out(scale: Scale) -> Result:
+    """Parked LangGraph threads answered by one worker process, then two (tests/bench/scale_out.py).
+
+    ``AGENT_WAIT_BENCH_SCALE_OUT_THREADS`` sets the number of threads (default 2,000; a smaller
+    number is a quicker run), ``AGENT_WAIT_BENCH_SCALE_OUT_ENTRIES`` a comma-separated subset
+    of the entry points.
+    """
+    from tests.bench import scale_out
+
+    measured = scale_out.measure(scale.scale_out_threads)
+    rows = measured["rows"]
+    summary = "; ".join(
+        f"{r['entry']} {r['runs']['W1']['resumes_per_second']:.0f} -> "
+        f"{r['runs']['W2']['resumes_per_second']:.0f}/s"
+        + ("" if r["clean"] else " (NOT CLEAN: handled twice or unfinished)")
+        for r in rows
+    )
+    return Result(
+        "scale_out",
+        f"16. scale-out: {measured['threads']} parked LangGraph threads answered, W=1 -> W=2 "
+        "worker processes (resumes/s)",
+        {"threads": measured["threads"], "concurrency_per_worker": scale_out.CONCURRENCY},
+        min(r["ratio"] for r in rows),
+        f">= {scale_out.TARGET} on every entry point, nothing handled twice",
+        all(r["passed"] for r in rows),
+        summary,
+        rows=rows,
     )
 
 
@@ -2364,6 +2824,20 @@ def table(results: Sequence[Result]) -> str:
         ratio = "" if r.ratio is None else f"{r.ratio:.2f}"
         lines.append(f"| {r.title} | {r.summary} | {ratio} | {r.target} | {_verdict(r)} |")
         for row in r.rows:
+            if "latency" in row:
+                lines.append(latency_row(row))
+                continue
+            if "cold_start" in row:
+                lines.append(cold_start_row(row))
+                continue
+            if "entry" in row:
+                w1, w2 = (row["runs"][w]["resumes_per_second"] for w in ("W1", "W2"))
+                lines.append(
+                    f"| &nbsp;&nbsp;{row['entry']} | {w1:.1f} -> {w2:.1f} resumes/s"
+                    f"{'' if row['clean'] else ', NOT CLEAN'} | {row['ratio']:.2f} | "
+                    f">= {row['target']} | {'pass' if row['passed'] else '**MISS**'} |"
+                )
+                continue
             if "process" in row:
                 lines.append(
                     f"| &nbsp;&nbsp;{row['framework']} | "
@@ -2409,6 +2883,21 @@ def _framework_row(row: dict[str, Any]) -> str:
     )
 
 
+def bench_answer_latency(scale: Scale) -> Result:
+    """Answer to resume per entry point (see tests/bench/latency.py)."""
+    try:
+        import langgraph  # noqa: F401 - only whether it is installed
+    except ImportError as error:
+        return _skipped("answer_latency", LATENCY_TITLE, f"needs {error.name}")
+    quick = scale is QUICK
+    return Result(**answer_latency(answers=3 if quick else 200, idle=0.5 if quick else 4.0))
+
+
+def bench_cold_start(scale: Scale) -> Result:
+    """Row 11's processes, import and build against the first message (see coldstart.py)."""
+    return Result(**cold_start(HOST_PROCESSES, scale.process_runs, _clean_env()))
+
+
 BENCHMARKS: dict[str, Callable[[Scale], Result]] = {
     "envelope": bench_envelope,
     "publish": bench_publish,
@@ -2425,6 +2914,10 @@ BENCHMARKS: dict[str, Callable[[Scale], Result]] = {
     "host_process": bench_host_process,
     "worker_sqs": bench_worker_sqs,
     "sweeper": bench_sweeper,
+    "votes": bench_votes,
+    "scale_out": bench_scale_out,
+    "answer_latency": bench_answer_latency,
+    "cold_start": bench_cold_start,
 }
 
 PROFILES: dict[str, Callable[[], dict[str, Callable[[], object]]]] = {

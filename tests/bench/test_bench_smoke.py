@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agent_wait.core import PublishReport
+from tests.bench import coldstart, latency, scale_out
 from tests.bench import run as bench
 
 
@@ -51,7 +52,7 @@ def test_minimal_wrapper_binds_and_asks() -> None:
         wrapper("order-1")
 
 
-@pytest.mark.parametrize("name", ["envelope", "publish", "wait", "sqlite", "inbox"])
+@pytest.mark.parametrize("name", ["envelope", "publish", "wait", "sqlite", "inbox", "votes"])
 def test_in_process_benchmarks_report(name: str) -> None:
     result = bench.BENCHMARKS[name](bench.QUICK)
     assert result.ratio is not None
@@ -94,9 +95,36 @@ def test_dynamodb_puts_run_on_moto_behind_the_proxy() -> None:
 
 def test_inbox_roundtrip_resumes_a_real_graph() -> None:
     result = bench.bench_inbox_roundtrip(bench.QUICK)
-    assert result.passed is None, result.summary
+    assert isinstance(result.passed, bool), result.summary  # measured, whatever the time
     seconds = result.raw["round_trip_seconds"]
     assert seconds["max"] >= seconds["min"] > result.raw["click_seconds"]["min"] > 0
+
+
+@pytest.mark.integration
+def test_answer_latency_resumes_parked_runs_on_each_entry_point() -> None:
+    result = bench.bench_answer_latency(bench.QUICK)
+    rows = {row["entry"]: row for row in result.rows}
+    assert set(rows) == set(latency.MAKERS)
+    assert rows["sqlite"]["answers"] == 3
+    assert rows["sqlite"]["idle_polls_per_second"] > 0
+    for row in rows.values():
+        if row["passed"] is not None:
+            assert row["max_seconds"] >= row["p95_seconds"] >= row["p50_seconds"] > 0
+            assert row["answer_call_p50_seconds"] > 0
+    assert all(f"| &nbsp;&nbsp;{name} |" in bench.table([result]) for name in rows)
+
+
+def test_cold_start_splits_the_process_and_lists_what_only_agent_wait_loads() -> None:
+    processes = {"langgraph": bench.HOST_PROCESSES["langgraph"]}
+    result = bench.Result(**coldstart.cold_start(processes, 1, bench._clean_env()))
+    [row] = result.rows
+    assert row["extra_modules"] == []  # the graph's host loads nothing the plain host does not
+    for side in ("agent-wait", "plain"):
+        assert row["wall_seconds"][side] > row["setup_seconds"][side] > 0
+        assert row["first_call_seconds"][side] > 0
+    assert "| &nbsp;&nbsp;langgraph |" in bench.table([result])
+    with pytest.raises(ValueError, match="inbox = MemoryAnnounce"):
+        coldstart.timed("print('no host part')")
 
 
 def test_import_probe_lists_no_sdk() -> None:
@@ -149,6 +177,26 @@ def test_thread_sides_decide_late_and_unknown_answers_and_resume(framework: str)
     assert sides.park("framework")() is not None
 
 
+@pytest.mark.parametrize("framework", sorted(bench.FRAMEWORK_SIDES))
+def test_the_frameworks_own_resume_keeps_no_execution_record(
+    framework: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The framework's own side measures the framework alone: no agent-wait plugin, hook or
+    # guard the host installed on a shared agent or runner records its approved call.
+    from agent_wait.core import SqliteLedger, configured_ledger
+
+    monkeypatch.delenv("AGENT_WAIT_ANNOUNCE", raising=False)
+    monkeypatch.delenv("AGENT_WAIT_CONFIG", raising=False)
+    monkeypatch.setenv("AGENT_WAIT_HOME", str(tmp_path))
+    ledger = configured_ledger()
+    assert isinstance(ledger, SqliteLedger)
+    sides = bench.FRAMEWORK_SIDES[framework]((2, 6))
+    sides.park("handle_message")()
+    kept = ledger.records()
+    sides.park("framework")()
+    assert ledger.records() == kept
+
+
 @pytest.mark.parametrize(
     ("framework", "side"),
     [(framework, side) for framework, sides in bench.HOST_PROCESSES.items() for side in sides],
@@ -186,6 +234,10 @@ def test_opentelemetry_sides_record_what_they_claim() -> None:
     assert raw["ratio_sdk_minus_floor"] == pytest.approx(
         raw["ratio_sdk_in_memory"] - raw["ratio_floor_in_a_publish"]
     )
+    assert raw["ratio_sdk_over_floor"] == pytest.approx(
+        raw["ratio_sdk_in_memory"] / raw["ratio_floor_in_a_publish"]
+    )
+    assert result.ratio == raw["ratio_sdk_over_floor"]
 
 
 @pytest.mark.integration
@@ -206,3 +258,17 @@ def test_sweeper_row_shows_an_index_search_in_the_plan(tmp_path: Path) -> None:
         str(bench.QUICK.sweep_stored),
         str(bench.QUICK.sweep_overdue),
     }
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("use", sorted(scale_out.SHARED))
+def test_scale_out_row_resumes_every_thread_once(use: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(scale_out.THREADS_ENV, raising=False)
+    monkeypatch.setenv(scale_out.ENTRIES_ENV, use)
+    measured = scale_out.measure(3)
+    [row] = measured["rows"]
+    assert row["entry"] == use
+    for run in row["runs"].values():
+        assert (run["handled_twice"], run["unfinished"]) == ([], [])
+        assert run["resumes_per_second"] > 0
+    assert row["clean"]

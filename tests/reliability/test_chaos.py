@@ -37,13 +37,12 @@ from psycopg import sql
 from agent_wait.core import (
     EntryPoint,
     Execution,
-    QuestionClosed,
     QuestionStore,
     SqliteLedger,
     SqliteQuestionStore,
     StoredQuestion,
-    answer,
 )
+from agent_wait.host import QuestionClosed, answer
 from tests.reliability.chaos_app import build
 
 APP = Path(__file__).with_name("chaos_app.py")

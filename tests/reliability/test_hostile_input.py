@@ -34,8 +34,8 @@ from agent_wait.core import (
     parse_message,
     publish,
 )
-from agent_wait.core._cli import main
 from agent_wait.core._plugins import registry
+from agent_wait.host._cli import build_parser, main
 from tests.aws_moto import Aws, create_queue, drain
 from tests.reliability.agents import LangGraphHost, Ledger, PydanticAiHost, StrandsHost, ThreadHost
 
@@ -517,6 +517,8 @@ def trap(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     monkeypatch.setattr(os, "system", lambda command: called.append(f"os.system({command!r})"))
     registry()  # entry points load once; after this nothing new may be imported
     import agent_wait.core._config  # noqa: F401 - publish(announce=None) imports it lazily
+
+    build_parser()  # the CLI's own commands (the plugins' included) load once, whatever ran first
 
     before = set(sys.modules)
     yield called

@@ -25,7 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
 from agent_wait.core import AnnounceFailed, Outcome, WaitPolicy
-from agent_wait.core._cli import main
+from agent_wait.host._cli import main
 from agent_wait.langgraph import handle_message, wait
 from agent_wait.webhook import WebhookVerificationError, verify
 from tests.aws_moto import Aws
