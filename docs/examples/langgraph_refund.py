@@ -249,15 +249,22 @@ def walkthrough(home: Path) -> None:
         started("order-4502", "replace order-4502")
         worker_process.expect(handled("order-4502", "started"), "order-4502 parked")
 
-        # EXPIRES_AT  THREAD_ID  QUESTION_ID  SOURCE  ALLOWED_ACTIONS: one row per question
-        rows = [line.split() for line in agent_wait("inbox").splitlines()[1:]]
-        questions = {thread_id: (due, question_id) for due, thread_id, question_id, *_ in rows}
+        # QUESTION_ID  THREAD_ID  ACTIONS  DEADLINE  CALL: one row per question, then its
+        # indented details (who asked)
+        listed = agent_wait("inbox").splitlines()[1:]
+        rows = [line.split() for line in listed if not line.startswith(" ")]
+        questions = {thread_id: question_id for question_id, thread_id, *_ in rows}
 
-        refund = questions["order-4471"][1]
-        agent_wait("answer", refund, "approve", "--by", "alice", "--answer", '{"note": "ok"}')
+        refund = questions["order-4471"]
+        agent_wait("answer", refund, "approve", "--answer", '{"note": "ok"}')
         worker_process.expect(handled("order-4471", "resumed"), "order-4471 resumed")
 
-        due = datetime.fromisoformat(questions["order-4502"][0])
+        # The replacement's exact deadline, from the inbox the sqlite announcer writes.
+        from agent_wait.core import SqliteQuestionStore
+
+        with SqliteQuestionStore(home / "inbox.sqlite3") as store:
+            [replacement] = store.find(questions["order-4502"], "order-4502")
+        due = datetime.fromisoformat(replacement.envelope.expires_at or "")
         # Deadlines are whole seconds and a question is overdue once one has passed after it.
         time.sleep(max(0.0, (due - datetime.now(UTC)).total_seconds()) + 1.1)
         agent_wait("sweep", "--once")

@@ -23,7 +23,7 @@ from pika.adapters.select_connection import SelectConnection
 
 from agent_wait.core import AnnouncerOptions, BaseAnnounce, WaitEnvelope
 from agent_wait.core.options import Seconds, SensitiveUrl, Text, redact
-from agent_wait.core.testing import AnnouncerContract
+from agent_wait.testing import AnnouncerContract
 
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/"
 

@@ -20,7 +20,7 @@ import redis
 
 from agent_wait.core import AnnouncerOptions, BaseAnnounce, WaitEnvelope
 from agent_wait.core.options import SensitiveUrl, Text
-from agent_wait.core.testing import AnnouncerContract
+from agent_wait.testing import AnnouncerContract
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 
