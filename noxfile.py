@@ -1,4 +1,4 @@
-"""Development sessions: tests on 3.11-3.13, tests_package, lowest, aws_extra, lint, typecheck, arch, docs, template, build, bench, demo.
+"""Development sessions: tests on 3.11-3.13, tests_package, lowest, canary, aws_extra, lint, typecheck, arch, docs, template, build, bench, demo.
 
 Run ``nox -l`` for the list. Every session installs into its own environment with uv;
 nothing is installed into the system Python.
@@ -9,10 +9,12 @@ from __future__ import annotations
 import glob
 import os
 import shutil
+import sys
 import tarfile
 import tomllib
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import nox
 from packaging.requirements import Requirement
@@ -20,6 +22,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).parent
+# nox loads this file by path: the repository's own helpers import from its root.
+sys.path.insert(0, str(ROOT))
+from tests.arch.template import EXAMPLE_NAMES, copy_each  # noqa: E402
+
 PYTHONS = ["3.11", "3.12", "3.13"]
 # Distribution suffixes (agent-wait-<name>); the test directory is the import name (tests/pydantic_ai).
 PACKAGES = sorted(
@@ -27,8 +33,19 @@ PACKAGES = sorted(
     for p in ROOT.glob("packages/agent-wait-*/pyproject.toml")
 )
 
+
+def _pyproject(package: str) -> dict[str, Any]:
+    path = ROOT / "packages" / f"agent-wait-{package}" / "pyproject.toml"
+    return tomllib.loads(path.read_text(encoding="utf-8"))
+
+
+def _depends_on(package: str, dependency: str) -> bool:
+    requirements = _pyproject(package)["project"].get("dependencies", [])
+    return any(canonicalize_name(Requirement(r).name) == dependency for r in requirements)
+
+
 # The AWS announcers: each depends on agent-wait-aws, the AWS code they share.
-AWS_PACKAGES = ["sqs", "sns", "eventbridge", "dynamodb"]
+AWS_PACKAGES = [p for p in PACKAGES if _depends_on(p, "agent-wait-aws")]
 
 nox.options.default_venv_backend = "uv"
 nox.options.sessions = ["lint", "typecheck", "arch", "tests"]
@@ -48,19 +65,34 @@ def _sync(session: nox.Session, *groups: str) -> None:
     session.run_install(*args, env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location})
 
 
+# What measures or drives load rather than the interpreter: on the oldest Python only.
+LOAD_TESTS = ("tests/bench", "tests/reliability/test_soak.py", "tests/reliability/test_chaos.py")
+
+
 @nox.session(python=PYTHONS)
 def tests(session: nox.Session) -> None:
-    """Run the whole test suite against real servers (moto, HTTP, Redis, NATS, RabbitMQ, PostgreSQL)."""
+    """Run the test suite against real servers (moto, HTTP, Redis, NATS, RabbitMQ, PostgreSQL).
+
+    The whole suite on the oldest Python; each newer Python runs its own half of it (split by
+    test id), so every test runs on 3.11 and on one newer Python in about two suites' time. The
+    benchmark harness's smoke tests and the soak and chaos runs exercise load, not the
+    interpreter: they run on the oldest Python only. Arguments after ``--`` replace the defaults
+    (``-- tests`` runs the whole suite anywhere).
+    """
     _sync(session, "test")
     # Two workers (pytest-xdist, one per core): most of the suite's time is spent waiting on
     # servers, subprocesses and browsers; every test names its own tables, queues and ports.
     default = ["tests", "-q", "-p", "no:cacheprovider", "-n", "auto"]
+    newer = PYTHONS[1:]
+    if session.python in newer:
+        default.append(f"--shard={newer.index(str(session.python)) + 1}/{len(newer)}")
+        default += [f"--ignore={path}" for path in LOAD_TESTS]
     session.run("pytest", *(session.posargs or default))
 
 
 # Imports every module of one package, run with only its declared dependencies installed. A bare
 # ModuleNotFoundError is an undeclared import; an ImportError the module raises itself is a
-# deliberate install hint for an optional extra (agent_wait.core.testing needs pytest) and is shown.
+# deliberate install hint for an optional extra (agent_wait.testing needs pytest) and is shown.
 _IMPORT_ALL = """
 import importlib, pkgutil, sys
 root = importlib.import_module(sys.argv[1])
@@ -76,10 +108,16 @@ print(sys.argv[1], "and its modules import with only declared dependencies")
 
 
 def _package_tests(package: str) -> list[str]:
-    """tests/core plus the package's own test directory (named like its import: tests/pydantic_ai)."""
-    if package == "core":
-        return ["tests/core"]
-    return ["tests/core", f"tests/{package.replace('-', '_')}"]
+    """The package's own test directory (named like its import: tests/pydantic_ai), on two workers.
+
+    Core's suite runs in core's own session and, with every plugin installed, in `tests`: one
+    plugin beside core adds nothing between those two, and ran core's suite once per plugin. A
+    distribution with no directory of its own is tested through core's suite.
+    """
+    own = f"tests/{package.replace('-', '_')}"
+    if package == "core" or not (ROOT / own).is_dir():
+        return ["tests/core", "-n", "auto"]
+    return [own, "-n", "auto"]
 
 
 @nox.session(python="3.11")
@@ -112,17 +150,27 @@ def _locked_test_group() -> list[str]:
     """The test group's requirements as uv pip arguments, each pinned to its uv.lock version.
 
     Extras and markers are kept; a requirement the root pyproject sources from a path (the
-    fixture plugin under tests/plugins/) is installed editable from there, never from an index.
+    fixture plugin under tests/plugins/) or from the workspace (the kits) is installed editable
+    from there, never from an index.
     """
     locked = _locked_versions()
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     paths = {
-        canonicalize_name(name): source["path"]
+        canonicalize_name(name): source.get("path", f"packages/{name}")
         for name, source in project["tool"]["uv"].get("sources", {}).items()
-        if "path" in source
+        if "path" in source or source.get("workspace")
     }
+    groups = project["dependency-groups"]
+
+    def lines(group: str) -> list[str]:  # with the groups it includes ({include-group = ...})
+        return [
+            line
+            for entry in groups[group]
+            for line in (lines(entry["include-group"]) if isinstance(entry, dict) else [entry])
+        ]
+
     pinned: list[str] = []
-    for line in project["dependency-groups"]["test"]:
+    for line in lines("test"):
         requirement = Requirement(line)
         name = canonicalize_name(requirement.name)
         if name in paths:
@@ -133,20 +181,92 @@ def _locked_test_group() -> list[str]:
     return pinned
 
 
-@nox.session(python="3.11")
-@nox.parametrize("package", PACKAGES)
-def lowest(session: nox.Session, package: str) -> None:
-    """One distribution (plus core, and agent-wait-aws for an AWS announcer) with each of its direct dependencies at the declared floor."""
+def _workspace_closure(distribution: str) -> list[str]:
+    """``distribution`` and every workspace distribution it depends on, directly or not."""
+    found: list[str] = []
+    todo = [distribution]
+    while todo:
+        name = todo.pop()
+        if name in found:
+            continue
+        found.append(name)
+        project = tomllib.loads((ROOT / "packages" / name / "pyproject.toml").read_text("utf-8"))
+        todo += [
+            dependency
+            for dependency, source in project.get("tool", {})
+            .get("uv", {})
+            .get("sources", {})
+            .items()
+            if source.get("workspace")
+        ]
+    return sorted(found)
+
+
+def _install_lowest(session: nox.Session, package: str) -> None:
+    """Install one distribution (plus the workspace distributions it depends on) at its floors."""
     # Per package, not all at once: a sibling's stricter requirement on a shared dependency
     # (pydantic, anyio) would lift it above the floor under test. The test tools are pinned to
     # their locked versions: this checks the distributions' floors, not the test group's
     # (at its floor, moto 5.1.0 fails SQS, SNS and EventBridge tests that pass on the locked moto).
-    editables = ["-e", "packages/agent-wait-core"]
-    if package in AWS_PACKAGES:
-        editables += ["-e", "packages/agent-wait-aws"]
-    if package != "core":
-        editables += ["-e", f"packages/agent-wait-{package}"]
+    editables: list[str] = []
+    for name in _workspace_closure(f"agent-wait-{package}"):
+        editables += ["-e", f"packages/{name}"]
     session.install("--resolution", "lowest-direct", *_locked_test_group(), *editables)
+
+
+@nox.session(python="3.11")
+@nox.parametrize("package", PACKAGES)
+def lowest(session: nox.Session, package: str) -> None:
+    """One distribution (plus the workspace distributions it depends on) with each of its direct dependencies at the declared floor."""
+    _install_lowest(session, package)
+    session.run(
+        "pytest", *_package_tests(package), "-q", "-p", "no:cacheprovider", *session.posargs
+    )
+
+
+# The framework adapters and the distributions of their framework: what `canary` upgrades. Each
+# adapter names them in its own pyproject, as [tool.agent-wait] canary = ["langgraph", ...].
+FRAMEWORKS = {
+    p: canary
+    for p in PACKAGES
+    if (canary := _pyproject(p).get("tool", {}).get("agent-wait", {}).get("canary"))
+}
+
+
+def _versions(session: nox.Session, distributions: list[str]) -> str:
+    code = (
+        "import sys; from importlib.metadata import version; "
+        "print(', '.join(f'{n} {version(n)}' for n in sys.argv[1:]))"
+    )
+    shown = session.run("python", "-c", code, *distributions, silent=True)
+    return str(shown).strip()
+
+
+@nox.session(python="3.11")
+@nox.parametrize("release", ["newest", "lowest"])
+@nox.parametrize("package", sorted(FRAMEWORKS))
+def canary(session: nox.Session, package: str, release: str) -> None:
+    """One framework adapter's tests on its framework's newest releases, or at the declared floors."""
+    # A failure of `newest` is news about a framework release, not about this tree: the adapter's
+    # private framework names are all in agent_wait.<adapter>._compat, which is where to look.
+    if release == "lowest":
+        _install_lowest(session, package)
+    else:
+        session.run_install(
+            "uv",
+            "sync",
+            "--package",
+            f"agent-wait-{package}",
+            "--group",
+            "test",
+            "--locked",
+            env={"UV_PROJECT_ENVIRONMENT": session.virtualenv.location},
+        )
+        session.install("--upgrade", *FRAMEWORKS[package])
+    locked = _locked_versions()
+    installed = _versions(session, FRAMEWORKS[package])
+    pinned = ", ".join(f"{n} {locked[canonicalize_name(n)]}" for n in FRAMEWORKS[package])
+    session.log(f"canary {package} ({release}): {installed} (uv.lock: {pinned})")
     session.run(
         "pytest", *_package_tests(package), "-q", "-p", "no:cacheprovider", *session.posargs
     )
@@ -215,40 +335,40 @@ def build(session: nox.Session) -> None:
     session.run("twine", "check", "--strict", *sorted(str(f) for f in dist.iterdir()))
 
 
-def _copy_renamed(source: Path, target: Path, old: str, new: str) -> None:
-    """Copy a directory tree, renaming ``old`` (and its capitalised form) in paths and text."""
-    for path in sorted(source.rglob("*")):
-        if "__pycache__" in path.parts or path.is_dir():
-            continue
-        relative = str(path.relative_to(source)).replace(old, new)
-        destination = target / relative
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        text = path.read_text(encoding="utf-8")
-        text = text.replace(old, new).replace(old.capitalize(), new.capitalize())
-        destination.write_text(text, encoding="utf-8")
-
-
 @nox.session(python="3.11")
 def template(session: nox.Session) -> None:
-    """The plugin template, copied and renamed as its README says, passes its tests and pyright."""
-    target = Path(session.create_tmp()) / "agent-wait-acme"
+    """Each flavour of the plugin template, copied and renamed as its README says, passes its kit, pyright and the import contracts."""
+    # Absolute: the session changes into each copy in turn.
+    target = Path(session.create_tmp()).resolve() / "plugins"
     shutil.rmtree(target, ignore_errors=True)
-    _copy_renamed(ROOT / "packages" / "_template", target, "template", "acme")
+    copies = copy_each(target)
     locked = _locked_versions()
     session.install(
         f"pytest=={locked['pytest']}",
         f"pyright=={locked['pyright']}",
-        "-e",
-        str(ROOT / "packages" / "agent-wait-core"),
-        "-e",
-        f"{target}[test]",
+        f"import-linter=={locked['import-linter']}",
+        # the kits (agent-wait-testing) and the `agent-wait plugins` command (agent-wait-host),
+        # from this checkout
+        *(f"-e{ROOT / 'packages' / name}" for name in _workspace_closure("agent-wait-testing")),
+        # side by side: each registers its own name
+        *(f"-e{copy}[test]" for copy in copies.values()),
     )
-    session.chdir(target)
-    session.run("pytest", "-q", "-p", "no:cacheprovider")
-    session.run("pyright", "--pythonpath", str(Path(session.bin) / "python"))
+    # The contracts of the distributions installed here, the copies among them: no edit elsewhere.
+    session.run(
+        "python",
+        "-m",
+        "tests.arch.contracts",
+        "--installed-only",
+        *(f"--package={copy}" for copy in copies.values()),
+    )
+    for copy in copies.values():
+        session.chdir(copy)
+        session.run("pytest", "-q", "-p", "no:cacheprovider")
+        session.run("pyright", "--pythonpath", str(Path(session.bin) / "python"))
     listed = session.run("agent-wait", "plugins", silent=True)
-    if not isinstance(listed, str) or "agent-wait-acme" not in listed:
-        session.error(f"agent-wait plugins does not list agent-wait-acme:\n{listed}")
+    for name in EXAMPLE_NAMES.values():
+        if not isinstance(listed, str) or f"agent-wait-{name}" not in listed:
+            session.error(f"agent-wait plugins does not list agent-wait-{name}:\n{listed}")
 
 
 @nox.session(python="3.11")
@@ -278,9 +398,9 @@ def typecheck(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def arch(session: nox.Session) -> None:
-    """Import contracts: core imports no plugin or SDK; plugins import only core."""
+    """Import contracts, generated from packages/*: each distribution imports only what it declares, no circles, no plugin another."""
     _sync(session, "arch")
-    session.run("lint-imports")
+    session.run("python", "-m", "tests.arch.contracts")
 
 
 @nox.session(python="3.11")
@@ -320,6 +440,8 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def screenshots(session: nox.Session) -> None:
-    """Regenerate the inbox screenshots under docs/images (needs Debian's chromium)."""
+    """Regenerate the inbox, Slack and email screenshots under docs/images (needs Debian's chromium)."""
     _sync(session, "test")
     session.run("python", "-m", "tests.inbox.screenshots", "docs/images")
+    session.run("python", "-m", "tests.slack.screenshots", "docs/images")
+    session.run("python", "-m", "tests.email.screenshots", "docs/images")
