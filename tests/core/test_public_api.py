@@ -37,6 +37,7 @@ def test_public_api() -> None:
         "ExecutionLedger",
         "FOLLOW_UP_TYPES",
         "FollowUp",
+        "FollowUpQuery",
         "FollowUpStore",
         "Handled",
         "HistoryKey",

@@ -123,6 +123,7 @@ if TYPE_CHECKING:
     from agent_wait.core._sqlite_store import SqliteQuestionStore
     from agent_wait.core._storable import storable_problem
     from agent_wait.core._store import (
+        FollowUpQuery,
         FollowUpStore,
         HistoryKey,
         QuestionHistory,
@@ -169,6 +170,7 @@ _LAZY = {
     "Escalation": "._policy",
     "FOLLOW_UP_TYPES": "._models",
     "FollowUp": "._models",
+    "FollowUpQuery": "._store",
     "FollowUpStore": "._store",
     "follow_up_step": "._store",
     "DeadLetter": "._entry",
@@ -315,6 +317,7 @@ __all__ = [
     "Execution",
     "ExecutionLedger",
     "FollowUp",
+    "FollowUpQuery",
     "FollowUpStore",
     "Handled",
     "HistoryKey",

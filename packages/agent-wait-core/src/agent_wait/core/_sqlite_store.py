@@ -44,9 +44,10 @@ class SqliteQuestionStore(Closing):
 
     Closing a question is one ``UPDATE ... WHERE status = 'open'``: with any number of threads
     and processes racing on one question, exactly one update changes the row. It is a
-    :class:`SendingStore`: an answer being sent is held in the row (``sending``), and a
-    :class:`VotingStore`: the votes on a question with a quorum are a JSON array in the row, and a
-    :class:`FollowUpStore`: the sweeper's follow-ups are recorded in the row (``follow_ups``).
+    :class:`SendingStore` (an answer being sent is held in the row, ``sending``), a
+    :class:`VotingStore` (the votes on a question with a quorum are a JSON array in the row), a
+    :class:`FollowUpStore` (the sweeper's follow-ups are recorded in the row, ``follow_ups``) and
+    a :class:`FollowUpQuery` (it lists the questions to follow up without reading the others).
 
     Args:
         path: The database file; the same default as the sqlite announcer
@@ -96,6 +97,16 @@ class SqliteQuestionStore(Closing):
     def open_questions(self) -> list[StoredQuestion]:
         """Every open question, earliest deadline first (none last)."""
         return self._select("status = ?", [QuestionStatus.OPEN.value])
+
+    def open_questions_to_follow_up(self) -> list[StoredQuestion]:
+        """Open questions whose envelope has a ``follow_up`` (:class:`FollowUpQuery`).
+
+        The filter runs in SQLite: only those envelopes are parsed, however many are open.
+        """
+        return self._select(
+            "status = ? AND json_extract(envelope, '$.follow_up') IS NOT NULL",
+            [QuestionStatus.OPEN.value],
+        )
 
     def open_questions_past(self, now: datetime | str | None = None) -> list[StoredQuestion]:
         """Open questions whose ``expires_at`` is before ``now``: a range on the status index.

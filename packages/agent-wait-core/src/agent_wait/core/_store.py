@@ -479,6 +479,20 @@ class FollowUpStore(QuestionStore, Protocol):
         ...
 
 
+@runtime_checkable
+class FollowUpQuery(Protocol):
+    """A store that lists the open questions whose envelope asks for follow-ups itself.
+
+    The sweeper looks only at those. Without it, every sweep reads every open question and
+    keeps those with a ``follow_up``: fine for a few hundred, slow for tens of thousands. The
+    sqlite store is one.
+    """
+
+    def open_questions_to_follow_up(self) -> list[StoredQuestion]:
+        """Every open question whose envelope has a ``follow_up``, in any order."""
+        ...
+
+
 def check_vote(vote: Any) -> dict[str, Any]:
     """``vote`` if it is ``{"by": str, "at": str, "answer": ...}``; else a ValueError naming it."""
     if (

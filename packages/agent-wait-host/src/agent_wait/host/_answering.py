@@ -57,6 +57,7 @@ from agent_wait.core._sqlite_store import SqliteQuestionStore
 from agent_wait.core._store import (
     FAILED_DELIVERY,
     RETRIED_DELIVERY,
+    FollowUpQuery,
     FollowUpStore,
     HistoryKey,
     QuestionHistory,
@@ -910,9 +911,14 @@ def _sweep(
     try:
         if isinstance(store, SendingStore):
             _resend_all_held(store, target_of, report, moment - RESEND_AFTER)
-        open_now = store.open_questions()
-        follow_ups = _follow_up_all(store, open_now, moment, by, report)
-        retries = _failed_deliveries(store, open_now, moment)
+        # Only questions that ask for follow-ups have any, failed deliveries included.
+        asking = (
+            store.open_questions_to_follow_up()
+            if isinstance(store, FollowUpQuery)
+            else store.open_questions()
+        )
+        follow_ups = _follow_up_all(store, asking, moment, by, report)
+        retries = _failed_deliveries(store, asking, moment)
         due = store.open_questions_past(moment)
         for question in due:
             # A quorum reached whose deciding voter died before sending: its decision, not the

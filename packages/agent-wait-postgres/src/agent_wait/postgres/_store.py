@@ -140,6 +140,10 @@ class PostgresQuestionStore:
         """Every open question, earliest deadline first."""
         return self._select(sql.SQL("status = 'open'"), [])
 
+    def open_questions_to_follow_up(self) -> list[StoredQuestion]:
+        """Open questions whose envelope has a ``follow_up`` (``FollowUpQuery``), found by the server."""
+        return self._select(sql.SQL("status = 'open' AND envelope ? 'follow_up'"), [])
+
     def open_questions_past(self, now: datetime | str | None = None) -> list[StoredQuestion]:
         """Open questions whose ``expires_at`` is before ``now`` (the status index)."""
         return self._select(sql.SQL("status = 'open' AND expires_at < %s"), [moment(now)])

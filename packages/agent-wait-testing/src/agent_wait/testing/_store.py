@@ -25,6 +25,7 @@ from agent_wait.core._policy import WaitPolicy
 from agent_wait.core._publish import publish
 from agent_wait.core._sqlite_entry import SqliteEntry
 from agent_wait.core._store import (
+    FollowUpQuery,
     FollowUpStore,
     QuestionHistory,
     QuestionStatus,
@@ -787,6 +788,31 @@ class StoreContract:
         assert store.claim_follow_up(*ids, "last_warning", at=at) is False
         with pytest.raises(ValueError, match="step: expected 'reminder:<n>'"):
             store.claim_follow_up(*ids, "remind", at=at)
+
+    def test_it_lists_the_open_questions_that_ask_for_follow_ups(
+        self, contract_store: QuestionStore
+    ) -> None:
+        """If this fails, the sweeper misses a reminder, or reminds of a question already closed."""
+        store = contract_store
+        if not isinstance(store, FollowUpQuery):
+            pytest.skip(f"{type(store).__name__} does not list questions to follow up itself")
+        [reminded] = self._ask(store, remind=["PT10M"])
+        [plain] = self._ask(store)
+        [answered] = self._ask(store, escalate={"after": "PT10M", "to": {"team": "leads"}})
+        store.transition(
+            answered.thread_id,
+            answered.question_id,
+            QuestionStatus.ANSWERED,
+            by="alice",
+            answer="approve",
+        )
+        listed = {
+            (q.envelope.thread_id, q.envelope.question_id)
+            for q in store.open_questions_to_follow_up()
+        }
+        assert (reminded.thread_id, reminded.question_id) in listed
+        assert (plain.thread_id, plain.question_id) not in listed
+        assert (answered.thread_id, answered.question_id) not in listed
 
     def test_a_failed_follow_up_delivery_is_recorded_beside_it_once(
         self, contract_store: QuestionStore
