@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import nox
+from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
@@ -138,11 +139,20 @@ def tests_package(session: nox.Session, package: str) -> None:
 
 
 def _locked_versions() -> dict[str, str]:
-    """Every package's version in uv.lock, by canonical name."""
+    """Every package's version in uv.lock for this interpreter, by canonical name.
+
+    A package locked at two versions (one for Python 3.11, one for 3.12 and newer) has
+    ``resolution-markers`` on each: the one whose markers hold here is taken. The sessions that
+    pin from the lock run on the Python nox itself runs on (3.11).
+    """
     return {
         canonicalize_name(package["name"]): package["version"]
         for package in tomllib.loads((ROOT / "uv.lock").read_text(encoding="utf-8"))["package"]
         if "version" in package
+        and (
+            "resolution-markers" not in package
+            or any(Marker(marker).evaluate() for marker in package["resolution-markers"])
+        )
     }
 
 

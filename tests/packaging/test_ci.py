@@ -35,9 +35,11 @@ def test_ci_stops_at_the_first_failure() -> None:
     assert "CREATE DATABASE test" in script
 
 
-def test_ci_installs_each_distribution_alone_and_tries_the_frameworks_newest() -> None:
+def test_ci_installs_each_distribution_alone_and_tries_the_frameworks_floors_and_newest() -> None:
     script = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "\n.tools/bin/nox -s tests_package -- --collect-only -q -n 0\n" in script
+    # The floors are declared by us: a failure there fails the run.
+    assert '\n.tools/bin/nox -k "canary and lowest" -- -k contract\n' in script
     # The canary may fail, but only with its reason printed.
     canary = script.index('if ! .tools/bin/nox -k "canary and newest" -- -k contract; then')
     assert 'echo "ci: canary failed:' in script[canary:]
