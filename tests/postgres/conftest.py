@@ -59,7 +59,9 @@ def names(conn: psycopg.Connection) -> Iterator[Names]:
     made = Names(table=f"agent_wait_test_{suffix}", channel=f"agent_wait_test_{suffix}")
     create_schema(conn, made.table)
     yield made
-    conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(made.table)))
+    # The announcer keeps its audit log in a table beside its own.
+    for table in (made.table, f"{made.table}_audit"):
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
 
 
 @pytest.fixture

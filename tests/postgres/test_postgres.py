@@ -283,7 +283,8 @@ def test_missing_table_is_reported_and_create_table_makes_it(
             assert apublish_closing(creating, sample_questions(1)).ok
         assert len(rows(conn, table)) == 3
     finally:
-        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+        for dropped in (table, f"{table}_audit"):  # and the announcer's audit log beside it
+            conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(dropped)))
 
 
 def test_unreachable_server_is_reported_and_strict_raises(closed_port: int) -> None:

@@ -25,7 +25,8 @@ def table(conn: psycopg.Connection) -> Iterator[str]:
     name = f"agent_wait_refused_{uuid.uuid4().hex[:12]}"
     create_schema(conn, name)
     yield name
-    conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
+    for dropped in (name, f"{name}_audit"):  # and the announcer's audit log beside it
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(dropped)))
 
 
 def test_a_refused_answer_reopens_once_with_the_reason_and_a_corrected_one_resumes(

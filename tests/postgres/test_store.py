@@ -48,7 +48,8 @@ def table(conn: psycopg.Connection) -> Iterator[str]:
     name = f"agent_wait_store_{uuid.uuid4().hex[:12]}"
     create_schema(conn, name)  # the announcer's table as it was before the lifecycle columns
     yield name
-    conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(name)))
+    for dropped in (name, f"{name}_audit"):  # and the announcer's audit log beside it
+        conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(dropped)))
 
 
 def publish_one(url: str, table: str, **policy: Any) -> None:

@@ -302,5 +302,6 @@ def test_chaos_on_the_postgres_entry_point(tmp_path: Path, monkeypatch: pytest.M
         run_chaos(tmp_path, setup, monkeypatch)
     finally:
         with psycopg.connect(POSTGRES_URL, autocommit=True) as conn:
-            for table in (messages_table, inbox_table, ledger_table):
+            audit_table = f"{inbox_table}_audit"  # the announcer's audit log, beside its table
+            for table in (messages_table, inbox_table, ledger_table, audit_table):
                 conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
