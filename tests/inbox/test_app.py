@@ -580,12 +580,16 @@ def test_json_api_list_get_answer_with_a_bearer_token(client: TestClient, inbox:
     assert wrong.status_code == 401
 
 
-def test_json_api_names_a_bad_limit_or_status(client: TestClient) -> None:
+def test_json_api_names_a_bad_limit_status_or_state(client: TestClient) -> None:
     bearer = {"Authorization": f"Bearer {SECRET}"}
+    states = "expected one of overdue, answered, expired, cancelled"
     for params, message in [
         ({"limit": "0"}, "limit: expected a whole number from 1 to 500, got '0'"),
         ({"limit": "²"}, "limit: expected a whole number from 1 to 500, got '²'"),
         ({"status": "done"}, "status: expected open or closed, got 'done'"),
+        # The document's enum, exactly: an empty or padded state is refused, not read as none.
+        ({"state": ""}, f"state: {states}, got ''"),
+        ({"state": "overdue "}, f"state: {states}, got 'overdue '"),
     ]:
         response = client.get("/api/questions", params=params, headers=bearer)
         assert (response.status_code, response.json()) == (400, {"error": message})

@@ -29,7 +29,7 @@ from agent_wait.inbox._many import (
     label,
 )
 from agent_wait.inbox._openapi import MAX_LIMIT, OPENAPI
-from agent_wait.inbox._query import Filters, Page
+from agent_wait.inbox._query import Filters, Page, check_state
 from agent_wait.inbox._web import PAGE_SIZE, Web, logger, question_json, unconfirmed
 
 _T = TypeVar("_T")
@@ -115,6 +115,9 @@ class _Api:
             return refused
         listing = self.web.listing
         try:
+            # Exactly as the document lists it (the pages' forms send an empty one for "any").
+            if (state := params.get("state")) is not None:
+                check_state(state)
             filters = Filters.parse(params)
             status = params.get("status", "open")
             if status not in ("open", "closed"):

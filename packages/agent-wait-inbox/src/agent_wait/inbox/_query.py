@@ -53,6 +53,13 @@ STATES = ("overdue", "answered", "expired", "cancelled")
 """The ``state`` filter: overdue for the open list; the others for the history."""
 
 
+def check_state(state: str) -> str:
+    """``state`` if it is one of :data:`STATES`; else a ValueError naming it."""
+    if state not in STATES:
+        raise ValueError(f"state: expected one of {', '.join(STATES)}, got {state[:40]!r}")
+    return state
+
+
 @dataclass(frozen=True, slots=True)
 class Filters:
     """What a list shows: the questions with a tag, function, thread, group, state or text."""
@@ -84,8 +91,8 @@ class Filters:
         if search is not None and len(search) > MAX_SEARCH:
             raise ValueError(f"q: at most {MAX_SEARCH} characters, got {len(search)}")
         state = (params.get("state") or "").strip() or None
-        if state is not None and state not in STATES:
-            raise ValueError(f"state: expected one of {', '.join(STATES)}, got {state[:40]!r}")
+        if state is not None:
+            check_state(state)
         return cls(
             tag=tag,
             function=(params.get("function") or "").strip() or None,
