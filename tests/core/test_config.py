@@ -26,6 +26,7 @@ from agent_wait.core._config import (
     ConfigSource,
     default_announcers,
     load_config,
+    one_configuration,
 )
 from agent_wait.core._jsonl import JsonlAnnounce
 from agent_wait.core._sqlite import SqliteAnnounce
@@ -146,6 +147,29 @@ def test_changes_are_seen_without_restarting(tmp_path: Path) -> None:
     # Different size, so the change is seen even within one mtime tick.
     write(path, '[[announce]]\nuse = "log"\nlevel = "DEBUG"\n')
     assert load_config().announce[0].use == "log"
+
+
+def test_one_configuration_is_read_once_inside(tmp_path: Path) -> None:
+    path = write(tmp_path / "agent-wait.toml", '[[announce]]\nuse = "memory"\n')
+    with one_configuration():
+        first = load_config()
+        write(path, '[[announce]]\nuse = "log"\nlevel = "DEBUG"\n')
+        assert load_config() is first
+        with one_configuration():  # a nested use shares the outer one's
+            assert load_config() is first
+        # Explicit sources are read as asked.
+        assert load_config(cwd=tmp_path).announce[0].use == "log"
+    assert load_config().announce[0].use == "log"
+
+
+def test_one_configuration_reads_on_first_use_and_holds_no_error(tmp_path: Path) -> None:
+    path = write(tmp_path / "agent-wait.toml", '[[announce]]\nuse = "memory\n')
+    # Entering reads nothing: a message that needs no configuration is not failed by it.
+    with one_configuration():
+        with pytest.raises(ConfigError, match="invalid TOML"):
+            load_config()
+        write(path, '[[announce]]\nuse = "memory"\n')
+        assert load_config().announce[0].use == "memory"
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,7 @@ from agent_wait.core import (
     WaitEnvelope,
 )
 from agent_wait.core._canonical import answer_digest
+from agent_wait.core._config import AgentWaitConfig, load_config
 from agent_wait.host import AsyncHost, Host, QuestionNotPending, Waiting
 from agent_wait.host.adapter import question_from_value
 
@@ -328,6 +329,43 @@ def test_a_strict_publish_failure_raises_after_the_run_and_the_redelivery_republ
     redelivered = core_host.handle_message(ledger, reply("t-q1"), inbox, strict=True)
     assert (redelivered.outcome, redelivered.question_ids) == (Outcome.DUPLICATE, ["t-q2"])
     assert ledger.runs == ["start t", "resume t ['t-q1']"]
+
+
+def test_a_message_is_handled_under_the_configuration_read_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    read: list[AgentWaitConfig] = []
+
+    class Reading(Ledger):
+        def start(self, thread: Thread, message: StartMessage) -> Result:
+            read.append(load_config())
+            monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", '[{"use": "log"}]')
+            read.append(load_config())
+            return super().start(thread, message)
+
+    monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", '[{"use": "memory"}]')
+    core_host.handle_message(Reading(), {"thread_id": "t", "input": 1}, MemoryAnnounce())
+    assert read[0] is read[1]
+    assert load_config().announce[0].use == "log"  # the next message reads it again
+
+
+async def test_an_async_message_is_handled_under_the_configuration_read_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    read: list[AgentWaitConfig] = []
+
+    class Reading(AsyncLedger):
+        async def start(self, thread: Thread, message: StartMessage) -> Result:
+            read.append(load_config())
+            monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", '[{"use": "log"}]')
+            # A blocking call the host makes in a worker thread sees the same.
+            read.append(await asyncio.to_thread(load_config))
+            return await super().start(thread, message)
+
+    monkeypatch.setenv("AGENT_WAIT_ANNOUNCE", '[{"use": "memory"}]')
+    message = {"thread_id": "t", "input": 1}
+    await core_host.ahandle_message(Reading(Ledger()), message, MemoryAnnounce())
+    assert read[0] is read[1]
 
 
 def test_errors_the_plan_does_not_decide_propagate() -> None:

@@ -16,6 +16,7 @@ secrets stay out of files.
 
 from __future__ import annotations
 
+import contextvars
 import difflib
 import hashlib
 import json
@@ -24,7 +25,8 @@ import os
 import re
 import threading
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -224,12 +226,20 @@ def load_config(
         cwd: The directory holding ``agent-wait.toml`` / ``pyproject.toml`` (default: the
             current directory).
 
+    With neither argument, inside :func:`one_configuration` (a host handling a message), the
+    configuration read there first.
+
     Raises:
         ConfigError: Malformed JSON or TOML (the message gives the source and the position),
             a missing ``AGENT_WAIT_CONFIG`` file, unknown keys, or malformed entries.
     """
+    held = _held.get() if environ is None and cwd is None else None
+    if held:
+        return held[0]
     env = os.environ if environ is None else environ
     config = _configured(env, Path.cwd() if cwd is None else Path(cwd)) or _default_config(env)
+    if held is not None:
+        held.append(config)
     # Loaded on every publish and resume: the redacted entries are built only to be logged.
     if logger.isEnabledFor(logging.DEBUG):
         logger.debug(
@@ -238,6 +248,31 @@ def load_config(
             [e.redacted() for e in config.announce],
         )
     return config
+
+
+# Within one_configuration(): the configuration the first load_config() found, once it ran.
+_held: contextvars.ContextVar[list[AgentWaitConfig] | None] = contextvars.ContextVar(
+    "agent_wait_config_held", default=None
+)
+
+
+@contextmanager
+def one_configuration() -> Generator[None]:
+    """Read the configuration at most once inside: each :func:`load_config` returns the same.
+
+    A host handles each message under it: the publish, the ledger, the audit log and the
+    trust of one message then agree, and the files and the environment are not read again
+    for each of them. It is read on first use, so a message that needs none reads none; an
+    invalid one raises there, and again at the next use. Nested uses share the outer one's.
+    """
+    if _held.get() is not None:
+        yield
+        return
+    token = _held.set([])
+    try:
+        yield
+    finally:
+        _held.reset(token)
 
 
 def _configured(env: Mapping[str, str], base: Path) -> AgentWaitConfig | None:

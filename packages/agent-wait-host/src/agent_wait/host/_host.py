@@ -33,6 +33,7 @@ from agent_wait.core import _hooks
 from agent_wait.core._announce import PublishReport
 from agent_wait.core._audit import audit_handled, handling
 from agent_wait.core._canonical import answer_digest
+from agent_wait.core._config import one_configuration
 from agent_wait.core._errors import AgentWaitError, AnnounceFailed, InvalidAnswer
 from agent_wait.core._logsafe import log_safe
 from agent_wait.core._models import (
@@ -702,18 +703,26 @@ def handle_message(
         pydantic.ValidationError: The message is neither an answer nor a start message.
         AnnounceFailed: ``strict`` and a delivery failed.
     """
-    io, parsed, trust = _prepared(
-        host, message, publish, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
-    driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
-    while not isinstance(step := driver.next(), Handled):
-        try:
-            driver.send(io(step))
-        except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
-            driver.throw(error)
-    audit_handled(step, parsed)
-    events = _answered_events(step, parsed, announce, clock)
-    return replace(step, events=publish_events(events, announce)) if events else step
+    with one_configuration():
+        io, parsed, trust = _prepared(
+            host,
+            message,
+            publish,
+            announce,
+            strict=strict,
+            reply_to=reply_to,
+            clock=clock,
+            trust=trust,
+        )
+        driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
+        while not isinstance(step := driver.next(), Handled):
+            try:
+                driver.send(io(step))
+            except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
+                driver.throw(error)
+        audit_handled(step, parsed)
+        events = _answered_events(step, parsed, announce, clock)
+        return replace(step, events=publish_events(events, announce)) if events else step
 
 
 async def ahandle_message(
@@ -727,25 +736,26 @@ async def ahandle_message(
     trust: AnswerTrust | None = None,
 ) -> Handled:
     """Async :func:`handle_message`: awaits the host's IO, announcers delivered concurrently."""
-    io, parsed, trust = _prepared(
-        host,
-        message,
-        apublish,
-        announce,
-        strict=strict,
-        reply_to=reply_to,
-        clock=clock,
-        trust=trust,
-    )
-    driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
-    while not isinstance(step := driver.next(), Handled):
-        try:
-            driver.send(await io(step))
-        except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
-            driver.throw(error)
-    audit_handled(step, parsed)
-    events = _answered_events(step, parsed, announce, clock)
-    return replace(step, events=await apublish_events(events, announce)) if events else step
+    with one_configuration():
+        io, parsed, trust = _prepared(
+            host,
+            message,
+            apublish,
+            announce,
+            strict=strict,
+            reply_to=reply_to,
+            clock=clock,
+            trust=trust,
+        )
+        driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
+        while not isinstance(step := driver.next(), Handled):
+            try:
+                driver.send(await io(step))
+            except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
+                driver.throw(error)
+        audit_handled(step, parsed)
+        events = _answered_events(step, parsed, announce, clock)
+        return replace(step, events=await apublish_events(events, announce)) if events else step
 
 
 @dataclass(frozen=True)
