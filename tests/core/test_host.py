@@ -79,6 +79,7 @@ def test_public_module() -> None:
         "Handled",
         "Host",
         "Message",
+        "MessageOptions",
         "NothingToResend",
         "Outcome",
         "QuestionClosed",
@@ -366,6 +367,30 @@ async def test_an_async_message_is_handled_under_the_configuration_read_first(
     message = {"thread_id": "t", "input": 1}
     await core_host.ahandle_message(Reading(Ledger()), message, MemoryAnnounce())
     assert read[0] is read[1]
+
+
+def test_an_unknown_option_is_refused_naming_it_and_the_closest() -> None:
+    message = {"thread_id": "t", "input": 1}
+    options: dict[str, Any] = {"stirct": True}
+    with pytest.raises(
+        TypeError,
+        match=r"handle_message\(\) got an unexpected keyword argument "
+        r"'stirct'; did you mean 'strict'\?",
+    ):
+        core_host.handle_message(Ledger(), message, MemoryAnnounce(), **options)
+    with pytest.raises(TypeError, match=r"stream_message\(\) .* 'colour'$"):
+        core_host.stream_message(Ledger(), message, MemoryAnnounce(), colour=1)  # pyright: ignore[reportCallIssue]
+
+
+async def test_an_unknown_option_is_refused_by_the_async_runners_too() -> None:
+    message = {"thread_id": "t", "input": 1}
+    with pytest.raises(TypeError, match=r"ahandle_message\(\) .* did you mean 'trust'"):
+        await core_host.ahandle_message(
+            AsyncLedger(Ledger()),
+            message,
+            MemoryAnnounce(),
+            trusts=None,  # pyright: ignore[reportCallIssue]
+        )
 
 
 def test_errors_the_plan_does_not_decide_propagate() -> None:

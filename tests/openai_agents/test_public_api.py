@@ -42,6 +42,7 @@ def test_the_entry_points_take_the_same_arguments() -> None:
         for f in entry_points
     }
     assert parameters.startswith("(agent: 'Agent[Any]', message:")
-    assert "*, runs: 'RunStore', strict: 'bool' = False" in parameters
+    assert "*, runs: 'RunStore'" in parameters
+    assert parameters.endswith("**options: 'Unpack[MessageOptions]')")
     assert inspect.iscoroutinefunction(package.ahandle_message)
     assert not inspect.iscoroutinefunction(package.handle_message)

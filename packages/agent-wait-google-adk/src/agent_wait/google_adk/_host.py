@@ -10,7 +10,7 @@ import uuid
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, Unpack, cast
 
 from google.adk.events import Event, EventActions
 from google.adk.runners import Runner
@@ -18,7 +18,7 @@ from google.adk.sessions import InMemorySessionService, Session
 from google.adk.sessions.base_session_service import GetSessionConfig
 from google.genai import types
 
-from agent_wait.core import Announce, Answer, AnswerTrust, Handled, Question, StartMessage
+from agent_wait.core import Announce, Answer, Handled, Question, StartMessage
 from agent_wait.google_adk._adapter import (
     CONFIRMATION,
     Request,
@@ -32,8 +32,8 @@ from agent_wait.google_adk._once import install
 from agent_wait.host import (
     AsyncStreamed,
     AsyncStreamingHost,
-    Clock,
     Message,
+    MessageOptions,
     Ran,
     Streamed,
     StreamingHost,
@@ -522,10 +522,7 @@ def handle_message(
     announce: Announce = None,
     *,
     user_id: str = DEFAULT_USER,
-    reply_to: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
+    **options: Unpack[MessageOptions],
 ) -> Handled:
     """Handle one inbound message for an ADK agent: start it, resume it, or refuse.
 
@@ -542,18 +539,14 @@ def handle_message(
         message: A start message, an answer, or their JSON.
         announce: Announcers for what the run parks on (None: the configured default).
         user_id: The ADK user the sessions belong to.
-        reply_to: A hint for where answers go, copied into every published envelope.
-        strict: Raise ``AnnounceFailed`` when a publish fails.
-        clock: Returns "now" (aware), for ``expires_at`` and the trust checks.
-        trust: What an answer must satisfy before anything runs.
+        **options: ``strict``, ``reply_to``, ``clock``, ``trust``: see
+            :class:`~agent_wait.host.MessageOptions`.
 
     Returns:
         The :class:`~agent_wait.core.Handled` report; ``result`` is the run's events.
     """
     host = _SyncAdkHost(_AsyncAdkHost(runner, user_id), _Loop(runner))
-    return _handle(
-        host, message, announce, reply_to=reply_to, strict=strict, clock=clock, trust=trust
-    )
+    return _handle(host, message, announce, **options)
 
 
 async def ahandle_message(
@@ -562,20 +555,14 @@ async def ahandle_message(
     announce: Announce = None,
     *,
     user_id: str = DEFAULT_USER,
-    reply_to: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
+    **options: Unpack[MessageOptions],
 ) -> Handled:
     """Async :func:`handle_message`."""
     return await _ahandle(
         _AsyncAdkHost(runner, user_id),
         message,
         announce,
-        reply_to=reply_to,
-        strict=strict,
-        clock=clock,
-        trust=trust,
+        **options,
     )
 
 
@@ -585,10 +572,7 @@ def astream_message(
     announce: Announce = None,
     *,
     user_id: str = DEFAULT_USER,
-    reply_to: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
+    **options: Unpack[MessageOptions],
 ) -> AsyncStreamed:
     """:func:`ahandle_message` with the run's ADK events yielded as ADK makes them.
 
@@ -601,10 +585,7 @@ def astream_message(
         _AsyncAdkHost(runner, user_id),
         message,
         announce,
-        reply_to=reply_to,
-        strict=strict,
-        clock=clock,
-        trust=trust,
+        **options,
     )
 
 
@@ -614,10 +595,7 @@ def stream_message(
     announce: Announce = None,
     *,
     user_id: str = DEFAULT_USER,
-    reply_to: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
+    **options: Unpack[MessageOptions],
 ) -> Streamed:
     """:func:`handle_message` with the run's ADK events yielded as ADK makes them.
 
@@ -630,6 +608,4 @@ def stream_message(
     stays in the session. Arguments as :func:`handle_message`.
     """
     host = _SyncAdkHost(_AsyncAdkHost(runner, user_id), _Loop(runner))
-    return _stream(
-        host, message, announce, reply_to=reply_to, strict=strict, clock=clock, trust=trust
-    )
+    return _stream(host, message, announce, **options)

@@ -19,7 +19,8 @@ question answered), and ``questions_in``. :func:`handle_message` / :func:`ahandl
 decide and act: start, resume, republish, duplicate, unknown question, invalid answer, held,
 publish what the run parked on, and report every answer's outcome to ``answer_handled`` hooks.
 :class:`AnswerTrust` is what a host demands of an answer first (a signed token, not late, an
-allowed action); every framework's ``handle_message`` takes it as ``trust=``.
+allowed action); every framework's ``handle_message`` takes it as ``trust=``, among the
+:class:`MessageOptions`.
 :func:`plan` is the decision itself, free of IO. :func:`serve_host` / :func:`aserve_host` run a
 framework's ``handle_message`` on every message of an entry point (each framework's ``serve``).
 :func:`stream_message` / :func:`astream_message` are ``handle_message`` for a host that streams
@@ -55,6 +56,7 @@ from agent_wait.host._host import (
     AsyncStreamingHost,
     Host,
     Message,
+    MessageOptions,
     Ran,
     Step,
     Streamed,
@@ -107,6 +109,7 @@ __all__ = [
     "Handled",
     "Host",
     "Message",
+    "MessageOptions",
     "NothingToResend",
     "Outcome",
     "QuestionClosed",

@@ -12,6 +12,7 @@ start and resume, and ``questions_in``.
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import logging
 from collections.abc import (
@@ -27,7 +28,7 @@ from collections.abc import (
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
 from functools import cached_property, partial
-from typing import Any, Protocol, Self, TypeVar, cast, overload
+from typing import Any, Protocol, Self, TypedDict, TypeVar, Unpack, cast, overload
 
 from agent_wait.core import _hooks
 from agent_wait.core._announce import PublishReport
@@ -76,6 +77,42 @@ Step = tuple[str, tuple[Any, ...]]
 """One piece of IO :func:`plan` needs: a host method name (or ``"publish"``) and its arguments."""
 
 Message = Answer | StartMessage | Mapping[str, Any] | str | bytes
+
+
+class MessageOptions(TypedDict, total=False):
+    """How one inbound message is handled: keyword arguments every framework's entry points take.
+
+    ``handle_message(graph, message, announce, strict=True, trust=trust)``, in any framework
+    package; ``serve`` passes them on. A name not listed here is refused with ``TypeError``.
+    """
+
+    strict: bool
+    """Raise :class:`~agent_wait.core.AnnounceFailed` after every announcer was tried if a
+    delivery failed (the run is saved), so the host leaves the message unacknowledged; its
+    redelivery republishes what the thread waits on. Default: False."""
+    reply_to: Mapping[str, Any] | None
+    """A hint for where answers go, copied into every envelope."""
+    clock: Clock | None
+    """Returns "now" (aware); ``expires_at`` is measured from it."""
+    trust: AnswerTrust | None
+    """What an answer must satisfy before anything runs: a signed token, not late, an allowed
+    action (None: from ``AGENT_WAIT_ANSWER_SECRETS``, ``AGENT_WAIT_ANSWER_EXPIRED`` and
+    ``AGENT_WAIT_ANSWER_STRICT_ACTIONS``; unset, none). With secrets, every ``reply_with``
+    published carries a ``token``."""
+
+
+def _checked(options: Mapping[str, Any], caller: str) -> MessageOptions:
+    """``options`` as :class:`MessageOptions`; a name it does not list raises ``TypeError``.
+
+    What Python says of an unexpected keyword argument, with the closest known name.
+    """
+    known = sorted(MessageOptions.__optional_keys__)
+    for name in options:
+        if name not in MessageOptions.__optional_keys__:
+            close = difflib.get_close_matches(name, known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}{hint}")
+    return cast("MessageOptions", options)
 
 
 @dataclass(frozen=True)
@@ -652,19 +689,21 @@ def _prepared(
     message: Message,
     publisher: Callable[..., Any],
     announce: Announce,
-    *,
-    strict: bool,
-    reply_to: Mapping[str, Any] | None,
-    clock: Clock | None,
-    trust: AnswerTrust | None,
+    options: MessageOptions,
 ) -> tuple[_IO, Answer | StartMessage, AnswerTrust]:
     """What every runner starts from: its IO (publishing as configured), the message, the trust."""
+    trust = options.get("trust")
     trust = configured_trust() if trust is None else trust
     parsed = _parse(message)
     io = _IO(
         host,
         partial(
-            publisher, announce=announce, reply_to=reply_to, clock=clock, strict=strict, trust=trust
+            publisher,
+            announce=announce,
+            reply_to=options.get("reply_to"),
+            clock=options.get("clock"),
+            strict=options.get("strict", False),
+            trust=trust,
         ),
         parsed.started_by if isinstance(parsed, StartMessage) else None,
     )
@@ -676,11 +715,7 @@ def handle_message(
     host: Host[Any, Any],
     message: Message,
     announce: Announce = None,
-    *,
-    strict: bool = False,
-    reply_to: Mapping[str, Any] | None = None,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
+    **options: Unpack[MessageOptions],
 ) -> Handled:
     """Run :func:`plan` for one inbound message, performing its steps on ``host``.
 
@@ -689,31 +724,17 @@ def handle_message(
         message: The inbound message: a dict, JSON text or bytes (validated with
             :func:`~agent_wait.core.parse_message`), or a parsed message.
         announce: Where questions are published (None: the configured default).
-        strict: Raise :class:`~agent_wait.core.AnnounceFailed` after every announcer was tried
-            if a delivery failed (the run is saved), so the host leaves the message
-            unacknowledged; its redelivery republishes what the thread waits on.
-        reply_to: A hint for where answers go, copied into every envelope.
-        clock: Returns "now" (aware); ``expires_at`` is measured from it.
-        trust: What an answer must satisfy before anything runs: a signed token, not late, an
-            allowed action (None: from ``AGENT_WAIT_ANSWER_SECRETS``,
-            ``AGENT_WAIT_ANSWER_EXPIRED`` and ``AGENT_WAIT_ANSWER_STRICT_ACTIONS``; unset, none).
-            With secrets, every ``reply_with`` published carries a ``token``.
+        **options: ``strict``, ``reply_to``, ``clock``, ``trust``: see :class:`MessageOptions`.
 
     Raises:
         pydantic.ValidationError: The message is neither an answer nor a start message.
         AnnounceFailed: ``strict`` and a delivery failed.
+        TypeError: An option :class:`MessageOptions` does not list.
     """
+    options = _checked(options, "handle_message")
+    clock = options.get("clock")
     with one_configuration():
-        io, parsed, trust = _prepared(
-            host,
-            message,
-            publish,
-            announce,
-            strict=strict,
-            reply_to=reply_to,
-            clock=clock,
-            trust=trust,
-        )
+        io, parsed, trust = _prepared(host, message, publish, announce, options)
         driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
         while not isinstance(step := driver.next(), Handled):
             try:
@@ -729,24 +750,13 @@ async def ahandle_message(
     host: AsyncHost[Any, Any],
     message: Message,
     announce: Announce = None,
-    *,
-    strict: bool = False,
-    reply_to: Mapping[str, Any] | None = None,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
+    **options: Unpack[MessageOptions],
 ) -> Handled:
     """Async :func:`handle_message`: awaits the host's IO, announcers delivered concurrently."""
+    options = _checked(options, "ahandle_message")
+    clock = options.get("clock")
     with one_configuration():
-        io, parsed, trust = _prepared(
-            host,
-            message,
-            apublish,
-            announce,
-            strict=strict,
-            reply_to=reply_to,
-            clock=clock,
-            trust=trust,
-        )
+        io, parsed, trust = _prepared(host, message, apublish, announce, options)
         driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
         while not isinstance(step := driver.next(), Handled):
             try:
@@ -885,11 +895,7 @@ def stream_message(
     host: StreamingHost[Any, Any],
     message: Message,
     announce: Announce = None,
-    *,
-    strict: bool = False,
-    reply_to: Mapping[str, Any] | None = None,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
+    **options: Unpack[MessageOptions],
 ) -> Streamed:
     """:func:`handle_message` for a host that streams: the framework's events as the run goes.
 
@@ -899,9 +905,9 @@ def stream_message(
     Returns:
         A :class:`Streamed`: iterate it for the events; ``handled`` is the outcome.
     """
-    io, parsed, trust = _prepared(
-        host, message, publish, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    options = _checked(options, "stream_message")
+    clock = options.get("clock")
+    io, parsed, trust = _prepared(host, message, publish, announce, options)
 
     def events() -> Generator[Any, None, Handled]:
         driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
@@ -930,23 +936,12 @@ def astream_message(
     host: AsyncStreamingHost[Any, Any],
     message: Message,
     announce: Announce = None,
-    *,
-    strict: bool = False,
-    reply_to: Mapping[str, Any] | None = None,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
+    **options: Unpack[MessageOptions],
 ) -> AsyncStreamed:
     """Async :func:`stream_message`: iterate the result with ``async for``."""
-    io, parsed, trust = _prepared(
-        host,
-        message,
-        apublish,
-        announce,
-        strict=strict,
-        reply_to=reply_to,
-        clock=clock,
-        trust=trust,
-    )
+    options = _checked(options, "astream_message")
+    clock = options.get("clock")
+    io, parsed, trust = _prepared(host, message, apublish, announce, options)
 
     async def events(out: list[Handled]) -> AsyncIterator[Any]:
         driver = _Driver(plan(host, parsed, trust=trust, clock=clock))

@@ -27,7 +27,7 @@ from collections.abc import (
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -49,10 +49,9 @@ from agent_wait.core import (
     with_asker,
 )
 from agent_wait.host import (
-    AnswerTrust,
     AsyncStreamed,
     AsyncStreamingHost,
-    Clock,
+    MessageOptions,
     QuestionNotPending,
     Ran,
     Streamed,
@@ -1092,13 +1091,10 @@ def handle_message(
     message: Answer | StartMessage | Mapping[str, Any] | str | bytes,
     announce: Announce = None,
     *,
-    strict: bool = False,
-    reply_to: Mapping[str, Any] | None = None,
     config: RunnableConfig | Mapping[str, Any] | None = None,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     interrupt_before: Breakpoints | None = None,
     interrupt_after: Breakpoints | None = None,
+    **options: Unpack[MessageOptions],
 ) -> Handled:
     """Run or resume a LangGraph thread for one inbound message, then publish what it parked on.
 
@@ -1136,19 +1132,14 @@ def handle_message(
         message: The inbound message: a dict, JSON text or bytes (validated with
             :func:`~agent_wait.core.parse_message`), or a parsed message.
         announce: Announcers for what the run parked on (None: the configured default).
-        strict: Raise ``AnnounceFailed`` after every announcer was tried if a delivery failed,
-            so the host can leave the message unacknowledged.
-        reply_to: A hint for where answers go, copied into every envelope.
         config: Extra run config (callbacks, recursion_limit, configurable values); the
             message's thread id is merged into ``configurable``.
-        clock: Returns "now" (aware); ``expires_at`` is measured from it.
-        trust: What an answer must satisfy before anything runs (a signed token, not late, an
-            allowed action); see :class:`~agent_wait.core.AnswerTrust`. None: from the
-            ``AGENT_WAIT_ANSWER_*`` environment variables (unset: nothing more).
         interrupt_before: Static breakpoints given to every run (node names or ``"*"``), as
             ``graph.invoke`` takes them, besides those compiled in. Give the same ones with
             every message of a thread: the answer's host recognises the stop by them.
         interrupt_after: As ``interrupt_before``, after the nodes run.
+        **options: ``strict``, ``reply_to``, ``clock``, ``trust``: see
+            :class:`~agent_wait.host.MessageOptions`.
 
     Returns:
         :class:`~agent_wait.core.Handled`: the outcome, the run's result (None when nothing ran)
@@ -1163,9 +1154,7 @@ def handle_message(
     """
     breakpoints = _given(interrupt_before, interrupt_after)
     host = _SyncHost(_check_graph(graph), config, run_options=breakpoints)
-    return core_host.handle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    return core_host.handle_message(host, message, announce, **options)
 
 
 async def ahandle_message(
@@ -1173,13 +1162,10 @@ async def ahandle_message(
     message: Answer | StartMessage | Mapping[str, Any] | str | bytes,
     announce: Announce = None,
     *,
-    strict: bool = False,
-    reply_to: Mapping[str, Any] | None = None,
     config: RunnableConfig | Mapping[str, Any] | None = None,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     interrupt_before: Breakpoints | None = None,
     interrupt_after: Breakpoints | None = None,
+    **options: Unpack[MessageOptions],
 ) -> Handled:
     """Async :func:`handle_message`: ``aget_state``, ``ainvoke`` and concurrent announcers.
 
@@ -1187,9 +1173,7 @@ async def ahandle_message(
     """
     breakpoints = _given(interrupt_before, interrupt_after)
     host = _AsyncHost(_check_graph(graph), config, run_options=breakpoints)
-    return await core_host.ahandle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    return await core_host.ahandle_message(host, message, announce, **options)
 
 
 def stream_message(
@@ -1199,13 +1183,10 @@ def stream_message(
     *,
     stream_mode: Any = None,
     subgraphs: bool = False,
-    strict: bool = False,
-    reply_to: Mapping[str, Any] | None = None,
     config: RunnableConfig | Mapping[str, Any] | None = None,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     interrupt_before: Breakpoints | None = None,
     interrupt_after: Breakpoints | None = None,
+    **options: Unpack[MessageOptions],
 ) -> Streamed:
     """:func:`handle_message` for a host that streams: ``graph.stream(...)`` instead of ``invoke``.
 
@@ -1223,12 +1204,10 @@ def stream_message(
             send_to_ui(token)
         log.info("%s %s", run.handled.outcome, run.handled.question_ids)
     """
-    options = _stream_options(stream_mode, subgraphs)
+    streaming = _stream_options(stream_mode, subgraphs)
     breakpoints = _given(interrupt_before, interrupt_after)
-    host = _SyncHost(_check_graph(graph), config, options, breakpoints)
-    return core_host.stream_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    host = _SyncHost(_check_graph(graph), config, streaming, breakpoints)
+    return core_host.stream_message(host, message, announce, **options)
 
 
 def astream_message(
@@ -1238,18 +1217,13 @@ def astream_message(
     *,
     stream_mode: Any = None,
     subgraphs: bool = False,
-    strict: bool = False,
-    reply_to: Mapping[str, Any] | None = None,
     config: RunnableConfig | Mapping[str, Any] | None = None,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     interrupt_before: Breakpoints | None = None,
     interrupt_after: Breakpoints | None = None,
+    **options: Unpack[MessageOptions],
 ) -> AsyncStreamed:
     """Async :func:`stream_message`: ``graph.astream(...)``; iterate with ``async for``."""
-    options = _stream_options(stream_mode, subgraphs)
+    streaming = _stream_options(stream_mode, subgraphs)
     breakpoints = _given(interrupt_before, interrupt_after)
-    host = _AsyncHost(_check_graph(graph), config, options, breakpoints)
-    return core_host.astream_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    host = _AsyncHost(_check_graph(graph), config, streaming, breakpoints)
+    return core_host.astream_message(host, message, announce, **options)

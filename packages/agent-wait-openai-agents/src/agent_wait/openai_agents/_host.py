@@ -16,17 +16,16 @@ import threading
 import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine, Generator, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar, Unpack, cast
 
 from agents import Agent, RunConfig, Runner, RunResult, RunResultStreaming, RunState
 
 import agent_wait.host as core_host
 from agent_wait.core import Announce, Answer, Handled, InvalidAnswer, Question, StartMessage
 from agent_wait.host import (
-    AnswerTrust,
     AsyncStreamed,
     AsyncStreamingHost,
-    Clock,
+    MessageOptions,
     QuestionNotPending,
     Ran,
     Streamed,
@@ -429,12 +428,9 @@ def handle_message(
     announce: Announce = None,
     *,
     runs: RunStore,
-    strict: bool = False,
-    reply_to: Mapping[str, Any] | None = None,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     run_config: RunConfig | None = None,
     max_turns: int | None = None,
+    **options: Unpack[MessageOptions],
 ) -> Handled:
     """Handle one inbound message for an OpenAI Agents SDK agent: run or resume, store, publish.
 
@@ -450,22 +446,16 @@ def handle_message(
         message: The inbound message (a dict, JSON text or bytes, or a parsed message).
         announce: Where questions are published (None: the configured default).
         runs: Where each thread's run is kept (:class:`SqliteRuns`, :class:`InMemoryRuns`).
-        strict: Raise :class:`~agent_wait.core.AnnounceFailed` if a delivery failed (the run
-            is stored), so the message is handed out again.
-        reply_to: A hint for where answers go, copied into every envelope.
-        clock: Returns "now" (aware); ``expires_at`` is measured from it.
-        trust: What an answer must satisfy before anything runs (see
-            :func:`agent_wait.host.handle_message`).
         run_config: The SDK's ``RunConfig`` for every run and resume.
         max_turns: The SDK's ``max_turns`` for every run and resume.
+        **options: ``strict``, ``reply_to``, ``clock``, ``trust``: see
+            :class:`~agent_wait.host.MessageOptions`.
 
     Returns:
         The :class:`~agent_wait.core.Handled` outcome; its ``result`` is the ``RunResult``.
     """
     host = _SyncHost(agent, runs, run_config=run_config, max_turns=max_turns)
-    return core_host.handle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    return core_host.handle_message(host, message, announce, **options)
 
 
 async def ahandle_message(
@@ -474,18 +464,13 @@ async def ahandle_message(
     announce: Announce = None,
     *,
     runs: RunStore,
-    strict: bool = False,
-    reply_to: Mapping[str, Any] | None = None,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     run_config: RunConfig | None = None,
     max_turns: int | None = None,
+    **options: Unpack[MessageOptions],
 ) -> Handled:
     """Async :func:`handle_message`: the SDK's ``Runner.run`` awaited on the running loop."""
     host = _AsyncHost(agent, runs, run_config=run_config, max_turns=max_turns)
-    return await core_host.ahandle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    return await core_host.ahandle_message(host, message, announce, **options)
 
 
 def stream_message(
@@ -494,12 +479,9 @@ def stream_message(
     announce: Announce = None,
     *,
     runs: RunStore,
-    strict: bool = False,
-    reply_to: Mapping[str, Any] | None = None,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     run_config: RunConfig | None = None,
     max_turns: int | None = None,
+    **options: Unpack[MessageOptions],
 ) -> Streamed:
     """:func:`handle_message` with the run streamed (``Runner.run_streamed``), iterated.
 
@@ -522,9 +504,7 @@ def stream_message(
     if _in_a_loop():
         raise RuntimeError(_STREAM_IN_A_LOOP)
     host = _SyncHost(agent, runs, run_config=run_config, max_turns=max_turns)
-    return core_host.stream_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    return core_host.stream_message(host, message, announce, **options)
 
 
 def astream_message(
@@ -533,12 +513,9 @@ def astream_message(
     announce: Announce = None,
     *,
     runs: RunStore,
-    strict: bool = False,
-    reply_to: Mapping[str, Any] | None = None,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     run_config: RunConfig | None = None,
     max_turns: int | None = None,
+    **options: Unpack[MessageOptions],
 ) -> AsyncStreamed:
     """:func:`ahandle_message` with the run streamed (``Runner.run_streamed``).
 
@@ -548,6 +525,4 @@ def astream_message(
     :func:`handle_message`.
     """
     host = _AsyncHost(agent, runs, run_config=run_config, max_turns=max_turns)
-    return core_host.astream_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    return core_host.astream_message(host, message, announce, **options)

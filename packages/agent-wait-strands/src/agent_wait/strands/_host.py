@@ -27,7 +27,7 @@ from collections.abc import (
 )
 from contextlib import closing
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 import agent_wait.host as core_host
 from agent_wait.core import (
@@ -42,10 +42,9 @@ from agent_wait.core import (
     with_asker,
 )
 from agent_wait.host import (
-    AnswerTrust,
     AsyncStreamed,
     AsyncStreamingHost,
-    Clock,
+    MessageOptions,
     Ran,
     Streamed,
     StreamingHost,
@@ -743,13 +742,10 @@ def handle_message(
     message: Mapping[str, Any] | str | bytes,
     announce: Announce = None,
     *,
-    reply_to: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     prompt: Callable[[Any], Any] = _prompt,
     session_repository: SessionRepository | None = None,
     agent_id: str = "default",
+    **options: Unpack[MessageOptions],
 ) -> Handled:
     """Run or resume a Strands agent for one inbound message, then publish what it parked on.
 
@@ -786,13 +782,6 @@ def handle_message(
         message: The inbound message (a mapping, or JSON text or bytes).
         announce: Where to publish: an announcer, several, a registered name, or None for the
             configured default.
-        reply_to: A hint for where answers go, copied into every envelope.
-        strict: Raise ``AnnounceFailed`` (after the run, after every announcer was tried) if a
-            delivery failed, so the inbound message can be left unacknowledged.
-        clock: Returns "now" (aware); ``expires_at`` is measured from it.
-        trust: What an answer must satisfy before anything runs (a signed token, not late, an
-            allowed action); see :class:`~agent_wait.core.AnswerTrust`. None: from the
-            ``AGENT_WAIT_ANSWER_*`` environment variables (unset: nothing more).
         prompt: Turns a start message's ``input`` into the Strands prompt. The default passes
             text, lists and None through and sends any other JSON as its JSON text.
         session_repository: Where the agents' sessions are stored (the ``FileSessionManager``,
@@ -804,6 +793,8 @@ def handle_message(
             last run outside ``handle_message``, or a Swarm or Graph) is read by building the
             runner, as without it.
         agent_id: The ``agent_id`` of the factory's agents, to find their record in the session.
+        **options: ``strict``, ``reply_to``, ``clock``, ``trust``: see
+            :class:`~agent_wait.host.MessageOptions`.
 
     Returns:
         :class:`~agent_wait.core.Handled`: the outcome, the ``AgentResult`` (a
@@ -814,9 +805,7 @@ def handle_message(
         pydantic.ValidationError: The message is neither an answer nor a start message.
     """
     host = _SyncHost(agent_factory, prompt, session_repository, agent_id)
-    return core_host.handle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    return core_host.handle_message(host, message, announce, **options)
 
 
 async def ahandle_message(
@@ -824,22 +813,17 @@ async def ahandle_message(
     message: Mapping[str, Any] | str | bytes,
     announce: Announce = None,
     *,
-    reply_to: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     prompt: Callable[[Any], Any] = _prompt,
     session_repository: SessionRepository | None = None,
     agent_id: str = "default",
+    **options: Unpack[MessageOptions],
 ) -> Handled:
     """Async :func:`handle_message`: ``await agent.invoke_async(...)`` and an async publish.
 
     ``agent_factory`` may be a coroutine function.
     """
     host = _AsyncHost(agent_factory, prompt, session_repository, agent_id)
-    return await core_host.ahandle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    return await core_host.ahandle_message(host, message, announce, **options)
 
 
 def stream_message(
@@ -847,13 +831,10 @@ def stream_message(
     message: Mapping[str, Any] | str | bytes,
     announce: Announce = None,
     *,
-    reply_to: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     prompt: Callable[[Any], Any] = _prompt,
     session_repository: SessionRepository | None = None,
     agent_id: str = "default",
+    **options: Unpack[MessageOptions],
 ) -> Streamed:
     """:func:`handle_message` for a sync host that streams: ``agent.stream_async(...)``, iterated.
 
@@ -877,9 +858,7 @@ def stream_message(
         log.info("%s %s", run.handled.outcome, run.handled.question_ids)
     """
     host = _SyncHost(agent_factory, prompt, session_repository, agent_id)
-    return core_host.stream_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    return core_host.stream_message(host, message, announce, **options)
 
 
 def astream_message(
@@ -887,13 +866,10 @@ def astream_message(
     message: Mapping[str, Any] | str | bytes,
     announce: Announce = None,
     *,
-    reply_to: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     prompt: Callable[[Any], Any] = _prompt,
     session_repository: SessionRepository | None = None,
     agent_id: str = "default",
+    **options: Unpack[MessageOptions],
 ) -> AsyncStreamed:
     """:func:`ahandle_message` for a host that streams: ``agent.stream_async(...)``.
 
@@ -913,6 +889,4 @@ def astream_message(
         log.info("%s %s", run.handled.outcome, run.handled.question_ids)
     """
     host = _AsyncHost(agent_factory, prompt, session_repository, agent_id)
-    return core_host.astream_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    return core_host.astream_message(host, message, announce, **options)
