@@ -200,33 +200,9 @@ class DynamoDbQuestionStore:
         update += " REMOVE refusal"
         if source is None:
             update += ", identity_source"
-        try:
-            response = self._table.update_item(
-                Key={"pk": f"THREAD#{thread_id}", "sk": f"WAIT#{question_id}"},
-                UpdateExpression=update,
-                ConditionExpression="attribute_exists(pk) AND #s = :open",
-                ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":s": status,
-                    ":at": stamp,
-                    ":by": by,
-                    ":a": stored,
-                    ":open": QuestionStatus.OPEN.value,
-                    **{f":{name}": value for name, value in fields.items()},
-                },
-                ReturnValues="ALL_NEW",
-            )
-        except ClientError as error:
-            if not already_written(error):
-                raise
-            current = self._get(thread_id, question_id)
-            if current is None:
-                raise LookupError(
-                    f"no question {question_id!r} in thread {thread_id!r} in table "
-                    f"{self._table.name}"
-                ) from None
-            return Transition(False, current)
-        return Transition(True, _stored(response["Attributes"]))
+        values = {":s": status, ":at": stamp, ":by": by, ":a": stored}
+        values.update({f":{name}": value for name, value in fields.items()})
+        return self._update_open(thread_id, question_id, update, "", values)
 
     def record_vote(
         self, thread_id: str, question_id: str, vote: dict[str, Any], *, seen: int
@@ -240,24 +216,31 @@ class DynamoDbQuestionStore:
             ValueError: ``vote`` is not ``{"by", "at", "answer"}``.
             LookupError: No such question.
         """
-        one = [_message_text(check_vote(vote))]
+        values: dict[str, Any] = {":one": [_message_text(check_vote(vote))]}
         if seen == 0:
             update, counted = "SET votes = :one", "attribute_not_exists(votes)"
-            values: dict[str, Any] = {}
         else:
             update, counted = "SET votes = list_append(votes, :one)", "size(votes) = :n"
-            values = {":n": seen}
+            values[":n"] = seen
+        return self._update_open(thread_id, question_id, update, f" AND {counted}", values)
+
+    def _update_open(
+        self,
+        thread_id: str,
+        question_id: str,
+        update: str,
+        condition: str,
+        values: dict[str, Any],
+    ) -> Transition:
+        # One conditional UpdateItem on a question still open (and ``condition``); when the
+        # condition fails, the question as it is now.
         try:
             response = self._table.update_item(
                 Key={"pk": f"THREAD#{thread_id}", "sk": f"WAIT#{question_id}"},
                 UpdateExpression=update,
-                ConditionExpression=f"attribute_exists(pk) AND #s = :open AND {counted}",
+                ConditionExpression=f"attribute_exists(pk) AND #s = :open{condition}",
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":one": one,
-                    ":open": QuestionStatus.OPEN.value,
-                    **values,
-                },
+                ExpressionAttributeValues={":open": QuestionStatus.OPEN.value, **values},
                 ReturnValues="ALL_NEW",
             )
         except ClientError as error:
