@@ -676,6 +676,24 @@ class _Driver:
     def send(self, result: Any) -> None:
         self._sent, self._error = result, None
 
+    def run(self, io: Callable[[Step], Any]) -> Handled:
+        """Perform every step with ``io`` until the plan returns."""
+        while not isinstance(step := self.next(), Handled):
+            try:
+                self.send(io(step))
+            except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
+                self.throw(error)
+        return step
+
+    async def arun(self, io: Callable[[Step], Any]) -> Handled:
+        """:meth:`run` with an ``io`` whose steps are awaited."""
+        while not isinstance(step := self.next(), Handled):
+            try:
+                self.send(await io(step))
+            except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
+                self.throw(error)
+        return step
+
     def throw(self, error: Exception) -> None:
         self._sent, self._error = None, error
 
@@ -685,13 +703,18 @@ def _parse(message: Message) -> Answer | StartMessage:
 
 
 def _prepared(
+    caller: str,
     host: object,
     message: Message,
     publisher: Callable[..., Any],
     announce: Announce,
-    options: MessageOptions,
-) -> tuple[_IO, Answer | StartMessage, AnswerTrust]:
-    """What every runner starts from: its IO (publishing as configured), the message, the trust."""
+    given: Mapping[str, Any],
+) -> tuple[_IO, Answer | StartMessage, AnswerTrust, Clock | None]:
+    """What every runner starts from: its IO (publishing as configured), message, trust, clock.
+
+    An option :class:`MessageOptions` does not list raises ``TypeError``.
+    """
+    options = _checked(given, caller)
     trust = options.get("trust")
     trust = configured_trust() if trust is None else trust
     parsed = _parse(message)
@@ -708,7 +731,7 @@ def _prepared(
         parsed.started_by if isinstance(parsed, StartMessage) else None,
     )
     handling(parsed)  # an approved body that runs now is recorded against this answer
-    return io, parsed, trust
+    return io, parsed, trust, options.get("clock")
 
 
 def handle_message(
@@ -731,16 +754,11 @@ def handle_message(
         AnnounceFailed: ``strict`` and a delivery failed.
         TypeError: An option :class:`MessageOptions` does not list.
     """
-    options = _checked(options, "handle_message")
-    clock = options.get("clock")
     with one_configuration():
-        io, parsed, trust = _prepared(host, message, publish, announce, options)
-        driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
-        while not isinstance(step := driver.next(), Handled):
-            try:
-                driver.send(io(step))
-            except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
-                driver.throw(error)
+        io, parsed, trust, clock = _prepared(
+            "handle_message", host, message, publish, announce, options
+        )
+        step = _Driver(plan(host, parsed, trust=trust, clock=clock)).run(io)
         audit_handled(step, parsed)
         events = _answered_events(step, parsed, announce, clock)
         return replace(step, events=publish_events(events, announce)) if events else step
@@ -753,16 +771,11 @@ async def ahandle_message(
     **options: Unpack[MessageOptions],
 ) -> Handled:
     """Async :func:`handle_message`: awaits the host's IO, announcers delivered concurrently."""
-    options = _checked(options, "ahandle_message")
-    clock = options.get("clock")
     with one_configuration():
-        io, parsed, trust = _prepared(host, message, apublish, announce, options)
-        driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
-        while not isinstance(step := driver.next(), Handled):
-            try:
-                driver.send(await io(step))
-            except Exception as error:  # noqa: BLE001 - thrown into the plan, which decides
-                driver.throw(error)
+        io, parsed, trust, clock = _prepared(
+            "ahandle_message", host, message, apublish, announce, options
+        )
+        step = await _Driver(plan(host, parsed, trust=trust, clock=clock)).arun(io)
         audit_handled(step, parsed)
         events = _answered_events(step, parsed, announce, clock)
         return replace(step, events=await apublish_events(events, announce)) if events else step
@@ -905,9 +918,9 @@ def stream_message(
     Returns:
         A :class:`Streamed`: iterate it for the events; ``handled`` is the outcome.
     """
-    options = _checked(options, "stream_message")
-    clock = options.get("clock")
-    io, parsed, trust = _prepared(host, message, publish, announce, options)
+    io, parsed, trust, clock = _prepared(
+        "stream_message", host, message, publish, announce, options
+    )
 
     def events() -> Generator[Any, None, Handled]:
         driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
@@ -939,9 +952,9 @@ def astream_message(
     **options: Unpack[MessageOptions],
 ) -> AsyncStreamed:
     """Async :func:`stream_message`: iterate the result with ``async for``."""
-    options = _checked(options, "astream_message")
-    clock = options.get("clock")
-    io, parsed, trust = _prepared(host, message, apublish, announce, options)
+    io, parsed, trust, clock = _prepared(
+        "astream_message", host, message, apublish, announce, options
+    )
 
     async def events(out: list[Handled]) -> AsyncIterator[Any]:
         driver = _Driver(plan(host, parsed, trust=trust, clock=clock))
