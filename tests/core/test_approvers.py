@@ -31,15 +31,21 @@ from agent_wait.core import (
     WaitEnvelope,
     WaitPolicy,
     hookimpl,
-    load_approver_config,
-    may_answer,
     message_warnings,
     parse_message,
     publish,
     started_by,
 )
 from agent_wait.core._identity import IDENTITY_SOURCES
-from agent_wait.host import AnswerResult, answer, answer_many, cancel, sweep
+from agent_wait.host import (
+    AnswerResult,
+    answer,
+    answer_many,
+    cancel,
+    load_approver_config,
+    may_answer,
+    sweep,
+)
 from agent_wait.testing import registered_plugin
 from tests.serving import all_sent
 

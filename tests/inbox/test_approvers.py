@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from agent_wait.core import ApproverConfig, SqliteEntry, SqliteQuestionStore
+from agent_wait.core import SqliteEntry, SqliteQuestionStore
+from agent_wait.host import ApproverConfig
 from agent_wait.inbox import InboxAuth, inbox_app
 from tests.inbox.conftest import ask, csrf_of, login, make_client, sent
 

@@ -16,8 +16,8 @@ from langgraph.graph import START, StateGraph
 from langgraph.types import interrupt
 
 from agent_wait.core import Outcome, SqliteAnnounce, SqliteEntry, SqliteQuestionStore
-from agent_wait.core._approvers import ALLOW_BY_ENV
 from agent_wait.core._sqlite import default_inbox_path
+from agent_wait.host._approvers import ALLOW_BY_ENV
 from agent_wait.host._cli import main
 from agent_wait.langgraph import handle_message, wait
 

@@ -30,8 +30,8 @@ from agent_wait.core import (
     WaitEnvelope,
     answer_problem,
     log_safe,
-    may_answer,
 )
+from agent_wait.host import may_answer
 
 logger = logging.getLogger("agent_wait.a2a")
 
@@ -100,7 +100,7 @@ class WaitExecutor(AgentExecutor):
     ``identity_source`` ``a2a``), else, with ``tokens``, the person the request's
     ``Authorization: Bearer`` token maps to (``api-token``; a request without a known token is
     refused), else ``answered_by`` (``a2a``). That person must be allowed to answer the question
-    (:func:`agent_wait.core.may_answer`: its approvers, and not the person who started the run);
+    (:func:`agent_wait.host.may_answer`: its approvers, and not the person who started the run);
     otherwise the task stays ``input-required`` with the reason, and nothing is sent to the run.
     A person established from the request who starts a task is its run's ``started_by``.
 

@@ -83,6 +83,13 @@ if TYPE_CHECKING:
         resend,
         sweep,
     )
+    from agent_wait.host._approvers import (
+        ApproverConfig,
+        approvers_of,
+        load_approver_config,
+        may_answer,
+        may_see,
+    )
     from agent_wait.host._asker import FRAMEWORKS, describe_asker
     from agent_wait.host._thread_table import SqliteThreadTable
     from agent_wait.host._worker import (
@@ -102,6 +109,7 @@ __all__ = [
     "AnswerResult",
     "AnswerTrust",
     "AnswersResult",
+    "ApproverConfig",
     "AsyncHost",
     "AsyncStreamed",
     "AsyncStreamingHost",
@@ -130,6 +138,7 @@ __all__ = [
     "ahandle_message",
     "answer",
     "answer_many",
+    "approvers_of",
     "aserve_entry",
     "aserve_host",
     "astream_message",
@@ -139,6 +148,9 @@ __all__ = [
     "default_store",
     "describe_asker",
     "handle_message",
+    "load_approver_config",
+    "may_answer",
+    "may_see",
     "plan",
     "resend",
     "serve_entry",
@@ -152,6 +164,11 @@ __all__ = [
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
+        "ApproverConfig": "agent_wait.host._approvers",
+        "approvers_of": "agent_wait.host._approvers",
+        "load_approver_config": "agent_wait.host._approvers",
+        "may_answer": "agent_wait.host._approvers",
+        "may_see": "agent_wait.host._approvers",
         "FRAMEWORKS": "agent_wait.host._asker",
         "describe_asker": "agent_wait.host._asker",
         "AnswerResult": "agent_wait.host._answering",

@@ -21,7 +21,6 @@ from pydantic import ValidationError
 
 from agent_wait.core._announce import BaseAnnounce, Delivery
 from agent_wait.core._answer_schema import answer_problem
-from agent_wait.core._approvers import may_answer
 from agent_wait.core._audit import answer_facts, audit_log_of, record
 from agent_wait.core._config import configured_ledger, load_config
 from agent_wait.core._durations import parse_duration
@@ -73,6 +72,7 @@ from agent_wait.core._store import (
     identity_keyword,
     parse_now,
 )
+from agent_wait.host._approvers import may_answer
 from agent_wait.host._errors import (
     ActionNotAllowed,
     AlreadyVoted,
@@ -402,7 +402,7 @@ def answer(
     is ``{**reply_with, "answer": ...}``.
 
     Before anything is recorded, the person must be allowed to answer (see
-    :func:`~agent_wait.core.may_answer`: one of the question's approvers when it names any,
+    :func:`~agent_wait.host.may_answer`: one of the question's approvers when it names any,
     and not the person who started the run unless its policy allows it), and the answer
     passes :func:`~agent_wait.core.answer_problem`:
     an answer object's ``action`` is one of the question's ``allowed_actions`` (when it states

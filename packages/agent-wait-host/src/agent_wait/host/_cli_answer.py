@@ -334,9 +334,9 @@ def _cmd_answer(args: argparse.Namespace) -> int:
 
 def _who(by: str | None) -> Identity:
     """The login name of the process, or ``--by`` where the configuration allows it."""
-    from agent_wait.core._approvers import ALLOW_BY_ENV, load_approver_config
     from agent_wait.core._config import CONFIG_FILE
     from agent_wait.core._identity import Identity
+    from agent_wait.host._approvers import ALLOW_BY_ENV, load_approver_config
 
     me = Identity.of_process()
     if by is None:

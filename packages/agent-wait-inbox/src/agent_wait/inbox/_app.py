@@ -6,8 +6,8 @@ from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.sessions import SessionMiddleware
 
-from agent_wait.core import ApproverConfig, EntryPoint, QuestionStore, load_approver_config
-from agent_wait.host import default_store
+from agent_wait.core import EntryPoint, QuestionStore
+from agent_wait.host import ApproverConfig, default_store, load_approver_config
 from agent_wait.inbox import _api, _lists, _live, _login, _mounts, _question, _static, _thread
 from agent_wait.inbox._auth import InboxAuth
 from agent_wait.inbox._web import SESSION_AGE, Limits, Web

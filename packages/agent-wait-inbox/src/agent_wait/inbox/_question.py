@@ -21,7 +21,6 @@ from agent_wait.core import (
     describe_deadline,
     format_utc,
     log_safe,
-    may_answer,
     verify,
 )
 from agent_wait.host import (
@@ -30,6 +29,7 @@ from agent_wait.host import (
     QuestionClosed,
     QuestionDecided,
     SendUnconfirmed,
+    may_answer,
 )
 from agent_wait.inbox._batch import batch_actions, mapping
 from agent_wait.inbox._lists import deadline_html

@@ -31,15 +31,13 @@ from starlette.responses import (
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agent_wait.core import (
-    ApproverConfig,
     EntryPoint,
     Identity,
     QuestionStore,
     StoredQuestion,
     brief,
-    may_see,
 )
-from agent_wait.host import SendUnconfirmed, answer, answer_many
+from agent_wait.host import ApproverConfig, SendUnconfirmed, answer, answer_many, may_see
 from agent_wait.inbox._auth import InboxAuth, is_loopback
 from agent_wait.inbox._present import ago, parse_utc
 from agent_wait.inbox._query import Listing, Page, function_of

@@ -38,7 +38,6 @@ from agent_wait.core._config import (
     _tool_table,  # pyright: ignore[reportPrivateUsage]
 )
 from agent_wait.core._errors import AgentWaitError, ConfigError
-from agent_wait.core._errors import NotAnApprover as NotAnApprover  # its import path before _errors
 from agent_wait.core._identity import Identity
 from agent_wait.core._policy import GROUP_PREFIX, approver_problem
 
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
     from agent_wait.core._models import WaitEnvelope
     from agent_wait.core._store import StoredQuestion
 
-logger = logging.getLogger("agent_wait.core.approvers")
+logger = logging.getLogger("agent_wait.host.approvers")
 
 APPROVER_GROUP_TAG = "approver_group"
 """The tag naming the group whose members may answer (``tags={"approver_group": "finance"}``)."""
