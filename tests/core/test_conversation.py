@@ -10,13 +10,11 @@ from agent_wait.core import (
     ContextMessage,
     MemoryAnnounce,
     Question,
-    last_messages,
     publish,
-    share_messages,
     started_by,
-    with_asker,
 )
-from agent_wait.host import describe_asker
+from agent_wait.host import describe_asker, share_messages
+from agent_wait.host.adapter import last_messages, with_asker
 
 CHAT = [
     ("user", "hello"),

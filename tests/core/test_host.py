@@ -118,6 +118,7 @@ def test_public_module() -> None:
         "resend",
         "serve_entry",
         "serve_host",
+        "share_messages",
         "stream_message",
         "sweep",
     ]

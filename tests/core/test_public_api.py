@@ -113,7 +113,6 @@ def test_public_api() -> None:
         "identity_providers",
         "inbox_routes",
         "is_answer",
-        "last_messages",
         "lazy_exports",
         "load_config",
         "log_safe",
@@ -126,12 +125,10 @@ def test_public_api() -> None:
         "refused_here",
         "schema_problem",
         "sending_status",
-        "share_messages",
         "started_by",
         "storable_problem",
         "to_jsonable",
         "verify",
-        "with_asker",
     ]
 
 
@@ -149,13 +146,16 @@ def test_adapter_building_blocks_for_frameworks() -> None:
         "arun_approved_once",
         "edited_args_schema",
         "in_doubt_payload",
+        "last_messages",
         "make_publish_interrupts",
         "make_wait",
         "question_from_value",
         "wait_payload",
+        "with_asker",
     ]
+    # Two of them were core's (they still resolve there, deprecated, for one release).
     for name in agent_wait.host.adapter.__all__:
-        assert not hasattr(agent_wait.core, name), f"{name} is adapter-only"
+        assert name not in agent_wait.core.__all__, f"{name} is adapter-only"
 
 
 def test_transport_building_blocks_for_plugins() -> None:

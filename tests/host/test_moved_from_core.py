@@ -41,6 +41,7 @@ MOVED_NAMES = [
     "may_see",
     "resend",
     "serve_entry",
+    "share_messages",
     "sweep",
 ]
 
@@ -54,6 +55,17 @@ def test_a_moved_name_resolves_from_core_with_a_warning_naming_its_new_home(name
     assert value is getattr(agent_wait.host, name)
     # The warning points at the code that used the old path, not at core.
     assert caught[0].filename == __file__
+
+
+@pytest.mark.parametrize("name", ["last_messages", "with_asker"])
+def test_a_moved_adapter_building_block_resolves_from_core_with_a_warning(name: str) -> None:
+    with pytest.warns(
+        DeprecationWarning,
+        match=rf"agent_wait\.core\.{name} moved to agent_wait\.host\.adapter\.{name}",
+    ):
+        value = getattr(agent_wait.core, name)
+    assert value is getattr(agent_wait.host.adapter, name)
+    assert name not in agent_wait.core.__all__
 
 
 def test_every_moved_name_is_public_in_the_host_and_gone_from_cores_list() -> None:

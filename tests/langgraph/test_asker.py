@@ -13,9 +13,9 @@ from agent_wait.core import (
     ContextMessage,
     MemoryAnnounce,
     Outcome,
-    share_messages,
     started_by,
 )
+from agent_wait.host import share_messages
 from agent_wait.langgraph import handle_message
 
 

@@ -14,9 +14,9 @@ from agent_wait.core import (
     MemoryAnnounce,
     Outcome,
     WaitPolicy,
-    share_messages,
     started_by,
 )
+from agent_wait.host import share_messages
 from agent_wait.pydantic_ai import InMemoryHistory, handle_message, wait
 
 

@@ -13,9 +13,9 @@ from agent_wait.core import (
     MemoryAnnounce,
     Outcome,
     WaitPolicy,
-    share_messages,
     started_by,
 )
+from agent_wait.host import share_messages
 from agent_wait.strands import handle_message, wait
 from tests.strands.fake_model import Call, ScriptedModel
 

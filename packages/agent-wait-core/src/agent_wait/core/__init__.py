@@ -51,7 +51,6 @@ if TYPE_CHECKING:
         default_announcers,
         load_config,
     )
-    from agent_wait.core._conversation import last_messages, share_messages, with_asker
     from agent_wait.core._durations import parse_duration
     from agent_wait.core._entries import default_entry, entry
     from agent_wait.core._entry import DeadLetter, EntryPoint, Received
@@ -256,9 +255,6 @@ _LAZY = {
     "LifecycleEvent": "._models",
     "CallContext": "._models",
     "ContextMessage": "._models",
-    "share_messages": "._conversation",
-    "last_messages": "._conversation",
-    "with_asker": "._conversation",
     "NotAnApprover": "._errors",
     "Identity": "._identity",
     "started_by": "._publish",
@@ -381,7 +377,6 @@ __all__ = [
     "identity_providers",
     "inbox_routes",
     "is_answer",
-    "last_messages",
     "lazy_exports",
     "load_config",
     "log_safe",
@@ -394,12 +389,10 @@ __all__ = [
     "refused_here",
     "schema_problem",
     "sending_status",
-    "share_messages",
     "started_by",
     "storable_problem",
     "to_jsonable",
     "verify",
-    "with_asker",
 ]
 
 
@@ -435,10 +428,13 @@ _MOVED: dict[str, str] = dict.fromkeys(
         "may_see",
         "resend",
         "serve_entry",
+        "share_messages",
         "sweep",
     ),
     "agent_wait.host",
 )
+# Building blocks of framework adapters.
+_MOVED.update(dict.fromkeys(("last_messages", "with_asker"), "agent_wait.host.adapter"))
 
 
 def __getattr__(name: str) -> Any:

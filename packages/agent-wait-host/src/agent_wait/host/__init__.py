@@ -91,6 +91,7 @@ if TYPE_CHECKING:
         may_see,
     )
     from agent_wait.host._asker import FRAMEWORKS, describe_asker
+    from agent_wait.host._conversation import share_messages
     from agent_wait.host._thread_table import SqliteThreadTable
     from agent_wait.host._worker import (
         ServeReport,
@@ -155,6 +156,7 @@ __all__ = [
     "resend",
     "serve_entry",
     "serve_host",
+    "share_messages",
     "stream_message",
     "sweep",
 ]
@@ -169,6 +171,7 @@ __getattr__, __dir__ = lazy_exports(
         "load_approver_config": "agent_wait.host._approvers",
         "may_answer": "agent_wait.host._approvers",
         "may_see": "agent_wait.host._approvers",
+        "share_messages": "agent_wait.host._conversation",
         "FRAMEWORKS": "agent_wait.host._asker",
         "describe_asker": "agent_wait.host._asker",
         "AnswerResult": "agent_wait.host._answering",

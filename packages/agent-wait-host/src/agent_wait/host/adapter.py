@@ -11,13 +11,15 @@ carries the policy), :func:`question_from_value` turns a parked value back into 
 :func:`apply_answer` runs a call's body with an answer; :func:`edited_args_schema` states
 which edited arguments a foreign tool's call takes; :func:`in_doubt_payload` is the in-doubt
 question a host asks about an approved call it records itself, and :func:`arun_approved_once`
-keeps such a call to one run. The host side
+keeps such a call to one run. :func:`with_asker` fills in who asked (the framework, the agent
+and, inside ``share_messages``, :func:`last_messages` of the conversation). The host side
 (``handle_message``) is :mod:`agent_wait.host`. Application code does not need this module; see
 docs/writing-a-plugin.md ("Writing a framework adapter").
 """
 
 from __future__ import annotations
 
+from agent_wait.host._conversation import last_messages, with_asker
 from agent_wait.host._wait import (
     IN_DOUBT_ACTIONS,
     IN_DOUBT_FUNCTION,
@@ -46,8 +48,10 @@ __all__ = [
     "arun_approved_once",
     "edited_args_schema",
     "in_doubt_payload",
+    "last_messages",
     "make_publish_interrupts",
     "make_wait",
     "question_from_value",
     "wait_payload",
+    "with_asker",
 ]

@@ -42,11 +42,9 @@ from agent_wait.core import (
     InvalidAnswer,
     Question,
     StartMessage,
-    last_messages,
     parse_message,
     schema_problem,
     storable_problem,
-    with_asker,
 )
 from agent_wait.host import (
     AsyncStreamed,
@@ -58,6 +56,7 @@ from agent_wait.host import (
     StreamingHost,
     Waiting,
 )
+from agent_wait.host.adapter import last_messages, with_asker
 from agent_wait.langgraph import _compat
 from agent_wait.langgraph._adapter import (
     TASKS_CHANNEL,

@@ -29,8 +29,6 @@ from agent_wait.core import (
     Question,
     StartMessage,
     canonical_json,
-    last_messages,
-    with_asker,
 )
 from agent_wait.host import (
     AnswerTrust,
@@ -42,7 +40,7 @@ from agent_wait.host import (
     StreamingHost,
     Waiting,
 )
-from agent_wait.host.adapter import PAYLOAD_KEY
+from agent_wait.host.adapter import PAYLOAD_KEY, last_messages, with_asker
 from agent_wait.pydantic_ai._adapter import (
     deferred_requests,
     in_doubt_of,

@@ -37,9 +37,7 @@ from agent_wait.core import (
     InvalidAnswer,
     Question,
     StartMessage,
-    last_messages,
     storable_problem,
-    with_asker,
 )
 from agent_wait.host import (
     AsyncStreamed,
@@ -50,7 +48,7 @@ from agent_wait.host import (
     StreamingHost,
     Waiting,
 )
-from agent_wait.host.adapter import IN_DOUBT_FUNCTION
+from agent_wait.host.adapter import IN_DOUBT_FUNCTION, last_messages, with_asker
 from agent_wait.strands import _compat
 from agent_wait.strands._adapter import (
     INTERRUPT_PREFIX,
