@@ -23,6 +23,7 @@ CORE_OWN = {
     # release, with a deprecation warning naming where they live now (loaded by name, not imported).
     ("agent_wait/core/__init__.py", "agent_wait.host"),
     ("agent_wait/core/__init__.py", "agent-wait-host"),
+    ("agent_wait/core/__init__.py", "agent_wait.host.adapter"),
     ("agent_wait/core/host.py", "agent_wait.host"),
     ("agent_wait/core/host.py", "agent-wait-host"),
     ("agent_wait/core/adapter.py", "agent_wait.host.adapter"),

@@ -272,7 +272,7 @@ class CallContext(BaseModel):
         exclude_if=_is_empty,
         json_schema_extra=_no_default,
         description="The conversation's last messages, oldest first, text only, when the host "
-        f"shares them (with agent_wait.host.share_messages(n)); at most {MAX_CONTEXT_MESSAGES}.",
+        f"shares them (with share_messages(n)); at most {MAX_CONTEXT_MESSAGES}.",
     )
 
     @model_validator(mode="after")
