@@ -171,6 +171,31 @@ def test_an_unreachable_broker_never_shows_the_password(closed_port: int) -> Non
     assert "127.0.0.1" in str(raised.value)
 
 
+def test_a_socket_lost_while_connecting_is_an_unreachable_broker(
+    amqp_url: str, queue: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What pika raises when the broker closes the socket between the TCP connect and the AMQP
+    # handshake: a restart hits that window only by chance, so it is injected once here.
+    connect = pika.BlockingConnection
+    attempts: list[object] = []
+
+    def closed_while_connecting(parameters: pika.URLParameters) -> pika.BlockingConnection:
+        attempts.append(parameters)
+        if len(attempts) == 1:
+            raise ValueError("Expected connected socket, but getpeername() failed")
+        return connect(parameters)
+
+    monkeypatch.setattr(pika, "BlockingConnection", closed_while_connecting)
+    with RabbitMqEntry(amqp_url, queue=queue, timeout=2.0) as served:
+        # A connection error, which a worker rides out, not a ValueError that stops it.
+        with pytest.raises(ConnectionError, match=r"cannot reach RabbitMQ at .*: ValueError"):
+            served.receive(1, wait=0.0)
+        served.send({"thread_id": "t-1", "question_id": "q1", "answer": "approve"})
+        [received] = served.receive(1, wait=10.0)
+        assert received.message["question_id"] == "q1"
+        assert served.ack(received)
+
+
 def test_the_serve_loop_keeps_each_thread_in_order(amqp_url: str, queue: str) -> None:
     with RabbitMqEntry(amqp_url, queue=queue, max_attempts=2, retry_delay=0) as served:
         check_serve_loop(served)

@@ -199,7 +199,9 @@ class RabbitMqEntry(EntryPoint):
         parameters.client_properties = {"connection_name": f"{APP_ID}-entry"}
         try:
             connection = pika.BlockingConnection(parameters)
-        except pika.exceptions.AMQPError as error:
+        # pika lets a ValueError out when the broker closes the socket between the TCP connect
+        # and the AMQP handshake (a restart, a proxy): an unreachable broker like any other.
+        except (pika.exceptions.AMQPError, OSError, ValueError) as error:
             raise ConnectionError(
                 f"cannot reach RabbitMQ at {redact(self.url)}: {type(error).__name__}"
             ) from None
