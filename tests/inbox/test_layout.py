@@ -219,6 +219,9 @@ def test_keys_move_through_the_list_and_answer_after_a_confirmation(
     target = f"feed{width:04d}".ljust(32, "0")  # one question per screen size
     ask(path, target, thread_id=f"keys-{width}", args={"amount": 3100}, timeout="PT30M")
     log_in(page, server.url, "dave", SECRET)
+    # The keys work once the deferred script ran; it shows their hint then. A key pressed
+    # before that is lost.
+    expect(page.locator("#keys")).to_be_visible()
     rows = page.locator("tr.row")
     index = next(
         i for i in range(rows.count()) if rows.nth(i).get_attribute("data-question") == target
