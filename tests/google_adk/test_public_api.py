@@ -8,6 +8,7 @@ import agent_wait.google_adk as package
 def test_public_api() -> None:
     assert sorted(package.__all__) == [
         "AtMostOnce",
+        "GoogleAdkServeOptions",
         "ahandle_message",
         "apublish_interrupts",
         "aserve",

@@ -14,6 +14,7 @@ def test_public_api_is_pinned() -> None:
     assert sorted(agent_wait.langgraph.__all__) == [
         "InterruptRoutingError",
         "LangGraphAdapter",
+        "LangGraphServeOptions",
         "ahandle_message",
         "apublish_interrupts",
         "aserve",

@@ -359,6 +359,19 @@ def test_stream_options_without_stream_are_refused_before_serving(refunds: Refun
         serve(refunds.graph, stream_mode="updates")
 
 
+async def test_an_option_serve_does_not_take_is_refused_before_serving(refunds: Refunds) -> None:
+    # Not at every message: each would fail and be handed out again, for ever.
+    bad: dict[str, Any] = {"concurency": 2}
+    with pytest.raises(
+        TypeError, match=r"^serve\(\) got .* 'concurency'; did you mean 'concurrency'\?$"
+    ):
+        serve(refunds.graph, **bad)
+    with pytest.raises(
+        TypeError, match=r"^aserve\(\) got an unexpected keyword argument 'strict'$"
+    ):
+        await aserve(refunds.graph, strict=False)  # pyright: ignore[reportCallIssue]
+
+
 def test_readyz_reads_through_the_checkpointer_and_names_it_when_it_fails(
     tmp_path: Path, refunds: Refunds
 ) -> None:

@@ -10,6 +10,7 @@ import agent_wait.openai_agents as package
 def test_public_api() -> None:
     assert sorted(package.__all__) == [
         "InMemoryRuns",
+        "OpenAIAgentsServeOptions",
         "PostgresRuns",
         "RunStore",
         "SqliteRuns",

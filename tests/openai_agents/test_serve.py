@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agents import Agent, function_tool
 
 from agent_wait.core import SqliteAnnounce, SqliteEntry, SqliteQuestionStore
@@ -169,3 +170,16 @@ def test_aserve_streams_every_run_and_parks_and_resumes_on_the_running_loop(
     assert "tool_output" in streamed, "the resume was not streamed"
     [report] = reports
     assert (report.acknowledged, report.retried, report.dead_lettered) == (2, 0, 0)
+
+
+async def test_serve_without_runs_or_with_an_unknown_option_is_refused_before_serving(
+    tmp_path: Path,
+) -> None:
+    agent = refunds([])
+    untyped: dict[str, Any] = {}
+    with pytest.raises(TypeError, match=r"^serve\(\) missing required keyword argument 'runs'$"):
+        serve(agent, **untyped)
+    runs = SqliteRuns(tmp_path / "runs.sqlite3")
+    untyped = {"runs": runs, "max_turn": 3}
+    with pytest.raises(TypeError, match=r"'max_turn'; did you mean 'max_turns'\?$"):
+        await aserve(agent, **untyped)

@@ -12,6 +12,7 @@ import agent_wait.strands
 def test_public_api_is_pinned() -> None:
     assert sorted(agent_wait.strands.__all__) == [
         "MultiAgentRunFailed",
+        "StrandsServeOptions",
         "ahandle_message",
         "apublish_interrupts",
         "aserve",

@@ -43,11 +43,12 @@ if TYPE_CHECKING:
         stream_message,
     )
     from agent_wait.google_adk._once import AtMostOnce
-    from agent_wait.google_adk._serve import aserve, serve
+    from agent_wait.google_adk._serve import GoogleAdkServeOptions, aserve, serve
     from agent_wait.google_adk._wait import apublish_interrupts, hitl, publish_interrupts, wait
 
 __all__ = [
     "AtMostOnce",
+    "GoogleAdkServeOptions",
     "ahandle_message",
     "apublish_interrupts",
     "aserve",
@@ -68,6 +69,7 @@ _HOMES = {
     "ahandle_message": "._host",
     "apublish_interrupts": "._wait",
     "aserve": "._serve",
+    "GoogleAdkServeOptions": "._serve",
     "astream_message": "._host",
     "handle_message": "._host",
     "hitl": "._wait",

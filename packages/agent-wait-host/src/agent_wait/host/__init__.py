@@ -22,7 +22,9 @@ publish what the run parked on, and report every answer's outcome to ``answer_ha
 allowed action); every framework's ``handle_message`` takes it as ``trust=``, among the
 :class:`MessageOptions`.
 :func:`plan` is the decision itself, free of IO. :func:`serve_host` / :func:`aserve_host` run a
-framework's ``handle_message`` on every message of an entry point (each framework's ``serve``).
+framework's ``handle_message`` on every message of an entry point; a :class:`FrameworkWorker`
+binds a framework's four entry points to them once, and each framework's ``serve`` / ``aserve``
+is then one call, taking the :class:`ServeOptions`.
 :func:`stream_message` / :func:`astream_message` are ``handle_message`` for a host that streams
 the framework's events (a :class:`StreamingHost` yields them, then :class:`Ran` with the result).
 A framework without a checkpointer keeps each thread's run in a store of its own; its sqlite
@@ -94,6 +96,8 @@ if TYPE_CHECKING:
     from agent_wait.host._conversation import share_messages
     from agent_wait.host._thread_table import SqliteThreadTable
     from agent_wait.host._worker import (
+        FrameworkWorker,
+        ServeOptions,
         ServeReport,
         ServeStatus,
         aserve_entry,
@@ -115,6 +119,7 @@ __all__ = [
     "AsyncStreamed",
     "AsyncStreamingHost",
     "Clock",
+    "FrameworkWorker",
     "Handled",
     "Host",
     "Message",
@@ -128,6 +133,7 @@ __all__ = [
     "QuorumNotSupported",
     "Ran",
     "SendUnconfirmed",
+    "ServeOptions",
     "ServeReport",
     "ServeStatus",
     "SqliteThreadTable",
@@ -186,6 +192,8 @@ __getattr__, __dir__ = lazy_exports(
         "resend": "agent_wait.host._answering",
         "sweep": "agent_wait.host._answering",
         "SqliteThreadTable": "agent_wait.host._thread_table",
+        "FrameworkWorker": "agent_wait.host._worker",
+        "ServeOptions": "agent_wait.host._worker",
         "ServeReport": "agent_wait.host._worker",
         "ServeStatus": "agent_wait.host._worker",
         "aserve_entry": "agent_wait.host._worker",

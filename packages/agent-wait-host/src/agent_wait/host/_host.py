@@ -20,7 +20,9 @@ from collections.abc import (
     AsyncIterator,
     Awaitable,
     Callable,
+    Collection,
     Generator,
+    Iterable,
     Iterator,
     Mapping,
     Sequence,
@@ -102,17 +104,21 @@ class MessageOptions(TypedDict, total=False):
 
 
 def _checked(options: Mapping[str, Any], caller: str) -> MessageOptions:
-    """``options`` as :class:`MessageOptions`; a name it does not list raises ``TypeError``.
+    """``options`` as :class:`MessageOptions`; a name it does not list raises ``TypeError``."""
+    refuse_unknown(options, MessageOptions.__optional_keys__, caller)
+    return cast("MessageOptions", options)
+
+
+def refuse_unknown(options: Iterable[str], known: Collection[str], caller: str) -> None:
+    """Raise ``TypeError`` for the first name of ``options`` not in ``known``.
 
     What Python says of an unexpected keyword argument, with the closest known name.
     """
-    known = sorted(MessageOptions.__optional_keys__)
     for name in options:
-        if name not in MessageOptions.__optional_keys__:
-            close = difflib.get_close_matches(name, known, n=1)
+        if name not in known:
+            close = difflib.get_close_matches(name, sorted(known), n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise TypeError(f"{caller}() got an unexpected keyword argument {name!r}{hint}")
-    return cast("MessageOptions", options)
 
 
 @dataclass(frozen=True)

@@ -42,19 +42,21 @@ import signal
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Iterable
+from collections.abc import AsyncIterable, Awaitable, Callable, Generator, Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor
 from concurrent.futures import wait as wait_futures
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar, cast
 
 from pydantic import ValidationError
 
 from agent_wait.core._entry import EntryPoint, Received
 from agent_wait.core._logsafe import log_safe
-from agent_wait.core._publish import Announce
+from agent_wait.core._publish import Announce, Clock
+from agent_wait.core._trust import AnswerTrust
 from agent_wait.host._health import ReadyChecks, check_ready_checks
+from agent_wait.host._host import refuse_unknown
 
 logger = logging.getLogger("agent_wait.core.serve")
 
@@ -925,25 +927,140 @@ def _publishing(
             served.close()
 
 
+class ServeOptions(TypedDict, total=False):
+    """How a framework's ``serve`` and ``aserve`` run: keyword arguments every framework's worker takes.
+
+    Besides these, ``stop`` and the options of the framework's own ``handle_message`` (its
+    :class:`FrameworkWorker`'s ``options`` lists them); a name the worker does not take is
+    refused with ``TypeError`` before it starts, not at every message. Each message is handled
+    with ``strict=True``: a failed publish leaves it to be handed out again.
+    """
+
+    concurrency: int
+    """How many threads are handled at once. Default: 4."""
+    wait: float
+    """Seconds each receive waits (the longest a stop waits for it). Default: 1.0."""
+    stream: Callable[[str, Any], object] | None
+    """``stream(thread_id, event)`` for every event of every run (with ``aserve``, a coroutine
+    function is awaited): each message is then handled with the framework's ``stream_message``
+    (``astream_message``). A ``stream`` that raises stops that run; nothing of it is published
+    and the message is handed out again."""
+    health: int | str | None
+    """Serve ``/healthz`` and ``/readyz`` on this port (or ``"host:port"``); ``/readyz`` also
+    reads the framework's store (checkpointer, history, sessions) where the worker knows it, and
+    answers 503 naming it when that fails."""
+    reply_to: Mapping[str, Any] | Literal[True] | None
+    """A hint for where answers go, copied into every envelope; True: the entry point's own
+    (:meth:`~agent_wait.core.EntryPoint.reply_to`)."""
+    clock: Clock | None
+    """Returns "now" (aware); ``expires_at`` is measured from it."""
+    trust: AnswerTrust | None
+    """What an answer must satisfy before anything runs (see
+    :class:`~agent_wait.host.MessageOptions`)."""
+
+
+_LOOP_OPTIONS = ("concurrency", "wait", "health")
+"""The :class:`ServeOptions` the loop itself takes; the rest go to each message's handling."""
+
+
+@dataclass(frozen=True)
+class FrameworkWorker:
+    """A framework package's ``serve`` and ``aserve``: its entry points bound to the worker loop.
+
+    Built once per framework; its ``serve(runnable, entry, announce, stop, options)`` checks the
+    option names against ``options`` (a :class:`ServeOptions` TypedDict extended with the
+    framework's own; None: any name, passed on), adds the readiness checks ``ready(runnable,
+    options)`` gives, and runs :func:`serve_host`; ``aserve`` likewise :func:`aserve_host`.
+
+    Attributes:
+        handle_message: The framework's ``handle_message``.
+        ahandle_message: Its ``ahandle_message``.
+        stream_message: Its ``stream_message`` (None: it does not stream).
+        astream_message: Its ``astream_message``.
+        options: The keyword arguments its ``serve`` takes (a TypedDict), or None.
+        ready: The checks ``/readyz`` runs besides the entry point's, for a runnable.
+    """
+
+    handle_message: Callable[..., object]
+    ahandle_message: Callable[..., Awaitable[object]]
+    stream_message: Callable[..., Iterable[Any]] | None = None
+    astream_message: Callable[..., AsyncIterable[Any]] | None = None
+    options: type | None = None
+    ready: Callable[[Any, Mapping[str, Any]], ReadyChecks | None] | None = None
+
+    def serve(
+        self,
+        runnable: object,
+        entry: EntryPoint | None,
+        announce: Announce,
+        stop: threading.Event | None,
+        options: Mapping[str, Any],
+    ) -> ServeReport:
+        """Run the worker (see :func:`serve_host`)."""
+        ready = self._ready(runnable, options, "serve")
+        handle, stream = self.handle_message, self.stream_message
+        return serve_host(
+            handle, runnable, entry, announce, stop=stop, stream_message=stream, ready=ready,
+            **options,
+        )  # fmt: skip
+
+    async def aserve(
+        self,
+        runnable: object,
+        entry: EntryPoint | None,
+        announce: Announce,
+        stop: asyncio.Event | None,
+        options: Mapping[str, Any],
+    ) -> ServeReport:
+        """Run the async worker (see :func:`aserve_host`)."""
+        ready = self._ready(runnable, options, "aserve")
+        handle, stream = self.ahandle_message, self.astream_message
+        return await aserve_host(
+            handle, runnable, entry, announce, stop=stop, astream_message=stream, ready=ready,
+            **options,
+        )  # fmt: skip
+
+    def _ready(
+        self, runnable: object, options: Mapping[str, Any], caller: str
+    ) -> ReadyChecks | None:
+        """Refuse options ``self.options`` does not take or requires; the readiness checks."""
+        if self.options is not None:
+            required = cast("frozenset[str]", getattr(self.options, _REQUIRED))
+            missing = sorted(required - set(options))
+            if missing:
+                raise TypeError(f"{caller}() missing required keyword argument {missing[0]!r}")
+            optional = cast("frozenset[str]", getattr(self.options, _OPTIONAL))
+            refuse_unknown(options, required | optional, caller)
+        return None if self.ready is None else self.ready(runnable, options)
+
+
+# A TypedDict's names: those it requires and those it does not.
+_REQUIRED, _OPTIONAL = "__required_keys__", "__optional_keys__"
+
+
+def _loop_options(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``options`` split: what the loop takes (:data:`_LOOP_OPTIONS`), what each message gets."""
+    loop = {name: options[name] for name in _LOOP_OPTIONS if name in options}
+    handling = {name: value for name, value in options.items() if name not in _LOOP_OPTIONS}
+    return loop, handling
+
+
 def serve_host(
     handle_message: Callable[..., object],
     runnable: object,
     entry: EntryPoint | None = None,
     announce: Announce = None,
     *,
-    concurrency: int = 4,
-    wait: float = 1.0,
     stop: threading.Event | None = None,
-    stream: Callable[[str, Any], object] | None = None,
     stream_message: Callable[..., Iterable[Any]] | None = None,
-    health: int | str | None = None,
     ready: ReadyChecks | None = None,
-    **host_options: Any,
+    **options: Any,
 ) -> ServeReport:
     """A framework's ``serve``: :func:`serve_entry` with its ``handle_message`` bound.
 
-    Each message is handled with ``handle_message(runnable, message, announce, strict=True,
-    **host_options)``: strict, so a failed publish raises and the message is handed out again.
+    ``options`` are :class:`ServeOptions` and the framework's ``handle_message`` options. Each
+    message is handled with ``handle_message(runnable, message, announce, strict=True,
+    **handle_options)``: strict, so a failed publish raises and the message is handed out again.
     ``reply_to=True`` publishes the entry point's :meth:`~EntryPoint.reply_to` in every envelope.
     With ``stream``, the framework's ``stream_message`` handles it instead, and
     ``stream(thread_id, event)`` is called with each event as the run makes it; a ``stream``
@@ -951,21 +1068,15 @@ def serve_host(
     out again. ``health`` serves the health endpoints, ``ready`` adds readiness checks (the
     framework's checkpointer; see :func:`serve_entry`).
     """
+    loop, host_options = _loop_options(options)
+    stream = host_options.pop("stream", None)
     handle_one = _streaming(stream_message, stream) if stream is not None else handle_message
     with _publishing(entry, host_options) as (entry, host_options):
 
         def handle(message: dict[str, Any]) -> object:
             return handle_one(runnable, message, announce, strict=True, **host_options)
 
-        return serve_entry(
-            handle,
-            entry,
-            concurrency=concurrency,
-            wait=wait,
-            stop=stop,
-            health=health,
-            ready=ready,
-        )
+        return serve_entry(handle, entry, stop=stop, ready=ready, **loop)
 
 
 async def aserve_host(
@@ -974,35 +1085,25 @@ async def aserve_host(
     entry: EntryPoint | None = None,
     announce: Announce = None,
     *,
-    concurrency: int = 4,
-    wait: float = 1.0,
     stop: asyncio.Event | None = None,
-    stream: Callable[[str, Any], object] | None = None,
     astream_message: Callable[..., AsyncIterable[Any]] | None = None,
-    health: int | str | None = None,
     ready: ReadyChecks | None = None,
-    **host_options: Any,
+    **options: Any,
 ) -> ServeReport:
     """Async :func:`serve_host`: :func:`aserve_entry` with ``ahandle_message`` bound.
 
     With ``stream``, ``astream_message`` handles each message and ``stream(thread_id, event)``
     is called (and awaited, when it returns an awaitable) with each event.
     """
+    loop, host_options = _loop_options(options)
+    stream = host_options.pop("stream", None)
     handle_one = _astreaming(astream_message, stream) if stream is not None else ahandle_message
     with _publishing(entry, host_options) as (entry, host_options):
 
         async def handle(message: dict[str, Any]) -> object:
             return await handle_one(runnable, message, announce, strict=True, **host_options)
 
-        return await aserve_entry(
-            handle,
-            entry,
-            concurrency=concurrency,
-            wait=wait,
-            stop=stop,
-            health=health,
-            ready=ready,
-        )
+        return await aserve_entry(handle, entry, stop=stop, ready=ready, **loop)
 
 
 def _streaming(

@@ -40,12 +40,13 @@ if TYPE_CHECKING:
         stream_message,
     )
     from agent_wait.langgraph._pause import pause_tool
-    from agent_wait.langgraph._serve import aserve, serve
+    from agent_wait.langgraph._serve import LangGraphServeOptions, aserve, serve
     from agent_wait.langgraph._wait import apublish_interrupts, hitl, publish_interrupts, wait
 
 __all__ = [
     "InterruptRoutingError",
     "LangGraphAdapter",
+    "LangGraphServeOptions",
     "ahandle_message",
     "apublish_interrupts",
     "aserve",
@@ -66,6 +67,7 @@ __all__ = [
 _HOMES = {
     "InterruptRoutingError": "._errors",
     "LangGraphAdapter": "._adapter",
+    "LangGraphServeOptions": "._serve",
     "ahandle_message": "._host",
     "apublish_interrupts": "._wait",
     "aserve": "._serve",

@@ -38,10 +38,11 @@ if TYPE_CHECKING:
     )
     from agent_wait.openai_agents._postgres import PostgresRuns
     from agent_wait.openai_agents._questions import questions_in, wait
-    from agent_wait.openai_agents._serve import aserve, serve
+    from agent_wait.openai_agents._serve import OpenAIAgentsServeOptions, aserve, serve
 
 __all__ = [
     "InMemoryRuns",
+    "OpenAIAgentsServeOptions",
     "PostgresRuns",
     "RunStore",
     "SqliteRuns",
@@ -65,6 +66,7 @@ _MODULES = {
     "ThreadRecord": "._history",
     "ahandle_message": "._host",
     "aserve": "._serve",
+    "OpenAIAgentsServeOptions": "._serve",
     "astream_message": "._host",
     "handle_message": "._host",
     "questions_in": "._questions",

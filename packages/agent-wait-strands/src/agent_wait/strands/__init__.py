@@ -41,7 +41,7 @@ if TYPE_CHECKING:
         stream_message,
     )
     from agent_wait.strands._pause import pause_tool
-    from agent_wait.strands._serve import aserve, serve
+    from agent_wait.strands._serve import StrandsServeOptions, aserve, serve
     from agent_wait.strands._wait import (
         apublish_interrupts,
         hitl,
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MultiAgentRunFailed",
+    "StrandsServeOptions",
     "ahandle_message",
     "apublish_interrupts",
     "aserve",
@@ -74,6 +75,7 @@ _HOMES = {
     "ahandle_message": "._host",
     "apublish_interrupts": "._wait",
     "aserve": "._serve",
+    "StrandsServeOptions": "._serve",
     "handle_message": "._host",
     "hitl": "._wait",
     "interrupt_responses": "._host",
