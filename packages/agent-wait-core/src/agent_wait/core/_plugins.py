@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from agent_wait.core import hookspecs
 from agent_wait.core._announce import BaseAnnounce, delivers_events
@@ -299,19 +299,38 @@ def question_store(name: str, /, **options: Any) -> QuestionStore:
     # Here, not at import: a publish never builds a store.
     from agent_wait.core._store import QuestionStore
 
-    reg = registry()
-    registration = reg.question_stores.get(name)
+    return _built("question store", registry().question_stores, name, options, QuestionStore)
+
+
+_Built = TypeVar("_Built")
+
+
+def _built(
+    kind: str,
+    table: Mapping[str, Registration],
+    name: str,
+    options: Mapping[str, Any],
+    expected: type[_Built],
+) -> _Built:
+    """What the plugin registered as ``name`` in ``table`` builds from ``options``.
+
+    Raises:
+        PluginNotFoundError: Nothing is registered as ``name``.
+        ConfigError: An option is invalid (the message names the ``kind``, redacted), or the
+            factory built something other than an ``expected``.
+    """
+    registration = table.get(name)
     if registration is None:
-        raise PluginNotFoundError(_not_installed("question store", name, reg.question_stores))
+        raise PluginNotFoundError(_not_installed(kind, name, table))
     try:
         built = registration.resolve()(**options)
     except ConfigError:
         raise
     except (TypeError, ValueError) as error:
-        raise ConfigError(f"question store {name!r}: {redact(str(error))}") from error
-    if not isinstance(built, QuestionStore):
+        raise ConfigError(f"{kind} {name!r}: {redact(str(error))}") from error
+    if not isinstance(built, expected):
         raise ConfigError(
-            f"question store {name!r} factory returned {type(built).__name__}, not a QuestionStore"
+            f"{kind} {name!r} factory returned {type(built).__name__}, expected {expected.__name__}"
         )
     return built
 
@@ -613,19 +632,4 @@ def execution_ledger(name: str, /, **options: Any) -> ExecutionLedger:
     # Here, not at import: a publish never builds a ledger (and the ledger module uses this one).
     from agent_wait.core._ledger import ExecutionLedger
 
-    reg = registry()
-    registration = reg.execution_ledgers.get(name)
-    if registration is None:
-        raise PluginNotFoundError(_not_installed("execution ledger", name, reg.execution_ledgers))
-    try:
-        built = registration.resolve()(**options)
-    except ConfigError:
-        raise
-    except (TypeError, ValueError) as error:
-        raise ConfigError(f"execution ledger {name!r}: {redact(str(error))}") from error
-    if not isinstance(built, ExecutionLedger):
-        raise ConfigError(
-            f"execution ledger {name!r} factory returned {type(built).__name__}, not an "
-            "ExecutionLedger"
-        )
-    return built
+    return _built("execution ledger", registry().execution_ledgers, name, options, ExecutionLedger)
