@@ -21,15 +21,13 @@ PostgreSQL database (``agent_wait.postgres.PostgresAuditLog``) or the DynamoDB t
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import hashlib
 import json
 import logging
 import os
 import sqlite3
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -38,7 +36,7 @@ from typing import Any, Protocol, cast, runtime_checkable
 from agent_wait.core._canonical import answer_digest, canonical_json, to_jsonable
 from agent_wait.core._closing import Closing
 from agent_wait.core._logsafe import log_safe
-from agent_wait.core._models import Answer, WaitEnvelope, format_utc
+from agent_wait.core._models import WaitEnvelope, format_utc
 from agent_wait.core._store import parse_now
 
 logger = logging.getLogger("agent_wait.core.audit")
@@ -325,55 +323,6 @@ def record(
         )
 
 
-# --- what the host is answering, for ``executed`` -----------------------------------------------
-
-_HANDLING: contextvars.ContextVar[Answer | None] = contextvars.ContextVar(
-    "agent_wait_audit_handling", default=None
-)
-
-
-def handling(message: object) -> None:
-    """Note the answer message the host is handling (None for a start message)."""
-    _HANDLING.set(message if isinstance(message, Answer) else None)
-
-
-def answered_question(answer: Any) -> tuple[str, str] | None:
-    """``(thread_id, question_id)`` of the question the handled message answered with ``answer``."""
-    message = _HANDLING.get()
-    if message is None:
-        return None
-    wanted = answer_digest(answer)
-    for entry in message.entries():
-        if answer_digest(entry.answer) == wanted:
-            return message.thread_id, entry.question_id
-    return None
-
-
-def run_recorded(
-    log: Callable[[], AuditLog | None],
-    function: str,
-    ran_with: Mapping[str, Any],
-    answer: Any,
-    body: Callable[[], Any],
-) -> Any:
-    """Run an approved body, recording ``executed`` with the digest of the arguments it ran with."""
-    where = answered_question(answer)
-    if where is None:
-        return body()
-    digest = call_digest(function, cast("Mapping[str, Any]", to_jsonable(dict(ran_with))))
-    try:
-        result = body()
-    except BaseException as error:
-        record(log(), *where, "executed", _ran(function, digest, f"raised {type(error).__name__}"))
-        raise
-    record(log(), *where, "executed", _ran(function, digest, "returned"))
-    return result
-
-
-def _ran(function: str, digest: str, outcome: str) -> dict[str, Any]:
-    return {"function": function, "call_digest": digest, "outcome": outcome}
-
-
 # --- the sqlite audit log -----------------------------------------------------------------------
 
 
@@ -595,41 +544,3 @@ def sqlite_audit_log(path: Path) -> SqliteAuditLog:
                 oldest = next(iter(_open_logs))
                 _open_logs.pop(oldest).close()
         return found
-
-
-def audit_handled(handled: Any, message: object) -> None:
-    """Record what the host did with an answer: ``resumed`` or ``refused``, per question.
-
-    In the configured audit log (beside the configured ledger).
-    """
-    if not isinstance(message, Answer) or not (handled.answered or handled.refused):
-        return
-    log = configured_audit()
-    outcome = str(handled.outcome.value)
-    for question_id in cast("tuple[str, ...]", handled.answered):
-        record(log, message.thread_id, question_id, "resumed", {"outcome": outcome})
-    for question_id in cast("tuple[str, ...]", handled.refused):
-        facts = {"outcome": outcome, "reason": handled.detail, "by": message.answered_by}
-        record(log, message.thread_id, question_id, "refused", facts)
-
-
-async def arun_recorded(
-    log: Callable[[], AuditLog | None],
-    function: str,
-    ran_with: Mapping[str, Any],
-    answer: Any,
-    body: Callable[[], Awaitable[Any]],
-) -> Any:
-    """Async :func:`run_recorded`: the entry is written once the body's coroutine finished."""
-    where = answered_question(answer)
-    if where is None:
-        return await body()
-    digest = call_digest(function, cast("Mapping[str, Any]", to_jsonable(dict(ran_with))))
-    try:
-        result = await body()
-    except BaseException as error:
-        outcome = f"raised {type(error).__name__}"
-        await asyncio.to_thread(record, log(), *where, "executed", _ran(function, digest, outcome))
-        raise
-    await asyncio.to_thread(record, log(), *where, "executed", _ran(function, digest, "returned"))
-    return result

@@ -34,7 +34,6 @@ from typing import Any, Protocol, Self, TypedDict, TypeVar, Unpack, cast, overlo
 
 from agent_wait.core import _hooks
 from agent_wait.core._announce import PublishReport
-from agent_wait.core._audit import audit_handled, handling
 from agent_wait.core._canonical import answer_digest
 from agent_wait.core._config import one_configuration
 from agent_wait.core._errors import AgentWaitError, AnnounceFailed, InvalidAnswer
@@ -60,6 +59,7 @@ from agent_wait.core._publish import (
 from agent_wait.core._reports import Handled, Outcome
 from agent_wait.core._storable import storable_problem
 from agent_wait.core._trust import AnswerTrust, configured_trust
+from agent_wait.host._audit_trail import audit_handled, handling
 from agent_wait.host._errors import QuestionNotPending
 from agent_wait.host._lifecycle import (
     apublish_events,

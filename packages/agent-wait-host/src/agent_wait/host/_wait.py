@@ -29,15 +29,7 @@ from pydantic import TypeAdapter
 from pydantic_core import PydanticSerializationError
 
 from agent_wait.core._announce import PublishReport
-from agent_wait.core._audit import (
-    AuditLog,
-    arun_recorded,
-    audit_log_of,
-    call_digest,
-    configured_audit,
-    record,
-    run_recorded,
-)
+from agent_wait.core._audit import AuditLog, audit_log_of, call_digest, configured_audit, record
 from agent_wait.core._canonical import derive_question_id, to_jsonable
 from agent_wait.core._config import configured_ledger, configured_rules
 from agent_wait.core._errors import AnnounceFailed, InvalidAnswer, QuestionTooLarge
@@ -54,6 +46,7 @@ from agent_wait.core._publish import (
     publish,
 )
 from agent_wait.core._rules import Rejected, Rule, decide
+from agent_wait.host._audit_trail import arun_recorded, run_recorded
 
 logger = logging.getLogger(__name__)
 
