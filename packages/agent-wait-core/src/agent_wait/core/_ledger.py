@@ -155,7 +155,9 @@ class SqliteLedger(Closing):
     def finish(self, key: str, attempt: int, token: str, result: Any) -> Execution:
         """See :meth:`ExecutionLedger.finish`."""
         text = json.dumps(result, ensure_ascii=False, allow_nan=False)
-        with self._store.connect() as connection:
+        # Not synced on its own (the next claim's sync carries it): a power loss before then
+        # leaves the call executing, so its redelivery asks a person, as one in the body would.
+        with self._store.connect(synced=False) as connection:
             connection.execute(
                 f'UPDATE "{self._table}" SET done = 1, result = ? '
                 "WHERE key = ? AND attempt = ? AND token = ? AND done = 0",
@@ -168,7 +170,8 @@ class SqliteLedger(Closing):
 
     def release(self, key: str, attempt: int, token: str) -> None:
         """See :meth:`ExecutionLedger.release`."""
-        with self._store.connect() as connection:
+        # Not synced on its own, like finish: losing it to a power loss asks a person.
+        with self._store.connect(synced=False) as connection:
             connection.execute(
                 f'DELETE FROM "{self._table}" WHERE key = ? AND attempt = ? AND token = ? '
                 "AND done = 0",

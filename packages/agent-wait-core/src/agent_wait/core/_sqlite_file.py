@@ -61,7 +61,7 @@ class SqliteFile:
     process that dies loses nothing it committed (the operating system has the writes); a power
     loss or kernel crash can lose the last commits, never corrupt the file. The question store
     and the audit log use it (see docs/guarantees.md); the ledger and the entry point's messages
-    keep a sync per commit.
+    keep a sync per commit, but for what ``connect(synced=False)`` commits.
     """
 
     def __init__(
@@ -91,11 +91,25 @@ class SqliteFile:
         self._lock = threading.Lock()
 
     @contextmanager
-    def connect(self) -> Generator[sqlite3.Connection]:
+    def connect(self, *, synced: bool = True) -> Generator[sqlite3.Connection]:
+        """The connection, under the lock.
+
+        ``synced=False`` commits what is done inside without a file sync of its own even when
+        ``sync_each_commit``: the WAL is written in order, so the next synced commit (or the
+        next checkpoint) makes it durable with everything before it. A process that dies loses
+        nothing of it; only a power loss before that sync can.
+        """
         with self._lock:
             if self._connection is None:
                 self._connection = self._open()
-            yield self._connection
+            if synced or not self._sync_each_commit:
+                yield self._connection
+                return
+            self._connection.execute("PRAGMA synchronous=NORMAL")
+            try:
+                yield self._connection
+            finally:
+                self._connection.execute("PRAGMA synchronous=FULL")
 
     def _open(self) -> sqlite3.Connection:
         _create_private(self.path)
