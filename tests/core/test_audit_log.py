@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from agent_wait.core import AuditEntry, BaseAnnounce, QuestionStore, canonical_json
-from agent_wait.core._audit import DEFAULT_AUDIT_TABLE
+from agent_wait.core._audit import DEFAULT_AUDIT_TABLE, sqlite_audit_log
 from agent_wait.core._sqlite import SqliteAnnounce
 from agent_wait.core._sqlite_store import SqliteQuestionStore
 from agent_wait.testing import AuditLogContract
@@ -45,3 +45,19 @@ class TestSqliteAuditLog(AuditLogContract):
             f'DELETE FROM "{DEFAULT_AUDIT_TABLE}" {_WHERE}',
             *(entry.thread_id, entry.question_id, entry.seq),
         )
+
+
+def test_every_spelling_of_a_file_shares_one_audit_log(tmp_path: Path) -> None:
+    # One log (one connection, one compare-and-set) per file, however its path is written.
+    (tmp_path / "data").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "data")
+    file = tmp_path / "data" / "inbox.sqlite3"
+    log = sqlite_audit_log(file)
+    assert sqlite_audit_log(file) is log
+    assert sqlite_audit_log(tmp_path / "link" / "inbox.sqlite3") is log
+    assert sqlite_audit_log(tmp_path / "data" / ".." / "data" / "inbox.sqlite3") is log
+    assert sqlite_audit_log(tmp_path / "data" / "other.sqlite3") is not log
+    log.append("t-1", "q-1", "asked", {"event_id": "e-1"})
+    assert [
+        e.kind for e in sqlite_audit_log(tmp_path / "link" / "inbox.sqlite3").entries("q-1")
+    ] == ["asked"]

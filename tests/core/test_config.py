@@ -24,6 +24,7 @@ from agent_wait.core import (
 from agent_wait.core._config import (
     AgentWaitConfig,
     ConfigSource,
+    _fingerprint,  # pyright: ignore[reportPrivateUsage]
     default_announcers,
     load_config,
     one_configuration,
@@ -395,6 +396,29 @@ def test_default_announcers_rebuild_when_an_env_secret_rotates(
     [rotated] = default_announcers()
     assert isinstance(rotated, JsonlAnnounce)
     assert rotated.path == tmp_path / "b.jsonl"
+
+
+def test_the_default_configuration_is_read_again_but_built_once_per_inbox_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = load_config()
+    assert load_config() is first  # nothing in it changed: no new object for every message
+    monkeypatch.setenv("AGENT_WAIT_HOME", str(tmp_path / "moved"))
+    moved = load_config()
+    assert moved.announce[0].options["path"] == str(tmp_path / "moved" / "inbox.sqlite3")
+    write(tmp_path / "agent-wait.toml", '[[announce]]\nuse = "log"\n')
+    assert load_config().source is ConfigSource.FILE  # a file that appears is seen at once
+
+
+def test_a_rotated_secret_changes_the_identity_of_the_same_configuration(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = AgentWaitConfig.from_entries([{"use": "jsonl", "path_env": "Q_PATH"}])
+    monkeypatch.setenv("Q_PATH", "a.jsonl")
+    before = _fingerprint(config)
+    assert _fingerprint(config) == before
+    monkeypatch.setenv("Q_PATH", "b.jsonl")
+    assert _fingerprint(config) != before
 
 
 def test_publish_without_announce_uses_the_configuration(

@@ -535,12 +535,17 @@ _OPEN_LIMIT = 16
 
 def sqlite_audit_log(path: Path) -> SqliteAuditLog:
     """The audit log in the sqlite file ``path``, shared by everything that writes that file."""
+    with _open_lock:
+        found = _open_logs.get(path)  # as given: resolving it costs a system call per part
+    if found is not None:
+        return found
     key = path.resolve()
     with _open_lock:
         found = _open_logs.get(key)
         if found is None:
             found = _open_logs[key] = SqliteAuditLog(key)
-            if len(_open_logs) > _OPEN_LIMIT:
-                oldest = next(iter(_open_logs))
-                _open_logs.pop(oldest).close()
+        _open_logs[path] = found
+        if len(_open_logs) > _OPEN_LIMIT:
+            oldest = next(iter(_open_logs))
+            _open_logs.pop(oldest).close()
         return found

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextvars
 import difflib
+import functools
 import hashlib
 import json
 import logging
@@ -294,22 +295,30 @@ def _configured(env: Mapping[str, str], base: Path) -> AgentWaitConfig | None:
         if not path.is_file():
             raise ConfigError(f"{CONFIG_ENV}={env[CONFIG_ENV]!r}: no such file {str(path)!r}")
         config = _from_toml(path, ConfigSource.CONFIG_ENV, pyproject=path.name == PYPROJECT)
-    elif (base / CONFIG_FILE).is_file():
+    # os.path, not pathlib, for the two files looked for on every load: it costs a fraction.
+    elif os.path.isfile(os.path.join(base, CONFIG_FILE)):
         config = _from_toml(base / CONFIG_FILE, ConfigSource.FILE, pyproject=False)
-    else:
+    elif os.path.isfile(os.path.join(base, PYPROJECT)):
         pyproject = base / PYPROJECT
         # A project without [tool.agent-wait] just uses the default.
-        if pyproject.is_file() and _tool_table(_read_toml(pyproject)) is not None:
+        if _tool_table(_read_toml(pyproject)) is not None:
             config = _from_toml(pyproject, ConfigSource.PYPROJECT, pyproject=True)
         else:
             config = None
+    else:
+        config = None
     return config
 
 
 def _default_config(environ: Mapping[str, str]) -> AgentWaitConfig:
     from agent_wait.core._sqlite_file import default_inbox_path
 
-    path = str(default_inbox_path(environ))
+    return _default_for(str(default_inbox_path(environ)))
+
+
+@functools.lru_cache(maxsize=8)
+def _default_for(path: str) -> AgentWaitConfig:
+    """The default configuration for the inbox at ``path``: one object per path, reused."""
     # The inbox is its own reader: told of a refused answer, it opens the question again.
     refusals = [ANSWER_REFUSED_TYPE]
     return AgentWaitConfig(
@@ -410,16 +419,27 @@ def default_announcers() -> list[BaseAnnounce]:
 def _fingerprint(config: AgentWaitConfig) -> str:
     # The values behind *_env options are part of the identity (a rotated secret must reach a
     # new client), hashed so the cache key never holds them in the clear.
-    material: list[Any] = []
-    for entry in config.announce:
-        variables = {
-            k: os.environ.get(v)
-            for k, v in entry.options.items()
-            if k.endswith(ENV_SUFFIX) and isinstance(v, str)
-        }
-        material.append([entry.use, entry.options, variables])
-    text = json.dumps(material, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    global _entries_text
+    last = _entries_text
+    if last is not None and last[0] is config:
+        text = last[1]
+    else:
+        entries = [[entry.use, entry.options] for entry in config.announce]
+        text = json.dumps(entries, sort_keys=True, default=str)
+        _entries_text = (config, text)
+    variables = [
+        [index, k, os.environ.get(v)]
+        for index, entry in enumerate(config.announce)
+        for k, v in entry.options.items()
+        if k.endswith(ENV_SUFFIX) and isinstance(v, str)
+    ]
+    material = text + json.dumps(variables)
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+# The last configuration fingerprinted and its entries as JSON: the default configuration is
+# one object per inbox path, so a host does not dump it again for every message.
+_entries_text: tuple[AgentWaitConfig, str] | None = None
 
 
 _ledger_lock = threading.Lock()
