@@ -419,27 +419,16 @@ def default_announcers() -> list[BaseAnnounce]:
 def _fingerprint(config: AgentWaitConfig) -> str:
     # The values behind *_env options are part of the identity (a rotated secret must reach a
     # new client), hashed so the cache key never holds them in the clear.
-    global _entries_text
-    last = _entries_text
-    if last is not None and last[0] is config:
-        text = last[1]
-    else:
-        entries = [[entry.use, entry.options] for entry in config.announce]
-        text = json.dumps(entries, sort_keys=True, default=str)
-        _entries_text = (config, text)
-    variables = [
-        [index, k, os.environ.get(v)]
-        for index, entry in enumerate(config.announce)
-        for k, v in entry.options.items()
-        if k.endswith(ENV_SUFFIX) and isinstance(v, str)
-    ]
-    material = text + json.dumps(variables)
-    return hashlib.sha256(material.encode("utf-8")).hexdigest()
-
-
-# The last configuration fingerprinted and its entries as JSON: the default configuration is
-# one object per inbox path, so a host does not dump it again for every message.
-_entries_text: tuple[AgentWaitConfig, str] | None = None
+    material: list[Any] = []
+    for entry in config.announce:
+        variables = {
+            k: os.environ.get(v)
+            for k, v in entry.options.items()
+            if k.endswith(ENV_SUFFIX) and isinstance(v, str)
+        }
+        material.append([entry.use, entry.options, variables])
+    text = json.dumps(material, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 _ledger_lock = threading.Lock()
