@@ -117,6 +117,7 @@ def test_public_module() -> None:
         "may_answer",
         "may_see",
         "plan",
+        "refuse_unknown",
         "resend",
         "serve_entry",
         "serve_host",

@@ -493,3 +493,26 @@ async def test_ahandle_message_with_async_tools(
         if isinstance(part, ToolReturnPart)
     ]
     assert [p.content for p in tool_returns] == ["refunded 41000"]
+
+
+def test_message_options_go_to_the_host_and_every_other_name_to_the_run(
+    script: Callable[..., Script], history: HistoryStore
+) -> None:
+    refunds = Refunds(script(REFUND))
+    seen: list[Any] = []
+
+    @refunds.agent.instructions
+    def note_deps(ctx: RunContext[Any]) -> str:
+        seen.append(ctx.deps)
+        return "Refund what is asked."
+
+    # strict is the host's: the failed delivery raises once the history is stored; deps is the run's.
+    with pytest.raises(AnnounceFailed):
+        handle_message(refunds.agent, START, Broken(), history=history, strict=True, deps="d-1")
+    assert seen == ["d-1"]
+    assert history.load(THREAD)
+    # A name neither takes is refused with every message, here a redelivered start message that
+    # runs nothing.
+    with pytest.raises(TypeError, match=r"'stirct'; did you mean 'strict'\?"):
+        handle_message(refunds.agent, START, MemoryAnnounce(), history=history, stirct=True)
+    assert seen == ["d-1"]

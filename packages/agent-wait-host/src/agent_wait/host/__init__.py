@@ -22,7 +22,8 @@ publish what the run parked on, and report every answer's outcome to ``answer_ha
 allowed action); every framework's ``handle_message`` takes it as ``trust=``, among the
 :class:`MessageOptions`.
 :func:`plan` is the decision itself, free of IO. :func:`serve_host` / :func:`aserve_host` run a
-framework's ``handle_message`` on every message of an entry point; a :class:`FrameworkWorker`
+framework's ``handle_message`` on every message of an entry point; :func:`refuse_unknown` is
+the ``TypeError`` an entry point raises for an option it does not take; a :class:`FrameworkWorker`
 binds a framework's four entry points to them once, and each framework's ``serve`` / ``aserve``
 is then one call, taking the :class:`ServeOptions`.
 :func:`stream_message` / :func:`astream_message` are ``handle_message`` for a host that streams
@@ -68,6 +69,7 @@ from agent_wait.host._host import (
     astream_message,
     handle_message,
     plan,
+    refuse_unknown,
     stream_message,
 )
 
@@ -159,6 +161,7 @@ __all__ = [
     "may_answer",
     "may_see",
     "plan",
+    "refuse_unknown",
     "resend",
     "serve_entry",
     "serve_host",

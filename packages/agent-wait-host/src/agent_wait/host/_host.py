@@ -112,7 +112,17 @@ def _checked(options: Mapping[str, Any], caller: str) -> MessageOptions:
 def refuse_unknown(options: Iterable[str], known: Collection[str], caller: str) -> None:
     """Raise ``TypeError`` for the first name of ``options`` not in ``known``.
 
-    What Python says of an unexpected keyword argument, with the closest known name.
+    What Python says of an unexpected keyword argument, with the closest known name: for an
+    entry point that takes ``**options`` and passes some of them on.
+
+    Args:
+        options: The names given (a mapping's keys).
+        known: The names the entry point takes.
+        caller: The entry point's name, for the message.
+
+    Raises:
+        TypeError: ``caller() got an unexpected keyword argument 'stirct'; did you mean
+            'strict'?``
     """
     for name in options:
         if name not in known:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
+import inspect
 import json
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, closing
@@ -31,14 +33,14 @@ from agent_wait.core import (
     canonical_json,
 )
 from agent_wait.host import (
-    AnswerTrust,
     AsyncStreamed,
     AsyncStreamingHost,
-    Clock,
+    MessageOptions,
     Ran,
     Streamed,
     StreamingHost,
     Waiting,
+    refuse_unknown,
 )
 from agent_wait.host.adapter import PAYLOAD_KEY, last_messages, with_asker
 from agent_wait.pydantic_ai._adapter import (
@@ -73,6 +75,7 @@ from pydantic_ai.run import AgentRunResultEvent
 _REQUESTS: TypeAdapter[DeferredToolRequests] = TypeAdapter(DeferredToolRequests)
 # handle_message supplies these itself; a caller passing one would silently fight it.
 _RESERVED = frozenset({"message_history", "deferred_tool_results"})
+_MESSAGE_OPTIONS = MessageOptions.__optional_keys__
 
 
 @dataclass(frozen=True)
@@ -340,14 +343,18 @@ class _Host:
         self,
         agent: Agent[Any, Any],
         history: HistoryStore,
-        options: dict[str, Any],
+        options: Mapping[str, Any],
         prompt: str | None = None,
     ):
-        _check_options(options, prompt)
+        # MessageOptions are the host's; everything else is the agent's run's.
+        self.message_options = cast(
+            "MessageOptions", {k: v for k, v in options.items() if k in _MESSAGE_OPTIONS}
+        )
+        self.options = {k: v for k, v in options.items() if k not in _MESSAGE_OPTIONS}
+        _check_options(agent, self.options, prompt)
         self.agent = agent
         self.history = history
         self.indexed = _indexed_store(history)
-        self.options = options
         self.prompt = prompt
         # The results check() built, reused by the resume that follows it with the same answer.
         self._checked: tuple[DeferredToolRequests, str, Any, DeferredToolResults] | None = None
@@ -609,7 +616,9 @@ def _ran(result: AgentRunResult[Any] | None) -> AgentRunResult[Any]:
     return result
 
 
-def _check_options(run_options: Mapping[str, Any], user_prompt: object) -> None:
+def _check_options(
+    agent: Agent[Any, Any], run_options: Mapping[str, Any], user_prompt: object
+) -> None:
     if user_prompt is not None and not isinstance(user_prompt, str):
         # Kept in the stored history with a held answer: text only.
         raise TypeError(f"user_prompt: expected text, got {type(user_prompt).__name__}")
@@ -619,6 +628,20 @@ def _check_options(run_options: Mapping[str, Any], user_prompt: object) -> None:
             f"handle_message() sets {reserved} itself from the message and the stored history; "
             "do not pass them"
         )
+    # Checked on every message, not only when one runs: a misspelt option is an error on a
+    # redelivery too, instead of being ignored until the next run.
+    accepted = _run_parameters(type(agent))
+    if accepted is not None:
+        refuse_unknown(run_options, accepted | _MESSAGE_OPTIONS, "handle_message")
+
+
+@functools.cache
+def _run_parameters(agent_type: type[Agent[Any, Any]]) -> frozenset[str] | None:
+    """The keyword arguments ``agent_type.run_sync`` takes; None when it takes any."""
+    parameters = inspect.signature(agent_type.run_sync).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    return frozenset(p.name for p in parameters) - {"self", "user_prompt"}
 
 
 def handle_message(
@@ -627,12 +650,8 @@ def handle_message(
     announce: Announce = None,
     *,
     history: HistoryStore,
-    reply_to: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     user_prompt: str | None = None,
-    **run_options: Any,
+    **options: Any,
 ) -> Handled:
     """Handle one inbound message for a Pydantic AI agent: run or resume, store, publish.
 
@@ -666,19 +685,14 @@ def handle_message(
         announce: Where questions are published (an announcer, a list, a registered name, or
             None for the configured default).
         history: Where the thread's message history is stored, by thread id.
-        reply_to: A hint for where answers go, copied into every envelope.
-        strict: Raise :class:`~agent_wait.core.AnnounceFailed` if a delivery failed (the
-            history is already stored), so the host leaves the message unacknowledged; its
-            redelivery republishes the thread's pending questions without running anything.
-        clock: Returns "now" (aware); ``expires_at`` is measured from it.
-        trust: What an answer must satisfy before anything runs (a signed token, not late, an
-            allowed action); see :class:`~agent_wait.core.AnswerTrust`. None: from the
-            ``AGENT_WAIT_ANSWER_*`` environment variables (unset: nothing more).
         user_prompt: A new user message sent together with the deferred results when the
             answer resumes the run (Pydantic AI's "approve and ask for more" in one turn). With
             an answer that is held, it is stored with it and sent when the run resumes; with
             a start message it is refused (``ValueError``: its ``input`` is the prompt).
-        **run_options: Passed to ``agent.run_sync`` (``deps``, ``model``, ``usage_limits``...).
+        **options: ``strict``, ``reply_to``, ``clock``, ``trust``: see
+            :class:`~agent_wait.host.MessageOptions` (``strict``: a failed delivery raises
+            :class:`~agent_wait.core.AnnounceFailed` once the history is stored). Every other
+            name is passed to ``agent.run_sync`` (``deps``, ``model``, ``usage_limits``...).
 
     Returns:
         :class:`~agent_wait.core.Handled`: the outcome, the ``AgentRunResult`` (None when
@@ -686,14 +700,12 @@ def handle_message(
 
     Raises:
         pydantic.ValidationError: The message is neither a valid answer nor start message.
-        TypeError: ``run_options`` names an argument handle_message sets itself, or
+        TypeError: ``options`` names a run argument handle_message sets itself, or
             ``user_prompt`` is not text.
         ValueError: ``user_prompt`` with a start message.
     """
-    host = _SyncHost(agent, history, run_options, user_prompt)
-    return core_host.handle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    host = _SyncHost(agent, history, options, user_prompt)
+    return core_host.handle_message(host, message, announce, **host.message_options)
 
 
 async def ahandle_message(
@@ -702,22 +714,16 @@ async def ahandle_message(
     announce: Announce = None,
     *,
     history: HistoryStore,
-    reply_to: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     user_prompt: str | None = None,
-    **run_options: Any,
+    **options: Any,
 ) -> Handled:
     """Async :func:`handle_message`: ``await agent.run(...)``, announcers delivered concurrently.
 
     The history store is called in a worker thread, so a blocking store does not stall the
     event loop. Same arguments, guarantees and result as :func:`handle_message`.
     """
-    host = _AsyncHost(agent, history, run_options, user_prompt)
-    return await core_host.ahandle_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    host = _AsyncHost(agent, history, options, user_prompt)
+    return await core_host.ahandle_message(host, message, announce, **host.message_options)
 
 
 def stream_message(
@@ -726,12 +732,8 @@ def stream_message(
     announce: Announce = None,
     *,
     history: HistoryStore,
-    reply_to: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     user_prompt: str | None = None,
-    **run_options: Any,
+    **options: Any,
 ) -> Streamed:
     """:func:`handle_message` for a sync host that streams: ``agent.run_stream_events(...)``, iterated.
 
@@ -754,7 +756,7 @@ def stream_message(
                 send_to_ui(event.delta)
         log.info("%s %s", run.handled.outcome, run.handled.question_ids)
     """
-    host = _SyncHost(agent, history, run_options, user_prompt)
+    host = _SyncHost(agent, history, options, user_prompt)
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -765,9 +767,7 @@ def stream_message(
             "stream_message() drives its own event loop and cannot run inside a running one; "
             "use astream_message()"
         )
-    return core_host.stream_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    return core_host.stream_message(host, message, announce, **host.message_options)
 
 
 def astream_message(
@@ -776,12 +776,8 @@ def astream_message(
     announce: Announce = None,
     *,
     history: HistoryStore,
-    reply_to: Mapping[str, Any] | None = None,
-    strict: bool = False,
-    clock: Clock | None = None,
-    trust: AnswerTrust | None = None,
     user_prompt: str | None = None,
-    **run_options: Any,
+    **options: Any,
 ) -> AsyncStreamed:
     """:func:`ahandle_message` for a host that streams: ``agent.run_stream_events(...)``.
 
@@ -800,7 +796,5 @@ def astream_message(
                 await send_to_ui(event.delta)
         log.info("%s %s", run.handled.outcome, run.handled.question_ids)
     """
-    host = _AsyncHost(agent, history, run_options, user_prompt)
-    return core_host.astream_message(
-        host, message, announce, strict=strict, reply_to=reply_to, clock=clock, trust=trust
-    )
+    host = _AsyncHost(agent, history, options, user_prompt)
+    return core_host.astream_message(host, message, announce, **host.message_options)

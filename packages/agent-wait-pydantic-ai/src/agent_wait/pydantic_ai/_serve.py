@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, TypedDict
+from typing import Any, cast
 
 from agent_wait.core import Announce, EntryPoint
-from agent_wait.host import ServeReport, aserve_host, serve_host
+from agent_wait.host import FrameworkWorker, ServeReport
 from agent_wait.pydantic_ai._history import HistoryStore, IndexedHistoryStore
 from agent_wait.pydantic_ai._host import (
     ahandle_message,
@@ -48,26 +48,29 @@ def _prompted(host: Callable[..., Any], user_prompt: UserPrompt) -> Callable[...
 _PROBE_THREAD = "agent-wait-readiness"
 
 
-class _WithHistory(TypedDict):
-    """What serve and aserve pass on about the history store: it, and ``/readyz`` reading it."""
-
-    history: HistoryStore
-    ready: dict[str, Callable[[], object]]
-
-
-def _with_history(history: HistoryStore) -> _WithHistory:
-    # /readyz reads a thread from the store: its index alone, when it keeps one.
+def _history_ready(_agent: object, options: Mapping[str, Any]) -> dict[str, Callable[[], object]]:
+    """``/readyz`` reads a thread from the history store: its index alone, when it keeps one."""
+    history = cast("HistoryStore", options["history"])
     if isinstance(history, IndexedHistoryStore):
-        return {"history": history, "ready": {"history": lambda: history.load_index(_PROBE_THREAD)}}
-    return {"history": history, "ready": {"history": lambda: history.load(_PROBE_THREAD)}}
+        return {"history": lambda: history.load_index(_PROBE_THREAD)}
+    return {"history": lambda: history.load(_PROBE_THREAD)}
 
 
-def _check_user_prompt(user_prompt: object) -> None:
+def _worker(user_prompt: UserPrompt) -> FrameworkWorker:
+    """The worker of the four entry points, each answer given its ``user_prompt``."""
     # Refused here: handle_message would refuse it with every message, each handed out again.
     if user_prompt is not None and not isinstance(user_prompt, str) and not callable(user_prompt):
         raise TypeError(
             f"user_prompt: expected text or a function of the answer message, got {user_prompt!r}"
         )
+    # No option names to check: every name that is not the worker's goes to agent.run.
+    return FrameworkWorker(
+        _prompted(handle_message, user_prompt),
+        _prompted(ahandle_message, user_prompt),
+        _prompted(stream_message, user_prompt),
+        _prompted(astream_message, user_prompt),
+        ready=_history_ready,
+    )
 
 
 def serve(
@@ -76,63 +79,40 @@ def serve(
     announce: Announce = None,
     *,
     history: HistoryStore,
-    concurrency: int = 4,
-    wait: float = 1.0,
     stop: threading.Event | None = None,
-    stream: Callable[[str, Any], object] | None = None,
     user_prompt: UserPrompt = None,
-    health: int | str | None = None,
-    **host_options: Any,
+    **options: Any,
 ) -> ServeReport:
     """Run a Pydantic AI host: receive from ``entry``, :func:`handle_message`, acknowledge.
 
     Each message is handled with ``handle_message(agent, message, announce, history=history,
-    strict=True, **host_options)``, which stores the history before returning, and is
-    acknowledged only then; a failed publish or any other error leaves it to be handed out
-    again, a malformed message is dead-lettered. Messages of one thread are never handled at
-    once; different threads run in parallel up to ``concurrency``. SIGTERM or SIGINT (or
-    ``stop``) stops receiving; the messages in hand are finished first.
+    strict=True, ...)``, which stores the history before returning, and is acknowledged only
+    then; a failed publish or any other error leaves it to be handed out again, a malformed
+    message is dead-lettered. Messages of one thread are never handled at once; different
+    threads run in parallel up to ``concurrency``. SIGTERM or SIGINT (or ``stop``) stops
+    receiving; the messages in hand are finished first.
 
     Args:
         agent: The agent.
         entry: Where messages come from (default: the configured entry point).
         announce: Announcers for what runs park on (None: the configured default).
         history: Where each thread's message history is kept.
-        concurrency: How many threads are handled at once.
-        wait: Seconds each receive waits (the longest a stop waits for it).
         stop: Set it to stop the worker from another thread.
-        stream: ``stream(thread_id, event)`` for every Pydantic AI event of every run: each
-            message is then handled with :func:`stream_message`. A ``stream`` that raises
-            stops that run; nothing of it is saved or published and the message is handed out
-            again.
         user_prompt: A new user prompt sent with the deferred results of each answer
             (``handle_message(..., user_prompt=...)``): text for every answer, or a function
             of the answer message (a dict) returning the text or None. Start messages carry
             their own prompt and get none.
-        health: Serve ``/healthz`` and ``/readyz`` on this port (or ``"host:port"``);
-            ``/readyz`` also reads a thread from ``history``, and answers 503 naming
-            ``history`` when that fails.
-        host_options: ``reply_to``, ``clock``, ``trust`` and run options for
-            :func:`handle_message`.
+        **options: :class:`~agent_wait.host.ServeOptions`: ``concurrency``, ``wait``,
+            ``health`` (``/readyz`` also reads a thread from ``history``, and answers 503
+            naming ``history`` when that fails), ``stream`` (``stream(thread_id, event)`` for
+            every Pydantic AI event of every run: each message is then handled with
+            :func:`stream_message`), ``reply_to``, ``clock``, ``trust``; every other name is a
+            run option for :func:`handle_message`.
 
     Raises:
         TypeError: ``user_prompt`` is neither text nor a function.
     """
-    _check_user_prompt(user_prompt)
-    return serve_host(
-        _prompted(handle_message, user_prompt),
-        agent,
-        entry,
-        announce,
-        concurrency=concurrency,
-        wait=wait,
-        stop=stop,
-        stream=stream,
-        stream_message=_prompted(stream_message, user_prompt),
-        health=health,
-        **_with_history(history),
-        **host_options,
-    )
+    return _worker(user_prompt).serve(agent, entry, announce, stop, {"history": history, **options})
 
 
 async def aserve(
@@ -141,31 +121,14 @@ async def aserve(
     announce: Announce = None,
     *,
     history: HistoryStore,
-    concurrency: int = 4,
-    wait: float = 1.0,
     stop: asyncio.Event | None = None,
-    stream: Callable[[str, Any], object] | None = None,
     user_prompt: UserPrompt = None,
-    health: int | str | None = None,
-    **host_options: Any,
+    **options: Any,
 ) -> ServeReport:
     """Async :func:`serve` with :func:`ahandle_message`.
 
     With ``stream`` (a function or a coroutine function of ``(thread_id, event)``), each
     message is handled with :func:`astream_message`.
     """
-    _check_user_prompt(user_prompt)
-    return await aserve_host(
-        _prompted(ahandle_message, user_prompt),
-        agent,
-        entry,
-        announce,
-        concurrency=concurrency,
-        wait=wait,
-        stop=stop,
-        stream=stream,
-        astream_message=_prompted(astream_message, user_prompt),
-        health=health,
-        **_with_history(history),
-        **host_options,
-    )
+    options = {"history": history, **options}
+    return await _worker(user_prompt).aserve(agent, entry, announce, stop, options)
