@@ -44,13 +44,14 @@ def _package(name: str) -> types.ModuleType:
 
 @pytest.mark.parametrize("name", PACKAGES)
 def test_dir_lists_every_public_name_before_first_use(name: str) -> None:
+    public = set(_package(name).__all__)  # skipped where the package is not installed
     listed = subprocess.run(
         [sys.executable, "-c", f"import {name} as p; print(' '.join(dir(p)))"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout.split()
-    assert set(_package(name).__all__) <= set(listed)
+    assert public <= set(listed)
 
 
 @pytest.mark.parametrize("name", PACKAGES)
