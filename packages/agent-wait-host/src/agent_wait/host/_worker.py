@@ -977,8 +977,12 @@ class FrameworkWorker:
         ahandle_message: Its ``ahandle_message``.
         stream_message: Its ``stream_message`` (None: it does not stream).
         astream_message: Its ``astream_message``.
-        options: The keyword arguments its ``serve`` takes (a TypedDict), or None.
-        ready: The checks ``/readyz`` runs besides the entry point's, for a runnable.
+        options: The keyword arguments its ``serve`` takes (a TypedDict), or None. Its
+            ``Required`` keys are refused when missing as the TypedDict reports them: one
+            defined in a module with ``from __future__ import annotations`` reports none.
+        ready: The checks ``/readyz`` runs besides the entry point's, for a runnable and the
+            options; called before the worker starts, it may refuse an option combination
+            with ``TypeError`` (LangGraph's refuses stream options without ``stream``).
     """
 
     handle_message: Callable[..., object]
