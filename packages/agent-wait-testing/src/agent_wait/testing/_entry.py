@@ -278,6 +278,10 @@ class EntryContract:
 
         waiting()
         received = self._receive(contract_entry)
+        for _ in range(5):  # one receive may hand out what one shard holds, not both messages
+            if len(received) >= 2:
+                break
+            received += self._receive(contract_entry)
         assert sorted(r.thread_id for r in received) == sorted((first, second))
         waiting()  # leased, not settled
         assert contract_entry.ack(received[0])
